@@ -1,0 +1,3 @@
+"""The kafkalite broker: listeners, connections, request dispatch, configuration, CLI."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,180 @@
+"""KafkaApis: the one dispatch table from api key to handler.
+
+A handler is ``handler(ctx, request)`` returning one of:
+- a kio response entity (encoded here),
+- ``bytes``: an already encoded response body (for hand-written hot-path encoders),
+- an ``asyncio.Future`` or coroutine resolving to either of the above (parked requests),
+- ``NO_RESPONSE`` (Produce with acks=0).
+
+Every request passes one authorization check, built from the registration's ``acl``
+function, before its handler runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+
+from protocol import apis as codecs
+from protocol.defaults import error_response
+from protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
+from protocol.headers import parse_request_header, peek_api
+
+from .auth import DENIED_ERROR, Action, AllowAll, Authorizer
+from .context import RequestContext
+
+if TYPE_CHECKING:
+    from .connection import KafkaConnection
+
+log = structlog.get_logger("kafkalite.apis")
+
+_SIZE = struct.Struct(">i")
+_I32 = struct.Struct(">i")
+
+
+class _NoResponse:
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE: Any = _NoResponse()
+
+Handler = Callable[[RequestContext, Any], Any]
+AclFn = Callable[[Any], Iterable[Action]]
+
+
+@dataclass(slots=True)
+class Registration:
+    api_key: int
+    min_version: int
+    max_version: int
+    handler: Handler
+    acl: AclFn | None
+
+
+class KafkaApis:
+    def __init__(self, authorizer: Authorizer | None = None) -> None:
+        self.authorizer: Authorizer = authorizer or AllowAll()
+        self._handlers: dict[int, Registration] = {}
+
+    def register(
+        self,
+        api_key: int,
+        handler: Handler,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        acl: AclFn | None = None,
+    ) -> None:
+        """Register ``handler`` for ``api_key``; versions default to all kio has."""
+        kv = codecs.kio_versions(api_key)
+        if kv is None:
+            raise ValueError(f"no codecs for api key {api_key}")
+        lo = kv[0] if min_version is None else max(min_version, kv[0])
+        hi = kv[1] if max_version is None else min(max_version, kv[1])
+        self._handlers[api_key] = Registration(api_key, lo, hi, handler, acl)
+
+    def supported(self) -> list[tuple[int, int, int]]:
+        return sorted((r.api_key, r.min_version, r.max_version) for r in self._handlers.values())
+
+    def registration(self, api_key: int) -> Registration | None:
+        return self._handlers.get(api_key)
+
+    # --- dispatch -----------------------------------------------------------------------
+
+    def handle(self, conn: KafkaConnection, frame: bytes) -> Any:
+        """Serve one request frame. Returns response frame bytes, a Future of them, or None.
+
+        Raises ``ProtocolError`` for input that must close the connection.
+        """
+        api_key, api_version, correlation_id = peek_api(frame)
+        reg = self._handlers.get(api_key)
+        if reg is None or not reg.min_version <= api_version <= reg.max_version:
+            if api_key == codecs.API_VERSIONS_KEY:
+                return self._api_versions_fallback(correlation_id)
+            raise UnsupportedApi(api_key, api_version)
+        c = codecs.codec(api_key, api_version)
+        header = parse_request_header(frame, c.request_flexible)
+        request = c.decode_request(frame, header.body_offset)
+        ctx = RequestContext(
+            header,
+            conn.principal,
+            conn.peer_host,
+            conn.peer_port,
+            conn.listener_name,
+            conn.connection_id,
+        )
+        if reg.acl is not None:
+            for action in reg.acl(request):
+                if not self.authorizer.authorize(ctx.principal, action):
+                    log.info(
+                        "request.denied",
+                        principal=ctx.principal,
+                        operation=action.operation.value,
+                        resource=action.resource_type.value,
+                        name=action.name,
+                    )
+                    return self._frame(c, correlation_id, error_response(
+                        c.response_type, DENIED_ERROR[action.resource_type]
+                    ))
+        try:
+            result = reg.handler(ctx, request)
+        except ProtocolError:
+            raise
+        except Exception:
+            log.exception("handler.failed", api=codecs.API_NAMES.get(api_key), version=api_version)
+            return self._frame(c, correlation_id, error_response(
+                c.response_type, ErrorCode.unknown_server_error
+            ))
+        return self._finish(c, correlation_id, result)
+
+    def _finish(self, c: codecs.ApiCodec, correlation_id: int, result: Any) -> Any:
+        if result is NO_RESPONSE:
+            return None
+        if asyncio.iscoroutine(result):
+            result = asyncio.ensure_future(result)
+        if isinstance(result, asyncio.Future):
+            out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+            def done(fut: asyncio.Future[Any]) -> None:
+                if out.cancelled():
+                    return
+                try:
+                    value = fut.result()
+                    out.set_result(self._finish(c, correlation_id, value))
+                except asyncio.CancelledError:
+                    out.cancel()
+                except Exception:
+                    log.exception("handler.failed", api=codecs.API_NAMES.get(c.api_key))
+                    out.set_result(self._frame(c, correlation_id, error_response(
+                        c.response_type, ErrorCode.unknown_server_error
+                    )))
+
+            result.add_done_callback(done)
+            return out
+        return self._frame(c, correlation_id, result)
+
+    @staticmethod
+    def _frame(c: codecs.ApiCodec, correlation_id: int, response: Any) -> bytes:
+        body = response if isinstance(response, bytes | bytearray) else c.encode_response(response)
+        if c.response_header_flexible:
+            return b"".join((_SIZE.pack(len(body) + 5), _I32.pack(correlation_id), b"\x00", body))
+        return b"".join((_SIZE.pack(len(body) + 4), _I32.pack(correlation_id), body))
+
+    def _api_versions_fallback(self, correlation_id: int) -> bytes:
+        """Kafka answers an unknown ApiVersions version in v0 format with UNSUPPORTED_VERSION."""
+        resp = ApiVersionsResponseV0(
+            error_code=ErrorCode.unsupported_version,
+            api_keys=tuple(
+                ApiVersionV0(api_key=k, min_version=lo, max_version=hi)  # type: ignore[arg-type]
+                for k, lo, hi in self.supported()
+            ),
+        )
+        return self._frame(codecs.codec(codecs.API_VERSIONS_KEY, 0), correlation_id, resp)

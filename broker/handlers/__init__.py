@@ -1,0 +1,17 @@
+"""Request handlers, one module per area. Each module's ``install(broker)`` registers its
+handlers with ``broker.apis`` and its components' start/stop hooks with the broker."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+
+def install_all(broker: Broker) -> None:
+    # Order matters: storage before the coordinator that writes through it.
+    from . import api_versions, metadata
+
+    for module in (metadata, api_versions):
+        module.install(broker)

@@ -1,0 +1,34 @@
+"""pytest fixtures for projects that test against kafkalite.
+
+``kafkalite_broker`` gives a fresh broker per test (in a background thread, port 0);
+``kafkalite_factory({"group.min.session.timeout.ms": "100"})`` starts more, with
+Kafka property overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .testing import BrokerThread
+
+
+@pytest.fixture
+def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
+    started: list[BrokerThread] = []
+
+    def make(overrides: dict[str, str] | None = None, name: str = "broker") -> BrokerThread:
+        b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides).start()
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+@pytest.fixture
+def kafkalite_broker(kafkalite_factory: Callable[..., BrokerThread]) -> BrokerThread:
+    return kafkalite_factory()

@@ -1,0 +1,1 @@
+"""Kafka wire protocol: framing, headers, message codecs, record batches, error codes."""

@@ -1,0 +1,61 @@
+"""Build a response entity filled with an error code and empty defaults.
+
+Used where a handler cannot produce its own answer (authorization refused, an
+unexpected exception): the client gets Kafka's error code rather than a dropped
+connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+from .errors import ErrorCode
+
+
+def _default_for(tp: Any, meta: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp):
+        return None
+    if origin is tuple:
+        return ()
+    kafka_type = meta.get("kafka_type") if meta else None
+    if kafka_type == "error_code":
+        return ErrorCode.none
+    if kafka_type in ("string",):
+        return ""
+    if kafka_type in ("bytes", "records"):
+        return b""
+    if kafka_type == "bool":
+        return False
+    if kafka_type == "uuid":
+        return None
+    if kafka_type in ("timedelta_i32", "timedelta_i64"):
+        import datetime
+
+        return datetime.timedelta(0)
+    if kafka_type == "float64":
+        return 0.0
+    if dataclasses.is_dataclass(tp):
+        return build_default(tp, ErrorCode.none)
+    return 0
+
+
+def build_default(entity_type: type[Any], error_code: ErrorCode) -> Any:
+    hints = typing.get_type_hints(entity_type)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(entity_type):
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        if f.metadata.get("kafka_type") == "error_code":
+            kwargs[f.name] = error_code
+            continue
+        kwargs[f.name] = _default_for(hints[f.name], f.metadata)
+    return entity_type(**kwargs)
+
+
+def error_response(response_type: type[Any], error_code: ErrorCode) -> Any:
+    """A response of ``response_type`` whose top-level error code is ``error_code``."""
+    return build_default(response_type, error_code)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs and run all of it: lint, types, compose file
+# check, unit, property, integration (real clients over TCP) and end-to-end tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+# System packages: kcat for the kcat tests, chromium for the report screenshot test.
+need_apt=()
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e ".[test,pipeline]"
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== ruff"
+ruff check broker protocol coordinator storage pipeline tests benchmarks
+echo "== mypy"
+mypy
+echo "== docker-compose.yml"
+bash scripts/check-compose.sh
+echo "== pytest"
+python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,1 @@
+"""Append-only partition logs in Kafka's segment format, the topic catalogue, broker metadata."""

@@ -1,0 +1,143 @@
+"""The persistent topic catalogue: name, topic id, partition count, per-topic configs."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .fsutil import atomic_write
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class InvalidTopicName(ValueError):
+    pass
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules (``org.apache.kafka.common.internals.Topic.validate``)."""
+    if not name:
+        raise InvalidTopicName("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicName("Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTopicName(
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters"
+        )
+    if not _LEGAL.match(name):
+        raise InvalidTopicName(
+            f"Topic name {name} is illegal, it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+class TopicCatalog:
+    """Topics of this broker, kept in ``<data_dir>/topics.json`` (rewritten atomically)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "topics.json"
+        self._topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        #: Called after a topic is created, changed or deleted: (event, topic).
+        self.listeners: list[Callable[[str, TopicInfo], None]] = []
+        if self.path.exists():
+            for t in json.loads(self.path.read_text())["topics"]:
+                info = TopicInfo(
+                    t["name"],
+                    uuid.UUID(t["id"]),
+                    int(t["partitions"]),
+                    dict(t.get("configs", {})),
+                    bool(t.get("internal", False)),
+                )
+                self._topics[info.name] = info
+                self._by_id[info.topic_id] = info
+
+    def _save(self) -> None:
+        doc = {
+            "topics": [
+                {
+                    "name": t.name,
+                    "id": str(t.topic_id),
+                    "partitions": t.partitions,
+                    "configs": t.configs,
+                    "internal": t.internal,
+                }
+                for t in self._topics.values()
+            ]
+        }
+        atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode())
+
+    def _notify(self, event: str, info: TopicInfo) -> None:
+        for fn in self.listeners:
+            fn(event, info)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._topics
+
+    def __iter__(self) -> Iterator[TopicInfo]:
+        return iter(list(self._topics.values()))
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def create(
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str] | None = None,
+        internal: bool = False,
+    ) -> TopicInfo:
+        validate_topic_name(name)
+        if name in self._topics:
+            raise KeyError(name)
+        if partitions < 1:
+            raise ValueError("partitions must be at least 1")
+        info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}), internal)
+        self._topics[name] = info
+        self._by_id[info.topic_id] = info
+        self._save()
+        self._notify("created", info)
+        return info
+
+    def delete(self, name: str) -> TopicInfo:
+        info = self._topics.pop(name)
+        self._by_id.pop(info.topic_id, None)
+        self._save()
+        self._notify("deleted", info)
+        return info
+
+    def set_partitions(self, name: str, partitions: int) -> TopicInfo:
+        info = self._topics[name]
+        if partitions <= info.partitions:
+            raise ValueError("partition count can only grow")
+        info.partitions = partitions
+        self._save()
+        self._notify("changed", info)
+        return info
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
+        info = self._topics[name]
+        info.configs = dict(configs)
+        self._save()
+        self._notify("changed", info)
+        return info
