@@ -39,6 +39,10 @@ class Broker:
         self.cluster_id = ""
         self.apis = KafkaApis()
         self.catalog: TopicCatalog | None = None
+        #: storage.manager.LogManager, set when the storage handlers install.
+        self.logs: Any = None
+        #: The group coordinator runtime, set when the group handlers install.
+        self.coordinator: Any = None
         self.listeners: list[BoundListener] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
@@ -50,6 +54,17 @@ class Broker:
         self, start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]
     ) -> None:
         self._services.append((start, stop))
+
+    def broker_value(self, prop: str) -> str | None:
+        """A broker property the operator set explicitly (for topic config synonyms)."""
+        return None if self.config.is_default(prop) else self.config.raw(prop)
+
+    def topic_config(self, topic: str, name: str) -> str:
+        """Effective value of a topic config (topic override, broker property, default)."""
+        from storage.topic_config import resolve
+
+        info = self.topics.get(topic)
+        return resolve(info.configs if info else {}, self.broker_value, name).value
 
     @property
     def topics(self) -> TopicCatalog:
