@@ -169,7 +169,7 @@ class Config:
         assert isinstance(v, float)
         return v
 
-    def str(self, key: str) -> str:
+    def text(self, key: str) -> str:
         return self.raw(key)
 
     @property

@@ -18,6 +18,8 @@ from .connection import KafkaConnection
 
 log = structlog.get_logger("kafkalite.broker")
 
+Hook = Callable[[], Awaitable[None]]
+
 
 @dataclass(frozen=True)
 class BoundListener:
@@ -47,12 +49,10 @@ class Broker:
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
         #: (start, stop) hooks of components, run in order on start and reversed on stop.
-        self._services: list[tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]] = []
+        self._services: list[tuple[Hook, Hook]] = []
         self.stopped = asyncio.Event()
 
-    def add_service(
-        self, start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]
-    ) -> None:
+    def add_service(self, start: Hook, stop: Hook) -> None:
         self._services.append((start, stop))
 
     def broker_value(self, prop: str) -> str | None:
@@ -100,13 +100,17 @@ class Broker:
 
     async def _listen(self) -> None:
         loop = asyncio.get_running_loop()
-        configured = parse_listeners(self.config.str("listeners"))
-        advertised_raw = self.config.str("advertised.listeners")
+        configured = parse_listeners(self.config.text("listeners"))
+        advertised_raw = self.config.text("advertised.listeners")
         advertised = {a.name: a for a in parse_listeners(advertised_raw)} if advertised_raw else {}
         max_size = self.config.int("socket.request.max.bytes")
         for lst in configured:
+
+            def factory(name: str = lst.name) -> KafkaConnection:
+                return KafkaConnection(self.apis, max_size, name, self._connections)
+
             server = await loop.create_server(
-                lambda name=lst.name: KafkaConnection(self.apis, max_size, name, self._connections),
+                factory,
                 lst.host,
                 lst.port,
                 reuse_address=True,
@@ -138,7 +142,7 @@ class Broker:
         for server in self._servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), 2)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 pass
         for _start, stop in reversed(self._services):
             try:
@@ -161,7 +165,9 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
 
 
-async def serve_until_signalled(broker: Broker, ready: Callable[[Broker], Any] | None = None) -> None:
+async def serve_until_signalled(
+    broker: Broker, ready: Callable[[Broker], Any] | None = None
+) -> None:
     import signal
 
     loop = asyncio.get_running_loop()

@@ -101,7 +101,7 @@ class BrokerThread:
             return
         broker = self.broker
         try:
-            self.call(broker.stop, timeout)
+            _ = self.call(broker.stop, timeout)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout)
@@ -151,7 +151,7 @@ class BrokerProcess:
         for k, v in self.overrides.items():
             args += ["--set", f"{k}={v}"]
         args += self.extra_args
-        logf = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        logf = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT)
         logf.close()
         deadline = time.monotonic() + timeout

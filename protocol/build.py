@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from functools import cache
 from typing import Any
 
+_names: dict[type[Any], frozenset[str]] = {}
+_nested: dict[tuple[type[Any], str], type[Any]] = {}
 
-@cache
+
 def _field_names(cls: type[Any]) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
+    found = _names.get(cls)
+    if found is None:
+        found = _names[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return found
 
 
 def build(cls: type[Any], **kwargs: Any) -> Any:
@@ -23,8 +27,10 @@ def has_field(cls: type[Any], name: str) -> bool:
     return name in _field_names(cls)
 
 
-@cache
 def nested(entity_type: type[Any], name: str) -> type[Any]:
     """The nested entity class ``name`` defined beside ``entity_type`` (same version)."""
-    cls: type[Any] = getattr(sys.modules[entity_type.__module__], name)
+    key = (entity_type, name)
+    cls = _nested.get(key)
+    if cls is None:
+        cls = _nested[key] = getattr(sys.modules[entity_type.__module__], name)
     return cls

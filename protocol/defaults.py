@@ -38,7 +38,7 @@ def _default_for(tp: Any, meta: Any) -> Any:
         return datetime.timedelta(0)
     if kafka_type == "float64":
         return 0.0
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return build_default(tp, ErrorCode.none)
     return 0
 

@@ -242,7 +242,9 @@ def compress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def decode_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[BatchHeader, list[Record]]:
+def decode_batch(
+    buf: bytes | bytearray | memoryview, pos: int = 0
+) -> tuple[BatchHeader, list[Record]]:
     """Decode every record of the batch at ``pos`` (checks the CRC first)."""
     h = check_batch(buf, pos)
     body = bytes(buf[pos + HEADER_SIZE : pos + h.size])

@@ -26,7 +26,8 @@ def install(broker: Broker) -> None:
         resp_t = c.response_type
         mod = __import__(resp_t.__module__, fromlist=["ApiVersion"])
         entries = tuple(
-            mod.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in apis.supported()
+            mod.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, lo, hi in apis.supported()
         )
         kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
         if version >= 1:
