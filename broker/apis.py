@@ -25,7 +25,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from protocol import apis as codecs
 from protocol.defaults import error_response
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
-from protocol.headers import parse_request_header, peek_api
+from protocol.headers import RequestHeader, parse_request_header, peek_api, skip_tagged_fields
 
 from .auth import DENIED_ERROR, Action, AllowAll, Authorizer
 from .context import RequestContext
@@ -37,6 +37,7 @@ log = structlog.get_logger("kafkalite.apis")
 
 _SIZE = struct.Struct(">i")
 _I32 = struct.Struct(">i")
+_PREFIX = struct.Struct(">hhih")
 
 
 class _NoResponse:
@@ -59,10 +60,14 @@ class Registration:
     acl: AclFn | None
 
 
+_Entry = tuple[codecs.ApiCodec, Registration]
+
+
 class KafkaApis:
     def __init__(self, authorizer: Authorizer | None = None) -> None:
         self.authorizer: Authorizer = authorizer or AllowAll()
         self._handlers: dict[int, Registration] = {}
+        self._fast: dict[tuple[int, int], _Entry] = {}
 
     def register(
         self,
@@ -80,6 +85,7 @@ class KafkaApis:
         lo = kv[0] if min_version is None else max(min_version, kv[0])
         hi = kv[1] if max_version is None else min(max_version, kv[1])
         self._handlers[api_key] = Registration(api_key, lo, hi, handler, acl)
+        self._fast.clear()
 
     def supported(self) -> list[tuple[int, int, int]]:
         return sorted((r.api_key, r.min_version, r.max_version) for r in self._handlers.values())
@@ -89,19 +95,46 @@ class KafkaApis:
 
     # --- dispatch -----------------------------------------------------------------------
 
+    def _lookup(self, api_key: int, api_version: int) -> _Entry | None:
+        reg = self._handlers.get(api_key)
+        if reg is None or not reg.min_version <= api_version <= reg.max_version:
+            return None
+        entry = (codecs.codec(api_key, api_version), reg)
+        self._fast[(api_key, api_version)] = entry
+        return entry
+
     def handle(self, conn: KafkaConnection, frame: bytes) -> Any:
         """Serve one request frame. Returns response frame bytes, a Future of them, or None.
 
         Raises ``ProtocolError`` for input that must close the connection.
         """
-        api_key, api_version, correlation_id = peek_api(frame)
-        reg = self._handlers.get(api_key)
-        if reg is None or not reg.min_version <= api_version <= reg.max_version:
+        # The header is parsed inline: this runs for every frame (heartbeats included).
+        if len(frame) < 10:
+            peek_api(frame)  # raises the protocol error
+        api_key, api_version, correlation_id, cid_len = _PREFIX.unpack_from(frame, 0)
+        entry = self._fast.get((api_key, api_version)) or self._lookup(api_key, api_version)
+        if entry is None:
             if api_key == codecs.API_VERSIONS_KEY:
                 return self._api_versions_fallback(correlation_id)
             raise UnsupportedApi(api_key, api_version)
-        c = codecs.codec(api_key, api_version)
-        header = parse_request_header(frame, c.request_flexible)
+        c, reg = entry
+        if cid_len >= 0 and len(frame) >= 10 + cid_len:
+            pos = 10 + cid_len
+            raw = frame[10:pos]
+            if raw == conn.client_id_raw:
+                client_id: str | None = conn.client_id
+            else:
+                header_full = parse_request_header(frame, c.request_flexible)
+                client_id = header_full.client_id
+                conn.client_id_raw, conn.client_id = raw, client_id
+            if c.request_flexible:
+                if pos < len(frame) and frame[pos] == 0:
+                    pos += 1
+                else:
+                    pos = skip_tagged_fields(frame, pos)
+            header = RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+        else:
+            header = parse_request_header(frame, c.request_flexible)
         request = c.decode_request(frame, header.body_offset)
         ctx = RequestContext(
             header,
@@ -136,6 +169,8 @@ class KafkaApis:
         return self._finish(c, correlation_id, result)
 
     def _finish(self, c: codecs.ApiCodec, correlation_id: int, result: Any) -> Any:
+        if type(result) is bytes:
+            return self._frame(c, correlation_id, result)
         if result is NO_RESPONSE:
             return None
         if asyncio.iscoroutine(result):

@@ -34,6 +34,9 @@ class KafkaConnection(asyncio.Protocol):
         self.listener_name = listener_name
         self.connection_id = next(_ids)
         self.principal = "User:ANONYMOUS"
+        #: The last client id seen, raw and decoded: clients send the same one every time.
+        self.client_id_raw: bytes | None = None
+        self.client_id: str | None = None
         self.peer_host = ""
         self.peer_port = 0
         self.transport: asyncio.Transport | None = None
