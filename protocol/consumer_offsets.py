@@ -1,0 +1,484 @@
+"""Record schemas of ``__consumer_offsets`` and of the consumer embedded protocol.
+
+Written by hand (kio has neither) to match Kafka's ``group-coordinator`` message JSON
+byte for byte: the key starts with an int16 version that is also the record type
+(0/1 offset commit, 2 group metadata); the value starts with its own int16 version.
+Values from version 4 on are flexible (compact strings, tagged fields).
+
+Pure: no imports from the coordinator or broker.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from .errors import ProtocolError
+
+OFFSET_COMMIT_KEY_V0 = 0
+OFFSET_COMMIT_KEY_V1 = 1
+GROUP_METADATA_KEY = 2
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+# --- primitive writer / reader ----------------------------------------------------------
+
+
+class _Writer:
+    __slots__ = ("buf", "flexible")
+
+    def __init__(self, flexible: bool = False) -> None:
+        self.buf = bytearray()
+        self.flexible = flexible
+
+    def i16(self, v: int) -> None:
+        self.buf += _I16.pack(v)
+
+    def i32(self, v: int) -> None:
+        self.buf += _I32.pack(v)
+
+    def i64(self, v: int) -> None:
+        self.buf += _I64.pack(v)
+
+    def uvarint(self, v: int) -> None:
+        while v >= 0x80:
+            self.buf.append((v & 0x7F) | 0x80)
+            v >>= 7
+        self.buf.append(v)
+
+    def _len(self, n: int | None) -> None:
+        if self.flexible:
+            self.uvarint(0 if n is None else n + 1)
+        else:
+            self.i16(-1 if n is None else n)
+
+    def string(self, s: str | None) -> None:
+        if s is None:
+            self._len(None)
+            return
+        b = s.encode("utf-8")
+        self._len(len(b))
+        self.buf += b
+
+    def bytes_(self, b: bytes | None) -> None:
+        if self.flexible:
+            self.uvarint(0 if b is None else len(b) + 1)
+        else:
+            self.i32(-1 if b is None else len(b))
+        if b is not None:
+            self.buf += b
+
+    def array_len(self, n: int | None) -> None:
+        if self.flexible:
+            self.uvarint(0 if n is None else n + 1)
+        else:
+            self.i32(-1 if n is None else n)
+
+    def tags(self) -> None:
+        if self.flexible:
+            self.buf.append(0)
+
+
+class _Reader:
+    __slots__ = ("buf", "flexible", "pos")
+
+    def __init__(self, buf: bytes, pos: int = 0, flexible: bool = False) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.flexible = flexible
+
+    def _need(self, n: int) -> None:
+        if self.pos + n > len(self.buf):
+            raise ProtocolError("truncated __consumer_offsets record")
+
+    def i16(self) -> int:
+        self._need(2)
+        (v,) = _I16.unpack_from(self.buf, self.pos)
+        self.pos += 2
+        return int(v)
+
+    def i32(self) -> int:
+        self._need(4)
+        (v,) = _I32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return int(v)
+
+    def i64(self) -> int:
+        self._need(8)
+        (v,) = _I64.unpack_from(self.buf, self.pos)
+        self.pos += 8
+        return int(v)
+
+    def uvarint(self) -> int:
+        result = shift = 0
+        while True:
+            self._need(1)
+            b = self.buf[self.pos]
+            self.pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 35:
+                raise ProtocolError("varint too long")
+
+    def _raw(self, n: int) -> bytes:
+        self._need(n)
+        out = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n
+        return out
+
+    def string(self) -> str | None:
+        n = self.uvarint() - 1 if self.flexible else self.i16()
+        if n < 0:
+            return None
+        return self._raw(n).decode("utf-8")
+
+    def req_string(self) -> str:
+        s = self.string()
+        if s is None:
+            raise ProtocolError("null string in a non-nullable field")
+        return s
+
+    def bytes_(self) -> bytes | None:
+        n = self.uvarint() - 1 if self.flexible else self.i32()
+        if n < 0:
+            return None
+        return self._raw(n)
+
+    def array_len(self) -> int:
+        n = self.uvarint() - 1 if self.flexible else self.i32()
+        return max(n, 0)
+
+    def tags(self) -> None:
+        if not self.flexible:
+            return
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self.pos += self.uvarint()
+
+    @property
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+
+# --- keys ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+    version: int = OFFSET_COMMIT_KEY_V1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group: str
+
+
+Key = OffsetCommitKey | GroupMetadataKey
+
+
+def encode_key(key: Key) -> bytes:
+    w = _Writer()
+    if isinstance(key, GroupMetadataKey):
+        w.i16(GROUP_METADATA_KEY)
+        w.string(key.group)
+    else:
+        w.i16(key.version)
+        w.string(key.group)
+        w.string(key.topic)
+        w.i32(key.partition)
+    return bytes(w.buf)
+
+
+class UnknownRecordType(ProtocolError):
+    """A key of a record type this broker does not know (newer group types): skip it."""
+
+
+def decode_key(data: bytes) -> Key:
+    r = _Reader(data)
+    version = r.i16()
+    if version in (OFFSET_COMMIT_KEY_V0, OFFSET_COMMIT_KEY_V1):
+        return OffsetCommitKey(r.req_string(), r.req_string(), r.i32(), version)
+    if version == GROUP_METADATA_KEY:
+        return GroupMetadataKey(r.req_string())
+    raise UnknownRecordType(f"unknown __consumer_offsets key type {version}")
+
+
+# --- offset commit value ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitValue:
+    offset: int
+    metadata: str
+    commit_timestamp: int
+    leader_epoch: int = -1
+    expire_timestamp: int = -1
+
+
+def offset_value_version(value: OffsetCommitValue) -> int:
+    """Kafka writes v1 when an explicit expire timestamp is set, v3 otherwise."""
+    return 1 if value.expire_timestamp >= 0 else 3
+
+
+def encode_offset_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
+    v = offset_value_version(value) if version is None else version
+    w = _Writer(flexible=v >= 4)
+    w.i16(v)
+    w.i64(value.offset)
+    if v >= 3:
+        w.i32(value.leader_epoch)
+    w.string(value.metadata)
+    w.i64(value.commit_timestamp)
+    if v == 1:
+        w.i64(value.expire_timestamp)
+    w.tags()
+    return bytes(w.buf)
+
+
+def decode_offset_value(data: bytes) -> OffsetCommitValue:
+    r = _Reader(data)
+    v = r.i16()
+    if v < 0 or v > 4:
+        raise ProtocolError(f"unknown OffsetCommitValue version {v}")
+    r.flexible = v >= 4
+    offset = r.i64()
+    leader_epoch = r.i32() if v >= 3 else -1
+    metadata = r.string() or ""
+    commit_ts = r.i64()
+    expire_ts = r.i64() if v == 1 else -1
+    r.tags()
+    return OffsetCommitValue(offset, metadata, commit_ts, leader_epoch, expire_ts)
+
+
+# --- group metadata value -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    member_id: str
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: tuple[MemberMetadata, ...] = ()
+
+
+GROUP_VALUE_VERSION = 3
+
+
+def encode_group_value(value: GroupMetadataValue, version: int = GROUP_VALUE_VERSION) -> bytes:
+    v = version
+    w = _Writer(flexible=v >= 4)
+    w.i16(v)
+    w.string(value.protocol_type)
+    w.i32(value.generation)
+    w.string(value.protocol)
+    w.string(value.leader)
+    if v >= 2:
+        w.i64(value.current_state_timestamp)
+    w.array_len(len(value.members))
+    for m in value.members:
+        w.string(m.member_id)
+        if v >= 3:
+            w.string(m.group_instance_id)
+        w.string(m.client_id)
+        w.string(m.client_host)
+        if v >= 1:
+            w.i32(m.rebalance_timeout)
+        w.i32(m.session_timeout)
+        w.bytes_(m.subscription)
+        w.bytes_(m.assignment)
+        w.tags()
+    w.tags()
+    return bytes(w.buf)
+
+
+def decode_group_value(data: bytes) -> GroupMetadataValue:
+    r = _Reader(data)
+    v = r.i16()
+    if v < 0 or v > 4:
+        raise ProtocolError(f"unknown GroupMetadataValue version {v}")
+    r.flexible = v >= 4
+    protocol_type = r.string() or ""
+    generation = r.i32()
+    protocol = r.string()
+    leader = r.string()
+    ts = r.i64() if v >= 2 else -1
+    members: list[MemberMetadata] = []
+    for _ in range(r.array_len()):
+        member_id = r.req_string()
+        instance_id = r.string() if v >= 3 else None
+        client_id = r.string() or ""
+        client_host = r.string() or ""
+        session_timeout_first = r.i32()
+        if v >= 1:
+            rebalance_timeout, session_timeout = session_timeout_first, r.i32()
+        else:
+            # v0 has no rebalance timeout: Kafka uses the session timeout for both.
+            rebalance_timeout = session_timeout = session_timeout_first
+        subscription = r.bytes_() or b""
+        assignment = r.bytes_() or b""
+        r.tags()
+        members.append(MemberMetadata(member_id, client_id, client_host, rebalance_timeout,
+                                      session_timeout, subscription, assignment, instance_id))
+    r.tags()
+    return GroupMetadataValue(protocol_type, generation, protocol, leader, ts, tuple(members))
+
+
+Value = OffsetCommitValue | GroupMetadataValue
+
+
+def encode_value(value: Value | None) -> bytes | None:
+    """Encode a value in the version Kafka writes; None stays None (a tombstone)."""
+    if value is None:
+        return None
+    if isinstance(value, GroupMetadataValue):
+        return encode_group_value(value)
+    return encode_offset_value(value)
+
+
+def decode_value(key: Key, data: bytes | None) -> Value | None:
+    """Decode the value belonging to ``key``; None for a tombstone."""
+    if data is None:
+        return None
+    if isinstance(key, GroupMetadataKey):
+        return decode_group_value(data)
+    return decode_offset_value(data)
+
+
+# --- group to partition -------------------------------------------------------------------
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def group_partition(group_id: str, num_partitions: int) -> int:
+    """Kafka's ``Utils.abs(groupId.hashCode) % n`` (``Utils.abs(MIN_VALUE)`` is 0)."""
+    h = java_string_hash(group_id)
+    a = 0 if h == -(1 << 31) else abs(h)
+    return a % num_partitions
+
+
+# --- consumer embedded protocol -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    topic: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProtocolSubscription:
+    topics: tuple[str, ...]
+    user_data: bytes | None = None
+    owned_partitions: tuple[TopicPartitions, ...] = ()
+    generation_id: int = -1
+    rack_id: str | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProtocolAssignment:
+    assigned_partitions: tuple[TopicPartitions, ...] = field(default_factory=tuple)
+    user_data: bytes | None = None
+    version: int = 0
+
+
+def _read_topic_partitions(r: _Reader) -> tuple[TopicPartitions, ...]:
+    out: list[TopicPartitions] = []
+    for _ in range(r.array_len()):
+        topic = r.req_string()
+        parts = tuple(r.i32() for _ in range(r.array_len()))
+        out.append(TopicPartitions(topic, parts))
+    return tuple(out)
+
+
+def _write_topic_partitions(w: _Writer, tps: tuple[TopicPartitions, ...]) -> None:
+    w.array_len(len(tps))
+    for tp in tps:
+        w.string(tp.topic)
+        w.array_len(len(tp.partitions))
+        for p in tp.partitions:
+            w.i32(p)
+
+
+def decode_subscription(data: bytes) -> ConsumerProtocolSubscription:
+    """Parse a consumer subscription. Versions above 3 read as 3 (Kafka's forward rule)."""
+    r = _Reader(data)
+    v = r.i16()
+    if v < 0:
+        raise ProtocolError(f"bad ConsumerProtocolSubscription version {v}")
+    topics = tuple(r.req_string() for _ in range(r.array_len()))
+    user_data = r.bytes_()
+    owned: tuple[TopicPartitions, ...] = ()
+    gen = -1
+    rack: str | None = None
+    if v >= 1 and r.remaining:
+        owned = _read_topic_partitions(r)
+    if v >= 2 and r.remaining:
+        gen = r.i32()
+    if v >= 3 and r.remaining:
+        rack = r.string()
+    return ConsumerProtocolSubscription(topics, user_data, owned, gen, rack, v)
+
+
+def encode_subscription(sub: ConsumerProtocolSubscription) -> bytes:
+    w = _Writer()
+    v = sub.version
+    w.i16(v)
+    w.array_len(len(sub.topics))
+    for t in sub.topics:
+        w.string(t)
+    w.bytes_(sub.user_data)
+    if v >= 1:
+        _write_topic_partitions(w, sub.owned_partitions)
+    if v >= 2:
+        w.i32(sub.generation_id)
+    if v >= 3:
+        w.string(sub.rack_id)
+    return bytes(w.buf)
+
+
+def decode_assignment(data: bytes) -> ConsumerProtocolAssignment:
+    r = _Reader(data)
+    v = r.i16()
+    if v < 0:
+        raise ProtocolError(f"bad ConsumerProtocolAssignment version {v}")
+    parts = _read_topic_partitions(r)
+    user_data = r.bytes_() if r.remaining else None
+    return ConsumerProtocolAssignment(parts, user_data, v)
+
+
+def encode_assignment(a: ConsumerProtocolAssignment) -> bytes:
+    w = _Writer()
+    w.i16(a.version)
+    _write_topic_partitions(w, a.assigned_partitions)
+    w.bytes_(a.user_data)
+    return bytes(w.buf)
