@@ -72,7 +72,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="info")
     s.add_argument("--ready-file", help="write the bound address as JSON here once listening")
     s.set_defaults(func=_serve)
+
+    o = sub.add_parser("offsets", help="inspect __consumer_offsets")
+    osub = o.add_subparsers(dest="offsets_command", required=True)
+    od = osub.add_parser("dump", help="print its records as JSON lines, as kafka-dump-log "
+                         "--offsets-decoder shows them")
+    od.add_argument("--data-dir", required=True, help="the broker's data directory (log.dirs)")
+    od.add_argument("--partition", type=int, help="only this partition")
+    od.set_defaults(func=_offsets_dump)
     return p
+
+
+def _offsets_dump(args: argparse.Namespace) -> int:
+    from .offsets_dump import dump
+
+    dump(Path(args.data_dir), sys.stdout, args.partition)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

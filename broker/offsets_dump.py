@@ -1,0 +1,173 @@
+"""``kafkalite offsets dump``: the records of ``__consumer_offsets`` as JSON lines.
+
+Each key and value has the shape Kafka's ``kafka-dump-log --offsets-decoder`` prints
+(``DumpLogSegments.OffsetsMessageParser``): the key as ``{"type": "<key version>", "data":
+{...}}``, the value as ``{"version": "<value version>", "data": {...}}`` with field names
+as Kafka's generated JSON converters write them (camelCase, bytes in base64), and, for
+groups of protocol type ``consumer``, each member's subscription and assignment decoded.
+A tombstone's value is ``null`` (Kafka prints ``<DELETE>``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from protocol import consumer_offsets as co
+from protocol.records import decode_batch, iter_batch_headers
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_PARTITION_DIR = re.compile(rf"^{OFFSETS_TOPIC}-(\d+)$")
+
+
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode("ascii")
+
+
+def _tps(tps: tuple[co.TopicPartitions, ...]) -> list[dict[str, Any]]:
+    return [{"topic": tp.topic, "partitions": list(tp.partitions)} for tp in tps]
+
+
+def subscription_json(sub: co.ConsumerProtocolSubscription) -> dict[str, Any]:
+    v = sub.version
+    out: dict[str, Any] = {"topics": list(sub.topics), "userData": _b64(sub.user_data)}
+    if v >= 1:
+        out["ownedPartitions"] = _tps(sub.owned_partitions)
+    if v >= 2:
+        out["generationId"] = sub.generation_id
+    if v >= 3:
+        out["rackId"] = sub.rack_id
+    return out
+
+
+def assignment_json(a: co.ConsumerProtocolAssignment) -> dict[str, Any]:
+    return {"assignedPartitions": _tps(a.assigned_partitions), "userData": _b64(a.user_data)}
+
+
+def key_json(key: co.Key) -> dict[str, Any]:
+    if isinstance(key, co.GroupMetadataKey):
+        return {"type": str(co.GROUP_METADATA_KEY), "data": {"group": key.group}}
+    return {"type": str(key.version),
+            "data": {"group": key.group, "topic": key.topic, "partition": key.partition}}
+
+
+def _value_version(raw: bytes) -> int:
+    return int.from_bytes(raw[:2], "big", signed=True)
+
+
+def offset_value_json(v: co.OffsetCommitValue, version: int) -> dict[str, Any]:
+    data: dict[str, Any] = {"offset": v.offset}
+    if version >= 3:
+        data["leaderEpoch"] = v.leader_epoch
+    data["metadata"] = v.metadata
+    data["commitTimestamp"] = v.commit_timestamp
+    if version == 1:
+        data["expireTimestamp"] = v.expire_timestamp
+    return {"version": str(version), "data": data}
+
+
+def group_value_json(g: co.GroupMetadataValue, version: int) -> dict[str, Any]:
+    consumer = g.protocol_type == "consumer"
+    members: list[dict[str, Any]] = []
+    for m in g.members:
+        mj: dict[str, Any] = {"memberId": m.member_id}
+        if version >= 3:
+            mj["groupInstanceId"] = m.group_instance_id
+        mj["clientId"] = m.client_id
+        mj["clientHost"] = m.client_host
+        if version >= 1:
+            mj["rebalanceTimeout"] = m.rebalance_timeout
+        mj["sessionTimeout"] = m.session_timeout
+        sub: Any = _b64(m.subscription)
+        assignment: Any = _b64(m.assignment)
+        if consumer:
+            # As Kafka: decode what parses, keep the original bytes otherwise.
+            try:
+                sub = subscription_json(co.decode_subscription(m.subscription))
+            except Exception:
+                pass
+            try:
+                assignment = assignment_json(co.decode_assignment(m.assignment))
+            except Exception:
+                pass
+        mj["subscription"] = sub
+        mj["assignment"] = assignment
+        members.append(mj)
+    data: dict[str, Any] = {
+        "protocolType": g.protocol_type,
+        "generation": g.generation,
+        "protocol": g.protocol,
+        "leader": g.leader,
+    }
+    if version >= 2:
+        data["currentStateTimestamp"] = g.current_state_timestamp
+    data["members"] = members
+    return {"version": str(version), "data": data}
+
+
+def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str, Any]:
+    """``{"key": ..., "value": ...}`` for one record, as the offsets decoder shows it."""
+    if key_bytes is None:
+        return {"key": None, "value": None, "error": "record has no key"}
+    try:
+        key = co.decode_key(key_bytes)
+    except co.UnknownRecordType:
+        version = int.from_bytes(key_bytes[:2], "big", signed=True)
+        return {"key": f"Unknown record type {version}", "value": None}
+    except Exception as e:
+        return {"key": None, "value": None, "error": str(e)}
+    out: dict[str, Any] = {"key": key_json(key), "value": None}
+    if value_bytes is None:
+        return out
+    try:
+        value = co.decode_value(key, value_bytes)
+        version = _value_version(value_bytes)
+        if isinstance(value, co.GroupMetadataValue):
+            out["value"] = group_value_json(value, version)
+        elif isinstance(value, co.OffsetCommitValue):
+            out["value"] = offset_value_json(value, version)
+    except Exception as e:
+        out["error"] = str(e)
+    return out
+
+
+def partition_dirs(data_dir: Path) -> list[tuple[int, Path]]:
+    found: list[tuple[int, Path]] = []
+    if not data_dir.is_dir():
+        return found
+    for d in data_dir.iterdir():
+        m = _PARTITION_DIR.match(d.name)
+        if m and d.is_dir():
+            found.append((int(m.group(1)), d))
+    return sorted(found)
+
+
+def iter_dump(data_dir: Path, partition: int | None = None) -> Iterator[dict[str, Any]]:
+    """Every record of ``__consumer_offsets`` under ``data_dir``, in partition and offset order."""
+    for p, d in partition_dirs(data_dir):
+        if partition is not None and p != partition:
+            continue
+        for seg in sorted(d.glob("*.log")):
+            data = seg.read_bytes()
+            for pos, h in iter_batch_headers(data):
+                if h.is_control:
+                    continue
+                _, records = decode_batch(data, pos)
+                for r in records:
+                    row: dict[str, Any] = {"partition": p, "offset": r.offset,
+                                           "timestamp": r.timestamp}
+                    row.update(record_json(r.key, r.value))
+                    yield row
+
+
+def dump(data_dir: Path, out: TextIO = sys.stdout, partition: int | None = None) -> int:
+    n = 0
+    for row in iter_dump(data_dir, partition):
+        out.write(json.dumps(row, separators=(",", ":")) + "\n")
+        n += 1
+    return n

@@ -1,0 +1,53 @@
+"""``kafkalite offsets dump`` prints records in the offsets decoder's JSON shape."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from protocol import consumer_offsets as co
+from protocol.records import NewRecord, build_batch
+
+
+def test_dump_shapes(tmp_path: Path) -> None:
+    sub = co.encode_subscription(co.ConsumerProtocolSubscription(("t",), None, (), -1, None, 1))
+    assignment = co.encode_assignment(co.ConsumerProtocolAssignment(
+        (co.TopicPartitions("t", (0, 1)),), None, 0))
+    group = co.GroupMetadataValue("consumer", 3, "range", "m1", 77, (
+        co.MemberMetadata("m1", "cli", "/127.0.0.1", 300, 100, sub, assignment, None),))
+    recs = [
+        NewRecord(co.encode_key(co.GroupMetadataKey("g")), co.encode_value(group)),
+        NewRecord(co.encode_key(co.OffsetCommitKey("g", "t", 1)),
+                  co.encode_value(co.OffsetCommitValue(42, "meta", 1000, 5))),
+        NewRecord(co.encode_key(co.OffsetCommitKey("g", "t", 0)),
+                  co.encode_value(co.OffsetCommitValue(7, "", 1000, -1, 2000))),
+        NewRecord(co.encode_key(co.OffsetCommitKey("g", "t", 1)), None),
+    ]
+    part = tmp_path / "__consumer_offsets-3"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(build_batch(recs, timestamp=1000))
+    out = subprocess.run(
+        [sys.executable, "-m", "broker", "offsets", "dump", "--data-dir", str(tmp_path)],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["offset"] for r in rows] == [0, 1, 2, 3]
+    assert all(r["partition"] == 3 for r in rows)
+    assert rows[0]["key"] == {"type": "2", "data": {"group": "g"}}
+    assert rows[0]["value"] == {"version": "3", "data": {
+        "protocolType": "consumer", "generation": 3, "protocol": "range", "leader": "m1",
+        "currentStateTimestamp": 77, "members": [{
+            "memberId": "m1", "groupInstanceId": None, "clientId": "cli",
+            "clientHost": "/127.0.0.1", "rebalanceTimeout": 300, "sessionTimeout": 100,
+            "subscription": {"topics": ["t"], "userData": None, "ownedPartitions": []},
+            "assignment": {"assignedPartitions": [{"topic": "t", "partitions": [0, 1]}],
+                           "userData": None},
+        }]}}
+    assert rows[1]["key"] == {"type": "1", "data": {"group": "g", "topic": "t", "partition": 1}}
+    assert rows[1]["value"] == {"version": "3", "data": {
+        "offset": 42, "leaderEpoch": 5, "metadata": "meta", "commitTimestamp": 1000}}
+    assert rows[2]["value"] == {"version": "1", "data": {
+        "offset": 7, "metadata": "", "commitTimestamp": 1000, "expireTimestamp": 2000}}
+    assert rows[3]["value"] is None
