@@ -1,0 +1,341 @@
+"""Committed offsets: the pure part of OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups
+and offset retention, as Kafka's ``OffsetMetadataManager`` and ``ClassicGroup`` do them.
+
+Nothing here reads a clock or touches a file: callers pass ``now`` and get back the records
+to append (``(key, value)`` pairs; value ``None`` is a tombstone) and the per-partition
+errors. State only changes through ``replay``, for live writes and log loading alike.
+
+The group is seen through ``GroupView`` so this module does not depend on the group state
+machine's classes; ``None`` stands for a group that does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from protocol import consumer_offsets as co
+from protocol.errors import ErrorCode
+
+EMPTY = "Empty"
+STABLE = "Stable"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+DEAD = "Dead"
+
+#: OffsetCommit's retention_time_ms meaning "use the broker's retention" (v2-v4).
+DEFAULT_RETENTION_TIME = -1
+
+Record = tuple[co.Key, co.Value | None]
+TopicPartition = tuple[str, int]
+
+
+class GroupView(Protocol):
+    """What offset handling needs to know about a (classic) group."""
+
+    @property
+    def state_name(self) -> str: ...
+
+    @property
+    def generation_id(self) -> int: ...
+
+    @property
+    def protocol_type(self) -> str | None: ...
+
+    @property
+    def state_timestamp(self) -> int:
+        """When the group entered its current state (ms), -1 if unknown."""
+        ...
+
+    def has_member(self, member_id: str) -> bool: ...
+
+    def static_member_id(self, instance_id: str) -> str | None: ...
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (parsed ConsumerProtocolSubscription v0 prefix),
+        or None when unknown (not the consumer protocol, or unparseable)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCommit:
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    group_id: str
+    member_id: str = ""
+    instance_id: str | None = None
+    generation_id: int = -1
+    retention_time_ms: int = DEFAULT_RETENTION_TIME
+    topics: Sequence[tuple[str, Sequence[PartitionCommit]]] = ()
+    api_version: int = 8
+
+
+@dataclass(slots=True)
+class CommitResult:
+    #: (topic, partition) -> error code, in request order.
+    errors: dict[TopicPartition, int] = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)
+    #: The group did not exist and a simple (protocol-less, Empty) group must be created.
+    create_simple_group: bool = False
+    #: Re-arm this member's session timer (a member commit in Stable/PreparingRebalance).
+    heartbeat_member: str | None = None
+
+
+def subscribed_topics_of(protocol_type: str | None, protocol_name: str | None,
+                         metadata: Iterable[bytes]) -> set[str] | None:
+    """ClassicGroup.computeSubscribedTopics: the union of members' subscribed topics, parsed
+    with the v0 prefix every version shares; None if unknown."""
+    if protocol_type != "consumer":
+        return None
+    topics: set[str] = set()
+    metas = list(metadata)
+    if not metas:
+        return topics
+    if protocol_name is None:
+        return None
+    try:
+        for m in metas:
+            topics.update(co.decode_subscription(m).topics)
+    except Exception:
+        return None
+    return topics
+
+
+def _is_subscribed(group: GroupView, topic: str) -> bool:
+    subscribed = group.subscribed_topics()
+    if subscribed is None:
+        return group.protocol_type == "consumer"
+    return topic in subscribed
+
+
+class OffsetStore:
+    """Committed offsets of every group this coordinator owns."""
+
+    def __init__(self, max_metadata_bytes: int = 4096, retention_ms: int = 7 * 86_400_000,
+                 ) -> None:
+        self.max_metadata_bytes = max_metadata_bytes
+        self.retention_ms = retention_ms
+        self.by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+
+    # --- state --------------------------------------------------------------------------
+
+    def replay(self, key: co.OffsetCommitKey, value: co.OffsetCommitValue | None) -> None:
+        tp = (key.topic, key.partition)
+        if value is None:
+            offsets = self.by_group.get(key.group)
+            if offsets is not None:
+                offsets.pop(tp, None)
+                if not offsets:
+                    del self.by_group[key.group]
+            return
+        self.by_group.setdefault(key.group, {})[tp] = CommittedOffset(
+            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
+            value.expire_timestamp)
+
+    def replay_record(self, key: co.Key, value: co.Value | None) -> None:
+        """Apply a record of any type (group metadata records are not ours: ignored)."""
+        if isinstance(key, co.OffsetCommitKey) and not isinstance(value, co.GroupMetadataValue):
+            self.replay(key, value)
+
+    def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
+        offsets = self.by_group.get(group_id)
+        return None if offsets is None else offsets.get((topic, partition))
+
+    def offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        return self.by_group.get(group_id, {})
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self.by_group.get(group_id))
+
+    # --- OffsetCommit -------------------------------------------------------------------
+
+    def validate_commit(self, group: GroupView | None, req: CommitRequest
+                        ) -> tuple[int, bool]:
+        """(error, create_simple_group) as OffsetMetadataManager.validateOffsetCommit."""
+        if group is None:
+            if req.generation_id < 0:
+                return ErrorCode.none, True
+            if req.api_version >= 9:
+                return ErrorCode.group_id_not_found, False
+            return ErrorCode.illegal_generation, False
+        state = group.state_name
+        if state == DEAD:
+            return ErrorCode.coordinator_not_available, False
+        if req.generation_id < 0 and state == EMPTY:
+            return ErrorCode.none, False
+        if req.generation_id >= 0 or req.member_id or req.instance_id is not None:
+            if req.instance_id is not None:
+                existing = group.static_member_id(req.instance_id)
+                if existing is None:
+                    return ErrorCode.unknown_member_id, False
+                if existing != req.member_id:
+                    return ErrorCode.fenced_instance_id, False
+            if not group.has_member(req.member_id):
+                return ErrorCode.unknown_member_id, False
+            if req.generation_id != group.generation_id:
+                return ErrorCode.illegal_generation, False
+        elif state != EMPTY:
+            return ErrorCode.unknown_member_id, False
+        if state == COMPLETING_REBALANCE:
+            return ErrorCode.rebalance_in_progress, False
+        return ErrorCode.none, False
+
+    def commit(self, group: GroupView | None, req: CommitRequest, now: int) -> CommitResult:
+        """Validate a commit and return its records (not yet applied: replay them once
+        appended) and per-partition errors."""
+        result = CommitResult()
+        error, create = self.validate_commit(group, req)
+        if error != ErrorCode.none:
+            for topic, parts in req.topics:
+                for p in parts:
+                    result.errors[(topic, p.partition)] = error
+            return result
+        result.create_simple_group = create
+        if group is not None and group.state_name in (STABLE, PREPARING_REBALANCE) \
+                and group.has_member(req.member_id):
+            result.heartbeat_member = req.member_id
+        expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME \
+            else now + req.retention_time_ms
+        for topic, parts in req.topics:
+            for p in parts:
+                metadata = p.metadata or ""
+                if len(metadata.encode("utf-8")) > self.max_metadata_bytes:
+                    result.errors[(topic, p.partition)] = ErrorCode.offset_metadata_too_large
+                    continue
+                result.errors[(topic, p.partition)] = ErrorCode.none
+                result.records.append((
+                    co.OffsetCommitKey(req.group_id, topic, p.partition),
+                    co.OffsetCommitValue(p.offset, metadata, now, p.leader_epoch, expire),
+                ))
+        return result
+
+    # --- OffsetFetch --------------------------------------------------------------------
+
+    def fetch(
+        self,
+        group: GroupView | None,
+        group_id: str,
+        topics: Sequence[tuple[str, Sequence[int]]] | None,
+    ) -> list[tuple[str, list[tuple[int, int, int, str, int]]]]:
+        """Per topic: (partition, offset, leader_epoch, metadata, error). ``topics`` None
+        means every partition the group has an offset for. A missing group is no error."""
+        dead = group is not None and group.state_name == DEAD
+        offsets = {} if dead else self.by_group.get(group_id, {})
+        out: list[tuple[str, list[tuple[int, int, int, str, int]]]] = []
+        if topics is None:
+            by_topic: dict[str, list[tuple[int, int, int, str, int]]] = {}
+            for (topic, partition), c in offsets.items():
+                by_topic.setdefault(topic, []).append(
+                    (partition, c.offset, c.leader_epoch, c.metadata, ErrorCode.none))
+            for topic in sorted(by_topic):
+                out.append((topic, sorted(by_topic[topic])))
+            return out
+        for topic, partitions in topics:
+            rows: list[tuple[int, int, int, str, int]] = []
+            for partition in partitions:
+                found = offsets.get((topic, partition))
+                if found is None:
+                    rows.append((partition, -1, -1, "", ErrorCode.none))
+                else:
+                    rows.append((partition, found.offset, found.leader_epoch, found.metadata,
+                                 ErrorCode.none))
+            out.append((topic, rows))
+        return out
+
+    # --- OffsetDelete -------------------------------------------------------------------
+
+    def delete_offsets(
+        self, group: GroupView | None, group_id: str,
+        topics: Sequence[tuple[str, Sequence[int]]],
+    ) -> tuple[int, list[tuple[str, list[tuple[int, int]]]], list[Record]]:
+        """(group error, per topic [(partition, error)], tombstones)."""
+        if group is None or group.state_name == DEAD:
+            return ErrorCode.group_id_not_found, [], []
+        if group.state_name != EMPTY and group.protocol_type != "consumer":
+            return ErrorCode.non_empty_group, [], []
+        records: list[Record] = []
+        out: list[tuple[str, list[tuple[int, int]]]] = []
+        for topic, partitions in topics:
+            if _is_subscribed(group, topic):
+                out.append((topic, [(p, ErrorCode.group_subscribed_to_topic) for p in partitions]))
+                continue
+            for p in partitions:
+                if self.get(group_id, topic, p) is not None:
+                    records.append((co.OffsetCommitKey(group_id, topic, p), None))
+            out.append((topic, [(p, ErrorCode.none) for p in partitions]))
+        return ErrorCode.none, out, records
+
+    # --- DeleteGroups -------------------------------------------------------------------
+
+    @staticmethod
+    def validate_delete_group(group: GroupView | None) -> int:
+        if group is None or group.state_name == DEAD:
+            return ErrorCode.group_id_not_found
+        if group.state_name in (STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE):
+            return ErrorCode.non_empty_group
+        return ErrorCode.none
+
+    def delete_group_records(self, group_id: str) -> list[Record]:
+        """Tombstones for every offset of the group, then for the group itself."""
+        records: list[Record] = [(co.OffsetCommitKey(group_id, t, p), None)
+                                 for (t, p) in self.offsets(group_id)]
+        records.append((co.GroupMetadataKey(group_id), None))
+        return records
+
+    # --- retention ----------------------------------------------------------------------
+
+    def _expiry_base(self, group: GroupView) -> str | None:
+        """ClassicGroup.offsetExpirationCondition: which timestamp offsets expire from."""
+        if group.protocol_type is None or group.protocol_type == "":
+            return "commit"  # a simple group: from each commit
+        if group.state_name == EMPTY:
+            return "empty"  # from when the group became Empty
+        if group.protocol_type == "consumer" and group.state_name == STABLE \
+                and group.subscribed_topics() is not None:
+            return "commit"  # topics no member subscribes to any more
+        return None
+
+    def expire(self, group_id: str, group: GroupView | None, now: int
+               ) -> tuple[list[Record], bool]:
+        """Tombstones for expired offsets of a group and whether the group, now without
+        offsets, is to be removed too (only an Empty one)."""
+        offsets = self.by_group.get(group_id)
+        if group is None:
+            return [], False
+        if not offsets:
+            return [], group.state_name == EMPTY
+        base = self._expiry_base(group)
+        if base is None:
+            return [], False
+        records: list[Record] = []
+        all_expired = True
+        for (topic, partition), c in offsets.items():
+            if _is_subscribed(group, topic):
+                all_expired = False
+                continue
+            if c.expire_timestamp >= 0:
+                expired = now >= c.expire_timestamp
+            else:
+                since = c.commit_timestamp if base == "commit" else group.state_timestamp
+                expired = now - since >= self.retention_ms
+            if expired:
+                records.append((co.OffsetCommitKey(group_id, topic, partition), None))
+            else:
+                all_expired = False
+        return records, all_expired and group.state_name == EMPTY
