@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 def install_all(broker: Broker) -> None:
     # Order matters: storage before the coordinator that writes through it.
-    from . import api_versions, metadata
+    from . import api_versions, cluster_admin, configs, metadata, topics
 
-    for module in (metadata, api_versions):
+    for module in (metadata, topics, configs, cluster_admin, api_versions):
         module.install(broker)

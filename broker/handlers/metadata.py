@@ -1,21 +1,39 @@
-"""Metadata v0-v12: brokers, cluster id, controller, topics and partitions (leader = us)."""
+"""Metadata v0-v12: brokers, cluster id, controller, topics and partitions (leader = us).
+
+Semantics by version, as Kafka's: v0 with an empty topic list and v1+ with a null list
+mean every topic; v4+ carries ``allow_auto_topic_creation`` (earlier versions always
+allow it); v8-v10 may ask for authorized operations; v10+ carry topic ids and v12 may
+name a topic by id alone. The broker list holds the endpoint of the listener the client
+connected through, so clients on different networks each get an address they can reach.
+"""
 
 from __future__ import annotations
 
+import datetime
+import uuid
 from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from protocol import apis as codecs
 from protocol.build import build, nested
 from protocol.errors import ErrorCode
 from storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
-from ..auth import Action, Operation, ResourceType
+from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
 from ..context import RequestContext
+from .configs import authorized_operations
 
 if TYPE_CHECKING:
     from ..server import Broker
 
+log = structlog.get_logger("kafkalite.metadata")
+
 METADATA = 3
+OFFSETS_TOPIC = "__consumer_offsets"
+#: Kafka's "not requested" marker for authorized operations.
+OPS_OMITTED = -2147483648
+NULL_UUID = uuid.UUID(int=0)
 
 
 def partition_entries(broker: Broker, resp_t: type[Any], info: TopicInfo) -> tuple[Any, ...]:
@@ -36,70 +54,92 @@ def partition_entries(broker: Broker, resp_t: type[Any], info: TopicInfo) -> tup
     )
 
 
+def auto_create(broker: Broker, name: str) -> TopicInfo:
+    """Create a topic a Metadata request asked for, as Kafka's AutoTopicCreationManager."""
+    if name == OFFSETS_TOPIC:
+        cfg = broker.config
+        return broker.create_topic(
+            name,
+            cfg.int("offsets.topic.num.partitions"),
+            {"cleanup.policy": "compact", "compression.type": "producer",
+             "segment.bytes": cfg.raw("offsets.topic.segment.bytes")},
+            internal=True,
+        )
+    info = broker.create_topic(name)
+    log.info("topic.auto_created", topic=name, partitions=info.partitions)
+    return info
+
+
 def install(broker: Broker) -> None:
     def handle(ctx: RequestContext, req: Any) -> Any:
-        c_resp = codecs.codec(METADATA, ctx.api_version).response_type
+        version = ctx.api_version
+        c_resp = codecs.codec(METADATA, version).response_type
         broker_t = nested(c_resp, "MetadataResponseBroker")
         topic_t = nested(c_resp, "MetadataResponseTopic")
         catalog = broker.topics
         brokers = tuple(
-            build(broker_t, node_id=broker.node_id, host=b.advertised_host, port=b.advertised_port,
-                  rack=None)
+            build(broker_t, node_id=broker.node_id, host=b.advertised_host,
+                  port=b.advertised_port, rack=None)
             for b in broker.listeners
             if b.name == ctx.listener
         )
-        allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and broker.config.bool(
-            "auto.create.topics.enable"
+        allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and (
+            broker.config.bool("auto.create.topics.enable")
         )
+        want_ops = bool(getattr(req, "include_topic_authorized_operations", False))
+
+        def topic_ops(name: str) -> int:
+            if not want_ops:
+                return OPS_OMITTED
+            return authorized_operations(broker, ctx, ResourceType.TOPIC, name)
+
+        def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None) -> Any:
+            return build(topic_t, error_code=err, name=name, topic_id=tid or NULL_UUID,
+                         is_internal=False, partitions=(), topic_authorized_operations=OPS_OMITTED)
+
         topics_out: list[Any] = []
-        if req.topics is None or (ctx.api_version == 0 and not req.topics):
-            named = [(t.name, None) for t in catalog]
+        named: list[str] = []
+        if req.topics is None or (version == 0 and not req.topics):
+            named = [t.name for t in catalog]
         else:
-            named = []
             for t in req.topics:
                 name = getattr(t, "name", None)
                 tid = getattr(t, "topic_id", None)
-                if name is None and tid is not None:
-                    info = catalog.by_id(tid)
+                if name is None:
+                    info = catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
                     if info is None:
-                        topics_out.append(build(topic_t, error_code=ErrorCode.unknown_topic_id,
-                                                name=None, topic_id=tid, is_internal=False,
-                                                partitions=(), topic_authorized_operations=-2147483648))
+                        topics_out.append(errored(ErrorCode.unknown_topic_id, None, tid))
                         continue
                     name = info.name
-                named.append((name or "", tid))
-        for name, _tid in named:
+                named.append(name)
+        for name in named:
             info = catalog.get(name)
-            err = ErrorCode.none
             if info is None:
                 try:
                     validate_topic_name(name)
                 except InvalidTopicName:
-                    err = ErrorCode.invalid_topic_exception
-                else:
-                    if allow_create:
-                        info = broker.create_topic(name)
-                        err = ErrorCode.leader_not_available
-                    else:
-                        err = ErrorCode.unknown_topic_or_partition
-            if info is None:
-                topics_out.append(build(topic_t, error_code=err, name=name, topic_id=None,
-                                        is_internal=False, partitions=(),
-                                        topic_authorized_operations=-2147483648))
-                continue
+                    topics_out.append(errored(ErrorCode.invalid_topic_exception, name, None))
+                    continue
+                if not allow_create:
+                    topics_out.append(errored(ErrorCode.unknown_topic_or_partition, name, None))
+                    continue
+                # Creation here is immediate, so the partitions are answered at once rather
+                # than LEADER_NOT_AVAILABLE first (see docs/compatibility.md).
+                info = auto_create(broker, name)
             topics_out.append(
                 build(
                     topic_t,
-                    error_code=err,
+                    error_code=ErrorCode.none,
                     name=info.name,
                     topic_id=info.topic_id,
                     is_internal=info.internal,
-                    partitions=partition_entries(broker, c_resp, info) if err == ErrorCode.none else (),
-                    topic_authorized_operations=-2147483648,
+                    partitions=partition_entries(broker, c_resp, info),
+                    topic_authorized_operations=topic_ops(info.name),
                 )
             )
-        import datetime
-
+        cluster_ops = OPS_OMITTED
+        if getattr(req, "include_cluster_authorized_operations", False):
+            cluster_ops = authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
         return build(
             c_resp,
             throttle_time=datetime.timedelta(0),
@@ -107,7 +147,7 @@ def install(broker: Broker) -> None:
             cluster_id=broker.cluster_id,
             controller_id=broker.node_id,
             topics=tuple(topics_out),
-            cluster_authorized_operations=-2147483648,
+            cluster_authorized_operations=cluster_ops,
         )
 
     def acl(req: Any) -> list[Action]:

@@ -1,0 +1,244 @@
+"""CreateTopics, DeleteTopics and CreatePartitions on a one-broker cluster.
+
+Only the catalogue changes here; storage creates and removes logs on its events.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from protocol import apis as codecs
+from protocol.build import build, nested
+from protocol.errors import ErrorCode
+from storage.catalog import InvalidTopicName, validate_topic_name
+from storage.topic_config import InvalidConfig, validate
+
+from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
+from ..context import RequestContext
+from .configs import CONFIG_TYPES, topic_configs
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+log = structlog.get_logger("kafkalite.topics")
+
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
+CREATE_PARTITIONS = 37
+
+ZERO = datetime.timedelta(0)
+NULL_UUID = uuid.UUID(int=0)
+
+#: Topics Kafka itself owns; clients may not delete them.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class TopicError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
+    assignments = tuple(getattr(t, "assignments", ()) or ())
+    n = int(t.num_partitions)
+    rf = int(t.replication_factor)
+    if assignments:
+        if n != -1 or rf != -1:
+            raise TopicError(ErrorCode.invalid_request,
+                             "Both numPartitions or replicationFactor and replicasAssignments "
+                             "were set. Both cannot be used at the same time.")
+        indexes = sorted(int(a.partition_index) for a in assignments)
+        if indexes != list(range(len(indexes))):
+            raise TopicError(ErrorCode.invalid_replica_assignment,
+                             "Partitions should be a consecutive 0-based integer sequence")
+        for a in assignments:
+            ids = [int(b) for b in a.broker_ids]
+            if ids != [broker.node_id]:
+                raise TopicError(ErrorCode.invalid_replica_assignment,
+                                 f"Replica assignment {ids} of partition {a.partition_index} "
+                                 f"names brokers other than {broker.node_id}")
+        return len(indexes), 1
+    if n == -1:
+        n = broker.config.int("num.partitions")
+    if n <= 0:
+        raise TopicError(ErrorCode.invalid_partitions,
+                         "Number of partitions was set to an invalid non-positive value.")
+    if rf == -1:
+        rf = broker.config.int("default.replication.factor")
+    if rf <= 0:
+        raise TopicError(ErrorCode.invalid_replication_factor,
+                         "Replication factor must be larger than 0, or -1 to use the default "
+                         "value.")
+    if rf > 1:
+        raise TopicError(ErrorCode.invalid_replication_factor,
+                         f"Unable to replicate the partition {rf} time(s): The target "
+                         f"replication factor of {rf} cannot be reached because only 1 "
+                         "broker(s) are registered.")
+    return n, rf
+
+
+def install(broker: Broker) -> None:
+    apis = broker.apis
+
+    def create_topics(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
+        result_t = nested(resp_t, "CreatableTopicResult")
+        v5 = ctx.api_version >= 5
+        cfg_t = nested(resp_t, "CreatableTopicConfigs") if v5 else None
+        dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
+        results = []
+        for t in req.topics:
+            name = t.name
+            try:
+                if name in dupes:
+                    raise TopicError(ErrorCode.invalid_request,
+                                     f"Create topics request from client `{ctx.client_id}` "
+                                     f"contains multiple entries for the following topics: "
+                                     f"{name}")
+                try:
+                    validate_topic_name(name)
+                except InvalidTopicName as e:
+                    raise TopicError(ErrorCode.invalid_topic_exception, str(e)) from e
+                if name in broker.topics:
+                    raise TopicError(ErrorCode.topic_already_exists,
+                                     f"Topic '{name}' already exists.")
+                n, rf = _partitions_and_rf(broker, t)
+                configs: dict[str, str] = {}
+                for c in t.configs:
+                    try:
+                        validate(c.name, c.value)
+                    except InvalidConfig as e:
+                        raise TopicError(ErrorCode.invalid_config, str(e)) from e
+                    if c.value is not None:
+                        configs[c.name] = c.value
+                topic_id = NULL_UUID
+                if not req.validate_only:
+                    info = broker.create_topic(name, n, configs,
+                                               internal=name in INTERNAL_TOPICS)
+                    topic_id = info.topic_id
+                entries: tuple[Any, ...] | None = None
+                if cfg_t is not None:
+                    entries = tuple(
+                        build(cfg_t, name=r.name,
+                              value=None if r.definition.sensitive else r.value,
+                              read_only=False, config_source=r.source,
+                              is_sensitive=r.definition.sensitive,
+                              config_type=CONFIG_TYPES.get(r.definition.type, 0))
+                        for r in topic_configs(broker, configs)
+                    )
+                results.append(build(
+                    result_t, name=name, topic_id=topic_id, error_code=ErrorCode.none,
+                    error_message=None, num_partitions=n, replication_factor=rf,
+                    configs=entries,
+                ))
+            except TopicError as e:
+                results.append(build(
+                    result_t, name=name, topic_id=NULL_UUID, error_code=e.code,
+                    error_message=e.message, num_partitions=-1, replication_factor=-1,
+                    configs=(),
+                ))
+        return build(resp_t, throttle_time=ZERO, topics=tuple(results))
+
+    def delete_topics(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(DELETE_TOPICS, ctx.api_version).response_type
+        result_t = nested(resp_t, "DeletableTopicResult")
+        if ctx.api_version >= 6:
+            wanted = [(t.name, t.topic_id) for t in req.topics]
+        else:
+            wanted = [(name, None) for name in req.topic_names]
+        results = []
+        for name, tid in wanted:
+            info = None
+            err, msg = ErrorCode.none, None
+            if name is None and tid is not None and tid != NULL_UUID:
+                info = broker.topics.by_id(tid)
+                if info is None:
+                    err, msg = ErrorCode.unknown_topic_id, "This server does not host this " \
+                        "topic ID."
+            elif name is not None and tid not in (None, NULL_UUID):
+                err, msg = ErrorCode.invalid_request, "Topic name and topic id cannot both " \
+                    "be specified."
+            else:
+                info = broker.topics.get(name or "")
+                if info is None:
+                    err, msg = ErrorCode.unknown_topic_or_partition, "This server does not " \
+                        "host this topic-partition."
+            if info is not None:
+                if info.internal or info.name in INTERNAL_TOPICS:
+                    err, msg = ErrorCode.invalid_topic_exception, \
+                        f"Topic {info.name} is a Kafka internal topic and is not allowed " \
+                        "to be deleted."
+                    info_name, info_id = info.name, info.topic_id
+                    info = None
+                elif not broker.config.bool("delete.topic.enable"):
+                    err, msg = ErrorCode.topic_deletion_disabled, "Topic deletion is disabled."
+                    info_name, info_id = info.name, info.topic_id
+                    info = None
+                else:
+                    broker.topics.delete(info.name)
+                    log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
+                    info_name, info_id = info.name, info.topic_id
+            else:
+                info_name, info_id = name, tid if tid is not None else NULL_UUID
+            results.append(build(result_t, name=info_name, topic_id=info_id, error_code=err,
+                                 error_message=msg))
+        return build(resp_t, throttle_time=ZERO, responses=tuple(results))
+
+    def create_partitions(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(CREATE_PARTITIONS, ctx.api_version).response_type
+        result_t = nested(resp_t, "CreatePartitionsTopicResult")
+        dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
+        results = []
+        for t in req.topics:
+            err, msg = ErrorCode.none, None
+            info = broker.topics.get(t.name)
+            count = int(t.count)
+            if t.name in dupes:
+                err, msg = ErrorCode.invalid_request, "Duplicate topic in request."
+            elif info is None:
+                err, msg = ErrorCode.unknown_topic_or_partition, \
+                    "This server does not host this topic-partition."
+            elif count < info.partitions:
+                err, msg = ErrorCode.invalid_partitions, \
+                    f"The topic {t.name} currently has {info.partitions} partition(s); " \
+                    f"{count} would not be an increase."
+            elif count == info.partitions:
+                err, msg = ErrorCode.invalid_partitions, \
+                    f"Topic already has {info.partitions} partition(s)."
+            elif t.assignments is not None and (
+                len(t.assignments) != count - info.partitions
+                or any([int(b) for b in a.broker_ids] != [broker.node_id]
+                       for a in t.assignments)
+            ):
+                err, msg = ErrorCode.invalid_replica_assignment, \
+                    f"Invalid replica assignment for topic {t.name}."
+            elif not req.validate_only:
+                broker.topics.set_partitions(t.name, count)
+                log.info("topic.partitions_added", topic=t.name, partitions=count)
+            results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
+        return build(resp_t, throttle_time=ZERO, results=tuple(results))
+
+    def create_acl(req: Any) -> list[Action]:
+        return [Action(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)]
+
+    def delete_acl(req: Any) -> list[Action]:
+        names = (
+            [t.name for t in req.topics if t.name] if hasattr(req, "topics")
+            else list(req.topic_names)
+        )
+        return [Action(Operation.DELETE, ResourceType.TOPIC, n) for n in names]
+
+    def partitions_acl(req: Any) -> list[Action]:
+        return [Action(Operation.ALTER, ResourceType.TOPIC, t.name) for t in req.topics]
+
+    apis.register(CREATE_TOPICS, create_topics, min_version=2, max_version=7, acl=create_acl)
+    apis.register(DELETE_TOPICS, delete_topics, min_version=1, max_version=6, acl=delete_acl)
+    apis.register(CREATE_PARTITIONS, create_partitions, min_version=0, max_version=3,
+                  acl=partitions_acl)
