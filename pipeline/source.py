@@ -1,0 +1,160 @@
+"""The ``kafkalite`` Spark data source (Python Data Source API, Spark 4).
+
+``spark.read.format("kafkalite").option("path", log_dir)`` reads every record of the
+chosen topics with the columns of Spark's own Kafka source; one Spark input partition per
+segment file, rows produced as Arrow record batches. ``option("mode", "batches")`` reads
+only the batch headers (one row per record batch), which is all that log-end-offset
+timelines need. ``spark.readStream.format("kafkalite")`` follows a live directory, its
+offsets being each partition's next log offset.
+
+Options: ``path`` (required), ``topics`` (comma-separated) or ``topicPattern`` (regex,
+full match), ``mode`` (``records`` or ``batches``), ``startingOffsets`` for streams
+(``earliest`` or ``latest``), ``rowsPerBatch`` and ``verifyCrc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+
+from . import segments as sg
+
+
+class SegmentPartition(InputPartition):  # type: ignore[misc]
+    """One segment file and the offset range to read from it."""
+
+    def __init__(self, seg: sg.Segment, start: int = 0, end: int | None = None) -> None:
+        super().__init__((seg.path, start, end))
+        self.seg = seg
+        self.start = start
+        self.end = end
+
+
+def _parse_options(options: dict[str, str]) -> dict[str, Any]:
+    path = options.get("path")
+    if not path:
+        raise ValueError("the kafkalite source needs option path=<log directory>")
+    topics = options.get("topics") or options.get("subscribe")
+    pattern = options.get("topicPattern") or options.get("subscribePattern")
+    mode = options.get("mode", "records")
+    if mode not in ("records", "batches"):
+        raise ValueError(f"mode must be 'records' or 'batches', not {mode!r}")
+    return {
+        "path": path,
+        "topics": [t.strip() for t in topics.split(",") if t.strip()] if topics else None,
+        "pattern": pattern,
+        "mode": mode,
+        "rows": int(options.get("rowsPerBatch", sg.DEFAULT_ROWS_PER_BATCH)),
+        "crc": options.get("verifyCrc", "true").lower() != "false",
+        "starting": options.get("startingOffsets", "earliest"),
+    }
+
+
+def _read(opts: dict[str, Any], part: SegmentPartition) -> Iterator[pa.RecordBatch]:
+    if opts["mode"] == "batches":
+        batch = sg.read_batch_headers(part.seg, part.start, part.end)
+        if batch.num_rows:
+            yield batch
+        return
+    yield from sg.read_segment(part.seg, part.start, part.end, opts["rows"], opts["crc"])
+
+
+class KafkaLiteDataSource(DataSource):  # type: ignore[misc]
+    @classmethod
+    def name(cls) -> str:
+        return "kafkalite"
+
+    def schema(self) -> str:
+        mode = self.options.get("mode", "records")
+        return sg.BATCH_DDL if mode == "batches" else sg.RECORD_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return _BatchReader(_parse_options(dict(self.options)))
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return _StreamReader(_parse_options(dict(self.options)))
+
+
+class _BatchReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, opts: dict[str, Any]) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        parts: list[InputPartition] = []
+        for pdir in sg.list_partitions(self.opts["path"], self.opts["topics"],
+                                       self.opts["pattern"]):
+            parts.extend(SegmentPartition(s) for s in sg.list_segments(pdir) if s.size)
+        # Spark needs at least one partition; an empty one reads nothing.
+        return parts or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, SegmentPartition):
+            yield from _read(self.opts, partition)
+
+
+def _key(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    """Offsets are ``{"<topic>-<n>": next offset}``; a micro-batch reads [start, end)."""
+
+    def __init__(self, opts: dict[str, Any]) -> None:
+        self.opts = opts
+
+    def _partition_dirs(self) -> list[sg.PartitionDir]:
+        return sg.list_partitions(self.opts["path"], self.opts["topics"], self.opts["pattern"])
+
+    def _latest(self) -> dict[str, int]:
+        return {_key(p.topic, p.partition): sg.next_offset(p) for p in self._partition_dirs()}
+
+    def initialOffset(self) -> dict[str, int]:
+        if self.opts["starting"] == "latest":
+            return self._latest()
+        return {_key(p.topic, p.partition): 0 for p in self._partition_dirs()}
+
+    def latestOffset(
+        self, start: dict[str, int] | None = None, limit: Any = None
+    ) -> dict[str, int]:
+        latest = self._latest()
+        if start:
+            # A partition never goes backwards (a deleted-and-recreated topic keeps its place).
+            for k, v in start.items():
+                latest[k] = max(latest.get(k, 0), v)
+        return latest
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        parts: list[InputPartition] = []
+        for pdir in self._partition_dirs():
+            k = _key(pdir.topic, pdir.partition)
+            lo, hi = start.get(k, 0), end.get(k, 0)
+            if hi <= lo:
+                continue
+            segs = sg.list_segments(pdir)
+            for i, seg in enumerate(segs):
+                seg_end = segs[i + 1].base_offset if i + 1 < len(segs) else None
+                if seg_end is not None and seg_end <= lo:
+                    continue
+                if seg.base_offset >= hi:
+                    break
+                parts.append(SegmentPartition(seg, lo, hi))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, SegmentPartition):
+            yield from _read(self.opts, partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        pass
+
+
+def register(spark: Any) -> None:
+    spark.dataSource.register(KafkaLiteDataSource)
