@@ -55,6 +55,13 @@ class KafkaConnection(asyncio.Protocol):
         self._registry.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.decoder.buffered and not self.closed:
+            log.warning(
+                "connection.closed_mid_frame",
+                peer=f"{self.peer_host}:{self.peer_port}",
+                connection=self.connection_id,
+                buffered=self.decoder.buffered,
+            )
         self.closed = True
         self._registry.discard(self)
         for item in self._pending:
@@ -76,6 +83,10 @@ class KafkaConnection(asyncio.Protocol):
                 result = self.apis.handle(self, frame)
             except ProtocolError as e:
                 self._abort(str(e))
+                return
+            except Exception as e:  # a decoding bug must cost one connection, not the server
+                log.exception("connection.request_failed", connection=self.connection_id)
+                self._abort(f"{type(e).__name__}: {e}")
                 return
             if result is None:
                 continue

@@ -60,8 +60,11 @@ def skip_tagged_fields(buf: bytes, pos: int) -> int:
 
 
 def peek_api(frame: bytes) -> tuple[int, int, int]:
-    """Return (api_key, api_version, correlation_id) of a request frame body."""
-    if len(frame) < 8:
+    """Return (api_key, api_version, correlation_id) of a request frame body.
+
+    Every request header (v1 and v2) holds at least the key, version, correlation id and
+    the client id's length: 10 bytes."""
+    if len(frame) < 10:
         raise ProtocolError("frame shorter than a request header")
     k, v, c = _PREFIX.unpack_from(frame, 0)
     return int(k), int(v), int(c)
