@@ -1,0 +1,141 @@
+"""Property tests: frame and header codecs round-trip, and decoding arbitrary bytes never
+raises anything but ProtocolError."""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.schema.index import api_key_map, schema_name_map
+
+from protocol import apis as codecs
+from protocol.errors import ProtocolError
+from protocol.framing import FrameDecoder, frame, split_frames
+from protocol.headers import (
+    encode_request_header,
+    encode_response_header,
+    parse_request_header,
+    parse_response_header,
+    peek_api,
+    read_uvarint,
+    skip_tagged_fields,
+    write_uvarint,
+)
+
+i16 = st.integers(-(2**15), 2**15 - 1)
+i32 = st.integers(-(2**31), 2**31 - 1)
+client_ids = st.none() | st.text(max_size=40).filter(lambda s: len(s.encode()) < 2**15)
+payloads = st.lists(st.binary(max_size=300), max_size=12)
+MAX = 1 << 20
+
+#: Every (api_key, version) kio has a request codec for.
+ALL_VERSIONS = sorted(
+    (key, v) for key, name in api_key_map.items() for v in schema_name_map[name]
+)
+
+
+@given(payloads, st.data())
+def test_frames_round_trip_whatever_the_chunking(bodies: list[bytes], data: st.DataObject) -> None:
+    stream = b"".join(frame(b) for b in bodies)
+    assert split_frames(stream, MAX) == bodies
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+    dec = FrameDecoder(MAX)
+    out: list[bytes] = []
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        out += dec.feed(stream[prev:cut])
+        prev = cut
+    assert out == bodies
+    assert dec.buffered == 0
+
+
+@given(st.integers(0, 2**31 - 1))
+def test_frame_size_limit(size: int) -> None:
+    dec = FrameDecoder(1000)
+    try:
+        assert dec.feed(struct.pack(">i", size)) == ([b""] if size == 0 else [])
+        assert size <= 1000
+    except ProtocolError:
+        assert size > 1000
+
+
+@given(i16, i16, i32, client_ids, st.booleans(), st.binary(max_size=20))
+def test_request_header_round_trip(
+    key: int, version: int, corr: int, client_id: str | None, flexible: bool, body: bytes
+) -> None:
+    raw = encode_request_header(key, version, corr, client_id, flexible)
+    h = parse_request_header(raw + body, flexible)
+    assert (h.api_key, h.api_version, h.correlation_id, h.client_id) == (
+        key, version, corr, client_id
+    )
+    assert h.body_offset == len(raw)
+    assert peek_api(raw + body) == (key, version, corr)
+
+
+@given(i32, st.booleans(), st.binary(max_size=20))
+def test_response_header_round_trip(corr: int, flexible: bool, body: bytes) -> None:
+    raw = encode_response_header(corr, flexible)
+    assert parse_response_header(raw + body, flexible) == (corr, len(raw))
+
+
+@given(st.integers(0, 2**35 - 1))
+def test_uvarint_round_trip(value: int) -> None:
+    encoded = write_uvarint(value)
+    assert read_uvarint(encoded + b"\x01", 0) == (value, len(encoded))
+
+
+@given(st.binary(max_size=200), st.integers(1, 500))
+def test_framing_random_bytes(data: bytes, max_size: int) -> None:
+    try:
+        split_frames(data, max_size)
+    except ProtocolError:
+        pass
+
+
+@given(st.binary(max_size=120), st.booleans())
+def test_headers_random_bytes(data: bytes, flexible: bool) -> None:
+    for fn in (
+        lambda: parse_request_header(data, flexible),
+        lambda: parse_response_header(data, flexible),
+        lambda: skip_tagged_fields(data, 0),
+        lambda: read_uvarint(data, 0),
+        lambda: peek_api(data),
+    ):
+        try:
+            fn()
+        except ProtocolError:
+            pass
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(ALL_VERSIONS), st.binary(max_size=160))
+def test_request_bodies_random_bytes(api: tuple[int, int], data: bytes) -> None:
+    c = codecs.codec(*api)
+    try:
+        c.decode_request(data, 0)
+    except ProtocolError:
+        pass
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(ALL_VERSIONS), st.binary(max_size=160))
+def test_whole_request_frames_random_bytes(api: tuple[int, int], body: bytes) -> None:
+    """A header that parses, followed by garbage: header and body decoding together."""
+    key, version = api
+    c = codecs.codec(key, version)
+    raw = encode_request_header(key, version, 1, "c", c.request_flexible) + body
+    try:
+        h = parse_request_header(raw, c.request_flexible)
+        c.decode_request(raw, h.body_offset)
+    except ProtocolError:
+        pass
+
+
+def test_unknown_api_is_a_protocol_error() -> None:
+    for key, version in ((9999, 0), (3, 999), (-1, 0)):
+        try:
+            codecs.codec(key, version)
+        except ProtocolError:
+            continue
+        raise AssertionError(f"codec({key}, {version}) did not raise")
