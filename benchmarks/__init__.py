@@ -1,0 +1,1 @@
+"""Benchmarks: commands that print figures for kafkalite and Tansu side by side."""
