@@ -3,6 +3,7 @@ kafkalite_factory); they are re-exported here under shorter names."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import pytest
@@ -21,3 +22,15 @@ def make_broker(
     kafkalite_factory: Callable[..., BrokerThread],  # noqa: F811
 ) -> Callable[..., BrokerThread]:
     return kafkalite_factory
+
+
+@pytest.fixture
+def kafka_bootstrap(
+    kafkalite_factory: Callable[..., BrokerThread],  # noqa: F811
+) -> str:
+    """Bootstrap address for tests that only talk Kafka: ``KAFKALITE_BOOTSTRAP`` names an
+    external broker (the compose ``tests`` service sets it), else one is started here."""
+    external = os.environ.get("KAFKALITE_BOOTSTRAP")
+    if external:
+        return external
+    return kafkalite_factory().bootstrap
