@@ -3,7 +3,8 @@ and offset retention, as Kafka's ``OffsetMetadataManager`` and ``ClassicGroup`` 
 
 Nothing here reads a clock or touches a file: callers pass ``now`` and get back the records
 to append (``(key, value)`` pairs; value ``None`` is a tombstone) and the per-partition
-errors. State only changes through ``replay``, for live writes and log loading alike.
+errors. State only changes through ``apply`` (the replay of an offset commit record), for
+live writes and log loading alike.
 
 The group is seen through ``GroupView`` so this module does not depend on the group state
 machine's classes; ``None`` stands for a group that does not exist.
@@ -135,7 +136,7 @@ class OffsetStore:
 
     # --- state --------------------------------------------------------------------------
 
-    def replay(self, key: co.OffsetCommitKey, value: co.OffsetCommitValue | None) -> None:
+    def apply(self, key: co.OffsetCommitKey, value: co.OffsetCommitValue | None) -> None:
         tp = (key.topic, key.partition)
         if value is None:
             offsets = self.by_group.get(key.group)
@@ -151,7 +152,7 @@ class OffsetStore:
     def replay_record(self, key: co.Key, value: co.Value | None) -> None:
         """Apply a record of any type (group metadata records are not ours: ignored)."""
         if isinstance(key, co.OffsetCommitKey) and not isinstance(value, co.GroupMetadataValue):
-            self.replay(key, value)
+            self.apply(key, value)
 
     def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         offsets = self.by_group.get(group_id)
