@@ -11,7 +11,9 @@ if TYPE_CHECKING:
 
 def install_all(broker: Broker) -> None:
     # Order matters: storage before the coordinator that writes through it.
-    from . import api_versions, cluster_admin, configs, metadata, topics
+    from . import api_versions, cluster_admin, configs, groups, metadata, topics
+    from . import group_admin, offsets
 
-    for module in (metadata, topics, configs, cluster_admin, api_versions):
+    for module in (metadata, topics, configs, cluster_admin, api_versions, groups,
+                   offsets, group_admin):
         module.install(broker)

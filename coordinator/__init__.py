@@ -1,0 +1,1 @@
+"""The group coordinator: a pure core (``group``, ``core``, ``timers``) and its runtime."""

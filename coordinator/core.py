@@ -1,0 +1,782 @@
+"""The pure classic-group coordinator: one method per request, plus timer expiry and replay.
+
+Follows Kafka's classic GroupCoordinator. Methods take ``now`` (ms) and an opaque waiter
+for parked responses, and return an ``Outcome``: the immediate response (or PARKED),
+replies for parked waiters, and records to write (each with a continuation run once the
+append is done). Timers live in ``self.timers`` (keyed, fake-clock friendly). No clocks, no
+I/O, no awaiting here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from protocol.consumer_offsets import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    Key,
+    OffsetCommitKey,
+    Value,
+    group_partition,
+)
+from protocol.consumer_offsets import (
+    MemberMetadata as MemberRecord,
+)
+from protocol.errors import ErrorCode
+
+from .group import CAN_REBALANCE, GroupMetadata, GroupState, MemberMetadata
+from .results import PARKED, JoinResult, LeaveResult, Outcome, SyncResult, Write
+from .timers import Timers
+
+log = structlog.get_logger("kafkalite.coordinator")
+
+E = ErrorCode
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+
+@dataclass(slots=True)
+class CoreConfig:
+    num_partitions: int = 8
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_size: int = 2147483647
+    initial_rebalance_delay_ms: int = 200
+    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+
+
+class OffsetsReplay(Protocol):
+    def replay(self, partition: int, key: OffsetCommitKey, value: Value | None) -> None: ...
+
+
+@dataclass(slots=True)
+class PartitionState:
+    partition: int
+    loading: bool = True
+    groups: dict[str, GroupMetadata] = field(default_factory=dict)
+
+
+def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("heartbeat", group_id, member_id)
+
+
+def group_record(group: GroupMetadata, assignments: dict[str, bytes] | None = None
+                 ) -> tuple[Key, Value]:
+    """The GroupMetadata record of ``group`` as it stands (with ``assignments`` if given)."""
+    members = tuple(
+        MemberRecord(
+            member_id=m.member_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms,
+            subscription=m.metadata(group.protocol_name),
+            assignment=(assignments or {}).get(m.member_id, m.assignment)
+            if assignments is not None else m.assignment,
+            group_instance_id=m.group_instance_id,
+        )
+        for m in group.members.values()
+    )
+    value = GroupMetadataValue(
+        protocol_type=group.protocol_type or "",
+        generation=group.generation,
+        protocol=group.protocol_name,
+        leader=group.leader_id,
+        current_state_timestamp=group.current_state_timestamp,
+        members=members,
+    )
+    return GroupMetadataKey(group.group_id), value
+
+
+class GroupCoordinatorCore:
+    def __init__(
+        self,
+        config: CoreConfig,
+        timers: Timers | None = None,
+        new_id: Callable[[], str] | None = None,
+    ) -> None:
+        self.config = config
+        self.timers = timers or Timers()
+        self.partitions: dict[int, PartitionState] = {}
+        self._new_id = new_id or (lambda: str(uuid.uuid4()))
+        self._partition_of: dict[str, int] = {}
+        #: Filled in by the offsets component: receives offset commit records on replay.
+        self.offsets: OffsetsReplay | None = None
+
+    # --- lookup ----------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        p = self._partition_of.get(group_id)
+        if p is None:
+            p = self._partition_of[group_id] = group_partition(group_id, self.config.num_partitions)
+        return p
+
+    def group(self, group_id: str) -> GroupMetadata | None:
+        ps = self.partitions.get(self.partition_for(group_id))
+        return None if ps is None else ps.groups.get(group_id)
+
+    def groups(self) -> list[GroupMetadata]:
+        return [g for ps in self.partitions.values() for g in ps.groups.values()]
+
+    def group_status(self, group_id: str) -> ErrorCode:
+        """Kafka's validateGroupStatus: group id, ownership and loading."""
+        if not group_id:
+            return E.invalid_group_id
+        ps = self.partitions.get(self.partition_for(group_id))
+        if ps is None:
+            return E.not_coordinator
+        if ps.loading:
+            return E.coordinator_load_in_progress
+        return E.none
+
+    # --- JoinGroup -------------------------------------------------------------------
+
+    def join(
+        self,
+        now: int,
+        waiter: Any,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member_id: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        reason: str | None = None,
+        version: int = 9,
+    ) -> Outcome:
+        err = self.group_status(group_id)
+        if err is not E.none:
+            return Outcome(JoinResult(err, member_id))
+        c = self.config
+        if not c.min_session_timeout_ms <= session_timeout_ms <= c.max_session_timeout_ms:
+            return Outcome(JoinResult(E.invalid_session_timeout, member_id))
+        if rebalance_timeout_ms < 0:  # v0 has none: Kafka uses the session timeout
+            rebalance_timeout_ms = session_timeout_ms
+        ps = self.partitions[self.partition_for(group_id)]
+        group = ps.groups.get(group_id)
+        unknown = member_id == ""
+        if group is None:
+            if not unknown:
+                return Outcome(JoinResult(E.unknown_member_id, member_id))
+            group = GroupMetadata(group_id, ps.partition, current_state_timestamp=now)
+            ps.groups[group_id] = group
+        if not self._accept_joining(group, member_id):
+            return Outcome(JoinResult(E.group_max_size_reached, member_id))
+        args = _JoinArgs(
+            waiter, group_instance_id, client_id, client_host, rebalance_timeout_ms,
+            session_timeout_ms, protocol_type, protocols, reason or "", version,
+        )
+        if group.state is DEAD:
+            return Outcome(JoinResult(E.coordinator_not_available, member_id))
+        if not group.supports_protocols(protocol_type, protocols, None if unknown else member_id):
+            return Outcome(JoinResult(E.inconsistent_group_protocol, member_id))
+        if unknown:
+            return self._join_new_member(group, now, args, require_known_member_id)
+        return self._join_current_member(group, now, member_id, args)
+
+    def _accept_joining(self, group: GroupMetadata, member_id: str) -> bool:
+        limit = self.config.max_size
+        if group.state in (EMPTY, DEAD):
+            return True
+        if group.state is PREPARING:
+            m = group.members.get(member_id)
+            return (m is not None and m.awaiting_join) or group.num_awaiting_join() < limit
+        return member_id in group.members or len(group.members) < limit
+
+    def _join_new_member(
+        self, group: GroupMetadata, now: int, a: _JoinArgs, require_known: bool
+    ) -> Outcome:
+        new_id = f"{a.instance_id or a.client_id}-{self._new_id()}"
+        if a.instance_id is not None:
+            return self._join_static(group, now, new_id, a)
+        if require_known:
+            # KIP-394: hand out an id; the member must join again with it.
+            group.pending_members.add(new_id)
+            self.timers.schedule(hb_key(group.group_id, new_id), now + a.session_timeout_ms)
+            log.info("member.pending", group=group.group_id, member=new_id)
+            return Outcome(JoinResult(E.member_id_required, new_id))
+        return self._add_member_and_rebalance(group, now, new_id, a)
+
+    def _join_current_member(
+        self, group: GroupMetadata, now: int, member_id: str, a: _JoinArgs
+    ) -> Outcome:
+        if group.is_pending(member_id):
+            if a.instance_id is not None:
+                return Outcome(JoinResult(E.unknown_member_id, member_id))
+            return self._add_member_and_rebalance(group, now, member_id, a)
+        if group.is_static_member_fenced(a.instance_id, member_id):
+            return Outcome(JoinResult(E.fenced_instance_id, member_id))
+        member = group.members.get(member_id)
+        if member is None or group.state is EMPTY:
+            return Outcome(JoinResult(E.unknown_member_id, member_id))
+        if group.state is PREPARING:
+            return self._update_member_and_rebalance(group, member, now, a)
+        if group.state is COMPLETING:
+            if member.matches(a.protocols):
+                # A retried join: answer with the generation already formed.
+                return Outcome(self._join_info(group, member, group.is_leader(member_id)))
+            return self._update_member_and_rebalance(group, member, now, a)
+        # Stable: a leader's rejoin always rebalances (it may see new topics).
+        if group.is_leader(member_id) or not member.matches(a.protocols):
+            return self._update_member_and_rebalance(group, member, now, a)
+        return Outcome(self._join_info(group, member, False))
+
+    def _join_info(self, group: GroupMetadata, member: MemberMetadata, leader: bool,
+                   skip_assignment: bool = False) -> JoinResult:
+        return JoinResult(
+            E.none,
+            member.member_id,
+            group.generation,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            self._member_list(group) if leader else [],
+            skip_assignment,
+        )
+
+    @staticmethod
+    def _member_list(group: GroupMetadata) -> list[tuple[str, str | None, bytes]]:
+        proto = group.protocol_name
+        return [(m.member_id, m.group_instance_id, m.metadata(proto))
+                for m in group.members.values()]
+
+    def _join_static(self, group: GroupMetadata, now: int, new_id: str, a: _JoinArgs) -> Outcome:
+        old_id = group.static_member_id(a.instance_id)
+        member = group.members.get(old_id) if old_id is not None else None
+        if old_id is None or member is None:
+            return self._add_member_and_rebalance(group, now, new_id, a)
+        out = Outcome()
+        was_leader = group.is_leader(old_id)
+        old_waiters = self._replace_static_member(group, member, new_id, now)
+        out.replies.extend(old_waiters)
+        log.info("member.replaced", group=group.group_id, instance=a.instance_id,
+                 old_member=old_id, member=new_id, reason=a.reason)
+        if group.state is STABLE and member.matches(a.protocols) \
+                and member.protocol_type == a.protocol_type:
+            # KIP-345: same subscription, no rebalance; persist the new member id first.
+            key, value = group_record(group)
+
+            def then(err: ErrorCode, t: int) -> Outcome:
+                if err is not E.none:
+                    if group.members.get(new_id) is member:
+                        self._replace_static_member(group, member, old_id, t)
+                    return Outcome(replies=[(a.waiter, JoinResult(err, ""))])
+                self.timers.schedule(hb_key(group.group_id, new_id), t + member.session_timeout_ms)
+                # KIP-814: a static leader gets the members but need not assign again.
+                res = self._join_info(group, member, was_leader, skip_assignment=was_leader)
+                return Outcome(replies=[(a.waiter, res)])
+
+            out.writes.append(Write(group.partition, group.group_id, [(key, value)], then))
+            return out
+        return out.add(self._update_member_and_rebalance(group, member, now, a))
+
+    def _replace_static_member(
+        self, group: GroupMetadata, member: MemberMetadata, new_id: str, now: int
+    ) -> list[tuple[Any, Any]]:
+        """Re-key a static member; its parked requests are answered FENCED_INSTANCE_ID."""
+        old_id = member.member_id
+        replies: list[tuple[Any, Any]] = []
+        if member.join_waiter is not None:
+            replies.append((member.join_waiter, JoinResult(E.fenced_instance_id, old_id)))
+            member.join_waiter = None
+        if member.sync_waiter is not None:
+            replies.append((member.sync_waiter, SyncResult(E.fenced_instance_id)))
+            member.sync_waiter = None
+        deadline = self.timers.deadline(hb_key(group.group_id, old_id))
+        self.timers.cancel(hb_key(group.group_id, old_id))
+        members = group.members
+        group.members = {(new_id if k == old_id else k): v for k, v in members.items()}
+        member.member_id = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        if old_id in group.pending_sync:
+            group.pending_sync.discard(old_id)
+            group.pending_sync.add(new_id)
+        if member.group_instance_id is not None:
+            group.static_members[member.group_instance_id] = new_id
+        self.timers.schedule(hb_key(group.group_id, new_id),
+                             deadline if deadline is not None else now + member.session_timeout_ms)
+        return replies
+
+    def _add_member_and_rebalance(
+        self, group: GroupMetadata, now: int, member_id: str, a: _JoinArgs
+    ) -> Outcome:
+        member = MemberMetadata(
+            member_id, a.instance_id, a.client_id, a.client_host, a.rebalance_timeout_ms,
+            a.session_timeout_ms, a.protocol_type, list(a.protocols),
+            join_waiter=a.waiter, join_version=a.version, is_new=True,
+        )
+        if group.state is PREPARING and group.initial_join_remaining_ms is not None:
+            group.new_member_added = True
+        group.add(member)
+        group.pending_members.discard(member_id)
+        self.timers.schedule(hb_key(group.group_id, member_id),
+                             now + self.config.new_member_join_timeout_ms)
+        log.info("member.joined", group=group.group_id, member=member_id,
+                 instance=a.instance_id, client_id=a.client_id, reason=a.reason)
+        out = self._maybe_prepare_rebalance(group, now, f"adding new member {member_id}"
+                                            + (f" with reason: {a.reason}" if a.reason else ""))
+        return out.add(self._try_complete_join(group, now))
+
+    def _update_member_and_rebalance(
+        self, group: GroupMetadata, member: MemberMetadata, now: int, a: _JoinArgs
+    ) -> Outcome:
+        out = Outcome()
+        if member.join_waiter is not None and member.join_waiter is not a.waiter:
+            # A newer join of the same member supersedes the parked one.
+            out.replies.append((member.join_waiter, JoinResult(E.rebalance_in_progress,
+                                                               member.member_id)))
+        member.protocols = list(a.protocols)
+        member.protocol_type = a.protocol_type
+        member.rebalance_timeout_ms = a.rebalance_timeout_ms
+        member.session_timeout_ms = a.session_timeout_ms
+        member.join_waiter = a.waiter
+        member.join_version = a.version
+        out.add(self._maybe_prepare_rebalance(
+            group, now, f"updating metadata for member {member.member_id}"
+            + (f" with reason: {a.reason}" if a.reason else "")))
+        return out.add(self._try_complete_join(group, now))
+
+    # --- rebalance ---------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
+        if group.state in CAN_REBALANCE:
+            return self._prepare_rebalance(group, now, reason)
+        return Outcome()
+
+    def _prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
+        out = Outcome()
+        if group.state is COMPLETING:
+            out.add(self._reset_assignment(group, E.rebalance_in_progress))
+        self.timers.cancel(("sync", group.group_id))
+        group.pending_sync.clear()
+        timeout = group.rebalance_timeout_ms()
+        delay = self.config.initial_rebalance_delay_ms
+        group.new_member_added = False
+        if group.state is EMPTY and delay > 0:
+            # KIP-134: wait for more members; each newcomer extends by the delay.
+            first = min(delay, timeout)
+            group.initial_join_remaining_ms = max(timeout - delay, 0)
+            self.timers.schedule(("join", group.group_id), now + first)
+        else:
+            group.initial_join_remaining_ms = None
+            self.timers.schedule(("join", group.group_id), now + timeout)
+        old = group.state
+        group.transition(PREPARING, now)
+        log.info("rebalance.started", group=group.group_id, old_state=old.value,
+                 generation=group.generation, reason=reason)
+        return out
+
+    def _try_complete_join(self, group: GroupMetadata, now: int) -> Outcome:
+        if (group.state is PREPARING and group.initial_join_remaining_ms is None
+                and group.has_all_members_joined()):
+            return self._complete_join(group, now)
+        return Outcome()
+
+    def _on_join_timer(self, group: GroupMetadata, now: int) -> Outcome:
+        if group.state is not PREPARING:
+            return Outcome()
+        remaining = group.initial_join_remaining_ms
+        if remaining is not None:
+            if group.new_member_added and remaining > 0:
+                delay = self.config.initial_rebalance_delay_ms
+                group.new_member_added = False
+                group.initial_join_remaining_ms = max(remaining - delay, 0)
+                self.timers.schedule(("join", group.group_id), now + min(delay, remaining))
+                return Outcome()
+            group.initial_join_remaining_ms = None
+        return self._complete_join(group, now)
+
+    def _complete_join(self, group: GroupMetadata, now: int) -> Outcome:
+        out = Outcome()
+        gid = group.group_id
+        self.timers.cancel(("join", gid))
+        group.initial_join_remaining_ms = None
+        for m in list(group.members.values()):
+            if not m.awaiting_join and m.group_instance_id is None:
+                self.timers.cancel(hb_key(gid, m.member_id))
+                group.remove(m.member_id)
+                log.info("member.removed", group=gid, member=m.member_id,
+                         reason="did not rejoin before the rebalance completed")
+        if group.members:
+            leader = group.members.get(group.leader_id or "")
+            if leader is None or not leader.awaiting_join:
+                joined = [m for m in group.members.values() if m.awaiting_join]
+                if not joined:
+                    # Only static members that never rejoined: try again later.
+                    self.timers.schedule(("join", gid), now + group.rebalance_timeout_ms())
+                    return out
+                group.leader_id = joined[0].member_id
+        group.generation += 1
+        if not group.members:
+            group.protocol_name = None
+            group.transition(EMPTY, now)
+            log.info("group.emptied", group=gid, generation=group.generation)
+            key, value = group_record(group)
+            out.writes.append(Write(group.partition, gid, [(key, value)]))
+            return out
+        group.protocol_name = group.select_protocol()
+        group.transition(COMPLETING, now)
+        log.info("generation.completed", group=gid, generation=group.generation,
+                 protocol=group.protocol_name, leader=group.leader_id,
+                 members=list(group.members))
+        for m in group.members.values():
+            if m.join_waiter is not None:
+                res = self._join_info(group, m, group.is_leader(m.member_id))
+                out.replies.append((m.join_waiter, res))
+                m.join_waiter = None
+            m.is_new = False
+            self.timers.schedule(hb_key(gid, m.member_id), now + m.session_timeout_ms)
+        group.pending_sync = set(group.members)
+        self.timers.schedule(("sync", gid), now + group.rebalance_timeout_ms())
+        return out
+
+    def _reset_assignment(self, group: GroupMetadata, error: ErrorCode) -> Outcome:
+        out = Outcome()
+        for m in group.members.values():
+            m.assignment = b""
+            if m.sync_waiter is not None:
+                out.replies.append((m.sync_waiter, SyncResult(error)))
+                m.sync_waiter = None
+        return out
+
+    def _remove_member(self, group: GroupMetadata, member: MemberMetadata, now: int,
+                       reason: str) -> Outcome:
+        """Kafka's removeMemberAndUpdateGroup."""
+        out = Outcome()
+        if member.join_waiter is not None:
+            out.replies.append((member.join_waiter,
+                                JoinResult(E.unknown_member_id, member.member_id)))
+            member.join_waiter = None
+        if member.sync_waiter is not None:
+            out.replies.append((member.sync_waiter, SyncResult(E.unknown_member_id)))
+            member.sync_waiter = None
+        self.timers.cancel(hb_key(group.group_id, member.member_id))
+        group.remove(member.member_id)
+        if group.state in (STABLE, COMPLETING):
+            out.add(self._maybe_prepare_rebalance(group, now, reason))
+        return out.add(self._try_complete_join(group, now))
+
+    # --- SyncGroup -------------------------------------------------------------------
+
+    def sync(
+        self,
+        now: int,
+        waiter: Any,
+        *,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> Outcome:
+        err = self.group_status(group_id)
+        if err is not E.none:
+            return Outcome(SyncResult(err))
+        group = self.group(group_id)
+        if group is None:
+            return Outcome(SyncResult(E.unknown_member_id))
+        if group.state is DEAD:
+            return Outcome(SyncResult(E.coordinator_not_available))
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return Outcome(SyncResult(E.fenced_instance_id))
+        member = group.members.get(member_id)
+        if member is None:
+            return Outcome(SyncResult(E.unknown_member_id))
+        if generation != group.generation:
+            return Outcome(SyncResult(E.illegal_generation))
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            return Outcome(SyncResult(E.inconsistent_group_protocol))
+        if group.state is EMPTY:
+            return Outcome(SyncResult(E.unknown_member_id))
+        if group.state is PREPARING:
+            return Outcome(SyncResult(E.rebalance_in_progress))
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            self.timers.cancel(("sync", group_id))
+        if group.state is STABLE:
+            self.timers.schedule(hb_key(group_id, member_id), now + member.session_timeout_ms)
+            return Outcome(SyncResult(E.none, group.protocol_type, group.protocol_name,
+                                      member.assignment))
+        # CompletingRebalance
+        if member.sync_waiter is not None and member.sync_waiter is not waiter:
+            old = member.sync_waiter
+            member.sync_waiter = waiter
+            out = Outcome(replies=[(old, SyncResult(E.rebalance_in_progress))])
+        else:
+            member.sync_waiter = waiter
+            out = Outcome()
+        if not group.is_leader(member_id):
+            return out
+        full = {mid: assignments.get(mid, b"") for mid in group.members}
+        key, value = group_record(group, full)
+        gen = group.generation
+
+        def then(err: ErrorCode, t: int) -> Outcome:
+            if group.state is not COMPLETING or group.generation != gen:
+                return Outcome()
+            if err is not E.none:
+                log.warning("group.store_failed", group=group_id, generation=gen,
+                            error=err.name)
+                res = self._reset_assignment(group, err)
+                return res.add(self._maybe_prepare_rebalance(
+                    group, t, f"error {err.name} when storing group assignment during SyncGroup"
+                    f" (member: {member_id})"))
+            res = Outcome()
+            for m in group.members.values():
+                if m.sync_waiter is not None:
+                    res.replies.append((m.sync_waiter, SyncResult(
+                        E.none, group.protocol_type, group.protocol_name, m.assignment)))
+                    m.sync_waiter = None
+                self.timers.schedule(hb_key(group_id, m.member_id), t + m.session_timeout_ms)
+            group.transition(STABLE, t)
+            log.info("group.stable", group=group_id, generation=gen)
+            return res
+
+        out.writes.append(Write(group.partition, group_id, [(key, value)], then))
+        return out
+
+    # --- Heartbeat -------------------------------------------------------------------
+
+    def heartbeat(self, now: int, group_id: str, member_id: str,
+                  group_instance_id: str | None, generation: int) -> ErrorCode:
+        p = self._partition_of.get(group_id)
+        ps = self.partitions.get(p if p is not None else self.partition_for(group_id))
+        if ps is None or ps.loading or not group_id:
+            return self.group_status(group_id)
+        group = ps.groups.get(group_id)
+        if group is None:
+            return E.unknown_member_id
+        state = group.state
+        if state is DEAD:
+            return E.coordinator_not_available
+        if group_instance_id is not None and group.is_static_member_fenced(group_instance_id,
+                                                                           member_id):
+            return E.fenced_instance_id
+        member = group.members.get(member_id)
+        if member is None:
+            return E.unknown_member_id
+        if generation != group.generation:
+            return E.illegal_generation
+        if state is EMPTY:
+            return E.unknown_member_id
+        self.timers.schedule(("heartbeat", group_id, member_id), now + member.session_timeout_ms)
+        if state is PREPARING:
+            return E.rebalance_in_progress
+        return E.none
+
+    # --- LeaveGroup ------------------------------------------------------------------
+
+    def leave(self, now: int, group_id: str,
+              members: list[tuple[str, str | None, str | None]]) -> Outcome:
+        """``members``: (member id, group instance id, reason)."""
+        err = self.group_status(group_id)
+        if err is not E.none:
+            return Outcome(LeaveResult(err))
+        group = self.group(group_id)
+        if group is None:
+            return Outcome(LeaveResult(E.none, [(m, i, E.unknown_member_id)
+                                                for m, i, _r in members]))
+        if group.state is DEAD:
+            return Outcome(LeaveResult(E.coordinator_not_available))
+        out = Outcome()
+        results: list[tuple[str, str | None, ErrorCode]] = []
+        for member_id, instance_id, reason in members:
+            mid = member_id
+            if mid == "" and instance_id is not None:
+                found = group.static_member_id(instance_id)
+                if found is None:
+                    results.append((member_id, instance_id, E.unknown_member_id))
+                    continue
+                mid = found
+            elif group.is_static_member_fenced(instance_id, mid):
+                results.append((member_id, instance_id, E.fenced_instance_id))
+                continue
+            if group.is_pending(mid):
+                group.pending_members.discard(mid)
+                self.timers.cancel(hb_key(group_id, mid))
+                out.add(self._try_complete_join(group, now))
+                results.append((member_id, instance_id, E.none))
+                continue
+            member = group.members.get(mid)
+            if member is None:
+                results.append((member_id, instance_id, E.unknown_member_id))
+                continue
+            log.info("member.left", group=group_id, member=mid, instance=instance_id,
+                     reason=reason or "")
+            out.add(self._remove_member(group, member, now,
+                                        f"removing member {mid} on LeaveGroup"
+                                        + (f" with reason: {reason}" if reason else "")))
+            results.append((member_id, instance_id, E.none))
+        out.response = LeaveResult(E.none, results)
+        return out
+
+    # --- timers ----------------------------------------------------------------------
+
+    def expire(self, now: int) -> Outcome:
+        """Run every timer due at ``now``."""
+        out = Outcome()
+        for key in self.timers.pop_expired(now):
+            assert isinstance(key, tuple)
+            kind, gid = key[0], key[1]
+            group = self.group(gid)
+            if group is None:
+                continue
+            if kind == "heartbeat":
+                out.add(self._on_heartbeat_expired(group, key[2], now))
+            elif kind == "join":
+                out.add(self._on_join_timer(group, now))
+            elif kind == "sync":
+                out.add(self._on_sync_expired(group, now))
+        return out
+
+    def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, now: int) -> Outcome:
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            log.info("member.expired", group=group.group_id, member=member_id, pending=True,
+                     deadline=now)
+            return self._try_complete_join(group, now)
+        member = group.members.get(member_id)
+        if member is None:
+            return Outcome()
+        if not member.is_new and (member.awaiting_join or member.awaiting_sync):
+            # Kafka's DelayedHeartbeat: a member waiting on a rebalance stays alive.
+            self.timers.schedule(hb_key(group.group_id, member_id),
+                                 now + member.session_timeout_ms)
+            return Outcome()
+        log.info("member.expired", group=group.group_id, member=member_id,
+                 generation=group.generation, deadline=now)
+        return self._remove_member(group, member, now,
+                                   f"removing member {member_id} on heartbeat expiration")
+
+    def _on_sync_expired(self, group: GroupMetadata, now: int) -> Outcome:
+        if group.state not in (COMPLETING, STABLE) or not group.pending_sync:
+            return Outcome()
+        out = Outcome()
+        missing = sorted(group.pending_sync)
+        for mid in missing:
+            member = group.members.get(mid)
+            if member is None:
+                continue
+            if member.sync_waiter is not None:
+                out.replies.append((member.sync_waiter, SyncResult(E.unknown_member_id)))
+                member.sync_waiter = None
+            self.timers.cancel(hb_key(group.group_id, mid))
+            group.remove(mid)
+            log.info("member.expired", group=group.group_id, member=mid,
+                     reason="no SyncGroup before the rebalance timeout", deadline=now)
+        group.pending_sync.clear()
+        return out.add(self._prepare_rebalance(
+            group, now, f"removing {missing} on pending sync request expiration"))
+
+    # --- replay and loading ------------------------------------------------------------
+
+    def begin_load(self, partition: int) -> PartitionState:
+        ps = self.partitions[partition] = PartitionState(partition, loading=True)
+        return ps
+
+    def replay(self, partition: int, key: Key, value: Value | None) -> None:
+        """Apply one ``__consumer_offsets`` record: the only way persisted state changes."""
+        if isinstance(key, OffsetCommitKey):
+            if self.offsets is not None:
+                self.offsets.replay(partition, key, value)
+            return
+        ps = self.partitions.get(partition)
+        if ps is None:
+            return
+        gid = key.group
+        if value is None:
+            group = ps.groups.pop(gid, None)
+            if group is not None:
+                group.transition(DEAD, group.current_state_timestamp)
+            return
+        assert isinstance(value, GroupMetadataValue)
+        group = ps.groups.get(gid)
+        if ps.loading or group is None:
+            ps.groups[gid] = _group_from_record(gid, partition, value)
+            return
+        # A live write: the in-memory group already holds everything but assignments.
+        for rec in value.members:
+            m = group.members.get(rec.member_id)
+            if m is not None:
+                m.assignment = rec.assignment
+
+    def finish_load(self, partition: int, now: int) -> None:
+        ps = self.partitions[partition]
+        ps.loading = False
+        for group in ps.groups.values():
+            for m in group.members.values():
+                self.timers.schedule(hb_key(group.group_id, m.member_id),
+                                     now + m.session_timeout_ms)
+        log.info("partition.loaded", partition=partition, groups=len(ps.groups))
+
+    def unload(self, partition: int) -> None:
+        ps = self.partitions.pop(partition, None)
+        if ps is None:
+            return
+        for gid, group in ps.groups.items():
+            self.timers.cancel(("join", gid))
+            self.timers.cancel(("sync", gid))
+            for mid in list(group.members) + list(group.pending_members):
+                self.timers.cancel(hb_key(gid, mid))
+
+
+def _group_from_record(group_id: str, partition: int, v: GroupMetadataValue) -> GroupMetadata:
+    group = GroupMetadata(
+        group_id,
+        partition,
+        state=STABLE if v.members else EMPTY,
+        generation=v.generation,
+        protocol_type=v.protocol_type or None,
+        protocol_name=v.protocol,
+        leader_id=v.leader,
+        current_state_timestamp=v.current_state_timestamp,
+    )
+    for r in v.members:
+        m = MemberMetadata(
+            r.member_id, r.group_instance_id, r.client_id, r.client_host,
+            r.rebalance_timeout, r.session_timeout, v.protocol_type,
+            [(v.protocol or "", r.subscription)], r.assignment,
+        )
+        group.members[r.member_id] = m
+        if r.group_instance_id is not None:
+            group.static_members[r.group_instance_id] = r.member_id
+    if not group.members:
+        group.leader_id = None
+    return group
+
+
+@dataclass(slots=True)
+class _JoinArgs:
+    waiter: Any
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    reason: str
+    version: int
+
+
+__all__ = ["PARKED", "CoreConfig", "GroupCoordinatorCore", "Outcome"]

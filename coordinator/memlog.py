@@ -1,0 +1,51 @@
+"""An in-memory partition log with the storage interface the runtime writes through.
+
+Used when the broker runs without a log manager, and by tests that inject failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from protocol.records import parse_batch_header, set_base_offset
+
+
+class MemoryLog:
+    def __init__(self) -> None:
+        self.batches: list[bytes] = []
+        self.log_end_offset = 0
+        #: Tests set this to raise on the next appends (OSError, TimeoutError, ...).
+        self.fail: Callable[[bytes], None] | None = None
+
+    def append(self, batch: bytes) -> tuple[int, int]:
+        if self.fail is not None:
+            self.fail(batch)
+        h = parse_batch_header(batch)
+        buf = bytearray(batch)
+        base = self.log_end_offset
+        set_base_offset(buf, 0, base)
+        self.batches.append(bytes(buf))
+        self.log_end_offset = base + h.last_offset_delta + 1
+        return base, self.log_end_offset - 1
+
+    def flush(self) -> None:
+        pass
+
+    def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]:
+        for b in self.batches:
+            h = parse_batch_header(b)
+            if h.last_offset >= start_offset:
+                yield b
+
+
+class MemoryLogs:
+    """``get_or_create(topic, partition)`` over MemoryLog instances."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int], MemoryLog] = {}
+
+    def get_or_create(self, topic: str, partition: int) -> MemoryLog:
+        log = self.logs.get((topic, partition))
+        if log is None:
+            log = self.logs[(topic, partition)] = MemoryLog()
+        return log

@@ -1,0 +1,61 @@
+"""Real aiokafka consumers forming a group over TCP."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiokafka import AIOKafkaConsumer
+
+from broker.testing import BrokerThread
+
+FAST = {
+    "group.min.session.timeout.ms": "100",
+    "group.initial.rebalance.delay.ms": "100",
+}
+
+
+async def _wait_assigned(consumers: list[AIOKafkaConsumer], total: int, timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        for c in consumers:
+            try:
+                await asyncio.wait_for(c.getmany(timeout_ms=20), 0.5)
+            except TimeoutError:
+                pass
+        owned = [tp for c in consumers for tp in c.assignment()]
+        if len(owned) == total and len(set(owned)) == total and all(c.assignment()
+                                                                   for c in consumers):
+            return
+    raise AssertionError(f"not assigned: {[c.assignment() for c in consumers]}")
+
+
+def test_two_aiokafka_consumers_split_partitions(make_broker) -> None:  # type: ignore[no-untyped-def]
+    b: BrokerThread = make_broker(FAST)
+    b.call(lambda: b.broker.create_topic("t4", 4))  # type: ignore[union-attr]
+
+    async def run() -> None:
+        cs = [
+            AIOKafkaConsumer(
+                "t4", bootstrap_servers=b.bootstrap, group_id="g1",
+                session_timeout_ms=6000, heartbeat_interval_ms=200,
+            )
+            for _ in range(2)
+        ]
+        await asyncio.gather(*(c.start() for c in cs))
+        try:
+            await _wait_assigned(cs, 4, 20)
+            assert [len(c.assignment()) for c in cs] == [2, 2]
+            # One leaves: the other takes every partition.
+            await cs[1].stop()
+            await _wait_assigned(cs[:1], 4, 20)
+            g = b.call(lambda: b.broker.coordinator.core.group("g1"))  # type: ignore[union-attr]
+            assert g.state.value == "Stable"
+            assert len(g.members) == 1
+        finally:
+            for c in cs:
+                await c.stop()
+
+    asyncio.run(run())
+    g = b.call(lambda: b.broker.coordinator.core.group("g1"))  # type: ignore[union-attr]
+    assert g.state.value == "Empty"
