@@ -1,0 +1,153 @@
+"""OffsetCommit v2-v9, OffsetFetch v1-v9 and OffsetDelete v0: wire <-> the pure offset logic
+(``coordinator.offsets``) through the coordinator runtime (``coordinator.offsets_runtime``)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from coordinator.offsets import CommitRequest, PartitionCommit
+from protocol import apis as codecs
+from protocol.build import build, nested
+from protocol.errors import ErrorCode
+
+from ..auth import Action, Operation, ResourceType
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from coordinator.offsets_runtime import OffsetsService
+
+    from ..server import Broker
+
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+OFFSET_DELETE = 47
+
+_NO_THROTTLE = datetime.timedelta(0)
+
+
+def _ms(td: Any) -> int:
+    if isinstance(td, datetime.timedelta):
+        return int(td / datetime.timedelta(milliseconds=1))
+    return int(td)
+
+
+def _service(broker: Broker) -> OffsetsService:
+    from coordinator.offsets_runtime import service_of
+
+    return service_of(broker)
+
+
+def install(broker: Broker) -> None:
+    from coordinator.offsets import OffsetStore
+    from coordinator.offsets_runtime import OffsetsService
+
+    config = broker.config
+    store = OffsetStore(
+        max_metadata_bytes=config.int("offset.metadata.max.bytes"),
+        retention_ms=config.int("offsets.retention.minutes") * 60_000,
+    )
+    service = OffsetsService(lambda: broker.coordinator, store,
+                             config.int("offsets.retention.check.interval.ms"))
+    # The admin handlers and tests reach the service through the broker; the group
+    # coordinator's runtime picks the replay hook up when it is created (groups.py).
+    setattr(broker, "offsets_service", service)  # noqa: B010
+    setattr(broker, "offsets_replay", service.replay_hook)  # noqa: B010
+    broker.add_service(service.start, service.stop)
+
+    async def offset_commit(ctx: RequestContext, req: Any) -> Any:
+        v = ctx.api_version
+        resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
+        topic_t = nested(resp_t, "OffsetCommitResponseTopic")
+        part_t = nested(resp_t, "OffsetCommitResponsePartition")
+        request = CommitRequest(
+            group_id=req.group_id,
+            member_id=req.member_id,
+            instance_id=getattr(req, "group_instance_id", None),
+            generation_id=req.generation_id_or_member_epoch,
+            retention_time_ms=_ms(getattr(req, "retention_time", -1)),
+            topics=[(t.name, [PartitionCommit(p.partition_index, p.committed_offset,
+                                              getattr(p, "committed_leader_epoch", -1),
+                                              p.committed_metadata)
+                              for p in t.partitions]) for t in req.topics],
+            api_version=v,
+        )
+        errors = await _service(broker).commit(request)
+        return build(
+            resp_t,
+            throttle_time=_NO_THROTTLE,
+            topics=tuple(
+                build(topic_t, name=t.name, partitions=tuple(
+                    build(part_t, partition_index=p.partition_index,
+                          error_code=ErrorCode(errors.get((t.name, p.partition_index), 0)))
+                    for p in t.partitions))
+                for t in req.topics),
+        )
+
+    def _fetch_group(v: int, resp_t: type[Any], group_id: str, topics: Any,
+                     require_stable: bool, grouped: bool) -> tuple[int, tuple[Any, ...]]:
+        topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
+                         else "OffsetFetchResponseTopic")
+        part_t = nested(resp_t, "OffsetFetchResponsePartitions" if grouped
+                        else "OffsetFetchResponsePartition")
+        wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
+                                              for t in topics]
+        error, rows = _service(broker).fetch(group_id, wanted, require_stable)
+        if error != ErrorCode.none and v <= 1:
+            # v0-v1 have no top-level error: put it on every partition.
+            rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
+        out = tuple(
+            build(topic_t, name=topic, partitions=tuple(
+                build(part_t, partition_index=p, committed_offset=off, committed_leader_epoch=le,
+                      metadata=md, error_code=ErrorCode(err))
+                for p, off, le, md, err in parts))
+            for topic, parts in rows)
+        return error, out
+
+    def offset_fetch(ctx: RequestContext, req: Any) -> Any:
+        v = ctx.api_version
+        resp_t = codecs.codec(OFFSET_FETCH, v).response_type
+        require_stable = bool(getattr(req, "require_stable", False))
+        if v >= 8:
+            group_t = nested(resp_t, "OffsetFetchResponseGroup")
+            groups = []
+            for g in req.groups:
+                err, topics = _fetch_group(v, resp_t, g.group_id, g.topics, require_stable, True)
+                groups.append(build(group_t, group_id=g.group_id, topics=topics,
+                                    error_code=ErrorCode(err)))
+            return build(resp_t, throttle_time=_NO_THROTTLE, groups=tuple(groups))
+        topics_req = req.topics if v >= 2 else req.topics or ()
+        err, topics = _fetch_group(v, resp_t, req.group_id, topics_req, require_stable, False)
+        return build(resp_t, throttle_time=_NO_THROTTLE, topics=topics,
+                     error_code=ErrorCode(err))
+
+    async def offset_delete(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(OFFSET_DELETE, ctx.api_version).response_type
+        topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
+        part_t = nested(resp_t, "OffsetDeleteResponsePartition")
+        wanted = [(t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics]
+        err, rows = await _service(broker).delete_offsets(req.group_id, wanted)
+        return build(
+            resp_t, error_code=ErrorCode(err), throttle_time=_NO_THROTTLE,
+            topics=tuple(build(topic_t, name=t, partitions=tuple(
+                build(part_t, partition_index=p, error_code=ErrorCode(e)) for p, e in parts))
+                for t, parts in rows),
+        )
+
+    def commit_acl(req: Any) -> list[Action]:
+        return [Action(Operation.READ, ResourceType.GROUP, req.group_id)] + [
+            Action(Operation.READ, ResourceType.TOPIC, t.name) for t in req.topics]
+
+    def fetch_acl(req: Any) -> list[Action]:
+        ids = [g.group_id for g in req.groups] if hasattr(req, "groups") else [req.group_id]
+        return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in ids]
+
+    def delete_acl(req: Any) -> list[Action]:
+        return [Action(Operation.DELETE, ResourceType.GROUP, req.group_id)]
+
+    broker.apis.register(OFFSET_COMMIT, offset_commit, min_version=2, max_version=9,
+                         acl=commit_acl)
+    broker.apis.register(OFFSET_FETCH, offset_fetch, min_version=1, max_version=9,
+                         acl=fetch_acl)
+    broker.apis.register(OFFSET_DELETE, offset_delete, min_version=0, max_version=0,
+                         acl=delete_acl)
