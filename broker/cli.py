@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     od.add_argument("--data-dir", required=True, help="the broker's data directory (log.dirs)")
     od.add_argument("--partition", type=int, help="only this partition")
     od.set_defaults(func=_offsets_dump)
+
+    # Only argparse at build time; Spark and pyarrow load when a pipeline job runs.
+    from pipeline.cli import register as register_pipeline
+
+    register_pipeline(sub)
     return p
 
 

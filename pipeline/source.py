@@ -38,12 +38,14 @@ class SegmentPartition(InputPartition):  # type: ignore[misc]
         self.end = end
 
 
-def _parse_options(options: dict[str, str]) -> dict[str, Any]:
+def _parse_options(given: dict[str, str]) -> dict[str, Any]:
+    # Spark hands options over case-insensitively (often lower-cased).
+    options = {k.lower(): v for k, v in given.items()}
     path = options.get("path")
     if not path:
         raise ValueError("the kafkalite source needs option path=<log directory>")
     topics = options.get("topics") or options.get("subscribe")
-    pattern = options.get("topicPattern") or options.get("subscribePattern")
+    pattern = options.get("topicpattern") or options.get("subscribepattern")
     mode = options.get("mode", "records")
     if mode not in ("records", "batches"):
         raise ValueError(f"mode must be 'records' or 'batches', not {mode!r}")
@@ -52,9 +54,9 @@ def _parse_options(options: dict[str, str]) -> dict[str, Any]:
         "topics": [t.strip() for t in topics.split(",") if t.strip()] if topics else None,
         "pattern": pattern,
         "mode": mode,
-        "rows": int(options.get("rowsPerBatch", sg.DEFAULT_ROWS_PER_BATCH)),
-        "crc": options.get("verifyCrc", "true").lower() != "false",
-        "starting": options.get("startingOffsets", "earliest"),
+        "rows": int(options.get("rowsperbatch", sg.DEFAULT_ROWS_PER_BATCH)),
+        "crc": options.get("verifycrc", "true").lower() != "false",
+        "starting": options.get("startingoffsets", "earliest"),
     }
 
 

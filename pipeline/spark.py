@@ -25,6 +25,7 @@ def session(master: str = "local[*]", app_name: str = "kafkalite-pipeline",
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
