@@ -14,9 +14,12 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.dates as mdates
+import matplotlib.dates as _mdates
 import matplotlib.pyplot as plt
 import pandas as pd
+
+# matplotlib.dates is untyped.
+mdates: Any = _mdates
 
 _MAX_LAG_LINES = 12
 
@@ -31,7 +34,8 @@ def _svg(fig: Any) -> str:
 
 def _naive(ts: Any) -> datetime:
     t = pd.Timestamp(ts)
-    return (t.tz_convert("UTC").tz_localize(None) if t.tzinfo else t).to_pydatetime()
+    out: datetime = (t.tz_convert("UTC").tz_localize(None) if t.tzinfo else t).to_pydatetime()
+    return out
 
 
 def rebalance_timeline(reb: pd.DataFrame, group: str) -> str:
@@ -61,12 +65,13 @@ def lag_plot(lag: pd.DataFrame, group: str) -> str:
         for _, k in keys.iterrows():
             s = rows[(rows["topic"] == k["topic"]) & (rows["partition"] == k["partition"])]
             s = s.sort_values("bucket_end")
-            ax.plot([_naive(t) for t in s["bucket_end"]], s["lag"], marker=".",
+            ax.plot(mdates.date2num([_naive(t) for t in s["bucket_end"]]), s["lag"], marker=".",
                     label=f"{k['topic']}-{k['partition']}")
         ax.legend(fontsize=7, ncol=4)
     else:
         total = rows.groupby("bucket_end", as_index=False)["lag"].sum().sort_values("bucket_end")
-        ax.plot([_naive(t) for t in total["bucket_end"]], total["lag"], label="total lag")
+        ax.plot(mdates.date2num([_naive(t) for t in total["bucket_end"]]), total["lag"],
+                label="total lag")
         ax.legend(fontsize=7)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.set_ylabel("lag (messages)")
@@ -87,7 +92,7 @@ def _table(df: pd.DataFrame, limit: int = 200) -> str:
     shown = df.head(limit).copy()
     for c in shown.columns:
         shown[c] = shown[c].map(_cell)
-    return shown.to_html(index=False, border=0, classes="t", na_rep="")
+    return str(shown.to_html(index=False, border=0, classes="t", na_rep=""))
 
 
 _CSS = """
