@@ -11,9 +11,22 @@ if TYPE_CHECKING:
 
 def install_all(broker: Broker) -> None:
     # Order matters: storage before the coordinator that writes through it.
-    from . import api_versions, cluster_admin, configs, groups, metadata, topics
-    from . import group_admin, offsets
+    from . import (
+        api_versions,
+        cluster_admin,
+        configs,
+        fetch,
+        group_admin,
+        groups,
+        list_offsets,
+        metadata,
+        offsets,
+        produce,
+        producer_ids,
+        storage,
+        topics,
+    )
 
-    for module in (metadata, topics, configs, cluster_admin, api_versions, groups,
-                   offsets, group_admin):
+    for module in (storage, metadata, topics, configs, cluster_admin, produce, fetch,
+                   list_offsets, producer_ids, api_versions, groups, offsets, group_admin):
         module.install(broker)

@@ -1,0 +1,260 @@
+"""Fetch v4 and up: whole batches straight from the segment files, with long polling.
+
+A fetch that finds fewer than ``min_bytes`` parks in the fetch purgatory: it registers a
+watcher on each partition it reads, and the append that brings enough bytes (or the
+``max_wait_ms`` timer) completes it. There is no polling loop.
+
+The response is encoded here by hand: its bulk is record bytes that go out as read, and
+kio's general writer costs more than the whole read for large responses. Fetch sessions
+(KIP-227) are not kept: every response carries session id 0, which tells the client to
+send full fetch requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from protocol.errors import ErrorCode
+from protocol.headers import write_uvarint
+from storage.errors import OffsetOutOfRangeError
+from storage.log import PartitionLog
+
+from ..auth import Action, Operation, ResourceType
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+log = structlog.get_logger("kafkalite.fetch")
+
+FETCH = 1
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PART_HEAD = struct.Struct(">ihq")  # partition, error, high watermark
+_I64 = struct.Struct(">q")
+_I64x2 = struct.Struct(">qq")
+
+E_NONE: int = ErrorCode.none.value
+E_UNKNOWN_TOPIC: int = ErrorCode.unknown_topic_or_partition.value
+E_UNKNOWN_TOPIC_ID: int = ErrorCode.unknown_topic_id.value
+E_OUT_OF_RANGE: int = ErrorCode.offset_out_of_range.value
+E_SESSION_NOT_FOUND: int = ErrorCode.fetch_session_id_not_found.value
+E_STORAGE: int = ErrorCode.kafka_storage_error.value
+
+
+class PartitionResult:
+    __slots__ = ("error", "high_watermark", "log_start", "partition", "records")
+
+    def __init__(self, partition: int, error: int, hw: int = -1, start: int = -1,
+                 records: bytes = b"") -> None:
+        self.partition = partition
+        self.error = error
+        self.high_watermark = hw
+        self.log_start = start
+        self.records = records
+
+
+# --- encoding -------------------------------------------------------------------------
+
+
+def encode_response(
+    version: int,
+    topics: list[tuple[str | uuid.UUID, list[PartitionResult]]],
+    error: int = E_NONE,
+    read_committed: bool = False,
+) -> bytes:
+    flexible = version >= 12
+    out: list[bytes] = [_I32.pack(0)]  # throttle_time_ms
+    if version >= 7:
+        out.append(_I16.pack(error) + _I32.pack(0))  # error, session id 0
+    out.append(write_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
+    # No transactions, so the aborted list is empty (read_committed) or null.
+    if read_committed:
+        aborted = b"\x01" if flexible else _I32.pack(0)
+    else:
+        aborted = b"\x00" if flexible else _I32.pack(-1)
+    tail_v11 = _I32.pack(-1)  # preferred read replica
+    for topic, parts in topics:
+        if isinstance(topic, uuid.UUID):
+            out.append(topic.bytes)
+        else:
+            raw = topic.encode()
+            out.append(write_uvarint(len(raw) + 1) + raw if flexible
+                       else _I16.pack(len(raw)) + raw)
+        out.append(write_uvarint(len(parts) + 1) if flexible else _I32.pack(len(parts)))
+        for p in parts:
+            head = [_PART_HEAD.pack(p.partition, p.error, p.high_watermark),
+                    _I64.pack(p.high_watermark)]  # last stable offset = high watermark
+            if version >= 5:
+                head.append(_I64.pack(p.log_start))
+            head.append(aborted)
+            if version >= 11:
+                head.append(tail_v11)
+            recs = p.records
+            if flexible:
+                head.append(write_uvarint(len(recs) + 1))
+            else:
+                head.append(_I32.pack(len(recs)))
+            out.append(b"".join(head))
+            out.append(recs)
+            if flexible:
+                out.append(b"\x00")
+        if flexible:
+            out.append(b"\x00")
+    if flexible:
+        out.append(b"\x00")
+    return b"".join(out)
+
+
+# --- the fetch itself -----------------------------------------------------------------
+
+#: A requested partition: (partition, fetch offset, partition max bytes).
+_Want = tuple[int, int, int]
+
+
+class FetchPlan:
+    """What a request asks for, resolved to logs once; ``read()`` may run again on wake."""
+
+    def __init__(self, broker: Broker, req: Any, version: int) -> None:
+        self.version = version
+        self.max_bytes = req.max_bytes if version >= 3 else 0x7FFFFFFF
+        self.read_committed = getattr(req, "isolation_level", 0) == 1
+        self.topics: list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]] = []
+        catalog = broker.topics
+        logs = broker.logs
+        for t in req.topics:
+            tid = getattr(t, "topic_id", None)
+            if version >= 13:
+                info = catalog.by_id(tid) if tid is not None else None
+                key: str | uuid.UUID = tid if tid is not None else uuid.UUID(int=0)
+                missing = E_UNKNOWN_TOPIC_ID
+            else:
+                info = catalog.get(t.topic)
+                key = t.topic
+                missing = E_UNKNOWN_TOPIC
+            entries: list[tuple[_Want, PartitionLog | None, int]] = []
+            for p in t.partitions:
+                want = (p.partition, p.fetch_offset, p.partition_max_bytes)
+                plog = logs.get(info.name, p.partition) if info is not None else None
+                entries.append((want, plog, E_NONE if plog is not None else missing))
+            self.topics.append((key, entries))
+
+    def logs(self) -> list[PartitionLog]:
+        return [plog for _k, es in self.topics for _w, plog, _e in es if plog is not None]
+
+    def read(self) -> tuple[list[tuple[str | uuid.UUID, list[PartitionResult]]], int, bool]:
+        """(topics, bytes read, whether any partition has an error)."""
+        remaining = self.max_bytes
+        min_one = True
+        total = 0
+        errored = False
+        out: list[tuple[str | uuid.UUID, list[PartitionResult]]] = []
+        for key, entries in self.topics:
+            parts = []
+            for (partition, offset, pmax), plog, err in entries:
+                if plog is None or plog.closed:
+                    parts.append(PartitionResult(partition, err or E_UNKNOWN_TOPIC))
+                    errored = True
+                    continue
+                hw = plog.log_end_offset
+                start = plog.log_start_offset
+                limit = min(pmax, remaining)
+                data = b""
+                try:
+                    if limit > 0 or min_one:
+                        data = plog.read(offset, limit)
+                        if len(data) > limit and not min_one:
+                            data = b""
+                except OffsetOutOfRangeError:
+                    parts.append(PartitionResult(partition, E_OUT_OF_RANGE, hw, start))
+                    errored = True
+                    continue
+                except OSError as e:
+                    log.error("fetch.read_failed", topic=plog.topic, partition=partition,
+                              error=str(e))
+                    parts.append(PartitionResult(partition, E_STORAGE, hw, start))
+                    errored = True
+                    continue
+                if data:
+                    min_one = False
+                    remaining -= len(data)
+                    total += len(data)
+                parts.append(PartitionResult(partition, E_NONE, hw, start, data))
+            out.append((key, parts))
+        return out, total, errored
+
+
+class DelayedFetch:
+    """A parked fetch: completes when appends bring ``min_bytes`` or the timer fires."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, logs: list[PartitionLog], min_bytes: int,
+        have: int, wait_s: float, complete: Callable[[], bytes],
+    ) -> None:
+        self.loop = loop
+        self.fut: asyncio.Future[bytes] = loop.create_future()
+        self.logs = logs
+        self.needed = min_bytes - have
+        self.complete = complete
+        self.scheduled = False
+        for plog in logs:
+            plog.watchers.add(self.on_append)
+        self.timer = loop.call_later(wait_s, self.fire)
+        self.fut.add_done_callback(self._cleanup)
+
+    def on_append(self, n: int) -> None:
+        self.needed -= n
+        if self.needed <= 0 and not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self.fire)
+
+    def fire(self) -> None:
+        if self.fut.done():
+            return
+        self._cleanup(None)
+        try:
+            self.fut.set_result(self.complete())
+        except Exception as e:  # surfaced as UNKNOWN_SERVER_ERROR by KafkaApis
+            self.fut.set_exception(e)
+
+    def _cleanup(self, _fut: object) -> None:
+        self.timer.cancel()
+        for plog in self.logs:
+            plog.watchers.discard(self.on_append)
+        self.logs = []
+
+
+def install(broker: Broker) -> None:
+    def handle(ctx: RequestContext, req: Any) -> Any:
+        version = ctx.api_version
+        if version >= 7 and req.session_id != 0:
+            # No session was ever handed out, so an incremental fetch cannot match one.
+            return encode_response(version, [], E_SESSION_NOT_FOUND)
+        plan = FetchPlan(broker, req, version)
+        topics, total, errored = plan.read()
+        wait_ms = int(req.max_wait.total_seconds() * 1000)
+        if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
+            return encode_response(version, topics, read_committed=plan.read_committed)
+
+        def complete() -> bytes:
+            again, _n, _e = plan.read()
+            return encode_response(version, again, read_committed=plan.read_committed)
+
+        parked = DelayedFetch(asyncio.get_running_loop(), plan.logs(), req.min_bytes, total,
+                              wait_ms / 1000, complete)
+        return parked.fut
+
+    def acl(req: Any) -> list[Action]:
+        return [
+            Action(Operation.READ, ResourceType.TOPIC, t.topic)
+            for t in req.topics
+            if getattr(t, "topic", None)
+        ]
+
+    broker.apis.register(FETCH, handle, min_version=4, acl=acl)

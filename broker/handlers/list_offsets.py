@@ -1,0 +1,105 @@
+"""ListOffsets v1 and up (earliest, latest, max timestamp, by timestamp) and DeleteRecords."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from protocol import apis as codecs
+from protocol.build import build, nested
+from protocol.errors import ErrorCode
+from storage.errors import OffsetOutOfRangeError
+from storage.log import LEADER_EPOCH, PartitionLog
+
+from ..auth import Action, Operation, ResourceType
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+LIST_OFFSETS = 2
+DELETE_RECORDS = 21
+_ZERO = datetime.timedelta(0)
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+
+
+def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) answering a ListOffsets query, as Kafka's UnifiedLog does."""
+    if timestamp == LATEST:
+        return plog.log_end_offset, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return plog.log_start_offset, -1
+    if timestamp == LATEST_TIERED:
+        return -1, -1  # nothing is tiered
+    if timestamp == EARLIEST_PENDING_UPLOAD:
+        return -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        off, ts = plog.max_timestamp()
+        return (off, ts) if off >= plog.log_start_offset else (-1, -1)
+    found = plog.offset_for_timestamp(timestamp)
+    return found if found is not None else (-1, -1)
+
+
+def install(broker: Broker) -> None:
+    def list_offsets(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(LIST_OFFSETS, ctx.api_version).response_type
+        topic_t = nested(resp_t, "ListOffsetsTopicResponse")
+        part_t = nested(resp_t, "ListOffsetsPartitionResponse")
+        topics = []
+        for t in req.topics:
+            info = broker.topics.get(t.name)
+            parts = []
+            for p in t.partitions:
+                plog = broker.logs.get(t.name, p.partition_index) if info else None
+                if plog is None:
+                    parts.append(build(part_t, partition_index=p.partition_index,
+                                       error_code=ErrorCode.unknown_topic_or_partition,
+                                       timestamp=-1, offset=-1, leader_epoch=-1,
+                                       old_style_offsets=()))
+                    continue
+                offset, ts = lookup(plog, p.timestamp)
+                parts.append(build(part_t, partition_index=p.partition_index,
+                                   error_code=ErrorCode.none, timestamp=ts, offset=offset,
+                                   leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
+                                   old_style_offsets=()))
+            topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
+        return build(resp_t, throttle_time=_ZERO, topics=tuple(topics))
+
+    def delete_records(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(DELETE_RECORDS, ctx.api_version).response_type
+        topic_t = nested(resp_t, "DeleteRecordsTopicResult")
+        part_t = nested(resp_t, "DeleteRecordsPartitionResult")
+        topics = []
+        for t in req.topics:
+            info = broker.topics.get(t.name)
+            parts = []
+            for p in t.partitions:
+                plog = broker.logs.get(t.name, p.partition_index) if info else None
+                if plog is None:
+                    err, low = ErrorCode.unknown_topic_or_partition, -1
+                elif "delete" not in plog.config.cleanup_policy:
+                    err, low = ErrorCode.policy_violation, -1
+                else:
+                    try:
+                        err, low = ErrorCode.none, broker.logs.delete_records(plog, p.offset)
+                    except OffsetOutOfRangeError:
+                        err, low = ErrorCode.offset_out_of_range, -1
+                parts.append(build(part_t, partition_index=p.partition_index,
+                                   low_watermark=low, error_code=err))
+            topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
+        return build(resp_t, throttle_time=_ZERO, topics=tuple(topics))
+
+    def describe_acl(req: Any) -> list[Action]:
+        return [Action(Operation.DESCRIBE, ResourceType.TOPIC, t.name) for t in req.topics]
+
+    def delete_acl(req: Any) -> list[Action]:
+        return [Action(Operation.DELETE, ResourceType.TOPIC, t.name) for t in req.topics]
+
+    broker.apis.register(LIST_OFFSETS, list_offsets, min_version=1, acl=describe_acl)
+    broker.apis.register(DELETE_RECORDS, delete_records, acl=delete_acl)

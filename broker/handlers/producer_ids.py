@@ -1,0 +1,43 @@
+"""InitProducerId for idempotent producers. Transactions are not supported: a request
+with a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the error Kafka gives
+a producer that may not use transactions, which clients treat as fatal (no retry loop)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from protocol import apis as codecs
+from protocol.build import build
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+log = structlog.get_logger("kafkalite.producer_ids")
+
+INIT_PRODUCER_ID = 22
+_ZERO = datetime.timedelta(0)
+
+
+def install(broker: Broker) -> None:
+    def handle(ctx: RequestContext, req: Any) -> Any:
+        resp_t = codecs.codec(INIT_PRODUCER_ID, ctx.api_version).response_type
+        if req.transactional_id is not None:
+            return build(resp_t, throttle_time=_ZERO,
+                         error_code=ErrorCode.transactional_id_authorization_failed,
+                         producer_id=-1, producer_epoch=-1)
+        # Without a transactional id Kafka always hands out a fresh id at epoch 0, also
+        # when the producer names its current id and epoch (KIP-360 bumps are for
+        # transactional producers).
+        new_pid, new_epoch = broker.logs.producer_ids.allocate(), 0
+        log.info("producer_id.allocated", producer_id=new_pid, epoch=new_epoch,
+                 client_id=ctx.client_id)
+        return build(resp_t, throttle_time=_ZERO, error_code=ErrorCode.none,
+                     producer_id=new_pid, producer_epoch=new_epoch)
+
+    broker.apis.register(INIT_PRODUCER_ID, handle)

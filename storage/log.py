@@ -1,0 +1,425 @@
+"""PartitionLog: one topic partition's segments, appends, reads, retention and recovery.
+
+The append path touches only the 61-byte batch header: magic, lengths and CRC-32C are
+checked, the assigned base offset and the partition leader epoch are written over the
+first header bytes (neither is covered by the CRC), and the batch goes to the file as it
+came (compressed batches stay compressed). Only LogAppendTime topics copy a batch, to
+stamp the time and re-compute the CRC.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c
+import structlog
+
+from protocol.records import (
+    ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    decode_batch,
+)
+
+from .errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from .producer_state import ProducerStateTable
+from .segment import HEADER, MIN_BATCH_LENGTH, Segment
+
+log = structlog.get_logger("kafkalite.storage")
+
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
+LEADER_EPOCH = 0
+_LEADER_EPOCH_BYTES = _I32.pack(LEADER_EPOCH)
+INT32_MAX = 0x7FFFFFFF
+NEVER = 2**63 - 1
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class LogConfig:
+    """The topic configs a log obeys (Kafka's names in comments)."""
+
+    segment_bytes: int = 1073741824  # segment.bytes
+    segment_ms: int = 604800000  # segment.ms
+    retention_ms: int = 604800000  # retention.ms
+    retention_bytes: int = -1  # retention.bytes
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    max_message_bytes: int = 1048588  # max.message.bytes
+    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+    flush_messages: int = NEVER  # flush.messages
+    flush_ms: int = NEVER  # flush.ms
+    cleanup_policy: str = "delete"  # cleanup.policy
+
+    @property
+    def deletes(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+
+class PartitionLog:
+    def __init__(
+        self, directory: Path, topic: str, partition: int, config: LogConfig,
+        log_start_offset: int = 0, clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.segments: list[Segment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = 0
+        self.producers = ProducerStateTable()
+        #: Called with the bytes appended, after each append (the fetch purgatory listens).
+        self.watchers: set[Callable[[int], None]] = set()
+        self.unflushed_messages = 0
+        self.last_flush_ms = clock()
+        self.closed = False
+        directory.mkdir(parents=True, exist_ok=True)
+        self._load()
+
+    # --- load and recovery --------------------------------------------------------------
+
+    def _load(self) -> None:
+        bases = sorted(
+            int(p.name[:-4]) for p in self.dir.iterdir()
+            if p.name.endswith(".log") and p.name[:-4].isdigit()
+        )
+        for p in self.dir.iterdir():  # leftovers of an interrupted operation
+            if p.name.endswith((".deleted", ".cleaned", ".swap", ".tmp")):
+                p.unlink()
+        interval = self.config.index_interval_bytes
+        if not bases:
+            bases = [self.log_start_offset]
+        for i, base in enumerate(bases):
+            seg = Segment(self.dir, base, self.clock())
+            if i < len(bases) - 1:
+                seg.load_closed(interval)
+            else:
+                self._recover(seg)
+            self.segments.append(seg)
+            self._bases.append(base)
+        self.log_end_offset = self.active.next_offset
+        if self.log_start_offset < self.segments[0].base_offset:
+            self.log_start_offset = self.segments[0].base_offset
+        if self.log_start_offset > self.log_end_offset:
+            self.log_start_offset = self.log_end_offset
+
+    def _recover(self, seg: Segment) -> None:
+        """Validate the active segment batch by batch; cut it at the first bad batch."""
+        file_size = seg.size
+        valid, headers = seg.scan(True, self.config.index_interval_bytes)
+        if valid < file_size:
+            seg.truncate_to_position(valid)
+            log.warning(
+                "log.recovery_truncated",
+                topic=self.topic, partition=self.partition, segment=seg.log_path.name,
+                valid_bytes=valid, dropped_bytes=file_size - valid,
+                next_offset=seg.next_offset,
+            )
+        seg.size = valid
+        seg.index.write_pending()
+        seg.time_index.write_pending()
+        for h in headers:
+            pid, epoch, seq = h[9], h[10], h[11]
+            if pid >= 0 and seq >= 0:
+                self.producers.update(pid, epoch, seq, (seq + h[6]) & INT32_MAX, h[0], h[0] + h[6])
+
+    # --- properties ---------------------------------------------------------------------
+
+    @property
+    def active(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # --- append -------------------------------------------------------------------------
+
+    def append(self, batch: bytes | bytearray | memoryview) -> tuple[int, int]:
+        """Validate and append one or more whole batches; return (base, last offset)."""
+        if len(batch) < HEADER_SIZE:
+            raise CorruptRecordError("record set shorter than a batch header")
+        first = -1
+        last = -1
+        pos = 0
+        n = len(batch)
+        view = memoryview(batch)
+        while pos < n:
+            size = self._check(view, pos)
+            b, last = self._append_one(view[pos : pos + size])
+            if first < 0:
+                first = b
+            pos += size
+        return first, last
+
+    def _check(self, view: memoryview, pos: int) -> int:
+        if len(view) - pos < HEADER_SIZE:
+            raise CorruptRecordError("truncated record batch header")
+        h = HEADER.unpack_from(view, pos)
+        length: int = h[1]
+        size = length + LOG_OVERHEAD
+        if h[3] != 2:
+            raise CorruptRecordError(f"unsupported record batch magic {h[3]}")
+        if length < MIN_BATCH_LENGTH or pos + size > len(view):
+            raise CorruptRecordError("record batch length does not match the data")
+        if size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
+            )
+        if h[12] <= 0 or h[6] != h[12] - 1:
+            raise CorruptRecordError("record count does not match the last offset delta")
+        if crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[4]:
+            raise CorruptRecordError("record batch CRC mismatch")
+        return size
+
+    def _append_one(self, batch: memoryview) -> tuple[int, int]:
+        h = HEADER.unpack_from(batch, 0)
+        size = len(batch)
+        pid, epoch, first_seq, delta = h[9], h[10], h[11], h[6]
+        idempotent = pid >= 0 and first_seq >= 0 and not h[5] & ATTR_CONTROL
+        if idempotent:
+            last_seq = (first_seq + delta) & INT32_MAX
+            self.producers.check(pid, epoch, first_seq, last_seq)  # may raise a duplicate
+        base = self.log_end_offset
+        last = base + delta
+        seg = self.active
+        if self._should_roll(seg, size, last, h[8]):
+            seg = self.roll()
+        max_ts = h[8]
+        if self.config.log_append_time:
+            max_ts = self.clock()
+            buf = bytearray(batch)
+            _I64.pack_into(buf, 0, base)
+            _I32.pack_into(buf, 12, LEADER_EPOCH)
+            _I16.pack_into(buf, 21, h[5] | ATTR_TIMESTAMP_TYPE)
+            _I64.pack_into(buf, 35, max_ts)
+            _U32.pack_into(buf, 17, crc32c.crc32c(memoryview(buf)[CRC_START:]))
+            parts: list[bytes | memoryview] = [bytes(buf)]
+        else:
+            parts = [_I64.pack(base), batch[8:12], _LEADER_EPOCH_BYTES, batch[16:]]
+        seg.append_parts(parts, size, base, last, max_ts, self.config.index_interval_bytes)
+        self.log_end_offset = last + 1
+        if idempotent:
+            self.producers.update(pid, epoch, first_seq, last_seq, base, last)
+        self.unflushed_messages += delta + 1
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        for w in list(self.watchers):
+            w(size)
+        return base, last
+
+    def _should_roll(self, seg: Segment, size: int, last: int, max_ts: int) -> bool:
+        if seg.size == 0:
+            return False
+        cfg = self.config
+        if seg.size + size > cfg.segment_bytes:
+            return True
+        if last - seg.base_offset > INT32_MAX:
+            return True
+        # From the segment's creation, not its first timestamp (Kafka's choice rolls on
+        # every batch when producers send old timestamps).
+        return self.clock() - seg.created_ms > cfg.segment_ms
+
+    def roll(self) -> Segment:
+        """Close the active segment and start a new one at the log end offset."""
+        old = self.active
+        if old.size == 0:
+            return old
+        old.index.write_pending()
+        old.time_index.maybe_append(old.max_timestamp, old.offset_of_max_timestamp)
+        old.time_index.write_pending()
+        seg = Segment(self.dir, self.log_end_offset, self.clock())
+        self.segments.append(seg)
+        self._bases.append(seg.base_offset)
+        log.info("log.segment_rolled", topic=self.topic, partition=self.partition,
+                 base_offset=seg.base_offset)
+        return seg
+
+    def flush(self) -> None:
+        """fsync the log (every segment written since the last flush) and its indexes."""
+        for seg in self.segments[-2:]:
+            seg.flush()
+        self.unflushed_messages = 0
+        self.last_flush_ms = self.clock()
+
+    def sync_handles(self) -> list[int]:
+        """Duplicated descriptors of the segments written since the last flush, for an
+        fsync off the event loop (they stay valid if a segment is closed meanwhile)."""
+        self.unflushed_messages = 0
+        self.last_flush_ms = self.clock()
+        return [os.dup(seg.fd) for seg in self.segments[-2:] if seg.fd >= 0]
+
+    # --- reads --------------------------------------------------------------------------
+
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``offset``; the first even if > max_bytes.
+
+        Raises OffsetOutOfRangeError outside [log start offset, log end offset].
+        """
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} not in [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        if offset == self.log_end_offset:
+            return b""
+        i = self._segment_index(offset)
+        while i < len(self.segments):
+            seg = self.segments[i]
+            found = seg.find_position(offset)
+            if found is not None:
+                return seg.read_from(found[0], found[1], max_bytes)
+            i += 1
+        return b""
+
+    def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]:
+        """Every batch from the one holding ``start_offset`` to the end, read from disk."""
+        start = max(start_offset, self.log_start_offset)
+        for seg in list(self.segments[self._segment_index(start):]):
+            if seg.fd < 0:
+                continue
+            found = seg.find_position(start)
+            if found is None:
+                continue
+            for _pos, batch in seg.iter_batches(found[0]):
+                yield batch
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``."""
+        for seg in self.segments:
+            if seg.max_timestamp < timestamp or seg.size == 0:
+                continue
+            start = max(seg.time_index.lookup(timestamp), self.log_start_offset)
+            found = seg.find_position(start)
+            if found is None:
+                continue
+            for _pos, batch in seg.iter_batches(found[0]):
+                h = HEADER.unpack_from(batch, 0)
+                if h[8] < timestamp or h[0] + h[6] < self.log_start_offset:
+                    continue
+                _header, records = decode_batch(batch)
+                for r in records:
+                    if r.timestamp >= timestamp and r.offset >= self.log_start_offset:
+                        return r.offset, r.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int]:
+        """(offset, timestamp) of the batch with the largest timestamp, or (-1, -1)."""
+        best = (-1, -1)
+        for seg in self.segments:
+            if seg.max_timestamp > best[1]:
+                best = (seg.offset_of_max_timestamp, seg.max_timestamp)
+        return best
+
+    # --- deletion -----------------------------------------------------------------------
+
+    def delete_records(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (-1: the high watermark)."""
+        if offset < 0:
+            offset = self.log_end_offset
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is past the high watermark {self.log_end_offset}"
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self._drop_segments_below(offset)
+        return self.log_start_offset
+
+    def _drop_segments_below(self, offset: int) -> None:
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            self._delete_oldest("log_start_offset")
+
+    def _delete_oldest(self, reason: str) -> None:
+        seg = self.segments.pop(0)
+        self._bases.pop(0)
+        seg.delete()
+        if self.log_start_offset < self.segments[0].base_offset:
+            self.log_start_offset = self.segments[0].base_offset
+        log.info("log.segment_deleted", topic=self.topic, partition=self.partition,
+                 base_offset=seg.base_offset, reason=reason,
+                 log_start_offset=self.log_start_offset)
+
+    def apply_retention(self) -> int:
+        """Delete whole segments past ``retention.ms`` / ``retention.bytes``; return count."""
+        cfg = self.config
+        if not cfg.deletes:
+            return 0
+        deleted = 0
+        now = self.clock()
+        if cfg.retention_ms >= 0:
+            while self.segments and self.segments[0].size > 0 and (
+                now - self.segments[0].max_timestamp > cfg.retention_ms
+            ):
+                if len(self.segments) == 1:
+                    self.roll()  # Kafka rolls an expired active segment so it can go too
+                    if len(self.segments) == 1:
+                        break
+                self._delete_oldest("retention_ms")
+                deleted += 1
+        if cfg.retention_bytes >= 0:
+            total = self.size_bytes
+            while len(self.segments) > 1 and total - self.segments[0].size >= cfg.retention_bytes:
+                total -= self.segments[0].size
+                self._delete_oldest("retention_bytes")
+                deleted += 1
+        return deleted
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch at or after ``offset`` (whole batches; the one holding it too)."""
+        if offset >= self.log_end_offset:
+            return
+        while len(self.segments) > 1 and self.active.base_offset >= offset:
+            seg = self.segments.pop()
+            self._bases.pop()
+            seg.delete()
+        seg = self.active
+        found = seg.find_position(offset)
+        if found is not None:
+            seg.truncate_to_position(found[0])
+        seg.scan(False, self.config.index_interval_bytes)
+        seg.index.write_pending()
+        seg.time_index.write_pending()
+        self.log_end_offset = seg.next_offset
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.producers.clear()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for seg in self.segments:
+            seg.close()
+
+    def delete(self) -> None:
+        """Remove the partition's directory (the topic was deleted)."""
+        self.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, "
+                f"end={self.log_end_offset}, segments={len(self.segments)})")
+

@@ -1,0 +1,262 @@
+"""One log segment: ``<base>.log`` of magic-v2 batches, with its ``.index`` and ``.timeindex``.
+
+Writes are plain appends to a file descriptor (the OS buffers them); reads are ``pread``
+of byte ranges. Every batch in the file is whole and CRC-checked when it was appended;
+recovery re-checks the active segment on start.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import crc32c
+import structlog
+
+from protocol.records import CRC_START, HEADER_SIZE, LOG_OVERHEAD
+
+from .index import IndexCorrupt, OffsetIndex, TimeIndex
+
+log = structlog.get_logger("kafkalite.storage")
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
+HEADER = struct.Struct(">qiibIhiqqqhii")
+_LEN = struct.Struct(">qi")
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+_READ_CHUNK = 1 << 20
+
+
+def filename(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class Segment:
+    def __init__(self, directory: Path, base_offset: int, created_ms: int) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.log_path = directory / filename(base_offset, ".log")
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.index = OffsetIndex(directory / filename(base_offset, ".index"), base_offset)
+        self.time_index = TimeIndex(directory / filename(base_offset, ".timeindex"), base_offset)
+        #: One past the last offset written (base offset while empty).
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        #: Time the segment was started, for ``segment.ms`` (first batch's timestamp, as Kafka).
+        self.created_ms = created_ms
+        self.first_batch_ts = -1
+        self.bytes_since_index = 0
+
+    # --- writes -------------------------------------------------------------------------
+
+    def append_parts(
+        self, parts: list[bytes | memoryview], size: int, base: int, last: int, max_ts: int,
+        index_interval: int,
+    ) -> None:
+        """Append one batch given as buffers (header patches and the original bytes)."""
+        position = self.size
+        written = os.writev(self.fd, parts)
+        if written != size:
+            # Short writes happen only on errors such as a full disk; finish or fail loudly.
+            data = b"".join(bytes(p) for p in parts)[written:]
+            while data:
+                n = os.write(self.fd, data)
+                data = data[n:]
+        self.size = position + size
+        self.next_offset = last + 1
+        if self.first_batch_ts < 0:
+            self.first_batch_ts = max_ts
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self.offset_of_max_timestamp = last
+        self.bytes_since_index += size
+        if self.bytes_since_index > index_interval:
+            self.index.append(last, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_index = 0
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        # Kafka keeps the time index's last entry at the segment's max timestamp on roll.
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.index.close()
+        self.time_index.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        for p in (self.log_path, self.index.path, self.time_index.path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+    def truncate_to_position(self, position: int) -> None:
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.index.truncate_after_position(position)
+
+    # --- reads --------------------------------------------------------------------------
+
+    def pread(self, n: int, position: int) -> bytes:
+        return os.pread(self.fd, n, position)
+
+    def find_position(self, offset: int) -> tuple[int, int] | None:
+        """(position, size) of the first batch whose last offset is >= ``offset``."""
+        pos = self.index.lookup(offset)
+        end = self.size
+        while pos < end:
+            chunk = os.pread(self.fd, min(_READ_CHUNK, end - pos), pos)
+            p = 0
+            n = len(chunk)
+            while n - p >= HEADER_SIZE:
+                base, length = _LEN.unpack_from(chunk, p)
+                size = length + LOG_OVERHEAD
+                last = base + struct.unpack_from(">i", chunk, p + 23)[0]
+                if last >= offset:
+                    return pos + p, size
+                p += size
+            if p == 0:
+                return None  # torn header: nothing more readable
+            pos += p
+        return None
+
+    def read_from(self, position: int, first_size: int, max_bytes: int) -> bytes:
+        """Whole batches from ``position``: the first always, more while within max_bytes."""
+        limit = min(self.size - position, max(max_bytes, first_size))
+        data = os.pread(self.fd, limit, position)
+        if len(data) == limit and position + limit == self.size:
+            return data
+        # Cut at the last whole batch.
+        p = 0
+        n = len(data)
+        while n - p >= LOG_OVERHEAD:
+            size = _LEN.unpack_from(data, p)[1] + LOG_OVERHEAD
+            if p + size > n:
+                break
+            p += size
+        return data if p == n else data[:p]
+
+    def iter_batches(self, position: int = 0) -> Iterator[tuple[int, bytes]]:
+        """(position, batch bytes) of every whole batch from ``position`` to the end."""
+        end = self.size
+        while position < end:
+            chunk = os.pread(self.fd, min(_READ_CHUNK, end - position), position)
+            p = 0
+            n = len(chunk)
+            while n - p >= LOG_OVERHEAD:
+                size = _LEN.unpack_from(chunk, p)[1] + LOG_OVERHEAD
+                if size < HEADER_SIZE:
+                    return
+                if p + size > n:
+                    if p == 0:  # one batch larger than the chunk
+                        big = os.pread(self.fd, size, position)
+                        if len(big) < size:
+                            return
+                        yield position, big
+                        p = size
+                    break
+                yield position + p, chunk[p : p + size]
+                p += size
+            if p == 0:
+                return
+            position += p
+
+    # --- load and recovery --------------------------------------------------------------
+
+    def scan(self, verify: bool, index_interval: int) -> tuple[int, list[tuple[int, ...]]]:
+        """Walk every batch, rebuilding the indexes and the segment's summary.
+
+        Returns (valid bytes, headers of valid batches). With ``verify`` each batch's CRC
+        is checked; the scan stops at the first torn or corrupt batch.
+        """
+        self.index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self.first_batch_ts = -1
+        self.bytes_since_index = 0
+        headers: list[tuple[int, ...]] = []
+        if self.size == 0:
+            return 0, headers
+        with mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                pos = 0
+                end = self.size
+                while end - pos >= HEADER_SIZE:
+                    h = HEADER.unpack_from(view, pos)
+                    length = h[1]
+                    size = length + LOG_OVERHEAD
+                    if h[3] != 2 or length < MIN_BATCH_LENGTH or pos + size > end:
+                        break
+                    if h[0] < self.next_offset or h[6] < 0:
+                        break
+                    if verify and crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[4]:
+                        break
+                    last = h[0] + h[6]
+                    self.size = pos  # append_parts' bookkeeping without writing
+                    self._account(pos, size, last, h[8], index_interval)
+                    headers.append(h)
+                    pos += size
+            finally:
+                view.release()
+        return pos, headers
+
+    def _account(self, position: int, size: int, last: int, max_ts: int, interval: int) -> None:
+        self.size = position + size
+        self.next_offset = last + 1
+        if self.first_batch_ts < 0:
+            self.first_batch_ts = max_ts
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self.offset_of_max_timestamp = last
+        self.bytes_since_index += size
+        if self.bytes_since_index > interval:
+            self.index.append(last, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_index = 0
+
+    def load_closed(self, index_interval: int) -> None:
+        """Open a segment that is not the active one: trust its indexes unless damaged."""
+        try:
+            if not self.index.path.exists() or not self.time_index.path.exists():
+                raise IndexCorrupt("index file missing")
+            self.index.load(self.size)
+            self.time_index.load()
+        except IndexCorrupt as e:
+            log.warning("segment.index_rebuilt", segment=str(self.log_path), reason=str(e))
+            self.scan(False, index_interval)
+            self.index.close()
+            self.time_index.close()
+            return
+        self.max_timestamp = self.time_index.last_timestamp
+        if self.time_index.offsets:
+            self.offset_of_max_timestamp = self.time_index.offsets[-1]
+        self.first_batch_ts = self.max_timestamp
+        self.next_offset = self._last_offset_from_tail() + 1
+
+    def _last_offset_from_tail(self) -> int:
+        """Last offset of the segment: walk headers from the last indexed batch."""
+        last = self.base_offset - 1
+        pos = self.index.positions[-1] if self.index.positions else 0
+        while pos + HEADER_SIZE <= self.size:
+            head = os.pread(self.fd, HEADER_SIZE, pos)
+            h = HEADER.unpack_from(head, 0)
+            if h[1] < MIN_BATCH_LENGTH:
+                break
+            last = h[0] + h[6]
+            pos += h[1] + LOG_OVERHEAD
+        return last
