@@ -18,11 +18,15 @@ swaps the cleaned files in atomically (``.cleaned`` -> ``.swap`` -> replace).
 
 from __future__ import annotations
 
+import asyncio
+import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import crc32c
+import structlog
 
 from protocol.records import (
     CRC_START,
@@ -34,6 +38,12 @@ from protocol.records import (
     decode_batch,
     iter_batch_headers,
 )
+
+from .fsutil import fsync_dir
+from .log import PartitionLog
+from .segment import Segment, filename
+
+log = structlog.get_logger("kafkalite.storage")
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_POS = 17
@@ -161,3 +171,146 @@ def clean_segment(
     st.bytes_written += len(out)
     return bytes(out)
 
+
+
+# --- applying it to a partition log -------------------------------------------------------
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def swap_segment(plog: PartitionLog, i: int, cleaned: bytes) -> None:
+    """Replace segment ``i`` of ``plog`` by ``cleaned`` as Kafka's cleaner does: write
+    ``.cleaned``, rename it to ``.swap``, then replace the segment; a crash at any point
+    leaves the old or the new segment whole (the log deletes leftovers on load). The old
+    indexes go before the new file lands, so a crash never pairs them with it."""
+    seg = plog.segments[i]
+    base = seg.base_offset
+    directory = seg.dir
+    cleaned_path = directory / filename(base, ".log.cleaned")
+    swap_path = directory / filename(base, ".log.swap")
+    _write_synced(cleaned_path, cleaned)
+    os.rename(cleaned_path, swap_path)
+    seg.close()
+    for p in (seg.index.path, seg.time_index.path):
+        p.unlink(missing_ok=True)
+    os.replace(swap_path, seg.log_path)
+    fsync_dir(directory)
+    new = Segment(directory, base, seg.created_ms)
+    new.scan(False, plog.config.index_interval_bytes)
+    new.index.write_pending()
+    new.time_index.write_pending()
+    plog.segments[i] = new
+
+
+def compute_cleaned(segments: list[Segment], now_ms: int, delete_retention_ms: int
+                    ) -> tuple[list[bytes | None], CleanStats]:
+    """The cleaned bytes of each closed segment (None: unchanged). Reads only: safe to run
+    off the event loop, as closed segments never change under it."""
+    stats = CleanStats()
+    datas = [seg.pread(seg.size, 0) for seg in segments]
+    offset_map = build_offset_map(datas)
+    out: list[bytes | None] = []
+    for data in datas:
+        cleaned = clean_segment(data, offset_map, now_ms, delete_retention_ms, stats)
+        out.append(None if len(cleaned) == len(data) else cleaned)
+    return out, stats
+
+
+def _swap_all(plog: PartitionLog, segments: list[Segment], cleaned: list[bytes | None]) -> int:
+    swapped = 0
+    for seg, data in zip(segments, cleaned, strict=True):
+        if data is None or plog.closed:
+            continue
+        # The segment may have gone meanwhile (retention, topic deletion): skip it then.
+        i = next((j for j, s in enumerate(plog.segments) if s is seg), None)
+        if i is None or i == len(plog.segments) - 1:
+            continue
+        swap_segment(plog, i, data)
+        swapped += 1
+    return swapped
+
+
+def _log_stats(plog: PartitionLog, segments: int, stats: CleanStats) -> None:
+    log.info("log.cleaned", topic=plog.topic, partition=plog.partition, segments=segments,
+             records_read=stats.records_read, records_kept=stats.records_kept,
+             tombstones_dropped=stats.tombstones_dropped, bytes_read=stats.bytes_read,
+             bytes_written=stats.bytes_written)
+
+
+def clean_log(plog: PartitionLog, now_ms: int, delete_retention_ms: int) -> CleanStats:
+    """Compact every segment of ``plog`` but the active one; return what it did."""
+    segments = plog.segments[:-1]
+    if not segments:
+        return CleanStats()
+    cleaned, stats = compute_cleaned(segments, now_ms, delete_retention_ms)
+    _swap_all(plog, segments, cleaned)
+    _log_stats(plog, len(segments), stats)
+    return stats
+
+
+class LogCleaner:
+    """Cleans the compacted logs it is given every ``log.cleaner.backoff.ms``, a log only
+    when segments rolled since its last cleaning (``__consumer_offsets`` first)."""
+
+    def __init__(self, logs: Callable[[], Iterable[tuple[PartitionLog, int]]],
+                 backoff_ms: int, clock: Callable[[], int]) -> None:
+        #: ``logs()``: (log, delete.retention.ms) of every log to compact, in order.
+        self.logs = logs
+        self.backoff_ms = backoff_ms
+        self.clock = clock
+        self._cleaned_up_to: dict[tuple[str, int], int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def clean_once(self) -> CleanStats:
+        total = CleanStats()
+        for plog, delete_retention_ms in self._due():
+            upto = plog.active.base_offset
+            total.add(clean_log(plog, self.clock(), delete_retention_ms))
+            self._cleaned_up_to[(plog.topic, plog.partition)] = upto
+        return total
+
+    def _due(self) -> list[tuple[PartitionLog, int]]:
+        return [(plog, drm) for plog, drm in self.logs()
+                if not plog.closed and len(plog.segments) > 1
+                and self._cleaned_up_to.get((plog.topic, plog.partition))
+                != plog.active.base_offset]
+
+    async def clean_once_async(self) -> CleanStats:
+        """As ``clean_once``, reading and filtering in a worker thread; the swaps (quick
+        renames) happen on the event loop that owns the logs."""
+        total = CleanStats()
+        for plog, delete_retention_ms in self._due():
+            upto = plog.active.base_offset
+            segments = plog.segments[:-1]
+            cleaned, stats = await asyncio.to_thread(
+                compute_cleaned, segments, self.clock(), delete_retention_ms)
+            _swap_all(plog, segments, cleaned)
+            _log_stats(plog, len(segments), stats)
+            total.add(stats)
+            self._cleaned_up_to[(plog.topic, plog.partition)] = upto
+        return total
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.backoff_ms / 1000)
+            try:
+                await self.clean_once_async()
+            except Exception:
+                log.exception("log.cleaner_failed")
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 OFFSET_DELETE = 47
+OFFSETS_TOPIC = "__consumer_offsets"
 
 _NO_THROTTLE = datetime.timedelta(0)
 
@@ -36,6 +37,24 @@ def _service(broker: Broker) -> OffsetsService:
     from coordinator.offsets_runtime import service_of
 
     return service_of(broker)
+
+
+def _install_cleaner(broker: Broker) -> None:
+    """Compaction of ``cleanup.policy=compact`` logs, ``__consumer_offsets`` first."""
+    from storage.compaction import LogCleaner
+    from storage.log import PartitionLog, now_ms
+
+    def compacted() -> list[tuple[PartitionLog, int]]:
+        if broker.logs is None:
+            return []
+        logs = [plog for plog in broker.logs if "compact" in plog.config.cleanup_policy]
+        logs.sort(key=lambda lg: (lg.topic != OFFSETS_TOPIC, lg.topic, lg.partition))
+        return [(plog, int(broker.topic_config(plog.topic, "delete.retention.ms")))
+                for plog in logs]
+
+    cleaner = LogCleaner(compacted, broker.config.int("log.cleaner.backoff.ms"), now_ms)
+    setattr(broker, "log_cleaner", cleaner)  # noqa: B010
+    broker.add_service(cleaner.start, cleaner.stop)
 
 
 def install(broker: Broker) -> None:
@@ -54,6 +73,7 @@ def install(broker: Broker) -> None:
     setattr(broker, "offsets_service", service)  # noqa: B010
     setattr(broker, "offsets_replay", service.replay_hook)  # noqa: B010
     broker.add_service(service.start, service.stop)
+    _install_cleaner(broker)
 
     async def offset_commit(ctx: RequestContext, req: Any) -> Any:
         v = ctx.api_version
