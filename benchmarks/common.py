@@ -247,6 +247,8 @@ def fmt(value: Any, digits: int = 1) -> str:
             return "-"
         if abs(value) >= 1000:
             return f"{value:,.0f}"
+        if 0 < abs(value) < 1:
+            return f"{value:.3f}"
         return f"{value:.{digits}f}"
     if isinstance(value, int):
         return f"{value:,}"
