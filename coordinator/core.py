@@ -559,6 +559,7 @@ class GroupCoordinatorCore:
 
     def heartbeat(self, now: int, group_id: str, member_id: str,
                   group_instance_id: str | None, generation: int) -> ErrorCode:
+        # The hot path: plain dict lookups, one timer update, no allocation.
         p = self._partition_of.get(group_id)
         ps = self.partitions.get(p if p is not None else self.partition_for(group_id))
         if ps is None or ps.loading or not group_id:
@@ -637,6 +638,8 @@ class GroupCoordinatorCore:
         out = Outcome()
         for key in self.timers.pop_expired(now):
             assert isinstance(key, tuple)
+            if key in self.timers:
+                continue  # re-scheduled by an earlier expiry in this same pass
             kind, gid = key[0], key[1]
             group = self.group(gid)
             if group is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import struct
+from time import time
 from typing import TYPE_CHECKING, Any
 
 from coordinator.core import CoreConfig
@@ -42,23 +43,20 @@ def _ms(value: Any, default: int = -1) -> int:
     return int(value)
 
 
-# Heartbeat response bodies, by (version, error): v0 error only; v1-3 throttle + error;
+# Heartbeat response bodies by version, then error: v0 error only; v1-3 throttle + error;
 # v4 adds an empty tagged-field section.
-_HB_BODY: dict[tuple[int, int], bytes] = {}
+_HB_BODY: tuple[dict[ErrorCode, bytes], ...] = tuple(
+    {
+        e: (struct.pack(">h", e.value) if v == 0 else
+            struct.pack(">ih", 0, e.value) if v < 4 else struct.pack(">ihb", 0, e.value, 0))
+        for e in ErrorCode
+    }
+    for v in range(5)
+)
 
 
 def heartbeat_body(version: int, error: ErrorCode) -> bytes:
-    key = (version, error.value)
-    body = _HB_BODY.get(key)
-    if body is None:
-        if version == 0:
-            body = struct.pack(">h", error.value)
-        elif version < 4:
-            body = struct.pack(">ih", 0, error.value)
-        else:
-            body = struct.pack(">ihb", 0, error.value, 0)
-        _HB_BODY[key] = body
-    return body
+    return _HB_BODY[version][error]
 
 
 def make_runtime(broker: Broker) -> CoordinatorRuntime:
@@ -251,15 +249,17 @@ def install(broker: Broker) -> None:
 
     def heartbeat(ctx: RequestContext, req: Any) -> bytes:
         r = runtime
+        version = ctx.header.api_version
         if r is None:
-            return heartbeat_body(ctx.api_version, ErrorCode.coordinator_not_available)
-        timers = r.core.timers
+            return _HB_BODY[version][ErrorCode.coordinator_not_available]
+        core = r.core
+        timers = core.timers
         pushes = timers.pushes
-        err = r.core.heartbeat(r.now(), req.group_id, req.member_id,
-                               getattr(req, "group_instance_id", None), req.generation_id)
+        err = core.heartbeat(int(time() * 1000), req.group_id, req.member_id,
+                             req.group_instance_id if version >= 3 else None, req.generation_id)
         if timers.pushes != pushes:
             r.process_timers()
-        return heartbeat_body(ctx.api_version, err)
+        return _HB_BODY[version][err]
 
     # --- LeaveGroup -----------------------------------------------------------------
 
@@ -286,8 +286,17 @@ def install(broker: Broker) -> None:
                           for m, i, e in res.members),
         )
 
-    def group_acl(req: Any) -> list[Action]:
-        return [Action(Operation.READ, ResourceType.GROUP, req.group_id)]
+    acl_cache: dict[str, tuple[Action]] = {}
+
+    def group_acl(req: Any) -> tuple[Action]:
+        # Cached: this runs for every heartbeat.
+        gid = req.group_id
+        found = acl_cache.get(gid)
+        if found is None:
+            if len(acl_cache) > 10000:
+                acl_cache.clear()
+            found = acl_cache[gid] = (Action(Operation.READ, ResourceType.GROUP, gid),)
+        return found
 
     apis = broker.apis
     apis.register(FIND_COORDINATOR, find_coordinator, min_version=0, max_version=6, acl=find_acl)
