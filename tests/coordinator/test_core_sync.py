@@ -7,7 +7,7 @@ from coordinator.group import GroupState
 from protocol import consumer_offsets as co
 from protocol.errors import ErrorCode as E
 
-from .harness import DELAY, GROUP, REBALANCE, SESSION, Harness
+from .harness import GROUP, REBALANCE, SESSION, Harness
 
 # --- SyncGroup ---------------------------------------------------------------------------
 
