@@ -130,3 +130,33 @@ def test_confluent_commit_resume_across_restart(broker: BrokerThread) -> None:
     [got] = c2.committed([CkTopicPartition(topic, 0)], timeout=10)
     assert got.metadata == "ck-meta"
     c2.close()
+
+
+def test_offsets_dump_of_a_live_broker(broker: BrokerThread) -> None:
+    import json
+    import subprocess
+    import sys
+
+    topic, group = _name("dump"), _name("g")
+    produce(broker.bootstrap, topic)
+    c = _ck_consumer(broker.bootstrap, group)
+    c.subscribe([topic])
+    _ck_first_offset(c)
+    c.commit(offsets=[CkTopicPartition(topic, 0, 9)], asynchronous=False)
+    c.close()
+    out = subprocess.run(
+        [sys.executable, "-m", "broker", "offsets", "dump", "--data-dir", str(broker.data_dir)],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    commits = [r for r in rows if r["key"]["type"] == "1" and r["key"]["data"]["group"] == group]
+    assert commits[-1]["value"]["data"]["offset"] == 9
+    assert commits[-1]["value"]["version"] == "3"
+    groups = [r for r in rows if r["key"] == {"type": "2", "data": {"group": group}}]
+    stable = [r for r in groups if r["value"]["data"]["members"]]
+    member = stable[-1]["value"]["data"]["members"][0]
+    assert member["clientId"] == "rdkafka"
+    assert member["subscription"]["topics"] == [topic]
+    assert member["assignment"]["assignedPartitions"] == [{"topic": topic, "partitions": [0]}]
+    # After the consumer left, the group's last record has no members.
+    assert groups[-1]["value"]["data"]["members"] == []
