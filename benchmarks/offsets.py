@@ -1,0 +1,201 @@
+"""Offsets: commit and OffsetFetch rates, and the reload time of ``__consumer_offsets``.
+
+    python -m benchmarks.offsets [--brokers kafkalite,tansu] [--seconds 5] [--records 1000000]
+
+1. Commits per second from one client: OffsetCommit (v8, one partition, a simple group)
+   sent one at a time (the rate of a consumer calling ``commitSync`` in a loop) and
+   pipelined (64 in flight), on kafkalite and on Tansu in the same run.
+2. OffsetFetch per second the same two ways.
+3. Reload: a ``__consumer_offsets`` partition holding ``--records`` commit records over
+   1,000 keys is loaded by a starting broker, before and after compaction (start-up time
+   to listening).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    Kafkalite,
+    broker_args,
+    create_topic,
+    parse_sets,
+    percentile,
+    running,
+    table,
+)
+from benchmarks.rawkafka import RawConnection, one_at_a_time, pipeline, request, request_class
+
+OFFSET_COMMIT, OFFSET_FETCH = 8, 9
+TOPIC = "bench-offsets"
+GROUP = "bench-offsets-group"
+
+
+def _commit_request(version: int, offset: int) -> Any:
+    topic_t = request_class(OFFSET_COMMIT, version, "OffsetCommitRequestTopic")
+    part_t = request_class(OFFSET_COMMIT, version, "OffsetCommitRequestPartition")
+    return request(
+        OFFSET_COMMIT, version, group_id=GROUP, generation_id_or_member_epoch=-1,
+        member_id="", group_instance_id=None,
+        topics=(topic_t(name=TOPIC, partitions=(part_t(
+            partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata=""),)),),
+    )
+
+
+def _fetch_request(version: int) -> Any:
+    group_t = request_class(OFFSET_FETCH, version, "OffsetFetchRequestGroup")
+    topics_t = request_class(OFFSET_FETCH, version, "OffsetFetchRequestTopics")
+    return request(OFFSET_FETCH, version, require_stable=False, groups=(group_t(
+        group_id=GROUP, member_id=None, member_epoch=-1,
+        topics=(topics_t(name=TOPIC, partition_indexes=(0,)),)),))
+
+
+def _commit_error_offset() -> int:
+    # correlation id, header tags, throttle, topics count, name, partitions count, index
+    return 4 + 1 + 4 + 1 + 1 + len(TOPIC) + 1 + 4
+
+
+def _fetch_error_offset() -> int:
+    # ... group id, topics, name, partitions, index, offset, epoch, metadata (empty)
+    return 4 + 1 + 4 + 1 + 1 + len(GROUP) + 1 + 1 + len(TOPIC) + 1 + 4 + 8 + 4 + 1
+
+
+def rates(name: str, seconds: float, overrides: dict[str, str]) -> dict[str, float]:
+    with running(name, overrides) as broker:
+        create_topic(broker.bootstrap, TOPIC, 1)
+        conn = RawConnection(broker.bootstrap)
+        try:
+            cv = conn.version(OFFSET_COMMIT, 8)
+            fv = conn.version(OFFSET_FETCH, 8)
+            assert cv == 8 and fv == 8, f"{name}: OffsetCommit v{cv}, OffsetFetch v{fv}"
+            first = conn.call(_commit_request(cv, 1))
+            err = first.topics[0].partitions[0].error_code
+            assert int(err) == 0, f"{name}: commit failed with {err}"
+            out: dict[str, float] = {}
+            frames = conn.frames(_commit_request(cv, 42), 200_000)
+            lat = one_at_a_time(conn, frames, seconds)
+            out["commit_seq"] = len(lat) / (sum(lat) / 1000)
+            out["commit_p50_ms"] = percentile(lat, 50)
+            out["commit_p99_ms"] = percentile(lat, 99)
+            p = pipeline(conn, conn.frames(_commit_request(cv, 43), 400_000),
+                         _commit_error_offset(), 64, seconds)
+            assert set(p.errors) == {0}, f"{name}: commit errors {p.errors}"
+            out["commit_pipe"] = p.per_second
+            frames = conn.frames(_fetch_request(fv), 200_000)
+            lat = one_at_a_time(conn, frames, seconds)
+            out["fetch_seq"] = len(lat) / (sum(lat) / 1000)
+            out["fetch_p50_ms"] = percentile(lat, 50)
+            p = pipeline(conn, conn.frames(_fetch_request(fv), 400_000),
+                         _fetch_error_offset(), 64, seconds)
+            assert set(p.errors) == {0}, f"{name}: fetch errors {p.errors}"
+            out["fetch_pipe"] = p.per_second
+            return out
+        finally:
+            conn.close()
+
+
+# --- reload ------------------------------------------------------------------------------
+
+SEGMENT_BYTES = 8 * 1024 * 1024
+
+
+def _fill(data_dir: Path, records: int, keys: int) -> float:
+    """Append ``records`` offset commits over ``keys`` keys to __consumer_offsets-0."""
+    from protocol import consumer_offsets as co
+    from protocol.records import NewRecord, build_batch
+    from storage.log import LogConfig, PartitionLog
+
+    plog = PartitionLog(data_dir / "__consumer_offsets-0", "__consumer_offsets", 0,
+                        LogConfig(segment_bytes=SEGMENT_BYTES, cleanup_policy="compact"))
+    encoded_keys = [co.encode_key(co.OffsetCommitKey(f"g{k % 100}", f"t{k}", 0))
+                    for k in range(keys)]
+    now = int(time.time() * 1000)
+    t0 = time.perf_counter()
+    per_batch = 1000
+    for start in range(0, records, per_batch):
+        batch = [NewRecord(encoded_keys[i % keys],
+                           co.encode_offset_value(co.OffsetCommitValue(i, "", now)), now)
+                 for i in range(start, min(start + per_batch, records))]
+        plog.append(build_batch(batch, timestamp=now))
+    plog.close()
+    return time.perf_counter() - t0
+
+
+def _compact(data_dir: Path) -> tuple[float, int, int]:
+    from protocol.records import iter_batch_headers
+    from storage.compaction import clean_log
+    from storage.log import LogConfig, PartitionLog
+
+    plog = PartitionLog(data_dir / "__consumer_offsets-0", "__consumer_offsets", 0,
+                        LogConfig(segment_bytes=SEGMENT_BYTES, cleanup_policy="compact"))
+    t0 = time.perf_counter()
+    stats = clean_log(plog, int(time.time() * 1000), 86_400_000)
+    took = time.perf_counter() - t0
+    kept = sum(h.record_count for b in plog.iter_batches(0) for _p, h in iter_batch_headers(b))
+    plog.close()
+    return took, stats.records_read, kept
+
+
+def _start_time(root: Path, overrides: dict[str, str]) -> float:
+    """Seconds from launch until the broker listens (it loads __consumer_offsets first)."""
+    broker = Kafkalite(overrides, data_dir=root)
+    t0 = time.perf_counter()
+    broker.start(timeout=600)
+    took = time.perf_counter() - t0
+    broker.stop()
+    return took
+
+
+def reload(records: int, overrides: dict[str, str]) -> list[list[Any]]:
+    root = Path(tempfile.mkdtemp(prefix="kafkalite-bench-offsets-"))
+    try:
+        base = {**overrides, "offsets.topic.num.partitions": "1",
+                "offsets.topic.segment.bytes": str(SEGMENT_BYTES)}
+        _start_time(root, base)  # creates the topic and the catalogue
+        data = root / "data"
+        fill = _fill(data, records, 1000)
+        before = _start_time(root, base)
+        took, read, kept = _compact(data)
+        after = _start_time(root, base)
+        return [
+            ["records written", records, f"{fill:.1f} s to write"],
+            ["start-up before compaction (s)", before, ""],
+            ["compaction (s)", took, f"{read:,} records read, {kept:,} kept"],
+            ["start-up after compaction (s)", after, ""],
+        ]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    broker_args(ap)
+    ap.add_argument("--seconds", type=float, default=5.0, help="time per measurement")
+    ap.add_argument("--records", type=int, default=1_000_000,
+                    help="records in the __consumer_offsets partition to reload")
+    ap.add_argument("--skip-reload", action="store_true")
+    args = ap.parse_args(argv)
+    overrides = parse_sets(args.set)
+    rows = []
+    for name in args.brokers.split(","):
+        r = rates(name, args.seconds, overrides)
+        rows.append([name, r["commit_seq"], r["commit_p50_ms"], r["commit_p99_ms"],
+                     r["commit_pipe"], r["fetch_seq"], r["fetch_p50_ms"], r["fetch_pipe"]])
+    print(table(["broker", "commits/s (1 at a time)", "p50 ms", "p99 ms",
+                 "commits/s (64 in flight)", "fetches/s (1 at a time)", "p50 ms",
+                 "fetches/s (64 in flight)"], rows))
+    if not args.skip_reload and "kafkalite" in args.brokers.split(","):
+        print()
+        print(table(["__consumer_offsets reload", "value", "note"],
+                    reload(args.records, overrides)))
+
+
+if __name__ == "__main__":
+    main()
