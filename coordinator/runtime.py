@@ -27,6 +27,7 @@ from protocol.consumer_offsets import (
 )
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.records import NewRecord, build_batch, decode_batch, iter_batch_headers
+from storage.errors import RecordTooLargeError
 
 from .core import CoreConfig, GroupCoordinatorCore, OffsetsReplay
 from .results import Outcome, Write
@@ -40,8 +41,7 @@ Waiter = Callable[[Any], None]
 
 def store_error(exc: BaseException) -> ErrorCode:
     """Map a failed append as Kafka's group store does (GroupMetadataManager.storeGroup)."""
-    name = type(exc).__name__
-    if name in ("RecordTooLargeError", "RecordBatchTooLargeError", "MessageSizeTooLargeError"):
+    if isinstance(exc, RecordTooLargeError):
         return ErrorCode.unknown_server_error  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
     if isinstance(exc, TimeoutError):
         return ErrorCode.coordinator_not_available  # REQUEST_TIMED_OUT

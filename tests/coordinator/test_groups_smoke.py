@@ -59,3 +59,44 @@ def test_two_aiokafka_consumers_split_partitions(make_broker) -> None:  # type: 
     asyncio.run(run())
     g = b.call(lambda: b.broker.coordinator.core.group("g1"))  # type: ignore[union-attr]
     assert g.state.value == "Empty"
+
+
+def test_stable_group_survives_broker_restart(make_broker) -> None:  # type: ignore[no-untyped-def]
+    b: BrokerThread = make_broker(FAST)
+    b.call(lambda: b.broker.create_topic("t6", 6))  # type: ignore[union-attr]
+
+    def group_state() -> tuple[str, int, dict[str, bytes]]:
+        def read() -> tuple[str, int, dict[str, bytes]]:
+            g = b.broker.coordinator.core.group("rg")  # type: ignore[union-attr]
+            return g.state.value, g.generation, {m: x.assignment for m, x in g.members.items()}
+        return b.call(read)
+
+    async def run() -> None:
+        cs = [
+            AIOKafkaConsumer(
+                "t6", bootstrap_servers=b.bootstrap, group_id="rg",
+                session_timeout_ms=6000, heartbeat_interval_ms=200,
+            )
+            for _ in range(2)
+        ]
+        await asyncio.gather(*(c.start() for c in cs))
+        try:
+            await _wait_assigned(cs, 6, 20)
+            before = [set(c.assignment()) for c in cs]
+            state, gen, members = group_state()
+            assert state == "Stable"
+            b.restart()
+            # Reloaded from the log: same generation, members and assignments.
+            assert group_state() == (state, gen, members)
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 2.0
+            while loop.time() < end:
+                for c in cs:
+                    await c.getmany(timeout_ms=50)
+            assert [set(c.assignment()) for c in cs] == before
+            assert group_state() == (state, gen, members)
+        finally:
+            for c in cs:
+                await c.stop()
+
+    asyncio.run(run())
