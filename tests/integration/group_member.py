@@ -1,0 +1,172 @@
+"""One consumer-group member in a child process, for the group integration tests.
+
+Run as ``python group_member.py CLIENT BOOTSTRAP GROUP TOPIC [options]`` with CLIENT one of
+``aiokafka``, ``kafka-python`` or ``confluent``. It subscribes to TOPIC and polls until
+SIGTERM, then closes the consumer (which sends LeaveGroup, unless it is a static member);
+SIGKILL stops it with no LeaveGroup at all. Each time its assignment or its rebalance
+callback counts change it prints one JSON line to stdout::
+
+    {"assigned": [0, 1, 2], "assigns": 1, "revokes": 0, "generation": 3}
+
+``generation`` is the client's own view where the client exposes it, else null. The line
+``{"closed": true}`` follows a clean close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+
+class Reporter:
+    def __init__(self) -> None:
+        self.assigns = 0
+        self.revokes = 0
+        self.last: Any = None
+        self.stop = False
+
+    def report(self, assigned: set[int], generation: int | None) -> None:
+        state = (sorted(assigned), self.assigns, self.revokes, generation)
+        if state != self.last:
+            self.last = state
+            line = {"assigned": state[0], "assigns": self.assigns, "revokes": self.revokes,
+                    "generation": generation}
+            sys.stdout.write(json.dumps(line) + "\n")
+            sys.stdout.flush()
+
+    def closed(self) -> None:
+        sys.stdout.write('{"closed": true}\n')
+        sys.stdout.flush()
+
+
+def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
+    from confluent_kafka import Consumer
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": a.bootstrap,
+        "group.id": a.group,
+        "session.timeout.ms": a.session_ms,
+        "heartbeat.interval.ms": a.heartbeat_ms,
+        "max.poll.interval.ms": 10000,
+        "topic.metadata.refresh.interval.ms": 1000,
+        "partition.assignment.strategy": a.strategy,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    c = Consumer(conf)
+
+    def on_assign(_c: Any, _parts: Any) -> None:
+        r.assigns += 1
+
+    def on_revoke(_c: Any, _parts: Any) -> None:
+        r.revokes += 1
+
+    c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    while not r.stop:
+        c.poll(0.05)
+        r.report({tp.partition for tp in c.assignment()}, None)
+    c.close()
+    r.closed()
+
+
+def run_kafka_python(a: argparse.Namespace, r: Reporter) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            r.revokes += 1
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            r.assigns += 1
+
+    assignor = {"range": RangePartitionAssignor,
+                "cooperative-sticky": CooperativeStickyAssignor}[a.strategy]
+    c = KafkaConsumer(
+        bootstrap_servers=a.bootstrap, group_id=a.group,
+        group_instance_id=a.instance_id or None, partition_assignment_strategy=[assignor],
+        session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
+        max_poll_interval_ms=10000, metadata_max_age_ms=1000, enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    c.subscribe([a.topic], listener=Listener())
+    while not r.stop:
+        c.poll(timeout_ms=50)
+        gen = c._coordinator._generation.generation_id if c._coordinator._generation else None
+        r.report({tp.partition for tp in c.assignment()}, gen)
+    c.close()
+    r.closed()
+
+
+async def run_aiokafka(a: argparse.Namespace, r: Reporter) -> None:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.abc import ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            r.revokes += 1
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            r.assigns += 1
+
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+
+    def on_term() -> None:
+        r.stop = True
+        done.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_term)
+    c = AIOKafkaConsumer(
+        bootstrap_servers=a.bootstrap, group_id=a.group,
+        group_instance_id=a.instance_id or None,
+        partition_assignment_strategy=[RangePartitionAssignor],
+        session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
+        max_poll_interval_ms=10000, metadata_max_age_ms=1000, enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    await c.start()
+    c.subscribe([a.topic], listener=Listener())
+    while not r.stop:
+        await c.getmany(timeout_ms=50)
+        gen = getattr(c._coordinator, "generation", None)
+        r.report({tp.partition for tp in c.assignment()}, gen)
+    await c.stop()
+    r.closed()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("client", choices=["aiokafka", "kafka-python", "confluent"])
+    p.add_argument("bootstrap")
+    p.add_argument("group")
+    p.add_argument("topic")
+    p.add_argument("--strategy", default="range")
+    p.add_argument("--instance-id", default="")
+    p.add_argument("--session-ms", type=int, default=2000)
+    p.add_argument("--heartbeat-ms", type=int, default=200)
+    a = p.parse_args()
+    r = Reporter()
+
+    def on_term(_sig: int, _frame: Any) -> None:
+        r.stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    if a.client == "aiokafka":
+        asyncio.run(run_aiokafka(a, r))
+    elif a.client == "kafka-python":
+        run_kafka_python(a, r)
+    else:
+        run_confluent(a, r)
+
+
+if __name__ == "__main__":
+    main()

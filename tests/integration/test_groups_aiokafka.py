@@ -1,0 +1,17 @@
+"""aiokafka consumers (eager range; aiokafka has no cooperative assignor) in groups."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from broker.testing import BrokerThread
+
+from .group_helpers import FAST_BROKER, run_lifecycle, run_static_restart
+
+
+def test_aiokafka_range_join_leave_kill(make_broker: Callable[..., BrokerThread]) -> None:
+    run_lifecycle(make_broker(FAST_BROKER), "aiokafka", "range")
+
+
+def test_aiokafka_static_member_restart(make_broker: Callable[..., BrokerThread]) -> None:
+    run_static_restart(make_broker(FAST_BROKER), "aiokafka", "range")
