@@ -17,6 +17,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from .errors import ProtocolError, UnsupportedApi
+from .guard import request_guard
 
 API_VERSIONS_KEY = 18
 
@@ -35,9 +36,13 @@ class ApiCodec:
     response_header_flexible: bool
     read_request: Callable[[Any, int], tuple[Any, int]]
     _write_response: Callable[[io.BytesIO, Any], None]
+    #: Bounds check run before kio's native reader (see protocol.guard); None: not needed.
+    guard: Callable[[bytes, int, int], int] | None = None
 
     def decode_request(self, frame: bytes, offset: int) -> Any:
         try:
+            if self.guard is not None:
+                self.guard(frame, offset, len(frame))
             request, _size = self.read_request(frame, offset)
         except ProtocolError:
             raise
@@ -83,6 +88,7 @@ def codec(api_key: int, api_version: int) -> ApiCodec:
         response_header_flexible=getattr(header_schema, "__version__", 0) >= 1,
         read_request=entity_reader(req),
         _write_response=entity_writer(resp),
+        guard=request_guard(req),
     )
     _cache[key] = c
     return c
