@@ -46,7 +46,9 @@ class FrameDecoder:
                 raise FrameTooLarge(f"frame of {size} bytes exceeds limit {self.max_size}")
             if end - pos - 4 < size:
                 break
-            out.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            # One copy through a memoryview (slicing the bytearray would copy twice).
+            with memoryview(buf) as view:
+                out.append(bytes(view[pos + 4 : pos + 4 + size]))
             pos += 4 + size
         if pos:
             del buf[:pos]
