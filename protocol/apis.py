@@ -44,8 +44,6 @@ class ApiCodec:
             if self.guard is not None:
                 self.guard(frame, offset, len(frame))
             request, _size = self.read_request(frame, offset)
-        except ProtocolError:
-            raise
         except Exception as e:  # kio raises assorted errors on bad bytes
             raise ProtocolError(f"malformed {API_NAMES.get(self.api_key)} request: {e}") from e
         return request
