@@ -3,8 +3,9 @@
     python -m benchmarks.offsets [--brokers kafkalite,tansu] [--seconds 5] [--records 1000000]
 
 1. Commits per second from one client: OffsetCommit (v8, one partition, a simple group)
-   sent one at a time (the rate of a consumer calling ``commitSync`` in a loop) and
-   pipelined (64 in flight), on kafkalite and on Tansu in the same run.
+   sent one at a time for ``--seconds`` (the rate of a consumer calling ``commitSync`` in a
+   loop) and ``--pipelined`` of them with 64 in flight, on kafkalite and on Tansu in the
+   same run.
 2. OffsetFetch per second the same two ways.
 3. Reload: a ``__consumer_offsets`` partition holding ``--records`` commit records over
    1,000 keys is loaded by a starting broker, before and after compaction (start-up time
@@ -30,6 +31,7 @@ from benchmarks.common import (
     table,
 )
 from benchmarks.rawkafka import RawConnection, one_at_a_time, pipeline, request, request_class
+from protocol.build import build
 
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 TOPIC = "bench-offsets"
@@ -51,8 +53,8 @@ def _commit_request(version: int, offset: int) -> Any:
 def _fetch_request(version: int) -> Any:
     group_t = request_class(OFFSET_FETCH, version, "OffsetFetchRequestGroup")
     topics_t = request_class(OFFSET_FETCH, version, "OffsetFetchRequestTopics")
-    return request(OFFSET_FETCH, version, require_stable=False, groups=(group_t(
-        group_id=GROUP, member_id=None, member_epoch=-1,
+    return request(OFFSET_FETCH, version, require_stable=False, groups=(build(
+        group_t, group_id=GROUP, member_id=None, member_epoch=-1,
         topics=(topics_t(name=TOPIC, partition_indexes=(0,)),)),))
 
 
@@ -66,7 +68,8 @@ def _fetch_error_offset() -> int:
     return 4 + 1 + 4 + 1 + 1 + len(GROUP) + 1 + 1 + len(TOPIC) + 1 + 4 + 8 + 4 + 1
 
 
-def rates(name: str, seconds: float, overrides: dict[str, str]) -> dict[str, float]:
+def rates(name: str, seconds: float, pipelined: int, overrides: dict[str, str]
+          ) -> dict[str, float]:
     with running(name, overrides) as broker:
         create_topic(broker.bootstrap, TOPIC, 1)
         conn = RawConnection(broker.bootstrap)
@@ -83,16 +86,17 @@ def rates(name: str, seconds: float, overrides: dict[str, str]) -> dict[str, flo
             out["commit_seq"] = len(lat) / (sum(lat) / 1000)
             out["commit_p50_ms"] = percentile(lat, 50)
             out["commit_p99_ms"] = percentile(lat, 99)
-            p = pipeline(conn, conn.frames(_commit_request(cv, 43), 400_000),
-                         _commit_error_offset(), 64, seconds)
+            # A fixed count, all sent before the time limit: the rate is count / time.
+            p = pipeline(conn, conn.frames(_commit_request(cv, 43), pipelined),
+                         _commit_error_offset(), 64, 120)
             assert set(p.errors) == {0}, f"{name}: commit errors {p.errors}"
             out["commit_pipe"] = p.per_second
             frames = conn.frames(_fetch_request(fv), 200_000)
             lat = one_at_a_time(conn, frames, seconds)
             out["fetch_seq"] = len(lat) / (sum(lat) / 1000)
             out["fetch_p50_ms"] = percentile(lat, 50)
-            p = pipeline(conn, conn.frames(_fetch_request(fv), 400_000),
-                         _fetch_error_offset(), 64, seconds)
+            p = pipeline(conn, conn.frames(_fetch_request(fv), pipelined),
+                         _fetch_error_offset(), 64, 120)
             assert set(p.errors) == {0}, f"{name}: fetch errors {p.errors}"
             out["fetch_pipe"] = p.per_second
             return out
@@ -157,7 +161,13 @@ def reload(records: int, overrides: dict[str, str]) -> list[list[Any]]:
     try:
         base = {**overrides, "offsets.topic.num.partitions": "1",
                 "offsets.topic.segment.bytes": str(SEGMENT_BYTES)}
-        _start_time(root, base)  # creates the topic and the catalogue
+        # A first run creates the catalogue and, on the first commit, __consumer_offsets.
+        first = Kafkalite(base, data_dir=root)
+        first.start()
+        conn = RawConnection(first.bootstrap)
+        conn.call(_commit_request(conn.version(OFFSET_COMMIT, 8), 0))
+        conn.close()
+        first.stop()
         data = root / "data"
         fill = _fill(data, records, 1000)
         before = _start_time(root, base)
@@ -178,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     broker_args(ap)
     ap.add_argument("--seconds", type=float, default=5.0, help="time per measurement")
+    ap.add_argument("--pipelined", type=int, default=20_000,
+                    help="requests sent with 64 in flight")
     ap.add_argument("--records", type=int, default=1_000_000,
                     help="records in the __consumer_offsets partition to reload")
     ap.add_argument("--skip-reload", action="store_true")
@@ -185,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = parse_sets(args.set)
     rows = []
     for name in args.brokers.split(","):
-        r = rates(name, args.seconds, overrides)
+        r = rates(name, args.seconds, args.pipelined, overrides)
         rows.append([name, r["commit_seq"], r["commit_p50_ms"], r["commit_p99_ms"],
                      r["commit_pipe"], r["fetch_seq"], r["fetch_p50_ms"], r["fetch_pipe"]])
     print(table(["broker", "commits/s (1 at a time)", "p50 ms", "p99 ms",
