@@ -140,9 +140,12 @@ class Member:
 class GroupView:
     state: str
     generation: int
+    protocol: str | None
     members: int
     leader_instance: str | None
     instances: frozenset[str]
+    leader_id: str | None
+    member_ids: frozenset[str]
 
 
 def group_view(broker: BrokerThread, group_id: str) -> GroupView | None:
@@ -154,10 +157,11 @@ def group_view(broker: BrokerThread, group_id: str) -> GroupView | None:
         if g is None:
             return None
         leader = g.members.get(g.leader_id) if g.leader_id else None
-        return GroupView(g.state.value, g.generation, len(g.members),
+        return GroupView(g.state.value, g.generation, g.protocol_name, len(g.members),
                          leader.group_instance_id if leader else None,
                          frozenset(m.group_instance_id for m in g.members.values()
-                                   if m.group_instance_id))
+                                   if m.group_instance_id),
+                         g.leader_id, frozenset(g.members))
 
     return broker.call(read)
 
@@ -231,6 +235,7 @@ def run_lifecycle(broker: BrokerThread, client: str, strategy: str = "range",
     members = [member(i) for i in range(3)]
     try:
         v3 = wait_stable(broker, group, members, what="3 members")
+        assert v3.protocol == strategy, v3
         assert sizes(members) == [4, 4, 4], describe_all(broker, group, members)
 
         members.append(member(3))
@@ -276,6 +281,7 @@ def run_static_restart(broker: BrokerThread, client: str, strategy: str = "range
     members = [member(i) for i in range(3)]
     try:
         view = wait_stable(broker, group, members, what="3 static members")
+        assert view.protocol == strategy, view
         assert view.instances == {m.instance_id for m in members}
         idx = next(i for i, m in enumerate(members) if m.instance_id != view.leader_instance)
         old = members[idx]
