@@ -1,0 +1,162 @@
+"""Pipeline benchmark: the kafkalite Spark data source against a single-process Python read,
+and the run time of each analytics job, over a generated log directory.
+
+    python benchmarks/pipeline_bench.py [--records 10000000] [--master local[2]] [--dir DIR]
+
+The log (100-byte values, uncompressed batches of ``--batch`` records, ``--partitions``
+partitions, 256 MiB segments) is written directly as batches, plus a ``__consumer_offsets``
+log with groups rebalancing and committing over the same hour. Prints one line per figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import crc32c
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipeline import jobs, segments
+from pipeline.logwriter import PartitionWriter
+from pipeline.synthetic import Member, OffsetsLogWriter
+from protocol.records import CRC_START, NewRecord, build_batch, iter_records
+
+T0 = 1_700_000_000_000
+SPAN_MS = 3_600_000  # the records' timestamps cover one hour
+
+
+def write_topic(root: Path, records: int, partitions: int, batch: int) -> None:
+    template = bytearray(build_batch([NewRecord(None, os.urandom(100))] * batch, timestamp=T0))
+    per_part = records // partitions
+    writers = [PartitionWriter(root, "bench", p, segment_bytes=256 << 20)
+               for p in range(partitions)]
+    n_batches = per_part // batch
+    for i in range(n_batches):
+        ts = T0 + SPAN_MS * i // max(n_batches, 1)
+        struct.pack_into(">qq", template, 27, ts, ts)  # baseTimestamp, maxTimestamp
+        struct.pack_into(">I", template, 17, crc32c.crc32c(memoryview(template)[CRC_START:]))
+        for w in writers:
+            w.append_batch(bytes(template))
+    for w in writers:
+        w.close()
+
+
+def write_groups(root: Path, records: int, partitions: int, groups: int = 3) -> None:
+    """Each group rebalances every 5 minutes (members come and go) and commits every 10 s."""
+    o = OffsetsLogWriter(root, partitions=4)
+    per_part = records // partitions
+    for g in range(groups):
+        name = f"bench-group-{g}"
+        gen = 0
+        for sec in range(0, SPAN_MS // 1000, 10):
+            ts = T0 + sec * 1000
+            if sec % 300 == 0:
+                gen += 1
+                n = 1 + gen % 3
+                ms = [Member(f"m{g}-{gen}-{i}", ["bench"],
+                             {"bench": list(range(i, partitions, n))}) for i in range(n)]
+                o.group(ts, name, gen, ms)
+            done = per_part * sec * 1000 // SPAN_MS
+            for p in range(partitions):
+                o.commit(ts, name, "bench", p, max(done - 20_000 * (g + 1), 0))
+    o.close()
+
+
+def python_read(root: Path) -> int:
+    """The existing pure-Python decoder (protocol.records), one process, record by record."""
+    n = 0
+    for pdir in segments.list_partitions(root, ["bench"]):
+        for seg in segments.list_segments(pdir):
+            with open(seg.path, "rb") as f, mmap.mmap(f.fileno(), 0,
+                                                      access=mmap.ACCESS_READ) as mm:
+                for _h, _r in iter_records(mm):
+                    n += 1
+    return n
+
+
+def arrow_read(root: Path) -> int:
+    """The data source's own Arrow decoder, one process, no Spark."""
+    n = 0
+    for pdir in segments.list_partitions(root, ["bench"]):
+        for seg in segments.list_segments(pdir):
+            for b in segments.read_segment(seg):
+                n += b.num_rows
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--dir", help="log directory to (re)use; default a temporary one")
+    ap.add_argument("--skip-python", action="store_true", help="skip the pure-Python read")
+    a = ap.parse_args()
+
+    tmp = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="kafkalite-bench-"))
+    root = tmp / "logs"
+    try:
+        if not (root / "bench-0").exists():
+            t = time.monotonic()
+            write_topic(root, a.records, a.partitions, a.batch)
+            write_groups(root, a.records, a.partitions)
+            size = sum(f.stat().st_size for f in root.rglob("*.log"))
+            print(f"generate: {a.records} records, {size / 1e6:.0f} MB in "
+                  f"{time.monotonic() - t:.1f}s")
+        total = a.records // a.partitions // a.batch * a.batch * a.partitions
+
+        t = time.monotonic()
+        n = arrow_read(root)
+        dt = time.monotonic() - t
+        assert n == total, (n, total)
+        print(f"single-process Arrow decoder (pipeline.segments): {n / dt:,.0f} records/s "
+              f"({dt:.1f}s)")
+        if not a.skip_python:
+            t = time.monotonic()
+            n = python_read(root)
+            dt = time.monotonic() - t
+            assert n == total, (n, total)
+            print(f"single-process Python read (protocol.records.iter_records): "
+                  f"{n / dt:,.0f} records/s ({dt:.1f}s)")
+
+        from pyspark.sql import functions as F
+
+        from pipeline.spark import session
+
+        t = time.monotonic()
+        spark = session(a.master, shuffle_partitions=4)
+        spark.sparkContext.setLogLevel("ERROR")
+        print(f"spark start ({a.master}): {time.monotonic() - t:.1f}s")
+        df = spark.read.format("kafkalite").option("path", str(root)) \
+            .option("topics", "bench").load()
+        print(f"input partitions (segments): {df.rdd.getNumPartitions()}")
+        t = time.monotonic()
+        row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
+        dt = time.monotonic() - t
+        assert row is not None and row["n"] == total, (row, total)
+        print(f"spark data source ({a.master}): {row['n'] / dt:,.0f} records/s ({dt:.1f}s)")
+
+        for name in jobs.JOBS:
+            t = time.monotonic()
+            kw = {"bucket_seconds": 60.0} if name == "lag" else {}
+            out = tmp / "out" / name
+            jobs.run(spark, name, str(root), **kw).write.mode("overwrite").parquet(str(out))
+            rows = spark.read.parquet(str(out)).count()
+            print(f"job {name}: {time.monotonic() - t:.1f}s ({rows} rows)")
+        spark.stop()
+    finally:
+        if not a.dir:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
