@@ -89,6 +89,10 @@ def consumer_config(bootstrap: str) -> dict[str, object]:
         "fetch.wait.max.ms": 500,
         "fetch.min.bytes": 1,
         "max.partition.fetch.bytes": 8_388_608,
+        # librdkafka stops fetching for fetch.queue.backoff.ms (1 s) once its local queue
+        # passes queued.min.messages; with those defaults the client paces itself.
+        "queued.min.messages": 2_000_000,
+        "fetch.queue.backoff.ms": 5,
         "log_level": 3,
     }
 
@@ -148,22 +152,32 @@ def consume(broker: Broker, topic: str, size: int, count: int, limit: float) -> 
     c = Consumer(consumer_config(broker.bootstrap))
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        # The warm-up message comes first: the clock starts once the consumer has it, so
+        # connection set-up and the offset lookup are not counted.
+        warm_deadline = time.monotonic() + 15
+        while time.monotonic() < warm_deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                break
+        else:
+            raise RuntimeError("warm-up message not consumed")
         got = 0
-        target = count + 1  # the warm-up message is there too
         cpu0 = broker.cpu_seconds()
         c0 = time.process_time()
         t0 = time.perf_counter()
         deadline = t0 + limit
-        while got < target and time.perf_counter() < deadline:
-            msgs = c.consume(10_000, 0.5)
+        while got < count and time.perf_counter() < deadline:
+            # consume() waits its whole timeout unless it fills the batch: ask for no more
+            # than what is left.
+            msgs = c.consume(min(10_000, count - got), 0.5)
             for m in msgs:
                 err = m.error()
                 if err is not None and not err.code() == -191:  # _PARTITION_EOF
                     raise RuntimeError(f"consume error: {err}")
             got += len(msgs)
         t1 = time.perf_counter()
-        return Phase(messages=min(got, target) - 1, seconds=t1 - t0,
-                     cpu=broker.cpu_seconds() - cpu0, complete=got >= target, size=size,
+        return Phase(messages=min(got, count), seconds=t1 - t0,
+                     cpu=broker.cpu_seconds() - cpu0, complete=got >= count, size=size,
                      client_cpu=time.process_time() - c0)
     finally:
         c.close()
@@ -171,7 +185,7 @@ def consume(broker: Broker, topic: str, size: int, count: int, limit: float) -> 
 
 def latency(broker: Broker, samples: int, limit: float) -> list[float]:
     """Produce one message, wait until the consumer has it; repeat. Milliseconds each."""
-    from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
     topic = f"lat-{uuid.uuid4().hex[:8]}"
     create_topic(broker.bootstrap, topic, 1)
@@ -179,7 +193,7 @@ def latency(broker: Broker, samples: int, limit: float) -> list[float]:
     c = Consumer(consumer_config(broker.bootstrap))
     out: list[float] = []
     try:
-        c.assign([TopicPartition(topic, 0, OFFSET_END)])
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         # Let the consumer reach the end and park in a long-poll Fetch.
         p.produce(topic, b"warmup")
         p.flush(10)
