@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -271,3 +272,28 @@ def test_produce_acks(broker: BrokerThread, acks: str) -> None:
     while plog.log_end_offset < 50 and time.monotonic() < deadline:
         time.sleep(0.05)  # acks=0 has no response to wait for
     assert plog.log_end_offset == 50
+
+
+def test_retention_task_deletes_old_segments(make_broker: Any) -> None:
+    b = make_broker({"log.retention.check.interval.ms": "100", "log.segment.bytes": "2000",
+                     "log.retention.bytes": "4000"})
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
+    for i in range(100):
+        p.produce("retained", b"x" * 100, key=str(i).encode())
+        p.flush(10)  # one batch each, so segments fill and roll
+    assert b.broker is not None
+    plog = b.broker.logs.get("retained", 0)
+
+    def trimmed() -> bool:
+        return b.call(lambda: plog.size_bytes - plog.segments[0].size < 4000)  # type: ignore[no-any-return]
+
+    deadline = time.monotonic() + 10
+    while not trimmed() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the next retention run (every 100 ms) trims the tail
+    assert trimmed() and plog.log_start_offset > 0
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "retained"})
+    lo, hi = consumer.get_watermark_offsets(TopicPartition("retained", 0), timeout=10)
+    consumer.close()
+    assert (lo, hi) == (plog.log_start_offset, 100)
+    names = sorted(f.name for f in (b.data_dir / "retained-0").glob("*.log"))
+    assert names[0] == f"{plog.log_start_offset:020d}.log"
