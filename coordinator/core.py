@@ -262,6 +262,7 @@ class GroupCoordinatorCore:
             return self._add_member_and_rebalance(group, now, new_id, a)
         out = Outcome()
         was_leader = group.is_leader(old_id)
+        current_leader = group.leader_id or ""
         old_waiters = self._replace_static_member(group, member, new_id, now)
         out.replies.extend(old_waiters)
         log.info("member.replaced", group=group.group_id, instance=a.instance_id,
@@ -279,6 +280,11 @@ class GroupCoordinatorCore:
                 self.timers.schedule(hb_key(group.group_id, new_id), t + member.session_timeout_ms)
                 # KIP-814: a static leader gets the members but need not assign again.
                 res = self._join_info(group, member, was_leader, skip_assignment=was_leader)
+                if a.version < 9:
+                    # Before v9, Kafka answers with no members and the old leader id, so a
+                    # rejoining leader acts as a follower and runs no assignment that the
+                    # Stable group would ignore.
+                    res.members, res.leader, res.skip_assignment = [], current_leader, False
                 return Outcome(replies=[(a.waiter, res)])
 
             out.writes.append(Write(group.partition, group.group_id, [(key, value)], then))
@@ -636,7 +642,7 @@ class GroupCoordinatorCore:
     def expire(self, now: int) -> Outcome:
         """Run every timer due at ``now``."""
         out = Outcome()
-        for key in self.timers.pop_expired(now):
+        for key, deadline in self.timers.pop_due(now):
             assert isinstance(key, tuple)
             if key in self.timers:
                 continue  # re-scheduled by an earlier expiry in this same pass
@@ -645,18 +651,19 @@ class GroupCoordinatorCore:
             if group is None:
                 continue
             if kind == "heartbeat":
-                out.add(self._on_heartbeat_expired(group, key[2], now))
+                out.add(self._on_heartbeat_expired(group, key[2], now, deadline))
             elif kind == "join":
                 out.add(self._on_join_timer(group, now))
             elif kind == "sync":
-                out.add(self._on_sync_expired(group, now))
+                out.add(self._on_sync_expired(group, now, deadline))
         return out
 
-    def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, now: int) -> Outcome:
+    def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, now: int,
+                              deadline: int) -> Outcome:
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
             log.info("member.expired", group=group.group_id, member=member_id, pending=True,
-                     deadline=now)
+                     deadline=deadline)
             return self._try_complete_join(group, now)
         member = group.members.get(member_id)
         if member is None:
@@ -667,11 +674,11 @@ class GroupCoordinatorCore:
                                  now + member.session_timeout_ms)
             return Outcome()
         log.info("member.expired", group=group.group_id, member=member_id,
-                 generation=group.generation, deadline=now)
+                 generation=group.generation, deadline=deadline, late_ms=now - deadline)
         return self._remove_member(group, member, now,
                                    f"removing member {member_id} on heartbeat expiration")
 
-    def _on_sync_expired(self, group: GroupMetadata, now: int) -> Outcome:
+    def _on_sync_expired(self, group: GroupMetadata, now: int, deadline: int) -> Outcome:
         if group.state not in (COMPLETING, STABLE) or not group.pending_sync:
             return Outcome()
         out = Outcome()
@@ -686,7 +693,7 @@ class GroupCoordinatorCore:
             self.timers.cancel(hb_key(group.group_id, mid))
             group.remove(mid)
             log.info("member.expired", group=group.group_id, member=mid,
-                     reason="no SyncGroup before the rebalance timeout", deadline=now)
+                     reason="no SyncGroup before the rebalance timeout", deadline=deadline)
         group.pending_sync.clear()
         return out.add(self._prepare_rebalance(
             group, now, f"removing {missing} on pending sync request expiration"))

@@ -108,6 +108,10 @@ class CoordinatorRuntime:
             core.begin_load(p)
         plog = self.logs.get_or_create(OFFSETS_TOPIC, p)
         records = 0
+        # Only the last record of each key decides the loaded state, so keep the last one
+        # per key (in the order of those last records) and decode just those: a log that
+        # has not been compacted yet loads in time proportional to its keys.
+        latest: dict[bytes, bytes | None] = {}
         for batch in plog.iter_batches(0):
             for pos, h in iter_batch_headers(batch):
                 if h.is_control:
@@ -120,18 +124,21 @@ class CoordinatorRuntime:
                 for r in recs:
                     if r.key is None:
                         continue
-                    try:
-                        key = decode_key(r.key)
-                        value = decode_value(key, r.value)
-                    except UnknownRecordType:
-                        continue
-                    except ProtocolError as e:
-                        log.warning("offsets.record_unreadable", partition=p, error=str(e))
-                        continue
-                    core.replay(p, key, value)
+                    latest.pop(r.key, None)
+                    latest[r.key] = r.value
                     records += 1
+        for raw_key, raw_value in latest.items():
+            try:
+                key = decode_key(raw_key)
+                value = decode_value(key, raw_value)
+            except UnknownRecordType:
+                continue
+            except ProtocolError as e:
+                log.warning("offsets.record_unreadable", partition=p, error=str(e))
+                continue
+            core.replay(p, key, value)
         core.finish_load(p, self.now())
-        log.info("offsets.partition_loaded", partition=p, records=records)
+        log.info("offsets.partition_loaded", partition=p, records=records, keys=len(latest))
 
     async def stop(self) -> None:
         self.stopped = True

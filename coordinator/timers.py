@@ -47,7 +47,11 @@ class Timers:
 
     def pop_expired(self, now: int) -> list[Key]:
         """Keys whose deadline is at or before ``now``, earliest first; they are removed."""
-        out: list[Key] = []
+        return [k for k, _d in self.pop_due(now)]
+
+    def pop_due(self, now: int) -> list[tuple[Key, int]]:
+        """(key, deadline) of every key due at ``now``, earliest first; they are removed."""
+        out: list[tuple[Key, int]] = []
         heap = self._heap
         while heap and heap[0][0] <= now:
             entry_deadline, seq, key = heapq.heappop(heap)
@@ -58,7 +62,7 @@ class Timers:
                 heapq.heappush(heap, (current, seq, key))  # moved later: push back
                 continue
             del self._deadlines[key]
-            out.append(key)
+            out.append((key, current))
         return out
 
     def next_deadline(self) -> int | None:
