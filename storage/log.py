@@ -160,17 +160,20 @@ class PartitionLog:
         """Validate and append one or more whole batches; return (base, last offset)."""
         if len(batch) < HEADER_SIZE:
             raise CorruptRecordError("record set shorter than a batch header")
-        first = -1
-        last = -1
-        pos = 0
         n = len(batch)
         view = memoryview(batch)
+        # Validate every batch before writing any, so a bad record set leaves no trace.
+        bounds = []
+        pos = 0
         while pos < n:
             size = self._check(view, pos)
+            bounds.append((pos, size))
+            pos += size
+        first = last = -1
+        for pos, size in bounds:
             b, last = self._append_one(view[pos : pos + size])
             if first < 0:
                 first = b
-            pos += size
         return first, last
 
     def _check(self, view: memoryview, pos: int) -> int:

@@ -236,6 +236,10 @@ class Segment:
                 raise IndexCorrupt("index file missing")
             self.index.load(self.size)
             self.time_index.load()
+            if self.size and not self.time_index.timestamps:
+                # Without a time index entry the segment's max timestamp is unknown, and
+                # retention would take it for expired.
+                raise IndexCorrupt("time index empty")
         except IndexCorrupt as e:
             log.warning("segment.index_rebuilt", segment=str(self.log_path), reason=str(e))
             self.scan(False, index_interval)

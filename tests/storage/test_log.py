@@ -264,3 +264,26 @@ LogConfig_defaults = {
     "message.timestamp.type": "CreateTime", "flush.messages": "9223372036854775807",
     "flush.ms": "9223372036854775807", "cleanup.policy": "delete",
 }
+
+
+def test_empty_time_index_is_rebuilt_not_taken_for_expired(tmp_path: Path) -> None:
+    clock = Clock()
+    log = make(tmp_path, clock, segment_bytes=300, retention_ms=60_000)
+    for i in range(8):
+        log.append(batch(i, ts=clock.now))
+    first = log.segments[0]
+    log.close()
+    first.time_index.path.write_bytes(b"")
+    log = make(tmp_path, clock, segment_bytes=300, retention_ms=60_000)
+    assert log.segments[0].max_timestamp == clock.now + first.next_offset - 1
+    assert log.apply_retention() == 0
+
+
+def test_bad_batch_in_a_record_set_writes_nothing(tmp_path: Path) -> None:
+    log = make(tmp_path)
+    bad = bytearray(batch(1))
+    bad[-1] ^= 1
+    with pytest.raises(CorruptRecordError):
+        log.append(batch(0) + bytes(bad))
+    assert log.log_end_offset == 0 and log.active.size == 0
+    assert log.append(batch(0) + batch(1)) == (0, 1)
