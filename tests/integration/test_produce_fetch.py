@@ -297,3 +297,23 @@ def test_retention_task_deletes_old_segments(make_broker: Any) -> None:
     assert (lo, hi) == (plog.log_start_offset, 100)
     names = sorted(f.name for f in (b.data_dir / "retained-0").glob("*.log"))
     assert names[0] == f"{plog.log_start_offset:020d}.log"
+
+
+def test_partition_growth_and_topic_deletion_follow_the_catalogue(broker: BrokerThread) -> None:
+    from confluent_kafka.admin import NewPartitions, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.create_topics([NewTopic("grow", 1, 1)]).values():
+        f.result(10)
+    for f in admin.create_partitions([NewPartitions("grow", 3)]).values():
+        f.result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    p.produce("grow", b"to-two", partition=2)
+    assert p.flush(10) == 0
+    assert broker.broker is not None
+    assert broker.broker.logs.get("grow", 2).log_end_offset == 1
+    assert (broker.data_dir / "grow-2" / "00000000000000000000.log").stat().st_size > 0
+    for f in admin.delete_topics(["grow"]).values():
+        f.result(10)
+    assert broker.broker.logs.get("grow", 0) is None
+    assert not any(broker.data_dir.glob("grow-*"))
