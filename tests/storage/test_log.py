@@ -287,3 +287,21 @@ def test_bad_batch_in_a_record_set_writes_nothing(tmp_path: Path) -> None:
         log.append(batch(0) + bytes(bad))
     assert log.log_end_offset == 0 and log.active.size == 0
     assert log.append(batch(0) + batch(1)) == (0, 1)
+
+
+def test_flush_messages_and_flush_ms(tmp_path: Path) -> None:
+    clock = Clock()
+    log = make(tmp_path, clock, flush_messages=3)
+    log.append(batch(0, 2))
+    assert log.unflushed_messages == 2
+    log.append(batch(2, 1))
+    assert log.unflushed_messages == 0  # the third message triggered an fsync
+    defaults = dict(LogConfig_defaults, **{"flush.ms": "1000"})
+    mgr = LogManager(tmp_path / "m", lambda _t, name: defaults[name])
+    plog = mgr.get_or_create("f", 0)
+    plog.clock = clock
+    plog.last_flush_ms = clock.now
+    plog.append(batch(0))
+    assert mgr.flush_due() == 1.0 and plog.unflushed_messages == 1
+    clock.now += 1000
+    assert mgr.flush_due() == 1.0 and plog.unflushed_messages == 0
