@@ -16,7 +16,7 @@ import structlog
 
 from protocol import apis as codecs
 from protocol.build import build, nested
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, ProtocolError
 from storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 from storage.errors import (
     CorruptRecordError,
@@ -99,9 +99,11 @@ def install(broker: Broker) -> None:
                 info = found if found is not None else _E.unknown_topic_id
             else:
                 info = resolve_topic(broker, name, True)
-            if isinstance(info, ErrorCode) or transactional or info.internal:
+            if (isinstance(info, ErrorCode) or transactional or info.internal
+                    or acks not in (0, 1, -1)):
                 err = (
                     info if isinstance(info, ErrorCode)
+                    else _E.invalid_required_acks if acks not in (0, 1, -1)
                     else _E.transactional_id_authorization_failed if transactional
                     else _E.invalid_topic_exception
                 )
@@ -148,6 +150,12 @@ def install(broker: Broker) -> None:
             topics_out.append(build(topic_t, name=name, topic_id=tid,
                                     partition_responses=tuple(parts_out)))
         if acks == 0:
+            failed = [p.index for t in topics_out for p in t.partition_responses
+                      if p.error_code != _E.none]
+            if failed:
+                # As Kafka: with no response to carry the error, closing the connection
+                # is what makes the client refresh its metadata and notice.
+                raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
             return NO_RESPONSE
         response = build(resp_t, responses=tuple(topics_out), throttle_time=_ZERO)
         if manager.durable and touched:
