@@ -63,14 +63,14 @@ def test_sigkill_during_durable_produce_keeps_acknowledged(tmp_path: Path) -> No
     t = threading.Thread(target=produce)
     t.start()
     deadline = time.monotonic() + 20
-    while len(acked) < 3000 and time.monotonic() < deadline:
+    while len(acked) < 1500 and time.monotonic() < deadline:
         time.sleep(0.02)
     broker.kill()  # SIGKILL in the middle of the stream
     stop.set()
     t.join(10)
     p.poll(0.5)  # deliveries acknowledged before the kill still arrive
     confirmed = set(acked)
-    assert len(confirmed) >= 3000
+    assert len(confirmed) >= 1500
     p.purge()
     p.flush(0)
 
