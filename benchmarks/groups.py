@@ -58,6 +58,7 @@ class GroupRun:
 class Result:
     groups: list[GroupRun] = field(default_factory=list)
     hb_rate: float | None = None
+    hb_cpu_us: float | None = None
     hb_errors: Counter[int] = field(default_factory=Counter)
     hb_lat: list[float] = field(default_factory=list)
     hb_path: str = ""
@@ -239,8 +240,11 @@ def heartbeats(broker: Broker, topic: str, count: int, window: int, samples: int
         hb = request(HEARTBEAT, hv, group_id=group, generation_id=gen, member_id=member,
                      group_instance_id=None)
         frames = conn.frames(hb, count)
+        cpu0 = broker.cpu_seconds()
         p = pipeline(conn, frames, heartbeat_error_offset(hv), window, limit)
         res.hb_rate = p.per_second
+        if p.count:
+            res.hb_cpu_us = (broker.cpu_seconds() - cpu0) / p.count * 1e6
         res.hb_errors = p.errors
         print(f"   {broker.name}: {p.count:,} pipelined heartbeats in {p.seconds:.2f} s, "
               f"answers by error code {dict(p.errors)}", flush=True)
@@ -303,10 +307,13 @@ def main(argv: list[str] | None = None) -> None:
     for name in names:
         r = results[name]
         errs = ", ".join(f"{k}:{v}" for k, v in sorted(r.hb_errors.items()))
-        hb_rows.append([name, r.hb_rate, percentile(r.hb_lat, 50) if r.hb_lat else None,
+        cap = 1e6 / r.hb_cpu_us if r.hb_cpu_us else None
+        hb_rows.append([name, r.hb_rate, r.hb_cpu_us, cap,
+                        percentile(r.hb_lat, 50) if r.hb_lat else None,
                         percentile(r.hb_lat, 99) if r.hb_lat else None, errs, r.hb_path])
     print()
-    print(table(["heartbeats", "pipelined /s", "p50 ms", "p99 ms", "answers (code:count)",
+    print(table(["heartbeats", "pipelined /s", "broker CPU us each", "per CPU-second",
+                 "p50 ms", "p99 ms", "answers (code:count)",
                  "path"], hb_rows))
     if "kafkalite" in results and "tansu" in results:
         k, t = results["kafkalite"], results["tansu"]
