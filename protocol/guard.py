@@ -7,8 +7,9 @@ such counts by the bytes that remain (every element takes at least one byte), so
 walks the body with the schema and refuses any array whose declared count exceeds the
 bytes left, raising ``ProtocolError``.
 
-The walk is generated as Python source once per entity class (a generic interpreter of
-the schema cost five times kio's own decode on a Produce request); entities with no
+The walk is generated as Python source once per request class, nested entities inlined
+(a generic interpreter of the schema cost five times kio's own decode on a Produce
+request); entities with no
 array anywhere in them (Heartbeat, for one) are not walked at all. The walk only has to
 find every array count where kio will read it: other malformations are left to kio,
 and an index or struct error here is reported as a malformed request by the caller.
@@ -68,7 +69,10 @@ def _too_many(n: int, left: int) -> None:
 
 
 class _Gen:
-    """Generates one function per entity class into a shared namespace."""
+    """Generates one function per top-level entity class; nested entities are inlined (a
+    call per array element would cost more than the walk itself)."""
+
+    MAX_INLINE_DEPTH = 8
 
     def __init__(self) -> None:
         self.ns: dict[str, Any] = {
@@ -77,13 +81,22 @@ class _Gen:
         }
         self.names: dict[type[object], str] = {}
 
-    def entity(self, cls: type[object]) -> str:
+    def function(self, cls: type[object]) -> str:
         name = self.names.get(cls)
         if name is not None:
             return name
         name = self.names[cls] = f"_e{next(_ids)}"
-        flexible = bool(getattr(cls, "__flexible__", False))
         lines = [f"def {name}(buf, pos, end):"]
+        lines += self.entity(cls, "    ", 0, (cls,))
+        lines.append("    return pos")
+        exec("\n".join(lines), self.ns)  # generated from the schema, not from input
+        return name
+
+    def entity(self, cls: type[object], ind: str, depth: int,
+               stack: tuple[type[object], ...]) -> list[str]:
+        """Lines advancing ``pos`` over one ``cls``."""
+        flexible = bool(getattr(cls, "__flexible__", False))
+        lines: list[str] = []
         tags: list[tuple[int, dataclasses.Field[object]]] = []
         fixed = 0
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -96,31 +109,39 @@ class _Gen:
                 fixed += width
                 continue
             if fixed:
-                lines.append(f"    pos += {fixed}")
+                lines.append(f"{ind}pos += {fixed}")
                 fixed = 0
-            lines += self.field(f, flexible, tagged=False, indent="    ")
+            lines += self.field(f, flexible, False, ind, depth, stack)
         if fixed:
-            lines.append(f"    pos += {fixed}")
-        if flexible:
-            lines += self._varint("count", "    ")
-            lines.append("    if count > end - pos: _too_many(count, end - pos)")
-            lines.append("    for _ in range(count):")
-            lines += self._varint("tag", "        ")
-            lines += self._varint("size", "        ")
-            lines.append("        stop = pos + size")
-            lines.append("        if stop > end: raise ProtocolError('tagged field overruns')")
-            first = True
-            for tag, f in tags:
-                kw = "if" if first else "elif"
-                first = False
-                lines.append(f"        {kw} tag == {tag}:")
-                lines.append("            sub_end = end; end = stop")
-                lines += self.field(f, True, tagged=True, indent="            ")
-                lines.append("            end = sub_end")
-            lines.append("        pos = stop")
-        lines.append("    return pos")
-        exec("\n".join(lines), self.ns)  # generated from the schema, not from input
-        return name
+            lines.append(f"{ind}pos += {fixed}")
+        if not flexible:
+            return lines
+        d = depth
+        lines += self._varint(f"c{d}", ind)
+        if not tags:
+            # Unknown tags only: skip each by its size.
+            lines.append(f"{ind}if c{d}:")
+            lines.append(f"{ind}    if c{d} > end - pos: _too_many(c{d}, end - pos)")
+            lines.append(f"{ind}    for _ in range(c{d}):")
+            lines += self._varint(f"t{d}", ind + "        ")
+            lines += self._varint(f"s{d}", ind + "        ")
+            lines.append(f"{ind}        pos += s{d}")
+            return lines
+        lines.append(f"{ind}if c{d}:")
+        lines.append(f"{ind}    if c{d} > end - pos: _too_many(c{d}, end - pos)")
+        lines.append(f"{ind}    for _ in range(c{d}):")
+        inner = ind + "        "
+        lines += self._varint(f"t{d}", inner)
+        lines += self._varint(f"s{d}", inner)
+        lines.append(f"{inner}stop{d} = pos + s{d}")
+        lines.append(f"{inner}if stop{d} > end: raise ProtocolError('tagged field overruns')")
+        for i, (tag, f) in enumerate(tags):
+            lines.append(f"{inner}{'if' if i == 0 else 'elif'} t{d} == {tag}:")
+            lines.append(f"{inner}    end{d} = end; end = stop{d}")
+            lines += self.field(f, True, True, inner + "    ", depth + 1, stack)
+            lines.append(f"{inner}    end = end{d}")
+        lines.append(f"{inner}pos = stop{d}")
+        return lines
 
     @staticmethod
     def _fixed_width(f: dataclasses.Field[object]) -> int | None:
@@ -149,11 +170,16 @@ class _Gen:
             return [*self._varint("n", ind), f"{ind}n -= 1"]
         return [f"{ind}n = _i32(buf, pos)[0]", f"{ind}pos += 4"]
 
-    def field(self, f: dataclasses.Field[object], flexible: bool, tagged: bool,
-              indent: str) -> list[str]:
+    def _nested(self, cls: type[object], ind: str, depth: int,
+                stack: tuple[type[object], ...]) -> list[str]:
+        if cls in stack or depth >= self.MAX_INLINE_DEPTH:
+            return [f"{ind}pos = {self.function(cls)}(buf, pos, end)"]
+        return self.entity(cls, ind, depth, (*stack, cls)) or [f"{ind}pass"]
+
+    def field(self, f: dataclasses.Field[object], flexible: bool, tagged: bool, ind: str,
+              depth: int, stack: tuple[type[object], ...]) -> list[str]:
         fc = classify_field(f)
         kafka_type = f.metadata.get("kafka_type", "")
-        ind = indent
         if isinstance(fc, PrimitiveField):
             width = _FIXED.get(kafka_type)
             if width is not None:
@@ -171,19 +197,15 @@ class _Gen:
             lines.append(f"{ind}for _ in range(n):")
             return lines + self._string(kafka_type, flexible, ind + "    ")
         if isinstance(fc, EntityTupleField):
-            inner = self.entity(fc.type_)
             lines = self._count(flexible, ind)
             lines.append(f"{ind}if n > end - pos: _too_many(n, end - pos)")
-            lines.append(f"{ind}for _ in range(n): pos = {inner}(buf, pos, end)")
-            return lines
+            lines.append(f"{ind}for _ in range(n):")
+            return lines + self._nested(fc.type_, ind + "    ", depth + 1, stack)
         assert isinstance(fc, EntityField)
-        inner = self.entity(fc.type_)
         if tagged or not is_optional(f):
-            return [f"{ind}pos = {inner}(buf, pos, end)"]
-        return [
-            f"{ind}pos += 1",
-            f"{ind}if buf[pos - 1] != 0xFF: pos = {inner}(buf, pos, end)",
-        ]
+            return self._nested(fc.type_, ind, depth + 1, stack)
+        lines = [f"{ind}pos += 1", f"{ind}if buf[pos - 1] != 0xFF:"]
+        return lines + self._nested(fc.type_, ind + "    ", depth + 1, stack)
 
 
 _gen = _Gen()
@@ -211,6 +233,6 @@ def request_guard(cls: type[object]) -> Step | None:
         return _compiled[cls]
     guard: Step | None = None
     if _has_array(cls):
-        guard = _gen.ns[_gen.entity(cls)]
+        guard = _gen.ns[_gen.function(cls)]
     _compiled[cls] = guard
     return guard

@@ -111,7 +111,7 @@ def test_headers_random_bytes(data: bytes, flexible: bool) -> None:
             pass
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(ALL_VERSIONS), st.binary(max_size=160))
 def test_request_bodies_random_bytes(api: tuple[int, int], data: bytes) -> None:
     c = codecs.codec(*api)
@@ -121,7 +121,7 @@ def test_request_bodies_random_bytes(api: tuple[int, int], data: bytes) -> None:
         pass
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(ALL_VERSIONS), st.binary(max_size=160))
 def test_whole_request_frames_random_bytes(api: tuple[int, int], body: bytes) -> None:
     """A header that parses, followed by garbage: header and body decoding together."""
@@ -144,7 +144,7 @@ def test_unknown_api_is_a_protocol_error() -> None:
         raise AssertionError(f"codec({key}, {version}) did not raise")
 
 
-@settings(max_examples=400, deadline=None,
+@settings(max_examples=250, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.sampled_from(ALL_VERSIONS), st.data())
 def test_bounds_check_accepts_every_valid_request(api: tuple[int, int], data: st.DataObject
