@@ -98,6 +98,9 @@ CASES: dict[str, tuple[bytes, str]] = {
                              ""),
     # Metadata v1 declaring a billion topics and then nothing.
     "malformed_body": (request(METADATA, 1, 1, struct.pack(">i", 10**9)), "malformed"),
+    # A count whose allocation would fail: kio's native reader would abort the process.
+    "huge_array_count": (request(METADATA, 1, 1, struct.pack(">i", 2**31 - 1)), "elements in"),
+    "huge_compact_count": (request(METADATA, 9, 1, b"\xff\xff\xff\xff\x0f"), "elements in"),
     "random_bytes": (bytes(random.Random(7).randrange(256) for _ in range(300)), ""),
 }
 
