@@ -51,6 +51,8 @@ class GroupRun:
     stable_s: float | None = None
     generation: int | None = None
     leave_s: float | None = None
+    #: Broker CPU seconds from the start of the consumers to a complete assignment.
+    cpu_s: float | None = None
     note: str = ""
 
 
@@ -116,7 +118,7 @@ async def wait_complete(tracker: Tracker, members: set[int], partitions: int, t0
     return None
 
 
-async def group_run(bootstrap: str, topic: str, partitions: int, n: int,
+async def group_run(broker: Broker, topic: str, partitions: int, n: int,
                     limit: float) -> GroupRun:
     from aiokafka import AIOKafkaConsumer
 
@@ -124,13 +126,14 @@ async def group_run(bootstrap: str, topic: str, partitions: int, n: int,
     tracker = Tracker()
     consumers = []
     for i in range(n):
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+        c = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
                              enable_auto_commit=False, auto_offset_reset="latest",
                              client_id=f"bench-{i}")
         c.subscribe([topic], listener=tracker.listener(i, c))
         consumers.append(c)
     run = GroupRun(n)
     try:
+        cpu0 = broker.cpu_seconds()
         t0 = time.perf_counter()
         await asyncio.wait_for(asyncio.gather(*(c.start() for c in consumers)), limit)
         members = set(range(n))
@@ -139,6 +142,7 @@ async def group_run(bootstrap: str, topic: str, partitions: int, n: int,
             run.note = f"no complete assignment in {limit:.0f} s"
             return run
         run.stable_s, run.generation = got
+        run.cpu_s = broker.cpu_seconds() - cpu0
         if n > 1:
             leaving = consumers[-1]
             members.discard(n - 1)
@@ -263,7 +267,7 @@ def run(name: str, args: argparse.Namespace, sizes: list[int]) -> Result:
             return res
         for n in sizes:
             g = guarded(f"{name} N={n}", lambda n=n: asyncio.run(
-                group_run(broker.bootstrap, topic, partitions, n, args.time_limit)))
+                group_run(broker, topic, partitions, n, args.time_limit)))
             g = g or GroupRun(n, note="error")
             res.groups.append(g)
             print(f"   {name}: N={n} stable {g.stable_s} s (generation {g.generation}), "
@@ -299,10 +303,10 @@ def main(argv: list[str] | None = None) -> None:
         for name in names:
             gs = results[name].groups
             g = gs[i] if i < len(gs) else GroupRun(n, note="not run")
-            rows.append([f"N={n}", name, g.stable_s, g.generation, g.leave_s, g.note])
+            rows.append([f"N={n}", name, g.stable_s, g.cpu_s, g.generation, g.leave_s, g.note])
     print()
-    print(table(["consumers", "broker", "stable s", "generation", "re-stable after leave s",
-                 "note"], rows))
+    print(table(["consumers", "broker", "stable s", "broker CPU s", "generation",
+                 "re-stable after leave s", "note"], rows))
     hb_rows = []
     for name in names:
         r = results[name]
