@@ -21,6 +21,7 @@ from pathlib import Path
 import crc32c
 import structlog
 
+from protocol.errors import ProtocolError
 from protocol.records import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
@@ -330,11 +331,24 @@ class PartitionLog:
         return None
 
     def max_timestamp(self) -> tuple[int, int]:
-        """(offset, timestamp) of the batch with the largest timestamp, or (-1, -1)."""
+        """(offset, timestamp) of the first record with the largest timestamp, or (-1, -1).
+
+        The segments know the batch; its records are decoded to find the record itself,
+        as Kafka answers ListOffsets MAX_TIMESTAMP since KAFKA-16310.
+        """
         best = (-1, -1)
         for seg in self.segments:
             if seg.max_timestamp > best[1]:
                 best = (seg.offset_of_max_timestamp, seg.max_timestamp)
+        if best[0] < self.log_start_offset:
+            return -1, -1
+        try:
+            _h, records = decode_batch(self.read(best[0], 1))
+        except (OffsetOutOfRangeError, ProtocolError):
+            return best
+        for r in records:
+            if r.timestamp == best[1]:
+                return r.offset, r.timestamp
         return best
 
     # --- deletion -----------------------------------------------------------------------

@@ -40,8 +40,7 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     if timestamp == EARLIEST_PENDING_UPLOAD:
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
-        off, ts = plog.max_timestamp()
-        return (off, ts) if off >= plog.log_start_offset else (-1, -1)
+        return plog.max_timestamp()
     found = plog.offset_for_timestamp(timestamp)
     return found if found is not None else (-1, -1)
 

@@ -249,6 +249,9 @@ def test_log_append_time_and_timestamp_lookup(tmp_path: Path) -> None:
     assert log2.offset_for_timestamp(1000 + 23) == (23, 1023)
     assert log2.offset_for_timestamp(10**6) is None
     assert log2.max_timestamp() == (49, 1049)
+    log2.append(build_batch([NewRecord(b"a", b"1", 5000), NewRecord(b"b", b"2", 10),
+                             NewRecord(b"c", b"3", 5000)]))
+    assert log2.max_timestamp() == (50, 5000)  # the record itself, not the batch's end
 
 
 def test_producer_ids_never_repeat_across_restarts(tmp_path: Path) -> None:
