@@ -101,3 +101,37 @@ def test_delete_group_and_offset_delete() -> None:
         await rt.stop()
 
     asyncio.run(run())
+
+
+def test_member_commit_rearms_the_member_session() -> None:
+    from coordinator.core import hb_key
+    from coordinator.group import GroupMetadata, GroupState, MemberMetadata
+
+    async def run() -> None:
+        logs, clock = MemoryLogs(), Clock()
+        rt, svc = make(logs, clock)
+        await rt.load_all()
+        p = rt.core.partition_for("g")
+        group = GroupMetadata("g", p, state=GroupState.STABLE, generation=2,
+                              protocol_type="consumer", protocol_name="range")
+        group.add(MemberMetadata("m", None, "c", "/h", 5000, 1000, "consumer",
+                                 [("range", b"")]))
+        rt.core.partitions[p].groups["g"] = group
+        rt.core.timers.schedule(hb_key("g", "m"), clock.ms + 1000)
+        clock.ms += 900
+        member_commit = CommitRequest(group_id="g", member_id="m", generation_id=2,
+                                      topics=[("t", [PartitionCommit(0, 1)])])
+        assert await svc.commit(member_commit) == {("t", 0): E.none}
+        assert rt.core.timers.deadline(hb_key("g", "m")) == clock.ms + 1000
+        clock.ms += 500  # past the first deadline, within the re-armed one
+        rt.process(rt.core.expire(clock.ms))
+        assert "m" in group.members
+        stale = CommitRequest(group_id="g", member_id="m", generation_id=1,
+                              topics=[("t", [PartitionCommit(0, 2)])])
+        assert await svc.commit(stale) == {("t", 0): E.illegal_generation}
+        clock.ms += 600
+        rt.process(rt.core.expire(clock.ms))
+        assert "m" not in group.members
+        await rt.stop()
+
+    asyncio.run(run())
