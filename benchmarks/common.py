@@ -202,10 +202,10 @@ def make_broker(name: str, kafkalite_overrides: dict[str, str] | None = None) ->
     raise ValueError(name)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> bool:
     """Create a topic with confluent-kafka's AdminClient; an existing topic is fine."""
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=timeout,
@@ -224,7 +224,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 3
         if t is not None and t.error is None and len(t.partitions) >= partitions and all(
             p.leader >= 0 for p in t.partitions.values()
         ):
-            return
+            return True
         time.sleep(0.05)
     raise TimeoutError(f"topic {topic} has no leaders")
 

@@ -263,7 +263,7 @@ def run(name: str, args: argparse.Namespace, sizes: list[int]) -> Result:
     with running(name, parse_sets(args.set)) as broker:
         topic = f"bench-groups-{uuid.uuid4().hex[:6]}"
         if not guarded(f"{name} create", lambda: create_topic(broker.bootstrap, topic,
-                                                               partitions) or True):
+                                                               partitions)):
             return res
         for n in sizes:
             g = guarded(f"{name} N={n}", lambda n=n: asyncio.run(

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             results[name] = guarded(f"{name} rates",
                                     lambda b=broker: rates(b.bootstrap, args.commits,
                                                            args.time_limit))
-    rows = []
+    rows: list[list[Any]] = []
     for name, r in results.items():
         if r is None:
             rows.append([name, "error", None, None, None, None, None])

@@ -231,7 +231,7 @@ def run(name: str, args: argparse.Namespace, sizes: list[int], counts: list[int]
         for size, count in zip(sizes, counts, strict=True):
             topic = f"bench-{size}-{uuid.uuid4().hex[:8]}"
             if not guarded(f"{name} create",
-                           lambda t=topic: create_topic(broker.bootstrap, t, 1) or True):
+                           lambda t=topic: create_topic(broker.bootstrap, t, 1)):
                 continue
             ph = guarded(f"{name} produce {size}B",
                          lambda t=topic, s=size, n=count: produce(broker, t, s, n, args.time_limit))
