@@ -32,7 +32,7 @@ from protocol.records import (
 )
 
 from .errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
-from .producer_state import ProducerStateTable
+from .producer_state import ProducerStateTable, decode_snapshot, write_snapshot
 from .segment import HEADER, MIN_BATCH_LENGTH, Segment
 
 log = structlog.get_logger("kafkalite.storage")
@@ -112,6 +112,7 @@ class PartitionLog:
             if i < len(bases) - 1:
                 seg.load_closed(interval)
             else:
+                self._load_snapshot(seg.base_offset)
                 self._recover(seg)
             self.segments.append(seg)
             self._bases.append(base)
@@ -120,6 +121,26 @@ class PartitionLog:
             self.log_start_offset = self.segments[0].base_offset
         if self.log_start_offset > self.log_end_offset:
             self.log_start_offset = self.log_end_offset
+
+    def _load_snapshot(self, offset: int) -> None:
+        """Producer state as of ``offset`` from the snapshot taken when that segment began."""
+        path = self.dir / f"{offset:020d}.snapshot"
+        if not path.exists():
+            return
+        try:
+            self.producers = decode_snapshot(path.read_bytes())
+        except (OSError, ValueError) as e:
+            log.warning("log.snapshot_ignored", topic=self.topic, partition=self.partition,
+                        file=path.name, reason=str(e))
+
+    def _snapshot(self, offset: int) -> None:
+        if not self.producers.producers:
+            return
+        write_snapshot(self.dir / f"{offset:020d}.snapshot", self.producers)
+        # Only the newest snapshot is ever read; keep one older in case it is torn.
+        old = sorted(self.dir.glob("*.snapshot"))[:-2]
+        for p in old:
+            p.unlink(missing_ok=True)
 
     def _recover(self, seg: Segment) -> None:
         """Validate the active segment batch by batch; cut it at the first bad batch."""
@@ -256,6 +277,7 @@ class PartitionLog:
         seg = Segment(self.dir, self.log_end_offset, self.clock())
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
+        self._snapshot(seg.base_offset)
         log.info("log.segment_rolled", topic=self.topic, partition=self.partition,
                  base_offset=seg.base_offset)
         return seg

@@ -308,3 +308,27 @@ def test_flush_messages_and_flush_ms(tmp_path: Path) -> None:
     assert mgr.flush_due() == 1.0 and plog.unflushed_messages == 1
     clock.now += 1000
     assert mgr.flush_due() == 1.0 and plog.unflushed_messages == 0
+
+
+def test_producer_state_survives_restart_through_snapshot(tmp_path: Path) -> None:
+    log = make(tmp_path, segment_bytes=200)
+    pid = 11
+    assert log.append(batch(0, 2, producer_id=pid, producer_epoch=3, base_sequence=0)) == (0, 1)
+    for i in range(2, 8):
+        log.append(batch(i))  # other writers roll the segment past the producer's batch
+    assert len(log.segments) > 1
+    log.close()
+    snaps = sorted((tmp_path / "t-0").glob("*.snapshot"))
+    assert snaps
+    log = make(tmp_path, segment_bytes=200)
+    with pytest.raises(DuplicateSequenceError) as dup:
+        log.append(batch(0, 2, producer_id=pid, producer_epoch=3, base_sequence=0))
+    assert dup.value.base_offset == 0
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append(batch(9, 1, producer_id=pid, producer_epoch=3, base_sequence=5))
+    # A torn snapshot is ignored, not fatal.
+    log.close()
+    active = log.active.base_offset
+    (tmp_path / "t-0" / f"{active:020d}.snapshot").write_bytes(b"\x00\x01\x02")
+    log = make(tmp_path, segment_bytes=200)
+    assert log.log_end_offset == 8
