@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--window", type=int, default=2000,
                     help="most unanswered heartbeats on the connection")
     ap.add_argument("--latency-samples", type=int, default=2000)
-    ap.add_argument("--time-limit", type=float, default=30.0,
+    ap.add_argument("--time-limit", type=float, default=20.0,
                     help="seconds allowed per measurement")
     args = ap.parse_args(argv)
     # The clients' own rebalance chatter ("Heartbeat failed ... rebalancing") is expected.
