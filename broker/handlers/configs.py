@@ -253,6 +253,18 @@ def _incremental(current: dict[str, str], configs: Iterable[Any]) -> dict[str, s
 def install(broker: Broker) -> None:
     apis = broker.apis
 
+    def authorize(ctx: RequestContext, op: Operation, rtype: int, name: str) -> None:
+        """Per resource, as Kafka answers: the other resources are still served."""
+        if rtype == RESOURCE_TOPIC:
+            if not apis.authorizer.authorize(ctx.principal,
+                                             Action(op, ResourceType.TOPIC, name)):
+                raise ConfigRequestError(ErrorCode.topic_authorization_failed,
+                                         "Authorization failed.")
+        elif not apis.authorizer.authorize(ctx.principal,
+                                           Action(op, ResourceType.CLUSTER, CLUSTER_NAME)):
+            raise ConfigRequestError(ErrorCode.cluster_authorization_failed,
+                                     "Authorization failed.")
+
     def describe(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(DESCRIBE_CONFIGS, ctx.api_version).response_type
         result_t = nested(resp_t, "DescribeConfigsResult")
@@ -262,6 +274,7 @@ def install(broker: Broker) -> None:
             rtype, rname = int(res.resource_type), res.resource_name
             keys = res.configuration_keys
             try:
+                authorize(ctx, Operation.DESCRIBE_CONFIGS, rtype, rname)
                 if rtype == RESOURCE_TOPIC:
                     configs = _describe_topic(broker, resp_t, rname, keys, synonyms)
                 elif rtype == RESOURCE_BROKER:
@@ -290,6 +303,7 @@ def install(broker: Broker) -> None:
                 if counts[(rtype, rname)] > 1:
                     raise ConfigRequestError(ErrorCode.invalid_request,
                                              "Error due to duplicate resources")
+                authorize(ctx, Operation.ALTER_CONFIGS, rtype, rname)
                 if rtype == RESOURCE_TOPIC:
                     info = broker.topics.get(rname)
                     if info is None:
@@ -349,26 +363,9 @@ def install(broker: Broker) -> None:
                      endpoint_type=1, cluster_id=broker.cluster_id, controller_id=broker.node_id,
                      brokers=brokers, cluster_authorized_operations=ops)
 
-    def describe_acl(req: Any) -> list[Action]:
-        return [
-            Action(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, r.resource_name)
-            if int(r.resource_type) == RESOURCE_TOPIC
-            else Action(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
-            for r in req.resources
-        ]
-
-    def alter_acl(req: Any) -> list[Action]:
-        return [
-            Action(Operation.ALTER_CONFIGS, ResourceType.TOPIC, r.resource_name)
-            if int(r.resource_type) == RESOURCE_TOPIC
-            else Action(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
-            for r in req.resources
-        ]
-
-    apis.register(DESCRIBE_CONFIGS, describe, min_version=1, max_version=4, acl=describe_acl)
-    apis.register(ALTER_CONFIGS, alter, min_version=0, max_version=2, acl=alter_acl)
-    apis.register(INCREMENTAL_ALTER_CONFIGS, incremental_alter, min_version=0, max_version=1,
-                  acl=alter_acl)
+    apis.register(DESCRIBE_CONFIGS, describe, min_version=1, max_version=4)
+    apis.register(ALTER_CONFIGS, alter, min_version=0, max_version=2)
+    apis.register(INCREMENTAL_ALTER_CONFIGS, incremental_alter, min_version=0, max_version=1)
     apis.register(DESCRIBE_CLUSTER, describe_cluster, min_version=0, max_version=2,
                   acl=lambda _r: [Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)])
 

@@ -86,6 +86,9 @@ def install(broker: Broker) -> None:
         allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and (
             broker.config.bool("auto.create.topics.enable")
         )
+        def allowed(op: Operation, rtype: ResourceType, name: str) -> bool:
+            return broker.apis.authorizer.authorize(ctx.principal, Action(op, rtype, name))
+
         want_ops = bool(getattr(req, "include_topic_authorized_operations", False))
 
         def topic_ops(name: str) -> int:
@@ -112,7 +115,13 @@ def install(broker: Broker) -> None:
                         continue
                     name = info.name
                 named.append(name)
+        listing_all = req.topics is None or (version == 0 and not req.topics)
         for name in named:
+            if not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
+                # A full listing leaves out what the principal may not see.
+                if not listing_all:
+                    topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
+                continue
             info = catalog.get(name)
             if info is None:
                 try:
@@ -122,6 +131,10 @@ def install(broker: Broker) -> None:
                     continue
                 if not allow_create:
                     topics_out.append(errored(ErrorCode.unknown_topic_or_partition, name, None))
+                    continue
+                if not (allowed(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                        or allowed(Operation.CREATE, ResourceType.TOPIC, name)):
+                    topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
                     continue
                 # Creation here is immediate, so the partitions are answered at once rather
                 # than LEADER_NOT_AVAILABLE first (see docs/compatibility.md).
@@ -150,11 +163,5 @@ def install(broker: Broker) -> None:
             cluster_authorized_operations=cluster_ops,
         )
 
-    def acl(req: Any) -> list[Action]:
-        return [
-            Action(Operation.DESCRIBE, ResourceType.TOPIC, t.name)
-            for t in (req.topics or ())
-            if getattr(t, "name", None)
-        ]
-
-    broker.apis.register(METADATA, handle, min_version=0, max_version=12, acl=acl)
+    # Authorization is per topic, inside the handler, as Kafka answers it.
+    broker.apis.register(METADATA, handle, min_version=0, max_version=12)

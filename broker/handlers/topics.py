@@ -87,16 +87,25 @@ def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
 def install(broker: Broker) -> None:
     apis = broker.apis
 
+    def allowed(ctx: RequestContext, op: Operation, rtype: ResourceType, name: str) -> bool:
+        return apis.authorizer.authorize(ctx.principal, Action(op, rtype, name))
+
     def create_topics(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
         result_t = nested(resp_t, "CreatableTopicResult")
         v5 = ctx.api_version >= 5
         cfg_t = nested(resp_t, "CreatableTopicConfigs") if v5 else None
         dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
+        # Kafka allows creation by CREATE on the cluster or, failing that, on the topic.
+        cluster_create = allowed(ctx, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
         results = []
         for t in req.topics:
             name = t.name
             try:
+                if not cluster_create and not allowed(ctx, Operation.CREATE,
+                                                      ResourceType.TOPIC, name):
+                    raise TopicError(ErrorCode.topic_authorization_failed,
+                                     "Authorization failed.")
                 if name in dupes:
                     raise TopicError(ErrorCode.invalid_request,
                                      f"Create topics request from client `{ctx.client_id}` "
@@ -146,6 +155,34 @@ def install(broker: Broker) -> None:
                 ))
         return build(resp_t, throttle_time=ZERO, topics=tuple(results))
 
+    def delete_one(ctx: RequestContext, name: str | None, tid: uuid.UUID | None
+                   ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
+        if name is not None and tid not in (None, NULL_UUID):
+            return name, tid or NULL_UUID, ErrorCode.invalid_request, \
+                "Topic name and topic id cannot both be specified."
+        if name is None:
+            info = broker.topics.by_id(tid) if tid not in (None, NULL_UUID) else None
+            if info is None:
+                return None, tid or NULL_UUID, ErrorCode.unknown_topic_id, \
+                    "This server does not host this topic ID."
+        else:
+            info = broker.topics.get(name)
+            if info is None:
+                return name, NULL_UUID, ErrorCode.unknown_topic_or_partition, \
+                    "This server does not host this topic-partition."
+        if not allowed(ctx, Operation.DELETE, ResourceType.TOPIC, info.name):
+            return info.name, info.topic_id, ErrorCode.topic_authorization_failed, \
+                "Authorization failed."
+        if info.internal or info.name in INTERNAL_TOPICS:
+            return info.name, info.topic_id, ErrorCode.invalid_topic_exception, \
+                f"Topic {info.name} is a Kafka internal topic and is not allowed to be deleted."
+        if not broker.config.bool("delete.topic.enable"):
+            return info.name, info.topic_id, ErrorCode.topic_deletion_disabled, \
+                "Topic deletion is disabled."
+        broker.topics.delete(info.name)
+        log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
+        return info.name, info.topic_id, ErrorCode.none, None
+
     def delete_topics(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(DELETE_TOPICS, ctx.api_version).response_type
         result_t = nested(resp_t, "DeletableTopicResult")
@@ -155,39 +192,8 @@ def install(broker: Broker) -> None:
             wanted = [(name, None) for name in req.topic_names]
         results = []
         for name, tid in wanted:
-            info = None
-            err, msg = ErrorCode.none, None
-            if name is None and tid is not None and tid != NULL_UUID:
-                info = broker.topics.by_id(tid)
-                if info is None:
-                    err, msg = ErrorCode.unknown_topic_id, "This server does not host this " \
-                        "topic ID."
-            elif name is not None and tid not in (None, NULL_UUID):
-                err, msg = ErrorCode.invalid_request, "Topic name and topic id cannot both " \
-                    "be specified."
-            else:
-                info = broker.topics.get(name or "")
-                if info is None:
-                    err, msg = ErrorCode.unknown_topic_or_partition, "This server does not " \
-                        "host this topic-partition."
-            if info is not None:
-                if info.internal or info.name in INTERNAL_TOPICS:
-                    err, msg = ErrorCode.invalid_topic_exception, \
-                        f"Topic {info.name} is a Kafka internal topic and is not allowed " \
-                        "to be deleted."
-                    info_name, info_id = info.name, info.topic_id
-                    info = None
-                elif not broker.config.bool("delete.topic.enable"):
-                    err, msg = ErrorCode.topic_deletion_disabled, "Topic deletion is disabled."
-                    info_name, info_id = info.name, info.topic_id
-                    info = None
-                else:
-                    broker.topics.delete(info.name)
-                    log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
-                    info_name, info_id = info.name, info.topic_id
-            else:
-                info_name, info_id = name, tid if tid is not None else NULL_UUID
-            results.append(build(result_t, name=info_name, topic_id=info_id, error_code=err,
+            rname, rid, err, msg = delete_one(ctx, name, tid)
+            results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
                                  error_message=msg))
         return build(resp_t, throttle_time=ZERO, responses=tuple(results))
 
@@ -202,6 +208,8 @@ def install(broker: Broker) -> None:
             count = int(t.count)
             if t.name in dupes:
                 err, msg = ErrorCode.invalid_request, "Duplicate topic in request."
+            elif not allowed(ctx, Operation.ALTER, ResourceType.TOPIC, t.name):
+                err, msg = ErrorCode.topic_authorization_failed, "Authorization failed."
             elif info is None:
                 err, msg = ErrorCode.unknown_topic_or_partition, \
                     "This server does not host this topic-partition."
@@ -225,20 +233,7 @@ def install(broker: Broker) -> None:
             results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
         return build(resp_t, throttle_time=ZERO, results=tuple(results))
 
-    def create_acl(req: Any) -> list[Action]:
-        return [Action(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)]
-
-    def delete_acl(req: Any) -> list[Action]:
-        names = (
-            [t.name for t in req.topics if t.name] if hasattr(req, "topics")
-            else list(req.topic_names)
-        )
-        return [Action(Operation.DELETE, ResourceType.TOPIC, n) for n in names]
-
-    def partitions_acl(req: Any) -> list[Action]:
-        return [Action(Operation.ALTER, ResourceType.TOPIC, t.name) for t in req.topics]
-
-    apis.register(CREATE_TOPICS, create_topics, min_version=2, max_version=7, acl=create_acl)
-    apis.register(DELETE_TOPICS, delete_topics, min_version=1, max_version=6, acl=delete_acl)
-    apis.register(CREATE_PARTITIONS, create_partitions, min_version=0, max_version=3,
-                  acl=partitions_acl)
+    # Authorization is per topic, inside the handlers, as Kafka answers it.
+    apis.register(CREATE_TOPICS, create_topics, min_version=2, max_version=7)
+    apis.register(DELETE_TOPICS, delete_topics, min_version=1, max_version=6)
+    apis.register(CREATE_PARTITIONS, create_partitions, min_version=0, max_version=3)
