@@ -169,6 +169,15 @@ class OffsetsService:
     # --- OffsetCommit ---------------------------------------------------------------
 
     async def commit(self, req: CommitRequest) -> dict[TopicPartition, int]:
+        out = self.commit_nowait(req)
+        if isinstance(out, dict):
+            return out
+        return await out
+
+    def commit_nowait(self, req: CommitRequest
+                      ) -> dict[TopicPartition, int] | asyncio.Future[dict[TopicPartition, int]]:
+        """The per-partition errors, at once when the append completed synchronously (the
+        usual case: no task switch on the commit path), else a future of them."""
         err = self._coordinator_error(req.group_id)
         if err == ErrorCode.none and not req.group_id:
             err = ErrorCode.invalid_group_id
@@ -179,11 +188,22 @@ class OffsetsService:
             ensure_simple_group(self.core, self.core.partition_for(req.group_id), req.group_id)
         if result.heartbeat_member is not None:
             self._rearm_heartbeat(req.group_id, result.heartbeat_member)
-        append_err = await self._append(req.group_id, result.records)
-        if append_err != ErrorCode.none:
-            return {tp: (append_err if e == ErrorCode.none else e)
-                    for tp, e in result.errors.items()}
-        return result.errors
+        errors = result.errors
+        if not result.records:
+            return errors
+
+        def merge(append_err: int) -> dict[TopicPartition, int]:
+            if append_err == ErrorCode.none:
+                return errors
+            return {tp: (append_err if e == ErrorCode.none else e) for tp, e in errors.items()}
+
+        fut: asyncio.Future[ErrorCode] = self.rt.append(req.group_id, result.records)
+        if fut.done():
+            return merge(fut.result())
+        out: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop(
+        ).create_future()
+        fut.add_done_callback(lambda f: out.set_result(merge(f.result())))
+        return out
 
     # --- OffsetFetch ----------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,6 @@ from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
 
 if TYPE_CHECKING:
-    from coordinator.offsets_runtime import OffsetsService
-
     from ..server import Broker
 
 OFFSET_COMMIT = 8
@@ -31,12 +30,6 @@ def _ms(td: Any) -> int:
     if isinstance(td, datetime.timedelta):
         return int(td / datetime.timedelta(milliseconds=1))
     return int(td)
-
-
-def _service(broker: Broker) -> OffsetsService:
-    from coordinator.offsets_runtime import service_of
-
-    return service_of(broker)
 
 
 def _install_cleaner(broker: Broker) -> None:
@@ -75,7 +68,7 @@ def install(broker: Broker) -> None:
     broker.add_service(service.start, service.stop)
     _install_cleaner(broker)
 
-    async def offset_commit(ctx: RequestContext, req: Any) -> Any:
+    def offset_commit(ctx: RequestContext, req: Any) -> Any:
         v = ctx.api_version
         resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
         topic_t = nested(resp_t, "OffsetCommitResponseTopic")
@@ -92,17 +85,26 @@ def install(broker: Broker) -> None:
                               for p in t.partitions]) for t in req.topics],
             api_version=v,
         )
-        errors = await _service(broker).commit(request)
-        return build(
-            resp_t,
-            throttle_time=_NO_THROTTLE,
-            topics=tuple(
-                build(topic_t, name=t.name, partitions=tuple(
-                    build(part_t, partition_index=p.partition_index,
-                          error_code=ErrorCode(errors.get((t.name, p.partition_index), 0)))
-                    for p in t.partitions))
-                for t in req.topics),
-        )
+
+        def respond(errors: dict[tuple[str, int], int]) -> Any:
+            return build(
+                resp_t,
+                throttle_time=_NO_THROTTLE,
+                topics=tuple(
+                    build(topic_t, name=t.name, partitions=tuple(
+                        build(part_t, partition_index=p.partition_index,
+                              error_code=ErrorCode(errors.get((t.name, p.partition_index), 0)))
+                        for p in t.partitions))
+                    for t in req.topics),
+            )
+
+        # Answered at once when the append completed synchronously (no task switch).
+        result = service.commit_nowait(request)
+        if isinstance(result, dict):
+            return respond(result)
+        out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        result.add_done_callback(lambda f: out.set_result(respond(f.result())))
+        return out
 
     def _fetch_group(v: int, resp_t: type[Any], group_id: str, topics: Any,
                      require_stable: bool, grouped: bool) -> tuple[int, tuple[Any, ...]]:
@@ -112,7 +114,7 @@ def install(broker: Broker) -> None:
                         else "OffsetFetchResponsePartition")
         wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
                                               for t in topics]
-        error, rows = _service(broker).fetch(group_id, wanted, require_stable)
+        error, rows = service.fetch(group_id, wanted, require_stable)
         if error != ErrorCode.none and v <= 1:
             # v0-v1 have no top-level error: put it on every partition.
             rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
@@ -146,7 +148,7 @@ def install(broker: Broker) -> None:
         topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
         part_t = nested(resp_t, "OffsetDeleteResponsePartition")
         wanted = [(t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics]
-        err, rows = await _service(broker).delete_offsets(req.group_id, wanted)
+        err, rows = await service.delete_offsets(req.group_id, wanted)
         return build(
             resp_t, error_code=ErrorCode(err), throttle_time=_NO_THROTTLE,
             topics=tuple(build(topic_t, name=t, partitions=tuple(
