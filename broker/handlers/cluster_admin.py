@@ -27,13 +27,12 @@ ZERO = datetime.timedelta(0)
 
 
 def partition_size(broker: Broker, topic: str, partition: int) -> int:
-    """Bytes of a partition's segment files (Kafka's ``topic-N`` directory layout)."""
-    sizer = getattr(broker.logs, "partition_size", None)
-    if callable(sizer):
-        try:
-            return int(sizer(topic, partition))
-        except (KeyError, LookupError):
-            return 0
+    """Bytes of a partition's segments: from the log manager, else from its directory."""
+    get = getattr(broker.logs, "get", None)
+    plog = get(topic, partition) if callable(get) else None
+    if plog is not None and hasattr(plog, "size_bytes"):
+        size = plog.size_bytes
+        return int(size() if callable(size) else size)
     d = Path(broker.data_dir) / f"{topic}-{partition}"
     try:
         return sum(f.stat().st_size for f in d.iterdir() if f.suffix == ".log")

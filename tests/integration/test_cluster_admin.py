@@ -160,3 +160,22 @@ def test_one_broker_cluster_answers(broker: BrokerThread, kp: KafkaAdminClient) 
     assert cluster.cluster_id == broker.broker.cluster_id
     assert cluster.controller.id == 1 and len(cluster.nodes) == 1
     assert cluster.authorized_operations
+
+
+def test_log_dir_sizes_follow_produced_data(broker: BrokerThread) -> None:
+    from confluent_kafka import Producer
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("sized", 1, 1)])["sized"].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        p.produce("sized", value=b"v" * 500, key=str(i).encode())
+    assert p.flush(10) == 0
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        (entry,) = kp.describe_log_dirs()
+    finally:
+        kp.close()
+    (log_dir,) = entry["log_dirs"]
+    sized = {t["name"]: t for t in log_dir["topics"]}["sized"]
+    assert sized["partitions"][0]["partition_size"] > 20 * 500
