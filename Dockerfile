@@ -1,4 +1,5 @@
-# kafkalite broker image; the `tests` stage adds the test extras, kcat and the test suite.
+# kafkalite broker image; the `tests` stage adds the test extras, kcat, a JDK (for the
+# Java client tests) and the test suite.
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
@@ -24,7 +25,7 @@ CMD ["serve", "--log-format", "json"]
 # The suite starts brokers of its own too, so it does not inherit the broker's settings.
 FROM base AS tests
 RUN apt-get update -qq \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat default-jdk-headless \
     && rm -rf /var/lib/apt/lists/*
 RUN pip install ".[test]"
 COPY tests tests
