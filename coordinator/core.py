@@ -145,15 +145,24 @@ class GroupCoordinatorCore(CoreBase):
         out.replies.extend(old_waiters)
         log.info("member.replaced", group=group.group_id, instance=a.instance_id,
                  old_member=old_id, member=new_id, reason=a.reason)
-        if group.state is STABLE and member.matches(a.protocols) \
-                and member.protocol_type == a.protocol_type:
-            # KIP-345: same subscription, no rebalance; persist the new member id first.
+        old_meta = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
+        if group.state is STABLE and member.protocol_type == a.protocol_type:
+            # As Kafka's updateStaticMemberAndRebalance: take the new subscription, and
+            # rebalance only if it changes the group's selected protocol.
+            member.protocols = list(a.protocols)
+            member.rebalance_timeout_ms = a.rebalance_timeout_ms
+            member.session_timeout_ms = a.session_timeout_ms
+        if group.state is STABLE and member.protocol_type == a.protocol_type \
+                and group.select_protocol() == group.protocol_name:
+            # KIP-345: no rebalance; persist the new member id first.
             key, value = group_record(group)
 
             def then(err: ErrorCode, t: int) -> Outcome:
                 if err is not E.none:
                     if group.members.get(new_id) is member:
                         self._replace_static_member(group, member, old_id, t)
+                        (member.protocols, member.rebalance_timeout_ms,
+                         member.session_timeout_ms) = old_meta
                     return Outcome(replies=[(a.waiter, JoinResult(err, ""))])
                 self.timers.schedule(hb_key(group.group_id, new_id), t + member.session_timeout_ms)
                 # KIP-814: a static leader gets the members but need not assign again.

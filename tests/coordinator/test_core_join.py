@@ -237,19 +237,21 @@ def test_static_rejoin_replacement_store_failure_reverts() -> None:
 
 def test_static_rejoin_with_new_protocols_rebalances_and_fences_old_waiter() -> None:
     h = Harness.make()
-    a, b = h.join(instance="a"), h.join(instance="b")
+    both = [("range", b""), ("roundrobin", b"")]
+    a, b = h.join(instance="a", protocols=both), h.join(instance="b", protocols=both)
     h.settle([a, b])
     ids = [a.value.member_id, b.value.member_id]
     leader = h.group().leader_id
     for m in ids:
         h.sync(m, 1, {x: b"" for x in ids} if m == leader else None)
-    r = h.join(instance="b", protocols=[("range", b"changed")])
+    # Only roundrobin is common now: the selected protocol changes, so the group rebalances.
+    r = h.join(instance="b", protocols=[("roundrobin", b"changed")])
     assert h.group().state is GroupState.PREPARING_REBALANCE
     assert not r.done
-    r2 = h.join(instance="b", protocols=[("range", b"changed")])
+    r2 = h.join(instance="b", protocols=[("roundrobin", b"changed")])
     assert r.value.error is E.fenced_instance_id
     assert not r2.done
-    ra = h.join(ids[0], instance="a")
+    ra = h.join(ids[0], instance="a", protocols=both)
     assert r2.done and ra.done and r2.value.generation == 2
 
 
