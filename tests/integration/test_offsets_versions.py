@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 import socket
 import struct
+import time
+from collections.abc import Callable
 from typing import Any
 
 from broker.testing import BrokerThread
@@ -116,3 +118,28 @@ def test_commit_errors_and_offset_delete(broker: BrokerThread) -> None:
     assert fetch_v7(raw, 7, "simple", None).topics == ()
     resp = raw.call(OFFSET_DELETE, 0, group_id="nope", topics=())
     assert resp.error_code == E.group_id_not_found
+
+
+def test_retention_expires_offsets_and_removes_the_group(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    broker = make_broker({"offsets.retention.check.interval.ms": "100"})
+    raw = Raw(broker.bootstrap)
+    req_t = codec(OFFSET_COMMIT, 2).request_type
+    topic_t, part_t = (nested(req_t, "OffsetCommitRequestTopic"),
+                       nested(req_t, "OffsetCommitRequestPartition"))
+    # v2 carries retention_time: the commit expires 300 ms after it was made.
+    resp = raw.call(OFFSET_COMMIT, 2, group_id="short", generation_id_or_member_epoch=-1,
+                    member_id="", retention_time=datetime.timedelta(milliseconds=300),
+                    topics=(build(topic_t, name="t", partitions=(build(
+                        part_t, partition_index=0, committed_offset=7,
+                        committed_metadata=""),)),))
+    assert resp.topics[0].partitions[0].error_code == E.none
+    assert fetch_v7(raw, 7, "short", {"t": [0]}).topics[0].partitions[0].committed_offset == 7
+    listed = raw.call(16, 4, states_filter=())
+    assert "short" in [g.group_id for g in listed.groups]
+    deadline = time.monotonic() + 10
+    while fetch_v7(raw, 7, "short", {"t": [0]}).topics[0].partitions[0].committed_offset != -1:
+        assert time.monotonic() < deadline, "the offset never expired"
+        time.sleep(0.05)
+    listed = raw.call(16, 4, states_filter=())
+    assert "short" not in [g.group_id for g in listed.groups]
