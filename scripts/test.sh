@@ -9,6 +9,8 @@ PY=${PYTHON:-python3}
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# A JDK for the Java client test (compiled against the kafka-clients jar from PyPI).
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
