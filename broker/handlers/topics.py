@@ -84,6 +84,16 @@ def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
     return n, rf
 
 
+def _collision(broker: Broker, name: str) -> str | None:
+    if "." not in name and "_" not in name:
+        return None
+    key = name.replace(".", "_")
+    for t in broker.topics:
+        if t.name != name and t.name.replace(".", "_") == key:
+            return t.name
+    return None
+
+
 def install(broker: Broker) -> None:
     apis = broker.apis
 
@@ -118,6 +128,11 @@ def install(broker: Broker) -> None:
                 if name in broker.topics:
                     raise TopicError(ErrorCode.topic_already_exists,
                                      f"Topic '{name}' already exists.")
+                clash = _collision(broker, name)
+                if clash is not None:
+                    # '.' and '_' map to the same metric names, so Kafka refuses the pair.
+                    raise TopicError(ErrorCode.invalid_topic_exception,
+                                     f"Topic '{name}' collides with existing topic: {clash}")
                 n, rf = _partitions_and_rf(broker, t)
                 configs: dict[str, str] = {}
                 for c in t.configs:

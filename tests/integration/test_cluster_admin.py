@@ -113,6 +113,9 @@ def test_create_topics_validation(broker: BrokerThread) -> None:
     for name, (code, nt) in cases.items():
         with pytest.raises(KafkaException, match=code):
             admin.create_topics([nt])[name].result(10)
+    admin.create_topics([NewTopic("dot.name", 1, 1)])["dot.name"].result(10)
+    with pytest.raises(KafkaException, match=r"collides with existing topic: dot\.name"):
+        admin.create_topics([NewTopic("dot_name", 1, 1)])["dot_name"].result(10)
     admin.create_topics([NewTopic("dry", 2, 1)], validate_only=True)["dry"].result(10)
     admin.create_topics([NewTopic("dflt", -1, -1)])["dflt"].result(10)
     md = admin.list_topics(timeout=10)
