@@ -23,6 +23,7 @@ from storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
 from ..context import RequestContext
 from .configs import authorized_operations
+from .topics import topic_name_collision
 
 if TYPE_CHECKING:
     from ..server import Broker
@@ -126,6 +127,8 @@ def install(broker: Broker) -> None:
             if info is None:
                 try:
                     validate_topic_name(name)
+                    if topic_name_collision(broker, name) is not None:
+                        raise InvalidTopicName(name)
                 except InvalidTopicName:
                     topics_out.append(errored(ErrorCode.invalid_topic_exception, name, None))
                     continue

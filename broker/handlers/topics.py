@@ -84,7 +84,7 @@ def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
     return n, rf
 
 
-def _collision(broker: Broker, name: str) -> str | None:
+def topic_name_collision(broker: Broker, name: str) -> str | None:
     if "." not in name and "_" not in name:
         return None
     key = name.replace(".", "_")
@@ -128,7 +128,7 @@ def install(broker: Broker) -> None:
                 if name in broker.topics:
                     raise TopicError(ErrorCode.topic_already_exists,
                                      f"Topic '{name}' already exists.")
-                clash = _collision(broker, name)
+                clash = topic_name_collision(broker, name)
                 if clash is not None:
                     # '.' and '_' map to the same metric names, so Kafka refuses the pair.
                     raise TopicError(ErrorCode.invalid_topic_exception,
