@@ -164,6 +164,7 @@ def reload(records: int, overrides: dict[str, str]) -> list[list[Any]]:
         # A first run creates the catalogue and, on the first commit, __consumer_offsets.
         first = Kafkalite(base, data_dir=root)
         first.start()
+        create_topic(first.bootstrap, TOPIC, 1)
         conn = RawConnection(first.bootstrap)
         conn.call(_commit_request(conn.version(OFFSET_COMMIT, 8), 0))
         conn.close()

@@ -73,16 +73,30 @@ def install(broker: Broker) -> None:
         resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
         topic_t = nested(resp_t, "OffsetCommitResponseTopic")
         part_t = nested(resp_t, "OffsetCommitResponsePartition")
+        # As KafkaApis: partitions of unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
+        # and not committed.
+        unknown: dict[tuple[str, int], int] = {}
+        topics: list[tuple[str, list[PartitionCommit]]] = []
+        catalog = broker.topics
+        for t in req.topics:
+            info = catalog.get(t.name)
+            valid: list[PartitionCommit] = []
+            for p in t.partitions:
+                if info is None or not 0 <= p.partition_index < info.partitions:
+                    unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+                    continue
+                valid.append(PartitionCommit(p.partition_index, p.committed_offset,
+                                             getattr(p, "committed_leader_epoch", -1),
+                                             p.committed_metadata))
+            if valid:
+                topics.append((t.name, valid))
         request = CommitRequest(
             group_id=req.group_id,
             member_id=req.member_id,
             instance_id=getattr(req, "group_instance_id", None),
             generation_id=req.generation_id_or_member_epoch,
             retention_time_ms=_ms(getattr(req, "retention_time", -1)),
-            topics=[(t.name, [PartitionCommit(p.partition_index, p.committed_offset,
-                                              getattr(p, "committed_leader_epoch", -1),
-                                              p.committed_metadata)
-                              for p in t.partitions]) for t in req.topics],
+            topics=topics,
             api_version=v,
         )
 
@@ -98,12 +112,14 @@ def install(broker: Broker) -> None:
                     for t in req.topics),
             )
 
+        if not topics:
+            return respond(unknown)
         # Answered at once when the append completed synchronously (no task switch).
         result = service.commit_nowait(request)
         if isinstance(result, dict):
-            return respond(result)
+            return respond({**unknown, **result})
         out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        result.add_done_callback(lambda f: out.set_result(respond(f.result())))
+        result.add_done_callback(lambda f: out.set_result(respond({**unknown, **f.result()})))
         return out
 
     def _fetch_group(v: int, resp_t: type[Any], group_id: str, topics: Any,
@@ -147,8 +163,25 @@ def install(broker: Broker) -> None:
         resp_t = codecs.codec(OFFSET_DELETE, ctx.api_version).response_type
         topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
         part_t = nested(resp_t, "OffsetDeleteResponsePartition")
-        wanted = [(t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics]
+        # As KafkaApis: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+        wanted: list[tuple[str, tuple[int, ...]]] = []
+        unknown: list[tuple[str, list[tuple[int, int]]]] = []
+        for t in req.topics:
+            info = broker.topics.get(t.name)
+            ok = tuple(p.partition_index for p in t.partitions
+                       if info is not None and 0 <= p.partition_index < info.partitions)
+            bad = [(p.partition_index, int(ErrorCode.unknown_topic_or_partition))
+                   for p in t.partitions if p.partition_index not in ok]
+            if ok:
+                wanted.append((t.name, ok))
+            if bad:
+                unknown.append((t.name, bad))
         err, rows = await service.delete_offsets(req.group_id, wanted)
+        if err == ErrorCode.none and unknown:
+            merged: dict[str, list[tuple[int, int]]] = {t: list(parts) for t, parts in rows}
+            for t, parts in unknown:
+                merged.setdefault(t, []).extend(parts)
+            rows = list(merged.items())
         return build(
             resp_t, error_code=ErrorCode(err), throttle_time=_NO_THROTTLE,
             topics=tuple(build(topic_t, name=t, partitions=tuple(

@@ -115,11 +115,14 @@ def test_kafka_python_admin_groups_and_offsets(broker: BrokerThread) -> None:
         assert offsets[TopicPartition(topic, 0)].metadata == "m7\x00"
         assert admin.delete_groups([group])[group] == "NonEmptyGroupError"
         # KIP-496: the member subscribes to the topic, so its offsets stay; a topic it does
-        # not subscribe to is no error.
-        other = TopicPartition("not-subscribed", 0)
-        deleted = admin.delete_group_offsets(group, [TopicPartition(topic, 0), other])
+        # not subscribe to is no error (one that does not exist is unknown, as in Kafka).
+        other = TopicPartition(_name("other"), 0)
+        produce(broker.bootstrap, other.topic, 1)
+        missing = TopicPartition(_name("missing"), 0)
+        deleted = admin.delete_group_offsets(group, [TopicPartition(topic, 0), other, missing])
         assert deleted[TopicPartition(topic, 0)].__name__ == "GroupSubscribedToTopicError"
         assert deleted[other].__name__ == "NoError"
+        assert deleted[missing].__name__ == "UnknownTopicOrPartitionError"
         assert admin.list_group_offsets({group: None})[group][TopicPartition(topic, 0)].offset == 7
         c.close()
         deadline = time.monotonic() + 15

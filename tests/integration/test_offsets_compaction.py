@@ -24,6 +24,9 @@ def test_offsets_topic_is_compacted_and_reloads(make_broker: Callable[..., Broke
     broker = make_broker({"offsets.topic.num.partitions": "1",
                           "offsets.topic.segment.bytes": "4096",
                           "log.cleaner.backoff.ms": "100"})
+    assert broker.broker is not None
+    b = broker.broker
+    broker.call(lambda: b.create_topic("t", 5))
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         tps = [TopicPartition("t", p) for p in range(5)]

@@ -69,7 +69,14 @@ def fetch_v7(raw: Raw, v: int, group: str, topics: dict[str, list[int]] | None) 
                         for t, ps in topics.items()))
 
 
+def _create(broker: BrokerThread, topic: str, partitions: int) -> None:
+    assert broker.broker is not None
+    b = broker.broker
+    broker.call(lambda: b.create_topic(topic, partitions))
+
+
 def test_every_version_commits_and_fetches(broker: BrokerThread) -> None:
+    _create(broker, "t", 2)
     raw = Raw(broker.bootstrap)
     for v in range(2, 10):
         assert commit(raw, v, f"g{v}", "t", 0, 100 + v, f"m{v}") == E.none
@@ -100,7 +107,12 @@ def test_every_version_commits_and_fetches(broker: BrokerThread) -> None:
 
 
 def test_commit_errors_and_offset_delete(broker: BrokerThread) -> None:
+    _create(broker, "t", 1)
     raw = Raw(broker.bootstrap)
+    # As Kafka: partitions of unknown topics are not committed.
+    assert commit(raw, 8, "g", "nosuch", 0, 1) == E.unknown_topic_or_partition
+    assert commit(raw, 8, "g", "t", 5, 1) == E.unknown_topic_or_partition
+    assert fetch_v7(raw, 7, "g", None).topics == ()
     # A member commit to a group that does not exist.
     assert commit(raw, 8, "ghost", "t", 0, 1, generation=1, member="m") == E.illegal_generation
     assert commit(raw, 9, "ghost", "t", 0, 1, generation=1, member="m") == E.group_id_not_found
@@ -116,6 +128,11 @@ def test_commit_errors_and_offset_delete(broker: BrokerThread) -> None:
     assert resp.error_code == E.none
     assert resp.topics[0].partitions[0].error_code == E.none
     assert fetch_v7(raw, 7, "simple", None).topics == ()
+    resp = raw.call(OFFSET_DELETE, 0, group_id="simple", topics=(
+        build(topic_t, name="t", partitions=(build(part_t, partition_index=0),
+                                             build(part_t, partition_index=3))),))
+    assert [(p.partition_index, p.error_code) for p in resp.topics[0].partitions] == [
+        (0, E.none), (3, E.unknown_topic_or_partition)]
     resp = raw.call(OFFSET_DELETE, 0, group_id="nope", topics=())
     assert resp.error_code == E.group_id_not_found
 
@@ -123,6 +140,7 @@ def test_commit_errors_and_offset_delete(broker: BrokerThread) -> None:
 def test_retention_expires_offsets_and_removes_the_group(
         make_broker: Callable[..., BrokerThread]) -> None:
     broker = make_broker({"offsets.retention.check.interval.ms": "100"})
+    _create(broker, "t", 1)
     raw = Raw(broker.bootstrap)
     req_t = codec(OFFSET_COMMIT, 2).request_type
     topic_t, part_t = (nested(req_t, "OffsetCommitRequestTopic"),
