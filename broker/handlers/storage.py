@@ -28,8 +28,8 @@ def install(broker: Broker) -> None:
             return
         for p in range(info.partitions):
             manager.get_or_create(info.name, p)
-        if event == "changed":
-            manager.reconfigure(info.name)
+        # Also on creation: a log opened before its topic existed took the defaults.
+        manager.reconfigure(info.name)
 
     broker.topics.listeners.append(on_topic)
 
