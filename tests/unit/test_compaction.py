@@ -130,3 +130,28 @@ def test_partition_log_compacts_100k_commits_and_reloads_same_state(tmp_path: Pa
     # Reads at any offset still work (the index was rebuilt for cleaned segments).
     assert reopened.read(50_000, 1 << 20)
     reopened.close()
+
+
+def test_a_crash_mid_swap_leaves_the_old_segment_whole(tmp_path: Path) -> None:
+    from storage.compaction import build_offset_map
+    from storage.log import LogConfig, PartitionLog
+    from storage.segment import filename
+
+    cfg = LogConfig(segment_bytes=16 * 1024, cleanup_policy="compact")
+    d = tmp_path / "__consumer_offsets-0"
+    plog = PartitionLog(d, "__consumer_offsets", 0, cfg)
+    for data in _commit_log(2_000, 10, per_batch=50, per_segment=1):
+        plog.append(data)
+    before = _replay(list(plog.iter_batches(0)))
+    seg = plog.segments[0]
+    data = seg.pread(seg.size, 0)
+    cleaned = clean_segment(data, build_offset_map([data]), 2 * DAY, DAY)
+    # The cleaner got as far as the .swap file, then the process died.
+    (d / filename(seg.base_offset, ".log.swap")).write_bytes(cleaned)
+    (d / filename(seg.base_offset, ".log.cleaned")).write_bytes(cleaned[:10])
+    plog.close()
+    reopened = PartitionLog(d, "__consumer_offsets", 0, cfg)
+    assert not list(d.glob("*.swap")) and not list(d.glob("*.cleaned"))
+    assert reopened.segments[0].size == len(data)
+    assert _replay(list(reopened.iter_batches(0))) == before
+    reopened.close()
