@@ -210,12 +210,15 @@ def swap_segment(plog: PartitionLog, i: int, cleaned: bytes) -> None:
 def compute_cleaned(segments: list[Segment], now_ms: int, delete_retention_ms: int
                     ) -> tuple[list[bytes | None], CleanStats]:
     """The cleaned bytes of each closed segment (None: unchanged). Reads only: safe to run
-    off the event loop, as closed segments never change under it."""
+    off the event loop, as closed segments never change under it. One segment is in
+    memory at a time (each is read twice: once for the offset map, once to filter)."""
     stats = CleanStats()
-    datas = [seg.pread(seg.size, 0) for seg in segments]
-    offset_map = build_offset_map(datas)
+    offset_map: dict[bytes, int] = {}
+    for seg in segments:
+        build_offset_map([seg.pread(seg.size, 0)], offset_map)
     out: list[bytes | None] = []
-    for data in datas:
+    for seg in segments:
+        data = seg.pread(seg.size, 0)
         cleaned = clean_segment(data, offset_map, now_ms, delete_retention_ms, stats)
         out.append(None if len(cleaned) == len(data) else cleaned)
     return out, stats
