@@ -233,13 +233,21 @@ def run_lifecycle(broker: BrokerThread, client: str, strategy: str = "range",
                       session_ms=session_ms, heartbeat_ms=heartbeat_ms, name=f"{client}-{i}")
 
     members = [member(i) for i in range(3)]
+    t_start = time.monotonic()
+
+    def phase(name: str, view: GroupView) -> None:
+        # Shown with a failure's captured output: how long each step took.
+        print(f"{name}: generation {view.generation} at {time.monotonic() - t_start:.1f}s")
+
     try:
         v3 = wait_stable(broker, group, members, what="3 members")
+        phase("3 joined", v3)
         assert v3.protocol == strategy, v3
         assert sizes(members) == [4, 4, 4], describe_all(broker, group, members)
 
         members.append(member(3))
         v4 = wait_stable(broker, group, members, what="4th joined")
+        phase("4th joined", v4)
         assert v4.generation > v3.generation
         assert sizes(members) == [3, 3, 3, 3], describe_all(broker, group, members)
 
@@ -248,6 +256,7 @@ def run_lifecycle(broker: BrokerThread, client: str, strategy: str = "range",
         if client != "kcat":
             assert leaving.closed, leaving.describe()
         v_left = wait_stable(broker, group, members, what="after a clean leave")
+        phase("one left", v_left)
         assert v_left.generation > v4.generation
         assert sizes(members) == [4, 4, 4], describe_all(broker, group, members)
 
@@ -256,6 +265,7 @@ def run_lifecycle(broker: BrokerThread, client: str, strategy: str = "range",
         t0 = time.monotonic()
         v_killed = wait_stable(broker, group, members, what="after a kill")
         elapsed = time.monotonic() - t0
+        phase("one killed", v_killed)
         assert v_killed.generation > v_left.generation
         assert sizes(members) == [6, 6], describe_all(broker, group, members)
         # Kafka does not drop a member when its connection closes: only the session
@@ -266,11 +276,14 @@ def run_lifecycle(broker: BrokerThread, client: str, strategy: str = "range",
 
 
 def run_static_restart(broker: BrokerThread, client: str, strategy: str = "range",
-                       session_ms: int = 10000, heartbeat_ms: int = 200) -> None:
-    """Three static members; a follower closes (static members send no LeaveGroup) and a
-    new process with its group.instance.id joins within the session timeout: it gets the
-    same partitions back, the generation does not move and the others see no rebalance."""
-    topic, group = f"ts-{client}-{strategy}", f"gs-{client}-{strategy}"
+                       session_ms: int = 10000, heartbeat_ms: int = 200,
+                       leader: bool = False) -> None:
+    """Three static members; a follower (or the leader) closes (static members send no
+    LeaveGroup) and a new process with its group.instance.id joins within the session
+    timeout: it gets the same partitions back, the generation does not move and the others
+    see no rebalance."""
+    role = "leader" if leader else "follower"
+    topic, group = f"ts-{client}-{strategy}-{role}", f"gs-{client}-{strategy}-{role}"
     create_topic(broker, topic)
 
     def member(i: int) -> Member:
@@ -283,7 +296,8 @@ def run_static_restart(broker: BrokerThread, client: str, strategy: str = "range
         view = wait_stable(broker, group, members, what="3 static members")
         assert view.protocol == strategy, view
         assert view.instances == {m.instance_id for m in members}
-        idx = next(i for i, m in enumerate(members) if m.instance_id != view.leader_instance)
+        idx = next(i for i, m in enumerate(members)
+                   if (m.instance_id == view.leader_instance) == leader)
         old = members[idx]
         before = old.snapshot()[0]
         others = [m for m in members if m is not old]
@@ -308,5 +322,6 @@ def run_static_restart(broker: BrokerThread, client: str, strategy: str = "range
         assert [m.snapshot() for m in others] == others_before, \
             describe_all(broker, group, members)
         assert new.snapshot()[0] == before
+        assert final.leader_instance == view.leader_instance, final
     finally:
         stop_all(members)

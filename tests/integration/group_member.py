@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -154,6 +156,9 @@ def main() -> None:
     p.add_argument("--session-ms", type=int, default=2000)
     p.add_argument("--heartbeat-ms", type=int, default=200)
     a = p.parse_args()
+    if os.environ.get("GROUP_MEMBER_DEBUG"):
+        # Client logs on stderr, for diagnosing a failing test.
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     r = Reporter()
 
     def on_term(_sig: int, _frame: Any) -> None:

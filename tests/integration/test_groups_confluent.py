@@ -18,7 +18,8 @@ def test_confluent_join_leave_kill(make_broker: Callable[..., BrokerThread],
     run_lifecycle(make_broker(FAST_BROKER), "confluent", strategy)
 
 
+@pytest.mark.parametrize("role", ["follower", "leader"])
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_confluent_static_member_restart(make_broker: Callable[..., BrokerThread],
-                                         strategy: str) -> None:
-    run_static_restart(make_broker(FAST_BROKER), "confluent", strategy)
+                                         strategy: str, role: str) -> None:
+    run_static_restart(make_broker(FAST_BROKER), "confluent", strategy, leader=role == "leader")

@@ -1,5 +1,5 @@
 """kafka-python consumers in groups: eager range and KIP-429 cooperative-sticky, and a
-static member (group_instance_id) restart."""
+static member (group_instance_id) follower restart."""
 
 from __future__ import annotations
 
