@@ -155,6 +155,8 @@ class CoordinatorRuntime:
         ps = self.core.partitions.get(partition)
         if ps is None or self.stopped:
             return ErrorCode.not_coordinator
+        if not records:
+            return ErrorCode.none
         now = self.now()
         if self.ensure_topic is not None:
             self.ensure_topic()

@@ -1,0 +1,84 @@
+"""The runtime on a real event loop over an in-memory log: one timer handle, heartbeats
+that do not touch it, expiry off that handle, and loading the log back."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from coordinator.core import CoreConfig
+from coordinator.group import GroupState
+from coordinator.memlog import MemoryLogs
+from coordinator.runtime import OFFSETS_TOPIC, CoordinatorRuntime
+from protocol.errors import ErrorCode as E
+from protocol.records import decode_batch
+
+CFG = dict(num_partitions=2, min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
+
+
+async def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
+    answers: list[Any] = []
+    rt.process(rt.core.join(
+        rt.now(), answers.append, group_id="g", member_id="", group_instance_id=None,
+        require_known_member_id=False, client_id="c", client_host="/h",
+        rebalance_timeout_ms=session_ms, session_timeout_ms=session_ms,
+        protocol_type="consumer", protocols=[("range", b"m")],
+    ))
+    [join] = answers
+    assert join.error is E.none
+    mid: str = join.member_id
+    rt.process(rt.core.sync(
+        rt.now(), answers.append, group_id="g", generation=join.generation, member_id=mid,
+        group_instance_id=None, protocol_type=None, protocol_name=None,
+        assignments={mid: b"assigned"},
+    ))
+    assert answers[-1].error is E.none
+    return mid
+
+
+def test_heartbeats_leave_the_timer_handle_alone_and_expiry_fires() -> None:
+    async def run() -> None:
+        logs = MemoryLogs()
+        rt = CoordinatorRuntime(CoreConfig(**CFG), logs)
+        await rt.load_all(exists=False)
+        mid = await _stable_member(rt, 150)
+        handle = rt._handle
+        assert handle is not None
+        core = rt.core
+        for _ in range(1000):
+            pushes = core.timers.pushes
+            assert core.heartbeat(rt.now(), "g", mid, None, 1) is E.none
+            assert core.timers.pushes == pushes
+        assert rt._handle is handle  # no re-arm, no task per heartbeat
+        await asyncio.sleep(0.4)  # the member stops heartbeating: expired off the handle
+        g = core.group("g")
+        assert g is not None and g.state is GroupState.EMPTY and not g.members
+        await rt.stop()
+
+    asyncio.run(run())
+
+
+def test_records_in_the_log_load_back_into_a_stable_group() -> None:
+    async def run() -> None:
+        logs = MemoryLogs()
+        rt = CoordinatorRuntime(CoreConfig(**CFG), logs)
+        await rt.load_all(exists=False)
+        mid = await _stable_member(rt, 30000)
+        p = rt.core.partition_for("g")
+        batches = list(logs.get_or_create(OFFSETS_TOPIC, p).iter_batches())
+        assert len(batches) == 1
+        _h, [rec] = decode_batch(batches[0])
+        assert rec.key == b"\x00\x02\x00\x01g" and rec.value is not None
+        await rt.stop()
+
+        again = CoordinatorRuntime(CoreConfig(**CFG), logs)
+        await again.load_all(exists=True)
+        g = again.core.group("g")
+        assert g is not None and g.state is GroupState.STABLE and g.generation == 1
+        assert g.members[mid].assignment == b"assigned"
+        assert again.core.heartbeat(again.now(), "g", mid, None, 1) is E.none
+        fut = again.append("g", [])
+        assert fut.done() and fut.result() is E.none
+        await again.stop()
+
+    asyncio.run(run())
