@@ -36,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     if not Path(log_dir).is_dir():
         print(f"no such log directory: {log_dir}", file=sys.stderr)
         return 2
+    from pyspark.sql import SparkSession
+
+    # Inside a program that already runs Spark, use its session and leave it running.
+    owned = SparkSession.getActiveSession() is None
     spark = session(args.master, shuffle_partitions=args.shuffle_partitions)
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -53,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
             write_report(frames, out / "report.html")
             print(f"report -> {out / 'report.html'}")
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     return 0
 
 

@@ -13,6 +13,7 @@ def session(master: str = "local[*]", app_name: str = "kafkalite-pipeline",
     # Workers must import pipeline/protocol: the same interpreter, same sys.path.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.environ.get("PYTHONPATH", "")
     if root not in path.split(os.pathsep):
@@ -25,6 +26,9 @@ def session(master: str = "local[*]", app_name: str = "kafkalite-pipeline",
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        # Stay on loopback: the host name may resolve to an external interface.
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
