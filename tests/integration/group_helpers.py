@@ -57,7 +57,7 @@ class Member:
             args = ["kcat", "-b", bootstrap, "-G", group, topic, "-u",
                     "-X", f"session.timeout.ms={session_ms}",
                     "-X", f"heartbeat.interval.ms={heartbeat_ms}",
-                    "-X", "max.poll.interval.ms=10000",
+                    "-X", f"max.poll.interval.ms={max(10000, session_ms)}",
                     "-X", "topic.metadata.refresh.interval.ms=1000",
                     "-X", f"partition.assignment.strategy={strategy}"]
             if instance_id:
@@ -180,7 +180,7 @@ def exact_cover(members: list[Member], partitions: int = PARTITIONS) -> bool:
 
 
 def wait_stable(broker: BrokerThread, group_id: str, members: list[Member], *,
-                timeout: float = 40, partitions: int = PARTITIONS, settle: float = 0.4,
+                timeout: float = 60, partitions: int = PARTITIONS, settle: float = 0.4,
                 what: str = "") -> GroupView:
     """Wait until the broker has the group Stable with exactly these members and the
     members' reported assignments cover every partition once; confirmed again ``settle``
@@ -276,7 +276,7 @@ def run_lifecycle(broker: BrokerThread, client: str, strategy: str = "range",
 
 
 def run_static_restart(broker: BrokerThread, client: str, strategy: str = "range",
-                       session_ms: int = 10000, heartbeat_ms: int = 200,
+                       session_ms: int = 30000, heartbeat_ms: int = 200,
                        leader: bool = False) -> None:
     """Three static members; a follower (or the leader) closes (static members send no
     LeaveGroup) and a new process with its group.instance.id joins within the session

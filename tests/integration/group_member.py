@@ -53,7 +53,8 @@ def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
         "group.id": a.group,
         "session.timeout.ms": a.session_ms,
         "heartbeat.interval.ms": a.heartbeat_ms,
-        "max.poll.interval.ms": 10000,
+        # librdkafka refuses a max.poll.interval.ms below session.timeout.ms.
+        "max.poll.interval.ms": max(10000, a.session_ms),
         "topic.metadata.refresh.interval.ms": 1000,
         "partition.assignment.strategy": a.strategy,
         "enable.auto.commit": False,
@@ -95,7 +96,8 @@ def run_kafka_python(a: argparse.Namespace, r: Reporter) -> None:
         bootstrap_servers=a.bootstrap, group_id=a.group,
         group_instance_id=a.instance_id or None, partition_assignment_strategy=[assignor],
         session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
-        max_poll_interval_ms=10000, metadata_max_age_ms=1000, enable_auto_commit=False,
+        max_poll_interval_ms=max(10000, a.session_ms), metadata_max_age_ms=1000,
+        enable_auto_commit=False,
         auto_offset_reset="earliest",
     )
     c.subscribe([a.topic], listener=Listener())
@@ -132,7 +134,8 @@ async def run_aiokafka(a: argparse.Namespace, r: Reporter) -> None:
         group_instance_id=a.instance_id or None,
         partition_assignment_strategy=[RangePartitionAssignor],
         session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
-        max_poll_interval_ms=10000, metadata_max_age_ms=1000, enable_auto_commit=False,
+        max_poll_interval_ms=max(10000, a.session_ms), metadata_max_age_ms=1000,
+        enable_auto_commit=False,
         auto_offset_reset="earliest",
     )
     await c.start()

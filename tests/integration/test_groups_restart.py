@@ -20,7 +20,7 @@ from .group_helpers import (
     wait_stable,
 )
 
-SESSION_MS = 5000
+SESSION_MS = 6000
 
 
 def test_broker_restart_keeps_stable_group(make_broker: Callable[..., BrokerThread]) -> None:
