@@ -76,6 +76,11 @@ class KafkaConnection(asyncio.Protocol):
             self._abort(str(e))
             return
         pending = self._pending
+        transport = self.transport
+        assert transport is not None
+        # Responses ready at once are joined into one write: a pipelining client sends
+        # hundreds of frames per read, and a send per response would dominate the cost.
+        out: list[bytes] = []
         for frame in frames:
             if self.closed:
                 return
@@ -90,13 +95,18 @@ class KafkaConnection(asyncio.Protocol):
                 return
             if result is None:
                 continue
-            if not pending and not isinstance(result, asyncio.Future):
-                assert self.transport is not None
-                self.transport.write(result)
-                continue
+            if not pending:
+                if not isinstance(result, asyncio.Future):
+                    out.append(result)
+                    continue
+                if out:
+                    transport.write(b"".join(out))
+                    out.clear()
             pending.append(result)
             if isinstance(result, asyncio.Future):
                 result.add_done_callback(self._on_resolved)
+        if out:
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
         if pending:
             self._flush()
 
