@@ -37,6 +37,15 @@ _KCAT_LINE = re.compile(r"% Group \S+ rebalanced \(memberid [^)]*\): (assigned|r
 _KCAT_PART = re.compile(r"\[(\d+)\]")
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it if the test process dies (no leaked consumers)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 class Member:
     """One consumer in a child process; its latest reported assignment and callback counts."""
 
@@ -70,6 +79,7 @@ class Member:
                 args += ["--instance-id", instance_id]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, text=True,
+                                     preexec_fn=_die_with_parent,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.proc.stdout is not None and self.proc.stderr is not None
         threads = [(self.proc.stdout, self._on_stdout), (self.proc.stderr, self._on_stderr)]
