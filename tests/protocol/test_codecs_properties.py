@@ -182,3 +182,24 @@ def test_huge_declared_counts_are_refused_before_decoding() -> None:
             assert "bytes left" in str(e) or "elements in" in str(e), str(e)
             continue
         raise AssertionError(f"api {key} v{version} accepted a huge count")
+
+
+@settings(max_examples=250, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.sampled_from(ALL_VERSIONS), st.data())
+def test_corrupted_valid_requests(api: tuple[int, int], data: st.DataObject) -> None:
+    """Valid requests with a huge count or random bytes written somewhere inside: deep
+    array counts are reached, and decoding still fails only with ProtocolError."""
+    c = codecs.codec(*api)
+    body = bytearray(codecs.encode_request(data.draw(st.from_type(c.request_type))))
+    if not body:
+        return
+    pos = data.draw(st.integers(0, len(body) - 1))
+    patch = data.draw(st.sampled_from([
+        b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff\x0f", b"\x40\x00\x00\x00",
+    ]) | st.binary(min_size=1, max_size=6))
+    body[pos:pos + len(patch)] = patch
+    try:
+        c.decode_request(bytes(body), 0)
+    except ProtocolError:
+        pass
