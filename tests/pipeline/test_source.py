@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka import KafkaProducer
 from pyspark.sql import functions as F
 
+from broker.testing import BrokerThread
 from pipeline.logwriter import PartitionWriter
 from protocol.records import (
     ATTR_CONTROL,
@@ -190,3 +193,28 @@ def test_stream_picks_up_appended_records(spark: Any, tmp_path: Path) -> None:
     p0 = sorted(r.offset for r in rows if r.partition == 0)
     assert p0 == list(range(200))  # each record once: the checkpoint resumed at offset 10
     assert sorted(r.v for r in rows if r.partition == 1) == sorted(f"p1-{i}" for i in range(7))
+
+
+def test_reads_a_directory_written_by_the_broker(
+    spark: Any, make_broker: Callable[..., BrokerThread]
+) -> None:
+    broker = make_broker()
+    broker.call(lambda: broker.broker.create_topic("produced", 2))  # type: ignore[union-attr]
+    sent = 0
+    for codec in ("gzip", "snappy", "lz4", "zstd", None):
+        p = KafkaProducer(bootstrap_servers=broker.bootstrap, compression_type=codec,
+                          linger_ms=20)
+        for i in range(60):
+            p.send("produced", key=b"k%d" % (i % 7), value=b"%s-%d" % (str(codec).encode(), i),
+                   headers=[("codec", str(codec).encode())], partition=i % 2)
+            sent += 1
+        p.flush(30)
+        p.close()
+    log_dir = broker.data_dir
+    broker.stop()
+    df = spark.read.format("kafkalite").option("path", str(log_dir)) \
+        .option("topics", "produced").load()
+    got = spark_read(df)
+    assert len(got) == sent
+    assert got == independent_read(log_dir, {"produced"})
+    assert {h[1] for r in got for h in r[7]} == {b"gzip", b"snappy", b"lz4", b"zstd", b"None"}
