@@ -17,6 +17,10 @@ from pipeline.logwriter import PartitionWriter
 from pipeline.synthetic import Member, OffsetsLogWriter
 from protocol.records import COMPRESSION_SNAPPY, NewRecord
 
+# Spark starts slowly on a busy two-core machine: the shared session's start-up counts
+# against the first test.
+pytestmark = pytest.mark.timeout(600)
+
 T0 = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 S = 1000
 

@@ -27,6 +27,10 @@ from protocol.records import (
     build_batch,
 )
 
+# Spark starts slowly on a busy two-core machine: the shared session's start-up counts
+# against the first test.
+pytestmark = pytest.mark.timeout(600)
+
 CODECS = [COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,
           COMPRESSION_ZSTD]
 T0 = 1_700_000_000_000
