@@ -30,8 +30,8 @@ from benchmarks.common import (
     running,
     table,
 )
-from benchmarks.rawkafka import RawConnection, one_at_a_time, pipeline, request, request_class
 from protocol.build import build
+from protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
 
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 TOPIC = "bench-offsets"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.rawkafka import RawConnection, request, request_class
 from broker.testing import BrokerThread
 from protocol.build import build
+from protocol.client import RawConnection, request, request_class
 from protocol.errors import ErrorCode as E
 
 FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.rawkafka import RawConnection, request, request_class
 from broker.testing import BrokerThread
+from protocol.client import RawConnection, request, request_class
 from protocol.errors import ErrorCode as E
 
 FIND, JOIN, SYNC, HEARTBEAT = 10, 11, 14, 12

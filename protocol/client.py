@@ -1,4 +1,5 @@
-"""A minimal blocking Kafka client over one TCP connection, for hand-made request streams.
+"""A minimal blocking Kafka client over one TCP connection, for hand-made request streams
+(tests and benchmarks).
 
 Requests are kio entities encoded with ``protocol.headers.encode_request_header`` and
 kio's writers; responses are decoded with kio's readers. ``frames`` pre-encodes the same
@@ -16,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks import common  # noqa: F401  (puts the repository on sys.path)
 from protocol.apis import codec, decode_response, encode_request
 from protocol.build import build, nested
 from protocol.headers import encode_request_header, parse_response_header
