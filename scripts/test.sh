@@ -31,4 +31,4 @@ mypy
 echo "== docker-compose.yml"
 bash scripts/check-compose.sh
 echo "== pytest"
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 "$@"
