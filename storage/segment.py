@@ -67,18 +67,7 @@ class Segment:
             while data:
                 n = os.write(self.fd, data)
                 data = data[n:]
-        self.size = position + size
-        self.next_offset = last + 1
-        if self.first_batch_ts < 0:
-            self.first_batch_ts = max_ts
-        if max_ts > self.max_timestamp:
-            self.max_timestamp = max_ts
-            self.offset_of_max_timestamp = last
-        self.bytes_since_index += size
-        if self.bytes_since_index > index_interval:
-            self.index.append(last, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            self.bytes_since_index = 0
+        self._account(position, size, last, max_ts, index_interval)
 
     def flush(self) -> None:
         os.fsync(self.fd)
