@@ -28,6 +28,7 @@ from protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     decompress,
+    read_varint,
 )
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -165,20 +166,6 @@ def _ms_to_ts(values: list[int]) -> pa.Array:
     return pa.array([v * 1000 for v in values], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
-def _varint_slow(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ProtocolError("varint too long in record")
-
-
 class _Columns:
     """Column builders for one Arrow batch of records."""
 
@@ -269,7 +256,7 @@ def _decode_records(
     append_headers = cols.headers.append
     log_append = bool(attrs & ATTR_TIMESTAMP_TYPE)
     ts_type = 1 if log_append else 0
-    slow = _varint_slow
+    slow = read_varint
     p = 0
     for _ in range(count):
         b = body[p]

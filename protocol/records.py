@@ -169,7 +169,7 @@ def _write_varint(out: bytearray, n: int) -> None:
     out.append(v)
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
@@ -187,7 +187,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _read_varbytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, pos = _read_varint(buf, pos)
+    n, pos = read_varint(buf, pos)
     if n < 0:
         return None, pos
     if pos + n > len(buf):
@@ -252,16 +252,16 @@ def decode_batch(
     records: list[Record] = []
     p = 0
     for _ in range(h.record_count):
-        length, p = _read_varint(body, p)
+        length, p = read_varint(body, p)
         end = p + length
         if end > len(body):
             raise ProtocolError("truncated record")
         p += 1  # attributes
-        ts_delta, p = _read_varint(body, p)
-        off_delta, p = _read_varint(body, p)
+        ts_delta, p = read_varint(body, p)
+        off_delta, p = read_varint(body, p)
         key, p = _read_varbytes(body, p)
         value, p = _read_varbytes(body, p)
-        n_headers, p = _read_varint(body, p)
+        n_headers, p = read_varint(body, p)
         headers: list[tuple[str, bytes | None]] = []
         for _h in range(n_headers):
             hk, p = _read_varbytes(body, p)
