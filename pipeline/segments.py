@@ -11,7 +11,6 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from protocol.records import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
+    BATCH_HEADER,
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -33,7 +33,6 @@ from protocol.records import (
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT = re.compile(r"^(?P<base>\d{20})\.log$")
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 
 #: Spark's Kafka source columns, as Arrow types.
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -140,7 +139,7 @@ def scan_headers(path: str, size: int) -> Iterator[tuple[int, tuple[int, ...]]]:
             raw = f.read(HEADER_SIZE)
             if len(raw) < HEADER_SIZE:
                 return
-            h = _HEADER.unpack(raw)
+            h = BATCH_HEADER.unpack(raw)
             batch_size = h[1] + LOG_OVERHEAD
             if h[1] < HEADER_SIZE - LOG_OVERHEAD or pos + batch_size > size:
                 return  # torn tail
@@ -218,7 +217,7 @@ def read_segment(
         size = min(seg.size, len(mm))
         pos = 0
         while size - pos >= HEADER_SIZE:
-            h = _HEADER.unpack_from(mm, pos)
+            h = BATCH_HEADER.unpack_from(mm, pos)
             base, blen, attrs, last_delta, base_ts, max_ts, count = (
                 h[0], h[1], h[5], h[6], h[7], h[8], h[12])
             end = pos + blen + LOG_OVERHEAD

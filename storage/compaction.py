@@ -29,6 +29,7 @@ import crc32c
 import structlog
 
 from protocol.records import (
+    BATCH_HEADER,
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -45,7 +46,6 @@ from .segment import Segment, filename
 
 log = structlog.get_logger("kafkalite.storage")
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_POS = 17
 
 
@@ -122,7 +122,7 @@ def rebuild_batch(h: BatchHeader, records: list[Record]) -> bytes:
         _varint(body, len(rec))
         body += rec
     payload = compress(h.compression, bytes(body))
-    out = bytearray(_HEADER.pack(
+    out = bytearray(BATCH_HEADER.pack(
         h.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), h.partition_leader_epoch, 2, 0,
         h.attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
         h.base_sequence, len(records),

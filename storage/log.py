@@ -25,6 +25,7 @@ from protocol.errors import ProtocolError
 from protocol.records import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
+    BATCH_HEADER,
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -33,7 +34,7 @@ from protocol.records import (
 
 from .errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
 from .producer_state import ProducerStateTable, decode_snapshot, write_snapshot
-from .segment import HEADER, MIN_BATCH_LENGTH, Segment
+from .segment import MIN_BATCH_LENGTH, Segment
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -201,7 +202,7 @@ class PartitionLog:
     def _check(self, view: memoryview, pos: int) -> int:
         if len(view) - pos < HEADER_SIZE:
             raise CorruptRecordError("truncated record batch header")
-        h = HEADER.unpack_from(view, pos)
+        h = BATCH_HEADER.unpack_from(view, pos)
         length: int = h[1]
         size = length + LOG_OVERHEAD
         if h[3] != 2:
@@ -219,7 +220,7 @@ class PartitionLog:
         return size
 
     def _append_one(self, batch: memoryview) -> tuple[int, int]:
-        h = HEADER.unpack_from(batch, 0)
+        h = BATCH_HEADER.unpack_from(batch, 0)
         size = len(batch)
         pid, epoch, first_seq, delta = h[9], h[10], h[11], h[6]
         idempotent = pid >= 0 and first_seq >= 0 and not h[5] & ATTR_CONTROL
@@ -343,7 +344,7 @@ class PartitionLog:
             if found is None:
                 continue
             for _pos, batch in seg.iter_batches(found[0]):
-                h = HEADER.unpack_from(batch, 0)
+                h = BATCH_HEADER.unpack_from(batch, 0)
                 if h[8] < timestamp or h[0] + h[6] < self.log_start_offset:
                     continue
                 _header, records = decode_batch(batch)

@@ -16,7 +16,7 @@ from pathlib import Path
 import crc32c
 import structlog
 
-from protocol.records import CRC_START, HEADER_SIZE, LOG_OVERHEAD
+from protocol.records import BATCH_HEADER, CRC_START, HEADER_SIZE, LOG_OVERHEAD
 
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
 
@@ -24,7 +24,6 @@ log = structlog.get_logger("kafkalite.storage")
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
-HEADER = struct.Struct(">qiibIhiqqqhii")
 _LEN = struct.Struct(">qi")
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _READ_CHUNK = 1 << 20
@@ -186,7 +185,7 @@ class Segment:
                 pos = 0
                 end = self.size
                 while end - pos >= HEADER_SIZE:
-                    h = HEADER.unpack_from(view, pos)
+                    h = BATCH_HEADER.unpack_from(view, pos)
                     length = h[1]
                     size = length + LOG_OVERHEAD
                     if h[3] != 2 or length < MIN_BATCH_LENGTH or pos + size > end:
@@ -247,7 +246,7 @@ class Segment:
         pos = self.index.positions[-1] if self.index.positions else 0
         while pos + HEADER_SIZE <= self.size:
             head = os.pread(self.fd, HEADER_SIZE, pos)
-            h = HEADER.unpack_from(head, 0)
+            h = BATCH_HEADER.unpack_from(head, 0)
             if h[1] < MIN_BATCH_LENGTH:
                 break
             last = h[0] + h[6]
