@@ -9,6 +9,8 @@ COPY protocol protocol
 COPY coordinator coordinator
 COPY storage storage
 COPY pipeline pipeline
+# kafkalite/ links the folders above into the one import package.
+COPY kafkalite kafkalite
 RUN pip install .
 
 FROM base AS broker
@@ -18,7 +20,7 @@ ENV KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
 VOLUME /var/lib/kafkalite
 EXPOSE 9092
 HEALTHCHECK --interval=5s --timeout=5s --start-period=5s --retries=10 \
-    CMD ["python", "-m", "broker.healthcheck", "127.0.0.1:9092"]
+    CMD ["python", "-m", "kafkalite.broker.healthcheck", "127.0.0.1:9092"]
 ENTRYPOINT ["kafkalite"]
 CMD ["serve", "--log-format", "json"]
 

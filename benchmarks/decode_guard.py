@@ -11,8 +11,8 @@ from typing import Any
 
 from kio.static.primitive import Records
 
-from protocol import apis as codecs
-from protocol.build import build, nested
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
 
 
 def produce_body(topics: int, partitions: int) -> tuple[codecs.ApiCodec, bytes]:

@@ -30,8 +30,8 @@ from benchmarks.common import (
     running,
     table,
 )
-from protocol.build import build
-from protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
+from kafkalite.protocol.build import build
+from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
 
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 TOPIC = "bench-offsets"
@@ -111,9 +111,9 @@ SEGMENT_BYTES = 8 * 1024 * 1024
 
 def _fill(data_dir: Path, records: int, keys: int) -> float:
     """Append ``records`` offset commits over ``keys`` keys to __consumer_offsets-0."""
-    from protocol import consumer_offsets as co
-    from protocol.records import NewRecord, build_batch
-    from storage.log import LogConfig, PartitionLog
+    from kafkalite.protocol import consumer_offsets as co
+    from kafkalite.protocol.records import NewRecord, build_batch
+    from kafkalite.storage.log import LogConfig, PartitionLog
 
     plog = PartitionLog(data_dir / "__consumer_offsets-0", "__consumer_offsets", 0,
                         LogConfig(segment_bytes=SEGMENT_BYTES, cleanup_policy="compact"))
@@ -132,9 +132,9 @@ def _fill(data_dir: Path, records: int, keys: int) -> float:
 
 
 def _compact(data_dir: Path) -> tuple[float, int, int]:
-    from protocol.records import iter_batch_headers
-    from storage.compaction import clean_log
-    from storage.log import LogConfig, PartitionLog
+    from kafkalite.protocol.records import iter_batch_headers
+    from kafkalite.storage.compaction import clean_log
+    from kafkalite.storage.log import LogConfig, PartitionLog
 
     plog = PartitionLog(data_dir / "__consumer_offsets-0", "__consumer_offsets", 0,
                         LogConfig(segment_bytes=SEGMENT_BYTES, cleanup_policy="compact"))

@@ -24,10 +24,10 @@ import crc32c
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import jobs, segments
-from pipeline.logwriter import PartitionWriter
-from pipeline.synthetic import Member, OffsetsLogWriter
-from protocol.records import CRC_START, NewRecord, build_batch, iter_records
+from kafkalite.pipeline import jobs, segments
+from kafkalite.pipeline.logwriter import PartitionWriter
+from kafkalite.pipeline.synthetic import Member, OffsetsLogWriter
+from kafkalite.protocol.records import CRC_START, NewRecord, build_batch, iter_records
 
 T0 = 1_700_000_000_000
 SPAN_MS = 3_600_000  # the records' timestamps cover one hour
@@ -130,7 +130,7 @@ def main() -> None:
 
         from pyspark.sql import functions as F
 
-        from pipeline.spark import session
+        from kafkalite.pipeline.spark import session
 
         t = time.monotonic()
         spark = session(a.master, shuffle_partitions=4)

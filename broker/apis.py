@@ -22,10 +22,15 @@ import structlog
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
-from protocol import apis as codecs
-from protocol.defaults import error_response
-from protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
-from protocol.headers import RequestHeader, parse_request_header, peek_api, skip_tagged_fields
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.defaults import error_response
+from kafkalite.protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
+from kafkalite.protocol.headers import (
+    RequestHeader,
+    parse_request_header,
+    peek_api,
+    skip_tagged_fields,
+)
 
 from .auth import DENIED_ERROR, Action, AllowAll, Authorizer
 from .context import RequestContext

@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-from protocol.errors import ErrorCode
+from kafkalite.protocol.errors import ErrorCode
 
 
 class Operation(enum.Enum):

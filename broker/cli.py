@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__
+from kafkalite import __version__
+
 from .config import Config, ConfigError
 
 
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     od.set_defaults(func=_offsets_dump)
 
     # Only argparse at build time; Spark and pyarrow load when a pipeline job runs.
-    from pipeline.cli import register as register_pipeline
+    from kafkalite.pipeline.cli import register as register_pipeline
 
     register_pipeline(sub)
     return p

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder
+from kafkalite.protocol.errors import ProtocolError
+from kafkalite.protocol.framing import FrameDecoder
 
 if TYPE_CHECKING:
     from .apis import KafkaApis

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.headers import RequestHeader
+from kafkalite.protocol.headers import RequestHeader
 
 
 @dataclass(slots=True)

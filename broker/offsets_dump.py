@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from protocol import consumer_offsets as co
-from protocol.records import decode_batch, iter_batch_headers
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.protocol.records import decode_batch, iter_batch_headers
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _PARTITION_DIR = re.compile(rf"^{OFFSETS_TOPIC}-(\d+)$")
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import structlog
 
-from storage import meta
-from storage.catalog import TopicCatalog, TopicInfo
+from kafkalite.storage import meta
+from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 
 from .apis import KafkaApis
 from .config import Config, Listener, parse_listeners
@@ -61,7 +61,7 @@ class Broker:
 
     def topic_config(self, topic: str, name: str) -> str:
         """Effective value of a topic config (topic override, broker property, default)."""
-        from storage.topic_config import resolve
+        from kafkalite.storage.topic_config import resolve
 
         info = self.topics.get(topic)
         return resolve(info.configs if info else {}, self.broker_value, name).value

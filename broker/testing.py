@@ -145,7 +145,7 @@ class BrokerProcess:
         fd, ready = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         os.unlink(ready)
-        args = [sys.executable, "-m", "broker", "serve", "--data-dir", str(self.data_dir),
+        args = [sys.executable, "-m", "kafkalite", "serve", "--data-dir", str(self.data_dir),
                 "--listen", f"127.0.0.1:{self.requested_port}", "--ready-file", ready,
                 "--log-format", "json"]
         for k, v in self.overrides.items():

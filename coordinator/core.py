@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.consumer_offsets import GroupMetadataValue, Key, OffsetCommitKey, Value
-from protocol.errors import ErrorCode
+from kafkalite.protocol.consumer_offsets import GroupMetadataValue, Key, OffsetCommitKey, Value
+from kafkalite.protocol.errors import ErrorCode
 
 from .group import GroupMetadata, MemberMetadata
 from .group_records import group_from_record, group_record

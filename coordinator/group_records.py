@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from protocol.consumer_offsets import (
+from kafkalite.protocol.consumer_offsets import (
     GroupMetadataKey,
     GroupMetadataValue,
     Key,
     Value,
 )
-from protocol.consumer_offsets import MemberMetadata as MemberRecord
+from kafkalite.protocol.consumer_offsets import MemberMetadata as MemberRecord
 
 from .group import GroupMetadata, GroupState, MemberMetadata
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from protocol.records import parse_batch_header, set_base_offset
+from kafkalite.protocol.records import parse_batch_header, set_base_offset
 
 
 class MemoryLog:

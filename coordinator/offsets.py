@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol import consumer_offsets as co
-from protocol.errors import ErrorCode
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ErrorCode
 
 EMPTY = "Empty"
 STABLE = "Stable"

@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 
-from protocol import consumer_offsets as co
-from protocol.errors import ErrorCode
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ErrorCode
 
 from .core import GroupCoordinatorCore, hb_key
 from .group import GroupMetadata

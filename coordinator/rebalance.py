@@ -11,8 +11,8 @@ from typing import Protocol
 
 import structlog
 
-from protocol.consumer_offsets import OffsetCommitKey, Value, group_partition
-from protocol.errors import ErrorCode
+from kafkalite.protocol.consumer_offsets import OffsetCommitKey, Value, group_partition
+from kafkalite.protocol.errors import ErrorCode
 
 from .group import CAN_REBALANCE, GroupMetadata, GroupState, MemberMetadata
 from .group_records import group_record

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.consumer_offsets import Key, Value
-from protocol.errors import ErrorCode
+from kafkalite.protocol.consumer_offsets import Key, Value
+from kafkalite.protocol.errors import ErrorCode
 
 
 class _Parked:

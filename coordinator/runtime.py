@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from protocol.consumer_offsets import (
+from kafkalite.protocol.consumer_offsets import (
     Key,
     UnknownRecordType,
     Value,
@@ -25,16 +25,16 @@ from protocol.consumer_offsets import (
     encode_key,
     encode_value,
 )
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.records import NewRecord, build_batch, decode_batch, iter_batch_headers
-from storage.errors import RecordTooLargeError
+from kafkalite.protocol.errors import ErrorCode, ProtocolError
+from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.protocol.records import NewRecord, build_batch, decode_batch, iter_batch_headers
+from kafkalite.storage.errors import RecordTooLargeError
 
 from .core import CoreConfig, GroupCoordinatorCore, OffsetsReplay
 from .results import Outcome, Write
 
 log = structlog.get_logger("kafkalite.coordinator")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 Waiter = Callable[[Any], None]
 

@@ -12,10 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from protocol import consumer_offsets as co
-from protocol.errors import ProtocolError
-
-OFFSETS_TOPIC = "__consumer_offsets"
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ProtocolError
+from kafkalite.protocol.names import OFFSETS_TOPIC
 
 _TS = pa.timestamp("us", tz="UTC")
 ASSIGNED_TYPE = pa.list_(pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from protocol.records import (
+from kafkalite.protocol.records import (
     COMPRESSION_NONE,
     NewRecord,
     build_batch,

@@ -18,8 +18,8 @@ from pathlib import Path
 import crc32c
 import pyarrow as pa
 
-from protocol.errors import ProtocolError
-from protocol.records import (
+from kafkalite.protocol.errors import ProtocolError
+from kafkalite.protocol.records import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,

@@ -10,11 +10,13 @@ from typing import Any
 def session(master: str = "local[*]", app_name: str = "kafkalite-pipeline",
             shuffle_partitions: int | None = None, **conf: str) -> Any:
     """A SparkSession whose Python workers run this interpreter, with the source registered."""
-    # Workers must import pipeline/protocol: the same interpreter, same sys.path.
+    # Workers must import kafkalite: the same interpreter, same sys.path.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    import kafkalite
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kafkalite.__file__)))
     path = os.environ.get("PYTHONPATH", "")
     if root not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol import consumer_offsets as co
-from protocol.records import NewRecord
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.protocol.records import NewRecord
 
-from .consumer_offsets import OFFSETS_TOPIC
 from .logwriter import PartitionWriter
 
 

@@ -17,9 +17,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.apis import codec, decode_response, encode_request
-from protocol.build import build, nested
-from protocol.headers import encode_request_header, parse_response_header
+from kafkalite.protocol.apis import codec, decode_response, encode_request
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.headers import encode_request_header, parse_response_header
 
 _LEN = struct.Struct(">i")
 _HDR = struct.Struct(">hhi")

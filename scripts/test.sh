@@ -25,7 +25,7 @@ fi
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff"
-ruff check broker protocol coordinator storage pipeline tests benchmarks
+ruff check kafkalite broker protocol coordinator storage pipeline tests benchmarks
 echo "== mypy"
 mypy
 echo "== docker-compose.yml"

@@ -28,7 +28,7 @@ from pathlib import Path
 import crc32c
 import structlog
 
-from protocol.records import (
+from kafkalite.protocol.records import (
     BATCH_HEADER,
     CRC_START,
     HEADER_SIZE,

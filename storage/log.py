@@ -21,8 +21,8 @@ from pathlib import Path
 import crc32c
 import structlog
 
-from protocol.errors import ProtocolError
-from protocol.records import (
+from kafkalite.protocol.errors import ProtocolError
+from kafkalite.protocol.records import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     BATCH_HEADER,

@@ -16,7 +16,7 @@ from pathlib import Path
 import crc32c
 import structlog
 
-from protocol.records import BATCH_HEADER, CRC_START, HEADER_SIZE, LOG_OVERHEAD
+from kafkalite.protocol.records import BATCH_HEADER, CRC_START, HEADER_SIZE, LOG_OVERHEAD
 
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from protocol import apis as codecs
-from protocol.errors import ErrorCode
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
 
 from ..context import RequestContext
 
@@ -31,9 +32,8 @@ def install(broker: Broker) -> None:
         )
         kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
         if version >= 1:
-            import datetime
 
-            kwargs["throttle_time"] = datetime.timedelta(0)
+            kwargs["throttle_time"] = NO_THROTTLE
         body = c.encode_response(resp_t(**kwargs))
         cache[version] = body
         return body

@@ -3,14 +3,14 @@ DescribeLogDirs, ElectLeaders, ListPartitionReassignments, AlterPartitionReassig
 
 from __future__ import annotations
 
-import datetime
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
 from ..context import RequestContext
@@ -23,7 +23,6 @@ ELECT_LEADERS = 43
 ALTER_PARTITION_REASSIGNMENTS = 45
 LIST_PARTITION_REASSIGNMENTS = 46
 
-ZERO = datetime.timedelta(0)
 
 
 def partition_size(broker: Broker, topic: str, partition: int) -> int:
@@ -75,7 +74,8 @@ def install(broker: Broker) -> None:
             total = usable = -1
         result = build(result_t, error_code=ErrorCode.none, log_dir=str(log_dir), topics=topics,
                        total_bytes=total, usable_bytes=usable, is_cordoned=False)
-        return build(resp_t, throttle_time=ZERO, error_code=ErrorCode.none, results=(result,))
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                     results=(result,))
 
     def elect_leaders(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(ELECT_LEADERS, ctx.api_version).response_type
@@ -97,13 +97,13 @@ def install(broker: Broker) -> None:
                                        error_message="Leader election not needed for topic "
                                        "partition."))
             results.append(build(topic_t, topic=tp.topic, partition_result=tuple(parts)))
-        return build(resp_t, throttle_time=ZERO, error_code=ErrorCode.none,
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                      replica_election_results=tuple(results))
 
     def list_reassignments(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(LIST_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
-        return build(resp_t, throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
-                     topics=())
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                     error_message=None, topics=())
 
     def alter_reassignments(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(ALTER_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
@@ -137,7 +137,7 @@ def install(broker: Broker) -> None:
                 parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                    error_message=msg))
             out.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-        return build(resp_t, throttle_time=ZERO, allow_replication_factor_change=True,
+        return build(resp_t, throttle_time=NO_THROTTLE, allow_replication_factor_change=True,
                      error_code=ErrorCode.none, error_message=None, responses=tuple(out))
 
     apis.register(DESCRIBE_LOG_DIRS, describe_log_dirs, min_version=1, max_version=4,

@@ -8,16 +8,16 @@ not dynamically updatable.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
-from storage.topic_config import (
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.storage.topic_config import (
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     STATIC_BROKER_CONFIG,
@@ -57,7 +57,6 @@ _PY_TYPES = {int: "LONG", bool: "BOOLEAN", float: "DOUBLE", str: "STRING"}
 #: IncrementalAlterConfigs operations.
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
-ZERO = datetime.timedelta(0)
 
 
 class ConfigRequestError(Exception):
@@ -287,7 +286,7 @@ def install(broker: Broker) -> None:
                 configs, err, msg = (), e.code, e.message
             results.append(build(result_t, error_code=err, error_message=msg,
                                  resource_type=rtype, resource_name=rname, configs=configs))
-        return build(resp_t, throttle_time=ZERO, results=tuple(results))
+        return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
     def _alter_response(api_key: int, ctx: RequestContext, req: Any, incremental: bool) -> Any:
         resp_t = codecs.codec(api_key, ctx.api_version).response_type
@@ -333,7 +332,7 @@ def install(broker: Broker) -> None:
                 err, msg = e.code, e.message
             out.append(build(item_t, error_code=err, error_message=msg,
                              resource_type=rtype, resource_name=rname))
-        return build(resp_t, throttle_time=ZERO, responses=tuple(out))
+        return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
 
     def alter(ctx: RequestContext, req: Any) -> Any:
         return _alter_response(ALTER_CONFIGS, ctx, req, incremental=False)
@@ -346,7 +345,8 @@ def install(broker: Broker) -> None:
         broker_t = nested(resp_t, "DescribeClusterBroker")
         endpoint_type = int(getattr(req, "endpoint_type", 1))
         if endpoint_type != 1:
-            return build(resp_t, throttle_time=ZERO, error_code=ErrorCode.unsupported_endpoint_type,
+            return build(resp_t, throttle_time=NO_THROTTLE,
+                         error_code=ErrorCode.unsupported_endpoint_type,
                          error_message="The request was sent to an endpoint of type BROKER, but "
                          f"we wanted an endpoint of type {endpoint_type}",
                          endpoint_type=endpoint_type, cluster_id=broker.cluster_id,
@@ -359,8 +359,9 @@ def install(broker: Broker) -> None:
         ops = -2147483648
         if req.include_cluster_authorized_operations:
             ops = authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
-        return build(resp_t, throttle_time=ZERO, error_code=ErrorCode.none, error_message=None,
-                     endpoint_type=1, cluster_id=broker.cluster_id, controller_id=broker.node_id,
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                     error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
+                     controller_id=broker.node_id,
                      brokers=brokers, cluster_authorized_operations=ops)
 
     apis.register(DESCRIBE_CONFIGS, describe, min_version=1, max_version=4)

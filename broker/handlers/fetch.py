@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.errors import ErrorCode
-from protocol.headers import write_uvarint
-from storage.errors import OffsetOutOfRangeError
-from storage.log import PartitionLog
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.headers import write_uvarint
+from kafkalite.storage.errors import OffsetOutOfRangeError
+from kafkalite.storage.log import PartitionLog
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext

@@ -3,12 +3,12 @@ groups (through ``coordinator.offsets_runtime``)."""
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
@@ -20,13 +20,12 @@ LIST_GROUPS = 16
 DESCRIBE_GROUPS = 15
 DELETE_GROUPS = 42
 
-_NO_THROTTLE = datetime.timedelta(0)
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648
 
 
 def install(broker: Broker) -> None:
-    from coordinator.offsets_runtime import service_of
+    from kafkalite.coordinator.offsets_runtime import service_of
 
     def describe_groups(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(DESCRIBE_GROUPS, ctx.api_version).response_type
@@ -45,7 +44,7 @@ def install(broker: Broker) -> None:
                     member_metadata=m.metadata, member_assignment=m.assignment)
                     for m in d.members),
             ))
-        return build(resp_t, throttle_time=_NO_THROTTLE, groups=tuple(out))
+        return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
 
     def list_groups(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(LIST_GROUPS, ctx.api_version).response_type
@@ -60,7 +59,7 @@ def install(broker: Broker) -> None:
                 continue
             groups.append(build(listed_t, group_id=g.group_id, protocol_type=g.protocol_type,
                                 group_state=g.state, group_type="classic"))
-        return build(resp_t, throttle_time=_NO_THROTTLE, error_code=ErrorCode.none,
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                      groups=tuple(groups))
 
     async def delete_groups(ctx: RequestContext, req: Any) -> Any:
@@ -71,7 +70,7 @@ def install(broker: Broker) -> None:
         for group_id in req.groups_names:
             err = await svc.delete_group(group_id)
             results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
-        return build(resp_t, throttle_time=_NO_THROTTLE, results=tuple(results))
+        return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
     def describe_acl(req: Any) -> list[Action]:
         return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in req.groups]

@@ -12,12 +12,13 @@ import struct
 from time import time
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import CoreConfig
-from coordinator.results import PARKED, JoinResult, LeaveResult, SyncResult
-from coordinator.runtime import OFFSETS_TOPIC, CoordinatorRuntime
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
+from kafkalite.coordinator.core import CoreConfig
+from kafkalite.coordinator.results import PARKED, JoinResult, LeaveResult, SyncResult
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
@@ -31,7 +32,6 @@ HEARTBEAT = 12
 LEAVE_GROUP = 13
 SYNC_GROUP = 14
 
-_ZERO = datetime.timedelta(0)
 _MS = datetime.timedelta(milliseconds=1)
 
 
@@ -70,7 +70,7 @@ def make_runtime(broker: Broker) -> CoordinatorRuntime:
     )
     logs = broker.logs
     if logs is None:
-        from coordinator.memlog import MemoryLogs
+        from kafkalite.coordinator.memlog import MemoryLogs
 
         logs = MemoryLogs()
     runtime = CoordinatorRuntime(core_cfg, logs)
@@ -150,10 +150,10 @@ def install(broker: Broker) -> None:
                                  host=listener.advertised_host if ok else "",
                                  port=listener.advertised_port if ok else -1,
                                  error_code=err, error_message=msg))
-            return build(resp_t, throttle_time=_ZERO, coordinators=tuple(out))
+            return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
         err, msg = answer(req.key)
         ok = err is ErrorCode.none
-        return build(resp_t, throttle_time=_ZERO, error_code=err, error_message=msg,
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
                      node_id=broker.node_id if ok else -1,
                      host=listener.advertised_host if ok else "",
                      port=listener.advertised_port if ok else -1)
@@ -177,7 +177,7 @@ def install(broker: Broker) -> None:
         if name is None and version < 7:
             name = ""
         return build(
-            resp_t, throttle_time=_ZERO, error_code=res.error, generation_id=res.generation,
+            resp_t, throttle_time=NO_THROTTLE, error_code=res.error, generation_id=res.generation,
             protocol_type=res.protocol_type, protocol_name=name, leader=res.leader,
             skip_assignment=res.skip_assignment, member_id=res.member_id, members=members,
         )
@@ -217,7 +217,7 @@ def install(broker: Broker) -> None:
 
     def sync_response(version: int, res: SyncResult) -> Any:
         resp_t = codecs.codec(SYNC_GROUP, version).response_type
-        return build(resp_t, throttle_time=_ZERO, error_code=res.error,
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
                      protocol_type=res.protocol_type, protocol_name=res.protocol_name,
                      assignment=res.assignment)
 
@@ -278,10 +278,10 @@ def install(broker: Broker) -> None:
             err = res.error
             if err is ErrorCode.none and res.members:
                 err = res.members[0][2]
-            return build(resp_t, throttle_time=_ZERO, error_code=err)
+            return build(resp_t, throttle_time=NO_THROTTLE, error_code=err)
         member_t = nested(resp_t, "MemberResponse")
         return build(
-            resp_t, throttle_time=_ZERO, error_code=res.error,
+            resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
             members=tuple(build(member_t, member_id=m, group_instance_id=i, error_code=e)
                           for m, i, e in res.members),
         )

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
-from storage.errors import OffsetOutOfRangeError
-from storage.log import LEADER_EPOCH, PartitionLog
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.storage.errors import OffsetOutOfRangeError
+from kafkalite.storage.log import LEADER_EPOCH, PartitionLog
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 LIST_OFFSETS = 2
 DELETE_RECORDS = 21
-_ZERO = datetime.timedelta(0)
 
 LATEST = -1
 EARLIEST = -2
@@ -68,7 +67,7 @@ def install(broker: Broker) -> None:
                                    leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
                                    old_style_offsets=()))
             topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-        return build(resp_t, throttle_time=_ZERO, topics=tuple(topics))
+        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
     def delete_records(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(DELETE_RECORDS, ctx.api_version).response_type
@@ -92,7 +91,7 @@ def install(broker: Broker) -> None:
                 parts.append(build(part_t, partition_index=p.partition_index,
                                    low_watermark=low, error_code=err))
             topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-        return build(resp_t, throttle_time=_ZERO, topics=tuple(topics))
+        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
     def describe_acl(req: Any) -> list[Action]:
         return [Action(Operation.DESCRIBE, ResourceType.TOPIC, t.name) for t in req.topics]

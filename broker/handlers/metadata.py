@@ -9,16 +9,16 @@ connected through, so clients on different networks each get an address they can
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
-from storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
+from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
 from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
 from ..context import RequestContext
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kafkalite.metadata")
 
 METADATA = 3
-OFFSETS_TOPIC = "__consumer_offsets"
 #: Kafka's "not requested" marker for authorized operations.
 OPS_OMITTED = -2147483648
 NULL_UUID = uuid.UUID(int=0)
@@ -158,7 +157,7 @@ def install(broker: Broker) -> None:
             cluster_ops = authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
         return build(
             c_resp,
-            throttle_time=datetime.timedelta(0),
+            throttle_time=NO_THROTTLE,
             brokers=brokers,
             cluster_id=broker.cluster_id,
             controller_id=broker.node_id,

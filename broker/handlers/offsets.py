@@ -7,10 +7,11 @@ import asyncio
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from coordinator.offsets import CommitRequest, PartitionCommit
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
+from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
@@ -21,9 +22,7 @@ if TYPE_CHECKING:
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 OFFSET_DELETE = 47
-OFFSETS_TOPIC = "__consumer_offsets"
 
-_NO_THROTTLE = datetime.timedelta(0)
 
 
 def _ms(td: Any) -> int:
@@ -34,8 +33,8 @@ def _ms(td: Any) -> int:
 
 def _install_cleaner(broker: Broker) -> None:
     """Compaction of ``cleanup.policy=compact`` logs, ``__consumer_offsets`` first."""
-    from storage.compaction import LogCleaner
-    from storage.log import PartitionLog, now_ms
+    from kafkalite.storage.compaction import LogCleaner
+    from kafkalite.storage.log import PartitionLog, now_ms
 
     def compacted() -> list[tuple[PartitionLog, int]]:
         if broker.logs is None:
@@ -51,8 +50,8 @@ def _install_cleaner(broker: Broker) -> None:
 
 
 def install(broker: Broker) -> None:
-    from coordinator.offsets import OffsetStore
-    from coordinator.offsets_runtime import OffsetsService
+    from kafkalite.coordinator.offsets import OffsetStore
+    from kafkalite.coordinator.offsets_runtime import OffsetsService
 
     config = broker.config
     store = OffsetStore(
@@ -103,7 +102,7 @@ def install(broker: Broker) -> None:
         def respond(errors: dict[tuple[str, int], int]) -> Any:
             return build(
                 resp_t,
-                throttle_time=_NO_THROTTLE,
+                throttle_time=NO_THROTTLE,
                 topics=tuple(
                     build(topic_t, name=t.name, partitions=tuple(
                         build(part_t, partition_index=p.partition_index,
@@ -153,10 +152,10 @@ def install(broker: Broker) -> None:
                 err, topics = _fetch_group(v, resp_t, g.group_id, g.topics, require_stable, True)
                 groups.append(build(group_t, group_id=g.group_id, topics=topics,
                                     error_code=ErrorCode(err)))
-            return build(resp_t, throttle_time=_NO_THROTTLE, groups=tuple(groups))
+            return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(groups))
         topics_req = req.topics if v >= 2 else req.topics or ()
         err, topics = _fetch_group(v, resp_t, req.group_id, topics_req, require_stable, False)
-        return build(resp_t, throttle_time=_NO_THROTTLE, topics=topics,
+        return build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
                      error_code=ErrorCode(err))
 
     async def offset_delete(ctx: RequestContext, req: Any) -> Any:
@@ -183,7 +182,7 @@ def install(broker: Broker) -> None:
                 merged.setdefault(t, []).extend(parts)
             rows = list(merged.items())
         return build(
-            resp_t, error_code=ErrorCode(err), throttle_time=_NO_THROTTLE,
+            resp_t, error_code=ErrorCode(err), throttle_time=NO_THROTTLE,
             topics=tuple(build(topic_t, name=t, partitions=tuple(
                 build(part_t, partition_index=p, error_code=ErrorCode(e)) for p, e in parts))
                 for t, parts in rows),

@@ -14,18 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode, ProtocolError
-from storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
-from storage.errors import (
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode, ProtocolError
+from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
+from kafkalite.storage.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
 )
-from storage.log import PartitionLog
+from kafkalite.storage.log import PartitionLog
 
 from ..apis import NO_RESPONSE
 from ..auth import Action, Operation, ResourceType
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kafkalite.produce")
 
 PRODUCE = 0
-_ZERO = datetime.timedelta(0)
 _E = ErrorCode
 
 
@@ -157,7 +157,7 @@ def install(broker: Broker) -> None:
                 # is what makes the client refresh its metadata and notice.
                 raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
             return NO_RESPONSE
-        response = build(resp_t, responses=tuple(topics_out), throttle_time=_ZERO)
+        response = build(resp_t, responses=tuple(topics_out), throttle_time=NO_THROTTLE)
         if manager.durable and touched:
             fds = [fd for plog in touched for fd in plog.sync_handles()]
             loop = asyncio.get_running_loop()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from storage.catalog import TopicInfo
-from storage.manager import LogManager
+from kafkalite.storage.catalog import TopicInfo
+from kafkalite.storage.manager import LogManager
 
 if TYPE_CHECKING:
     from ..server import Broker

@@ -5,18 +5,18 @@ Only the catalogue changes here; storage creates and removes logs on its events.
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
-from storage.catalog import InvalidTopicName, validate_topic_name
-from storage.topic_config import InvalidConfig, validate
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
+from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
+from kafkalite.storage.topic_config import InvalidConfig, validate
 
 from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
 from ..context import RequestContext
@@ -31,11 +31,9 @@ CREATE_TOPICS = 19
 DELETE_TOPICS = 20
 CREATE_PARTITIONS = 37
 
-ZERO = datetime.timedelta(0)
 NULL_UUID = uuid.UUID(int=0)
 
 #: Topics Kafka itself owns; clients may not delete them.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class TopicError(Exception):
@@ -168,7 +166,7 @@ def install(broker: Broker) -> None:
                     error_message=e.message, num_partitions=-1, replication_factor=-1,
                     configs=(),
                 ))
-        return build(resp_t, throttle_time=ZERO, topics=tuple(results))
+        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(results))
 
     def delete_one(ctx: RequestContext, name: str | None, tid: uuid.UUID | None
                    ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
@@ -210,7 +208,7 @@ def install(broker: Broker) -> None:
             rname, rid, err, msg = delete_one(ctx, name, tid)
             results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
                                  error_message=msg))
-        return build(resp_t, throttle_time=ZERO, responses=tuple(results))
+        return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(results))
 
     def create_partitions(ctx: RequestContext, req: Any) -> Any:
         resp_t = codecs.codec(CREATE_PARTITIONS, ctx.api_version).response_type
@@ -246,7 +244,7 @@ def install(broker: Broker) -> None:
                 broker.topics.set_partitions(t.name, count)
                 log.info("topic.partitions_added", topic=t.name, partitions=count)
             results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
-        return build(resp_t, throttle_time=ZERO, results=tuple(results))
+        return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
     # Authorization is per topic, inside the handlers, as Kafka answers it.
     apis.register(CREATE_TOPICS, create_topics, min_version=2, max_version=7)

@@ -6,10 +6,10 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core import CoreConfig, GroupCoordinatorCore
-from coordinator.results import PARKED, Outcome
-from protocol.consumer_offsets import Key, Value
-from protocol.errors import ErrorCode
+from kafkalite.coordinator.core import CoreConfig, GroupCoordinatorCore
+from kafkalite.coordinator.results import PARKED, Outcome
+from kafkalite.protocol.consumer_offsets import Key, Value
+from kafkalite.protocol.errors import ErrorCode
 
 GROUP = "g"
 SESSION = 1000

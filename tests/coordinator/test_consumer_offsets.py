@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import consumer_offsets as co
+from kafkalite.protocol import consumer_offsets as co
 
 
 def test_java_string_hash_and_partition() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.group import GroupState
-from protocol.errors import ErrorCode as E
+from kafkalite.coordinator.group import GroupState
+from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import DELAY, GROUP, REBALANCE, SESSION, Harness
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.group import GroupState
-from protocol.errors import ErrorCode as E
+from kafkalite.coordinator.group import GroupState
+from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import GROUP, Harness
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from coordinator.core import CoreConfig, GroupCoordinatorCore
-from coordinator.group import GroupState
-from protocol import consumer_offsets as co
-from protocol.errors import ErrorCode as E
+from kafkalite.coordinator.core import CoreConfig, GroupCoordinatorCore
+from kafkalite.coordinator.group import GroupState
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import GROUP, REBALANCE, SESSION, Harness
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from broker.testing import BrokerThread
-from protocol.build import build
-from protocol.client import RawConnection, request, request_class
-from protocol.errors import ErrorCode as E
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.protocol.build import build
+from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
 

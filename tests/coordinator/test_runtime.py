@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from coordinator.core import CoreConfig
-from coordinator.group import GroupState
-from coordinator.memlog import MemoryLogs
-from coordinator.runtime import OFFSETS_TOPIC, CoordinatorRuntime
-from protocol.errors import ErrorCode as E
-from protocol.records import decode_batch
+from kafkalite.coordinator.core import CoreConfig
+from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.memlog import MemoryLogs
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol.errors import ErrorCode as E
+from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.protocol.records import decode_batch
 
 CFG = dict(num_partitions=2, min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from broker.testing import BrokerThread
-from protocol.client import RawConnection, request, request_class
-from protocol.errors import ErrorCode as E
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, SYNC, HEARTBEAT = 10, 11, 14, 12
 GROUP = "failing-group"

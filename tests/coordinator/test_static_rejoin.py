@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.group import GroupState
-from coordinator.results import PARKED
-from protocol.errors import ErrorCode as E
+from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.results import PARKED
+from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import GROUP, REBALANCE, SESSION, Box, Harness
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.timers import Timers
+from kafkalite.coordinator.timers import Timers
 
 
 def test_schedule_expire_cancel() -> None:

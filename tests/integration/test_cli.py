@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from broker import __version__
-from broker.testing import BrokerProcess
+from kafkalite.broker import __version__
+from kafkalite.broker.testing import BrokerProcess
 
 
 def broker_configs(bootstrap: str) -> dict[str, tuple[str, int]]:
@@ -26,7 +26,7 @@ def broker_configs(bootstrap: str) -> dict[str, tuple[str, int]]:
 
 def test_version() -> None:
     exe = Path(sys.executable).with_name("kafkalite")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "broker"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "kafkalite"]
     out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=60,
                          check=True)
     assert out.stdout.strip() == f"kafkalite {__version__}"
@@ -55,7 +55,7 @@ def test_config_file_env_and_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_sigterm_shuts_down_gracefully(tmp_path: Path) -> None:
     proc = BrokerProcess(tmp_path / "data").start()
     assert subprocess.run(
-        [sys.executable, "-m", "broker.healthcheck", proc.bootstrap], capture_output=True,
+        [sys.executable, "-m", "kafkalite.broker.healthcheck", proc.bootstrap], capture_output=True,
         timeout=30,
     ).returncode == 0
     rc = proc.stop()
@@ -71,7 +71,8 @@ def test_healthcheck_fails_without_a_broker() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = subprocess.run(
-        [sys.executable, "-m", "broker.healthcheck", f"127.0.0.1:{port}", "--timeout", "2"],
+        [sys.executable, "-m", "kafkalite.broker.healthcheck", f"127.0.0.1:{port}",
+         "--timeout", "2"],
         capture_output=True, text=True, timeout=30, env={**os.environ},
     )
     assert out.returncode == 1
@@ -80,7 +81,7 @@ def test_healthcheck_fails_without_a_broker() -> None:
 
 def test_bad_property_is_a_configuration_error(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--data-dir", str(tmp_path / "d"),
+        [sys.executable, "-m", "kafkalite", "serve", "--data-dir", str(tmp_path / "d"),
          "--listen", "127.0.0.1:0", "--set", "num.partitions=many"],
         capture_output=True, text=True, timeout=60,
     )

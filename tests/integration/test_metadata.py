@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from broker.testing import BrokerThread
-from protocol import apis as codecs
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
-from protocol.headers import encode_request_header, parse_response_header
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.headers import encode_request_header, parse_response_header
 
 METADATA = 3
 

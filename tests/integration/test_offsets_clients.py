@@ -15,7 +15,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from broker.testing import BrokerThread
+from kafkalite.broker.testing import BrokerThread
 
 N = 10
 FAST_GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500}
@@ -145,7 +145,7 @@ def test_offsets_dump_of_a_live_broker(broker: BrokerThread) -> None:
     c.commit(offsets=[CkTopicPartition(topic, 0, 9)], asynchronous=False)
     c.close()
     out = subprocess.run(
-        [sys.executable, "-m", "broker", "offsets", "dump", "--data-dir", str(broker.data_dir)],
+        [sys.executable, "-m", "kafkalite", "offsets", "dump", "--data-dir", str(broker.data_dir)],
         check=True, capture_output=True, text=True, timeout=60,
     ).stdout
     rows = [json.loads(line) for line in out.splitlines()]

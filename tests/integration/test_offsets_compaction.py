@@ -10,8 +10,8 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
 
-from broker.testing import BrokerThread
-from protocol.records import iter_records
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.protocol.records import iter_records
 
 
 def _records(broker: BrokerThread) -> int:

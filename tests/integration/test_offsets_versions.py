@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker.testing import BrokerThread
-from protocol.apis import codec, decode_response, encode_request
-from protocol.build import build, nested
-from protocol.errors import ErrorCode as E
-from protocol.headers import encode_request_header, parse_response_header
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.protocol.apis import codec, decode_response, encode_request
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode as E
+from kafkalite.protocol.headers import encode_request_header, parse_response_header
 
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from broker.testing import BrokerThread
-from protocol import apis as codecs
-from protocol.errors import ErrorCode
-from protocol.headers import encode_request_header
-from protocol.records import NewRecord, build_batch
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.headers import encode_request_header
+from kafkalite.protocol.records import NewRecord, build_batch
 
 PRODUCE = 0
 VERSION = 9

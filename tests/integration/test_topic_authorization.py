@@ -7,8 +7,8 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from broker.auth import Action, Operation, ResourceType
-from broker.testing import BrokerThread
+from kafkalite.broker.auth import Action, Operation, ResourceType
+from kafkalite.broker.testing import BrokerThread
 
 
 class DenySecret:

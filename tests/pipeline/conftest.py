@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from pipeline.spark import session
+    from kafkalite.pipeline.spark import session
 
     s = session("local[2]", app_name="kafkalite-tests", shuffle_partitions=2,
                 **{"spark.default.parallelism": "2"})

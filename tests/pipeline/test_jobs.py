@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pipeline import consumer_offsets, jobs
-from pipeline.cli import write_report
-from pipeline.logwriter import PartitionWriter
-from pipeline.synthetic import Member, OffsetsLogWriter
-from protocol.records import COMPRESSION_SNAPPY, NewRecord
+from kafkalite.pipeline import consumer_offsets, jobs
+from kafkalite.pipeline.cli import write_report
+from kafkalite.pipeline.logwriter import PartitionWriter
+from kafkalite.pipeline.synthetic import Member, OffsetsLogWriter
+from kafkalite.protocol.records import COMPRESSION_SNAPPY, NewRecord
 
 # Spark starts slowly on a busy two-core machine: the shared session's start-up counts
 # against the first test.

@@ -13,9 +13,9 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from kafka import KafkaProducer
 from pyspark.sql import functions as F
 
-from broker.testing import BrokerThread
-from pipeline.logwriter import PartitionWriter
-from protocol.records import (
+from kafkalite.broker.testing import BrokerThread
+from kafkalite.pipeline.logwriter import PartitionWriter
+from kafkalite.protocol.records import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     COMPRESSION_GZIP,

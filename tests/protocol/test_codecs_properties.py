@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from kio.schema.index import api_key_map, schema_name_map
 from kio.static.primitive import Records
 
-from protocol import apis as codecs
-from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder, frame, split_frames
-from protocol.headers import (
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.errors import ProtocolError
+from kafkalite.protocol.framing import FrameDecoder, frame, split_frames
+from kafkalite.protocol.headers import (
     encode_request_header,
     encode_response_header,
     parse_request_header,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import (
+from kafkalite.protocol.records import (
     COMPRESSION_GZIP,
     COMPRESSION_ZSTD,
     NewRecord,
@@ -16,7 +16,7 @@ from protocol.records import (
     decode_batch,
     iter_records,
 )
-from storage.errors import (
+from kafkalite.storage.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
     InvalidProducerEpochError,
@@ -24,9 +24,9 @@ from storage.errors import (
     OutOfOrderSequenceError,
     RecordTooLargeError,
 )
-from storage.log import LogConfig, PartitionLog
-from storage.manager import LogManager
-from storage.producer_state import ProducerIdAllocator
+from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.manager import LogManager
+from kafkalite.storage.producer_state import ProducerIdAllocator
 
 
 class Clock:

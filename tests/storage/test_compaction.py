@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from protocol import consumer_offsets as co
-from protocol.records import NewRecord, build_batch, decode_batch, iter_batch_headers, iter_records
-from storage.compaction import CleanStats, build_offset_map, clean_segment
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.records import (
+    NewRecord,
+    build_batch,
+    decode_batch,
+    iter_batch_headers,
+    iter_records,
+)
+from kafkalite.storage.compaction import CleanStats, build_offset_map, clean_segment
 
 DAY = 86_400_000
 
@@ -103,8 +109,8 @@ def test_a_batch_with_nothing_left_disappears() -> None:
 
 
 def test_partition_log_compacts_100k_commits_and_reloads_same_state(tmp_path: Path) -> None:
-    from storage.compaction import LogCleaner
-    from storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.compaction import LogCleaner
+    from kafkalite.storage.log import LogConfig, PartitionLog
 
     cfg = LogConfig(segment_bytes=256 * 1024, cleanup_policy="compact")
     plog = PartitionLog(tmp_path / "__consumer_offsets-0", "__consumer_offsets", 0, cfg,
@@ -133,9 +139,9 @@ def test_partition_log_compacts_100k_commits_and_reloads_same_state(tmp_path: Pa
 
 
 def test_a_crash_mid_swap_leaves_the_old_segment_whole(tmp_path: Path) -> None:
-    from storage.compaction import build_offset_map
-    from storage.log import LogConfig, PartitionLog
-    from storage.segment import filename
+    from kafkalite.storage.compaction import build_offset_map
+    from kafkalite.storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.segment import filename
 
     cfg = LogConfig(segment_bytes=16 * 1024, cleanup_policy="compact")
     d = tmp_path / "__consumer_offsets-0"

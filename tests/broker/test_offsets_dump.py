@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from protocol import consumer_offsets as co
-from protocol.records import NewRecord, build_batch
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.records import NewRecord, build_batch
 
 
 def test_dump_shapes(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_dump_shapes(tmp_path: Path) -> None:
     part.mkdir()
     (part / "00000000000000000000.log").write_bytes(build_batch(recs, timestamp=1000))
     out = subprocess.run(
-        [sys.executable, "-m", "broker", "offsets", "dump", "--data-dir", str(tmp_path)],
+        [sys.executable, "-m", "kafkalite", "offsets", "dump", "--data-dir", str(tmp_path)],
         check=True, capture_output=True, text=True, timeout=60,
     ).stdout
     rows = [json.loads(line) for line in out.splitlines()]

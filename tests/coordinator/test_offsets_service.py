@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator.core import CoreConfig
-from coordinator.memlog import MemoryLogs
-from coordinator.offsets import CommitRequest, OffsetStore, PartitionCommit
-from coordinator.offsets_runtime import OffsetsService
-from coordinator.runtime import OFFSETS_TOPIC, CoordinatorRuntime
-from protocol import consumer_offsets as co
-from protocol.errors import ErrorCode as E
-from protocol.records import iter_records
+from kafkalite.coordinator.core import CoreConfig
+from kafkalite.coordinator.memlog import MemoryLogs
+from kafkalite.coordinator.offsets import CommitRequest, OffsetStore, PartitionCommit
+from kafkalite.coordinator.offsets_runtime import OffsetsService
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ErrorCode as E
+from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.protocol.records import iter_records
 
 DAY = 86_400_000
 
@@ -104,8 +105,8 @@ def test_delete_group_and_offset_delete() -> None:
 
 
 def test_member_commit_rearms_the_member_session() -> None:
-    from coordinator.core import hb_key
-    from coordinator.group import GroupMetadata, GroupState, MemberMetadata
+    from kafkalite.coordinator.core import hb_key
+    from kafkalite.coordinator.group import GroupMetadata, GroupState, MemberMetadata
 
     async def run() -> None:
         logs, clock = MemoryLogs(), Clock()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.offsets import (
+from kafkalite.coordinator.offsets import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -16,8 +16,8 @@ from coordinator.offsets import (
     PartitionCommit,
     subscribed_topics_of,
 )
-from protocol import consumer_offsets as co
-from protocol.errors import ErrorCode as E
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ErrorCode as E
 
 DAY = 86_400_000
 

@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
-from broker.handlers.fetch import PartitionResult, encode_response
-from protocol.apis import codec
-from protocol.build import build, nested
-from protocol.errors import ErrorCode
+from kafkalite.broker.handlers.fetch import PartitionResult, encode_response
+from kafkalite.protocol.apis import codec
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 

@@ -1,0 +1,15 @@
+"""Facts of the Kafka protocol that many modules share: internal topic names and the
+constants every response carries."""
+
+from __future__ import annotations
+
+import datetime
+
+#: Group metadata and committed offsets (compacted).
+OFFSETS_TOPIC = "__consumer_offsets"
+#: Transaction coordinator state (compacted).
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+
+#: ``throttle_time`` of every response: kafkalite applies no quotas.
+NO_THROTTLE = datetime.timedelta(0)
