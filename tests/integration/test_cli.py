@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from kafkalite.broker import __version__
+from kafkalite import __version__
 from kafkalite.broker.testing import BrokerProcess
 
 
