@@ -46,6 +46,8 @@ LEADER_EPOCH = 0
 _LEADER_EPOCH_BYTES = _I32.pack(LEADER_EPOCH)
 INT32_MAX = 0x7FFFFFFF
 NEVER = 2**63 - 1
+#: DeleteRecords' offset meaning "up to the high watermark".
+HIGH_WATERMARK = -1
 
 
 def now_ms() -> int:
@@ -377,12 +379,23 @@ class PartitionLog:
     # --- deletion -----------------------------------------------------------------------
 
     def delete_records(self, offset: int) -> int:
-        """Advance the log start offset to ``offset`` (-1: the high watermark)."""
+        """Advance the log start offset to ``offset`` (-1: the high watermark).
+
+        As Kafka's ``Partition.deleteRecordsOnLeader``: any other negative offset (-1001 is
+        librdkafka's unset one) and one past the high watermark raise OffsetOutOfRangeError
+        and delete nothing; one at or below the log start offset changes nothing.
+        """
+        if offset == HIGH_WATERMARK:
+            offset = self.high_watermark
         if offset < 0:
-            offset = self.log_end_offset
-        if offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
-                f"offset {offset} is past the high watermark {self.log_end_offset}"
+                f"The offset {offset} for partition {self.topic}-{self.partition} is not valid"
+            )
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.topic}-{self.partition} since it is larger than the high watermark "
+                f"{self.high_watermark}"
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset

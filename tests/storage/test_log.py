@@ -197,6 +197,23 @@ def test_expired_active_segment_is_rolled_and_deleted(tmp_path: Path) -> None:
     assert log.append(batch(1)) == (1, 1)
 
 
+def test_delete_records_bounds_as_kafka(tmp_path: Path) -> None:
+    log = make(tmp_path)
+    for i in range(10):
+        log.append(batch(i))
+    assert log.delete_records(4) == 4
+    # librdkafka's unset offset (-1001), any other negative one and one past the high
+    # watermark are refused and delete nothing.
+    for bad in (-1001, -2, 11, 2**62):
+        with pytest.raises(OffsetOutOfRangeError):
+            log.delete_records(bad)
+        assert (log.log_start_offset, log.log_end_offset) == (4, 10)
+    # Below the log start offset: nothing to do, the low watermark is unchanged.
+    assert log.delete_records(2) == 4
+    assert log.delete_records(10) == 10
+    assert log.delete_records(-1) == 10
+
+
 def test_delete_records_persists_through_checkpoint(tmp_path: Path) -> None:
     mgr = LogManager(tmp_path, lambda _t, name: LogConfig_defaults[name])
     log = mgr.get_or_create("t", 0)
