@@ -37,7 +37,7 @@ def test_confluent_delete_records_out_of_range(broker: BrokerThread) -> None:
         fut = admin.delete_records([tp])[tp]
         try:
             fut.result(15)
-        except Exception as e:  # noqa: BLE001 - the client raises KafkaException
+        except Exception as e:  # the client raises KafkaException
             assert e.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE, (bad, e)
         else:
             raise AssertionError(f"offset {bad} was accepted")
