@@ -24,6 +24,8 @@ class Operation(enum.Enum):
     DESCRIBE_CONFIGS = "DescribeConfigs"
     ALTER_CONFIGS = "AlterConfigs"
     IDEMPOTENT_WRITE = "IdempotentWrite"
+    CREATE_TOKENS = "CreateTokens"
+    DESCRIBE_TOKENS = "DescribeTokens"
 
 
 class ResourceType(enum.Enum):
@@ -31,6 +33,8 @@ class ResourceType(enum.Enum):
     GROUP = "Group"
     CLUSTER = "Cluster"
     TRANSACTIONAL_ID = "TransactionalId"
+    DELEGATION_TOKEN = "DelegationToken"
+    USER = "User"
 
 
 DENIED_ERROR: dict[ResourceType, ErrorCode] = {
@@ -38,6 +42,8 @@ DENIED_ERROR: dict[ResourceType, ErrorCode] = {
     ResourceType.GROUP: ErrorCode.group_authorization_failed,
     ResourceType.CLUSTER: ErrorCode.cluster_authorization_failed,
     ResourceType.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed,
+    ResourceType.DELEGATION_TOKEN: ErrorCode.delegation_token_authorization_failed,
+    ResourceType.USER: ErrorCode.cluster_authorization_failed,
 }
 
 CLUSTER_NAME = "kafka-cluster"
@@ -51,11 +57,11 @@ class Action:
 
 
 class Authorizer(Protocol):
-    def authorize(self, principal: str, action: Action) -> bool: ...
+    def authorize(self, principal: str, action: Action, host: str = "") -> bool: ...
 
 
 class AllowAll:
     """The default when ``authorizer.class.name`` is empty: Kafka allows everything."""
 
-    def authorize(self, principal: str, action: Action) -> bool:
+    def authorize(self, principal: str, action: Action, host: str = "") -> bool:
         return True

@@ -82,6 +82,33 @@ def build_parser() -> argparse.ArgumentParser:
     od.add_argument("--partition", type=int, help="only this partition")
     od.set_defaults(func=_offsets_dump)
 
+    c = sub.add_parser("certs", help="make a development CA, broker and client certificates "
+                       "(PEM) for TLS listeners")
+    c.add_argument("--out", required=True, help="directory to write the PEM files to")
+    c.add_argument("--host", action="append", metavar="NAME",
+                   help="a host name or address the broker certificate covers; repeatable "
+                   "(default: localhost, 127.0.0.1, ::1)")
+    c.add_argument("--client", default="client", help="the client certificate's common name")
+    c.add_argument("--days", type=int, default=825, help="validity in days")
+    c.set_defaults(func=_certs)
+
+    sc = sub.add_parser("scram", help="manage SCRAM credentials in a data directory")
+    scsub = sc.add_subparsers(dest="scram_command", required=True)
+    for name, helptext in (("set", "add or replace a user's credential"),
+                           ("delete", "remove a user's credential"),
+                           ("list", "list users and their mechanisms")):
+        sp = scsub.add_parser(name, help=helptext)
+        sp.add_argument("--data-dir", required=True, help="the broker's data directory (log.dirs)")
+        if name != "list":
+            sp.add_argument("--user", required=True)
+            sp.add_argument("--mechanism", action="append",
+                            choices=["SCRAM-SHA-256", "SCRAM-SHA-512"],
+                            help="repeatable; default both")
+        if name == "set":
+            sp.add_argument("--password", help="the password (default: read from stdin)")
+            sp.add_argument("--iterations", type=int, default=4096)
+        sp.set_defaults(func=_scram)
+
     # Only argparse at build time; Spark and pyarrow load when a pipeline job runs.
     from kafkalite.pipeline.cli import register as register_pipeline
 
@@ -93,6 +120,60 @@ def _offsets_dump(args: argparse.Namespace) -> int:
     from .offsets_dump import dump
 
     dump(Path(args.data_dir), sys.stdout, args.partition)
+    return 0
+
+
+def _certs(args: argparse.Namespace) -> int:
+    from .security.certs import make_certs
+
+    files = make_certs(Path(args.out), args.host, client=args.client, days=args.days)
+    print(f"wrote {files.ca.name}, {files.broker_cert.name}, {files.broker_key.name}, "
+          f"{files.broker_keystore.name}, {files.client_cert.name}, {files.client_key.name}, "
+          f"{files.client_keystore.name} to {files.dir}")
+    print("broker (server.properties):")
+    print("  listeners=SSL://127.0.0.1:9093")
+    print("  ssl.keystore.type=PEM")
+    print(f"  ssl.keystore.location={files.broker_keystore.resolve()}")
+    print("  ssl.truststore.type=PEM")
+    print(f"  ssl.truststore.location={files.ca.resolve()}")
+    print("client: security.protocol=SSL, ssl.ca.location (librdkafka) or "
+          f"ssl.truststore.location with ssl.truststore.type=PEM (Java) = {files.ca.resolve()}")
+    return 0
+
+
+def _scram(args: argparse.Namespace) -> int:
+    from .security.scram import (
+        MAX_ITERATIONS,
+        MECHANISMS,
+        MIN_ITERATIONS,
+        ScramStore,
+        credential_from_password,
+    )
+
+    store = ScramStore(Path(args.data_dir))
+    if args.scram_command == "list":
+        for user, mechs in sorted(store.users().items()):
+            for mech, cred in sorted(mechs.items()):
+                print(f"{user}\t{mech}\titerations={cred.iterations}")
+        return 0
+    mechanisms = args.mechanism or list(MECHANISMS)
+    if args.scram_command == "delete":
+        found = [m for m in mechanisms if store.delete(args.user, m)]
+        if not found:
+            print(f"no SCRAM credential for {args.user}", file=sys.stderr)
+            return 1
+        return 0
+    if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
+        print(f"--iterations must be within {MIN_ITERATIONS}..{MAX_ITERATIONS}", file=sys.stderr)
+        return 2
+    password = args.password if args.password is not None else sys.stdin.readline().rstrip("\n")
+    if not password:
+        print("empty password", file=sys.stderr)
+        return 2
+    for m in mechanisms:
+        store.put(args.user, m, credential_from_password(m, password, args.iterations),
+                  save=False)
+    store.save()
     return 0
 
 

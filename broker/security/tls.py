@@ -1,0 +1,222 @@
+"""TLS for a listener: an ``ssl.SSLContext`` built from Kafka's ``ssl.*`` properties.
+
+Keystores and truststores are PEM (KIP-651: inline ``ssl.keystore.certificate.chain`` /
+``ssl.keystore.key`` / ``ssl.truststore.certificates``, or a PEM file at
+``ssl.keystore.location``) or PKCS12 (``ssl.keystore.location`` and its passwords).
+Python's ``ssl`` loads a key and chain only from a file, so a PKCS12 or inline key is
+written to a private temporary file for the load and removed at once.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from ..config import ConfigError
+from .listeners import ListenerProps
+from .principal_rules import PrincipalMapper
+
+_CLIENT_AUTH = {
+    "none": ssl.CERT_NONE,
+    "requested": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
+
+_PROTOCOLS = {
+    "TLSv1": ssl.TLSVersion.TLSv1,
+    "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSv1.2": ssl.TLSVersion.TLSv1_2,
+    "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+}
+
+
+def _store_type(props: ListenerProps, kind: str) -> str:
+    """``ssl.<kind>.type``; when unset, PEM for inline material or a .pem/.crt file."""
+    explicit = props.get(f"ssl.{kind}.type")
+    if explicit:
+        return explicit.upper()
+    inline = "ssl.keystore.key" if kind == "keystore" else "ssl.truststore.certificates"
+    if props.get(inline):
+        return "PEM"
+    loc = props.text(f"ssl.{kind}.location").lower()
+    if loc.endswith((".p12", ".pfx", ".pkcs12")):
+        return "PKCS12"
+    return "PEM"
+
+
+def _password(props: ListenerProps, prop: str) -> bytes | None:
+    v = props.get(prop)
+    return v.encode() if v else None
+
+
+def _read(path: str, prop: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{prop}: cannot read {path}: {e}") from e
+
+
+def _pem_key(key: object) -> bytes:
+    return key.private_bytes(  # type: ignore[attr-defined, no-any-return]
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _load_private_pem(ctx: ssl.SSLContext, pem: bytes) -> None:
+    fd, name = tempfile.mkstemp(prefix="kafkalite-key-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        ctx.load_cert_chain(name)
+    finally:
+        os.unlink(name)
+
+
+def _load_keystore(ctx: ssl.SSLContext, props: ListenerProps) -> None:
+    kind = _store_type(props, "keystore")
+    key_password = _password(props, "ssl.key.password")
+    if kind == "PEM":
+        chain = props.get("ssl.keystore.certificate.chain")
+        key = props.get("ssl.keystore.key")
+        if chain or key:
+            if not (chain and key):
+                raise ConfigError("ssl.keystore.certificate.chain and ssl.keystore.key "
+                                  "must be set together")
+            try:
+                pk = serialization.load_pem_private_key(key.encode(), key_password)
+            except (ValueError, TypeError) as e:
+                raise ConfigError(f"ssl.keystore.key: {e}") from e
+            _load_private_pem(ctx, _pem_key(pk) + b"\n" + chain.encode() + b"\n")
+            return
+        location = props.get("ssl.keystore.location")
+        if not location:
+            raise ConfigError("a TLS listener needs ssl.keystore.location or "
+                              "ssl.keystore.certificate.chain and ssl.keystore.key")
+        try:
+            ctx.load_cert_chain(location, password=key_password)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"ssl.keystore.location {location}: {e}") from e
+        return
+    if kind == "PKCS12":
+        location = props.get("ssl.keystore.location")
+        if not location:
+            raise ConfigError("ssl.keystore.type=PKCS12 needs ssl.keystore.location")
+        data = _read(location, "ssl.keystore.location")
+        try:
+            p12_key, cert, extra = pkcs12.load_key_and_certificates(
+                data, _password(props, "ssl.keystore.password") or key_password)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"ssl.keystore.location {location}: {e}") from e
+        if p12_key is None or cert is None:
+            raise ConfigError(f"ssl.keystore.location {location}: no key and certificate")
+        certs = [cert, *extra]
+        _load_private_pem(ctx, _pem_key(p12_key) + b"".join(
+            c.public_bytes(serialization.Encoding.PEM) for c in certs))
+        return
+    raise ConfigError(f"ssl.keystore.type {kind} is not supported (use PEM or PKCS12)")
+
+
+def _load_truststore(ctx: ssl.SSLContext, props: ListenerProps) -> bool:
+    """Trusted CAs for client certificates; False when none are configured."""
+    kind = _store_type(props, "truststore")
+    inline = props.get("ssl.truststore.certificates")
+    location = props.get("ssl.truststore.location")
+    try:
+        if kind == "PEM":
+            if inline:
+                ctx.load_verify_locations(cadata=inline)
+                return True
+            if location:
+                ctx.load_verify_locations(cafile=location)
+                return True
+            return False
+        if kind == "PKCS12":
+            if not location:
+                raise ConfigError("ssl.truststore.type=PKCS12 needs ssl.truststore.location")
+            data = _read(location, "ssl.truststore.location")
+            store = pkcs12.load_pkcs12(data, _password(props, "ssl.truststore.password"))
+            certs = [c.certificate for c in store.additional_certs]
+            if store.cert is not None:
+                certs.append(store.cert.certificate)
+            if not certs:
+                raise ConfigError(f"ssl.truststore.location {location}: no certificates")
+            ctx.load_verify_locations(cadata="".join(
+                c.public_bytes(serialization.Encoding.PEM).decode() for c in certs))
+            return True
+    except (OSError, ssl.SSLError, ValueError) as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise ConfigError(f"truststore: {e}") from e
+    raise ConfigError(f"ssl.truststore.type {kind} is not supported (use PEM or PKCS12)")
+
+
+def openssl_cipher(name: str) -> str:
+    """A Java/IANA suite name (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) as OpenSSL names it
+    (ECDHE-RSA-AES128-GCM-SHA256); OpenSSL names pass through."""
+    if not name.startswith("TLS_") or "_WITH_" not in name:
+        return name
+    kx, cipher = name[4:].split("_WITH_", 1)
+    kx = kx.replace("_", "-")
+    if kx == "RSA":
+        kx = ""
+    cipher = cipher.replace("AES_128", "AES128").replace("AES_256", "AES256")
+    cipher = cipher.replace("CHACHA20_POLY1305", "CHACHA20-POLY1305").replace("_", "-")
+    return f"{kx}-{cipher}" if kx else cipher
+
+
+def server_context(props: ListenerProps) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    protocols = props.list("ssl.enabled.protocols", "TLSv1.2,TLSv1.3")
+    versions = []
+    for p in protocols:
+        if p not in _PROTOCOLS:
+            raise ConfigError(f"ssl.enabled.protocols: unknown protocol {p!r}")
+        versions.append(_PROTOCOLS[p])
+    if versions:
+        ctx.minimum_version = min(versions)
+        ctx.maximum_version = max(versions)
+    suites = props.list("ssl.cipher.suites")
+    if suites:
+        try:
+            ctx.set_ciphers(":".join(openssl_cipher(s) for s in suites))
+        except ssl.SSLError as e:
+            raise ConfigError(f"ssl.cipher.suites: {e}") from e
+    _load_keystore(ctx, props)
+    mode = props.text("ssl.client.auth", "none").lower()
+    if mode not in _CLIENT_AUTH:
+        raise ConfigError(f"ssl.client.auth must be none, requested or required, not {mode!r}")
+    trusted = _load_truststore(ctx, props)
+    if mode != "none" and not trusted:
+        raise ConfigError(f"ssl.client.auth={mode} needs a truststore "
+                          "(ssl.truststore.location or ssl.truststore.certificates)")
+    ctx.verify_mode = _CLIENT_AUTH[mode]
+    return ctx
+
+
+def peer_dn(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | None:
+    """The client certificate's subject DN as Java prints it (RFC 2253), or None."""
+    if ssl_object is None:
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    if not der:
+        return None
+    cert = x509.load_der_x509_certificate(der)
+    return cert.subject.rfc4514_string()
+
+
+def principal_for(ssl_object: ssl.SSLObject | ssl.SSLSocket | None,
+                  mapper: PrincipalMapper) -> str:
+    """Kafka's default principal builder on an SSL listener: ``User:`` + the mapped DN,
+    ``User:ANONYMOUS`` without a client certificate."""
+    dn = peer_dn(ssl_object)
+    if dn is None:
+        return "User:ANONYMOUS"
+    return "User:" + mapper.name(dn)

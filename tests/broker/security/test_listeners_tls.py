@@ -1,0 +1,171 @@
+"""Listener protocol map, per-listener properties, TLS contexts and certificate principals."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from kafkalite.broker.config import ConfigError
+from kafkalite.broker.security.certs import CertFiles, broker_properties, make_certs
+from kafkalite.broker.security.listeners import (
+    ListenerProps,
+    SecurityProtocol,
+    parse_protocol_map,
+    protocol_for,
+)
+from kafkalite.broker.security.principal_rules import NoMatchingRule, PrincipalMapper
+from kafkalite.broker.security.tls import openssl_cipher, principal_for, server_context
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> CertFiles:
+    return make_certs(tmp_path_factory.mktemp("certs"), client="alice")
+
+
+def test_protocol_map_defaults_and_custom_names() -> None:
+    m = parse_protocol_map("INTERNAL:SASL_SSL,external:ssl")
+    assert protocol_for("INTERNAL", m) is SecurityProtocol.SASL_SSL
+    assert protocol_for("EXTERNAL", m) is SecurityProtocol.SSL
+    assert protocol_for("SASL_PLAINTEXT", {}) is SecurityProtocol.SASL_PLAINTEXT
+    assert protocol_for("CUSTOM", m) is SecurityProtocol.PLAINTEXT  # served as before
+    with pytest.raises(ConfigError):
+        parse_protocol_map("A:NOPE")
+    with pytest.raises(ConfigError):
+        parse_protocol_map("ANAME")
+
+
+def test_listener_overrides_win() -> None:
+    props = ListenerProps("SASL_SSL", {
+        "ssl.client.auth": "none",
+        "listener.name.sasl_ssl.ssl.client.auth": "required",
+        "sasl.jaas.config": "global",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": "plain-only",
+    })
+    assert props.text("ssl.client.auth") == "required"
+    assert props.mechanism_get("PLAIN", "sasl.jaas.config") == "plain-only"
+    assert props.mechanism_get("SCRAM-SHA-256", "sasl.jaas.config") == "global"
+    assert ListenerProps("OTHER", props.values).text("ssl.client.auth") == "none"
+
+
+@pytest.mark.parametrize(("rules", "dn", "name"), [
+    ("DEFAULT", "CN=alice,O=kafkalite", "CN=alice,O=kafkalite"),
+    ("RULE:^CN=(.*?),O=(.*?)$/$1@$2/", "CN=alice,O=kafkalite", "alice@kafkalite"),
+    ("RULE:^CN=(.*?),O=.*$/$1/U, DEFAULT", "CN=alice,O=kafkalite", "ALICE"),
+    ("RULE:^CN=bob.*$/bob/, DEFAULT", "CN=alice,O=x", "CN=alice,O=x"),
+    ("RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/L", "OU=x,CN=Carol.Z,O=y", "carol.z"),
+])
+def test_principal_mapping_rules(rules: str, dn: str, name: str) -> None:
+    assert PrincipalMapper(rules).name(dn) == name
+
+
+def test_principal_mapping_rules_refuse() -> None:
+    with pytest.raises(NoMatchingRule):
+        PrincipalMapper("RULE:^CN=bob$/bob/").name("CN=alice")
+    for bad in ("default", "DEFAULT/L", "RULE:CN=(.*?),OU=ServiceUsers.*/$1"):
+        with pytest.raises(ConfigError):
+            PrincipalMapper(bad)
+
+
+def test_cipher_names() -> None:
+    assert openssl_cipher("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256") == "ECDHE-RSA-AES128-GCM-SHA256"
+    assert openssl_cipher("TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256") == \
+        "ECDHE-ECDSA-CHACHA20-POLY1305-SHA256"
+    assert openssl_cipher("ECDHE-RSA-AES256-GCM-SHA384") == "ECDHE-RSA-AES256-GCM-SHA384"
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> ssl.SSLObject:
+    """Drive a TLS handshake through memory BIOs; returns the server side."""
+    s_in, s_out, c_in, c_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
+    srv = server.wrap_bio(s_in, s_out, server_side=True)
+    cli = client.wrap_bio(c_in, c_out, server_hostname="localhost")
+    done = {"s": False, "c": False}
+    for _ in range(20):
+        for name, obj, out, peer_in in (("c", cli, c_out, s_in), ("s", srv, s_out, c_in)):
+            if not done[name]:
+                try:
+                    obj.do_handshake()
+                    done[name] = True
+                except ssl.SSLWantReadError:
+                    pass
+            data = out.read()
+            if data:
+                peer_in.write(data)
+        if all(done.values()):
+            break
+    assert all(done.values())
+    return srv
+
+
+def _client(certs: CertFiles, with_cert: bool) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    if with_cert:
+        ctx.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+    return ctx
+
+
+def test_inline_pem_keystore_and_mtls_principal(certs: CertFiles) -> None:
+    values = {**broker_properties(certs, "SSL"), "listener.name.ssl.ssl.client.auth": "required"}
+    ctx = server_context(ListenerProps("SSL", values))
+    srv = _handshake(ctx, _client(certs, True))
+    assert principal_for(srv, PrincipalMapper(None)) == "User:CN=alice,O=kafkalite"
+    rules = PrincipalMapper("RULE:^CN=(.*?),.*$/$1/")
+    assert principal_for(srv, rules) == "User:alice"
+
+
+def test_pem_files_and_requested_client_auth(certs: CertFiles) -> None:
+    values = {"ssl.keystore.location": str(certs.broker_keystore), "ssl.keystore.type": "PEM",
+              "ssl.truststore.location": str(certs.ca), "ssl.truststore.type": "PEM",
+              "ssl.client.auth": "requested"}
+    srv = _handshake(server_context(ListenerProps("SSL", values)), _client(certs, False))
+    assert principal_for(srv, PrincipalMapper(None)) == "User:ANONYMOUS"
+
+
+def test_pkcs12_keystore_and_truststore(certs: CertFiles, tmp_path: Path) -> None:
+    key = serialization.load_pem_private_key(certs.broker_key.read_bytes(), None)
+    from cryptography import x509
+    chain = x509.load_pem_x509_certificates(certs.broker_cert.read_bytes())
+    ks = tmp_path / "broker.p12"
+    ks.write_bytes(pkcs12.serialize_key_and_certificates(
+        b"broker", key, chain[0], chain[1:],  # type: ignore[arg-type]
+        serialization.BestAvailableEncryption(b"changeit")))
+    ts = tmp_path / "trust.p12"
+    ca = x509.load_pem_x509_certificate(certs.ca.read_bytes())
+    ts.write_bytes(pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca, b"ca")], serialization.BestAvailableEncryption(b"trust")))
+    values = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(ks),
+              "ssl.keystore.password": "changeit", "ssl.truststore.type": "PKCS12",
+              "ssl.truststore.location": str(ts), "ssl.truststore.password": "trust",
+              "ssl.client.auth": "required"}
+    srv = _handshake(server_context(ListenerProps("SSL", values)), _client(certs, True))
+    assert principal_for(srv, PrincipalMapper(None)).startswith("User:CN=alice")
+    values["ssl.keystore.password"] = "wrong"
+    with pytest.raises(ConfigError):
+        server_context(ListenerProps("SSL", values))
+
+
+def test_tls_config_errors(certs: CertFiles) -> None:
+    with pytest.raises(ConfigError, match="keystore"):
+        server_context(ListenerProps("SSL", {}))
+    with pytest.raises(ConfigError, match="truststore"):
+        server_context(ListenerProps("SSL", {"ssl.keystore.location": str(certs.broker_keystore),
+                                             "ssl.client.auth": "required"}))
+    with pytest.raises(ConfigError, match="not supported"):
+        server_context(ListenerProps("SSL", {"ssl.keystore.type": "JKS",
+                                             "ssl.keystore.location": "x.jks"}))
+    with pytest.raises(ConfigError, match="protocol"):
+        server_context(ListenerProps("SSL", {"ssl.enabled.protocols": "SSLv3"}))
+
+
+def test_enabled_protocols_limit_versions(certs: CertFiles) -> None:
+    values = {"ssl.keystore.location": str(certs.broker_keystore),
+              "ssl.enabled.protocols": "TLSv1.3"}
+    ctx = server_context(ListenerProps("SSL", values))
+    assert ctx.minimum_version == ssl.TLSVersion.TLSv1_3
+    client = _client(certs, False)
+    client.maximum_version = ssl.TLSVersion.TLSv1_2
+    with pytest.raises(ssl.SSLError):
+        _handshake(ctx, client)
