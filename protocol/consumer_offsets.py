@@ -135,7 +135,10 @@ class _Reader:
         n = self.uvarint() - 1 if self.flexible else self.i16()
         if n < 0:
             return None
-        return self._raw(n).decode("utf-8")
+        try:
+            return self._raw(n).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ProtocolError("string is not utf-8") from e
 
     def req_string(self) -> str:
         s = self.string()

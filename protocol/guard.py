@@ -5,7 +5,7 @@ before reading any element; a count of a few billion in a 60-byte frame makes th
 allocation fail, and a failed allocation in Rust aborts the whole process. Kafka bounds
 such counts by the bytes that remain (every element takes at least one byte), so this
 walks the body with the schema and refuses any array whose declared count exceeds the
-bytes left, raising ``ProtocolError``.
+bytes left, or that is null where the schema does not allow null, raising ``ProtocolError``.
 
 The walk is generated as Python source once per request class, nested entities inlined
 (a generic interpreter of the schema cost five times kio's own decode on a Produce
@@ -170,6 +170,14 @@ class _Gen:
             return [*self._varint("n", ind), f"{ind}n -= 1"]
         return [f"{ind}n = _i32(buf, pos)[0]", f"{ind}pos += 4"]
 
+    @staticmethod
+    def _not_null(f: dataclasses.Field[object], ind: str) -> list[str]:
+        # kio reads a null (-1) count as None even where the schema forbids null; Kafka
+        # refuses such a request as malformed, and handlers may rely on the array.
+        if is_optional(f):
+            return []
+        return [f"{ind}if n < 0: raise ProtocolError('null array in a non-nullable field')"]
+
     def _nested(self, cls: type[object], ind: str, depth: int,
                 stack: tuple[type[object], ...]) -> list[str]:
         if cls in stack or depth >= self.MAX_INLINE_DEPTH:
@@ -188,7 +196,7 @@ class _Gen:
                 return self._string(kafka_type, flexible, ind)
             raise ValueError(f"no bounds check for kafka type {kafka_type!r}")
         if isinstance(fc, PrimitiveTupleField):
-            lines = self._count(flexible, ind)
+            lines = self._count(flexible, ind) + self._not_null(f, ind)
             lines.append(f"{ind}if n > end - pos: _too_many(n, end - pos)")
             width = _FIXED.get(kafka_type)
             if width is not None:
@@ -197,7 +205,7 @@ class _Gen:
             lines.append(f"{ind}for _ in range(n):")
             return lines + self._string(kafka_type, flexible, ind + "    ")
         if isinstance(fc, EntityTupleField):
-            lines = self._count(flexible, ind)
+            lines = self._count(flexible, ind) + self._not_null(f, ind)
             lines.append(f"{ind}if n > end - pos: _too_many(n, end - pos)")
             lines.append(f"{ind}for _ in range(n):")
             return lines + self._nested(fc.type_, ind + "    ", depth + 1, stack)
