@@ -1,0 +1,246 @@
+"""The admin HTTP listener: a JSON API under ``/api/v1``, ``/metrics`` and the console.
+
+aiohttp on the broker's own event loop: handlers read the broker's state directly, with
+no locking, between two Kafka requests. Bad input gets a 4xx with a JSON body
+``{"error": "..."}`` that says what was wrong; the broker carries on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from ..faults import FaultError
+from .views import MAX_MESSAGES, BadRequest, BrokerView, NotFound
+
+log = structlog.get_logger("kafkalite.admin")
+
+STATIC = Path(__file__).parent / "static"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as e:
+        if e.status >= 400 and e.content_type != "application/json":
+            return _error(e.status, e.reason if e.status != 404 else
+                          f"no such endpoint: {request.method} {request.path}")
+        raise
+    except NotFound as e:
+        return _error(404, str(e.args[0] if e.args else e))
+    except (BadRequest, FaultError) as e:
+        return _error(400, str(e))
+    except Exception:
+        log.exception("admin.request_failed", path=request.path, method=request.method)
+        return _error(500, "internal error; see the broker log")
+
+
+async def _json_body(request: web.Request) -> Any:
+    if not request.can_read_body:
+        return {}
+    raw = await request.read()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise BadRequest(f"malformed JSON body: {e}") from None
+
+
+def _int_param(request: web.Request, name: str, default: int | None = None) -> int | None:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f"query parameter {name} must be an integer, got {raw!r}") from None
+
+
+def _int_field(body: Any, name: str, required: bool = True, default: int = 0) -> int:
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    if name not in body:
+        if required:
+            raise BadRequest(f"missing field {name}")
+        return default
+    v = body[name]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadRequest(f"field {name} must be an integer, got {v!r}")
+    return v
+
+
+def build_app(broker: Any) -> web.Application:
+    view = BrokerView(broker)
+    app = web.Application(middlewares=[_errors])
+    r = app.router
+
+    async def index(_req: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / "index.html")
+
+    async def metrics(_req: web.Request) -> web.Response:
+        m = getattr(broker, "metrics", None)
+        if m is None:
+            return _error(404, "metrics are not enabled")
+        return web.Response(body=m.render(),
+                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+    async def cluster(_req: web.Request) -> web.Response:
+        return web.json_response(view.cluster())
+
+    async def topics(_req: web.Request) -> web.Response:
+        return web.json_response({"topics": view.topics()})
+
+    async def topic(req: web.Request) -> web.Response:
+        return web.json_response(view.topic(req.match_info["topic"]))
+
+    async def messages(req: web.Request) -> web.Response:
+        try:
+            partition = int(req.match_info["partition"])
+        except ValueError:
+            raise BadRequest("partition must be an integer") from None
+        offset = _int_param(req, "offset")
+        limit = _int_param(req, "limit", 50)
+        assert limit is not None
+        if not 1 <= limit <= MAX_MESSAGES:
+            raise BadRequest(f"limit must be within 1..{MAX_MESSAGES}")
+        return web.json_response(view.messages(req.match_info["topic"], partition, offset,
+                                               limit))
+
+    async def groups(_req: web.Request) -> web.Response:
+        return web.json_response({"groups": view.groups()})
+
+    async def group(req: web.Request) -> web.Response:
+        return web.json_response(view.group(req.match_info["group"]))
+
+    # --- faults ---------------------------------------------------------------------------
+
+    def faults() -> Any:
+        f = getattr(broker, "faults", None)
+        if f is None:
+            raise NotFound("fault injection is not available")
+        return f
+
+    async def fault_list(_req: web.Request) -> web.Response:
+        f = faults()
+        now = f.clock()
+        return web.json_response({"rules": [x.to_json(now) for x in f.rules()]})
+
+    async def fault_add(req: web.Request) -> web.Response:
+        body = await _json_body(req)
+        rule = faults().add_json(body)
+        log.info("fault.added", rule=rule.id, api=rule.api_key, action=rule.action.value)
+        return web.json_response(rule.to_json(), status=201)
+
+    async def fault_clear(_req: web.Request) -> web.Response:
+        n = faults().clear()
+        log.info("fault.cleared", rules=n)
+        return web.json_response({"removed": n})
+
+    async def fault_delete(req: web.Request) -> web.Response:
+        raw = req.match_info["rule"]
+        if not raw.isdigit():
+            raise BadRequest(f"rule id must be an integer, got {raw!r}")
+        if not faults().remove(int(raw)):
+            raise NotFound(f"no fault rule with id {raw}")
+        return web.json_response({"removed": 1})
+
+    # --- clock ----------------------------------------------------------------------------
+
+    def clock() -> Any:
+        c = getattr(broker, "clock_control", None)
+        if c is None:
+            raise NotFound("the broker has no clock control")
+        return c
+
+    async def clock_get(_req: web.Request) -> web.Response:
+        return web.json_response(clock().to_json())
+
+    async def clock_advance(req: web.Request) -> web.Response:
+        body = await _json_body(req)
+        ms = _int_field(body, "ms")
+        c = clock()
+        if not c.manual:
+            raise BadRequest("the broker runs on the system clock; start it with "
+                             "--manual-clock to advance time")
+        if not 0 <= ms <= 10 * 365 * 86_400_000:
+            raise BadRequest("ms must be within 0 and ten years")
+        c.advance(ms)
+        return web.json_response(c.to_json())
+
+    # --- scenarios ------------------------------------------------------------------------
+
+    def scenarios() -> Any:
+        s = getattr(broker, "scenarios", None)
+        if s is None:
+            raise NotFound("coordinator scenarios are not available")
+        return s
+
+    async def scenario(req: web.Request) -> web.Response:
+        name = req.match_info["scenario"]
+        body = await _json_body(req)
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object")
+        result = scenarios().run(name, body)
+        return web.json_response(result)
+
+    r.add_get("/", index)
+    r.add_static("/static/", STATIC)
+    r.add_get("/metrics", metrics)
+    r.add_get("/api/v1/cluster", cluster)
+    r.add_get("/api/v1/topics", topics)
+    r.add_get("/api/v1/topics/{topic}", topic)
+    r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)
+    r.add_get("/api/v1/groups", groups)
+    r.add_get("/api/v1/groups/{group}", group)
+    r.add_get("/api/v1/faults", fault_list)
+    r.add_post("/api/v1/faults", fault_add)
+    r.add_delete("/api/v1/faults", fault_clear)
+    r.add_delete("/api/v1/faults/{rule}", fault_delete)
+    r.add_get("/api/v1/clock", clock_get)
+    r.add_post("/api/v1/clock/advance", clock_advance)
+    r.add_post("/api/v1/scenarios/{scenario}", scenario)
+    return app
+
+
+class AdminServer:
+    """The listener: ``await start(host, port)`` on the broker's loop, ``await stop()``."""
+
+    def __init__(self, broker: Any) -> None:
+        self.app = build_app(broker)
+        self._runner: web.AppRunner | None = None
+        self.host = ""
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> None:
+        runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_address=True)
+        await site.start()
+        self._runner = runner
+        server = site._server
+        sockets = getattr(server, "sockets", None) or ()
+        self.host = host
+        self.port = sockets[0].getsockname()[1] if sockets else port
+
+    @property
+    def url(self) -> str:
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return f"http://{host}:{self.port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,195 @@
+// The kafkalite console: polls the admin JSON API and redraws; no page reloads, no
+// external assets.
+"use strict";
+
+const state = { view: "topics", topic: null, group: null, browse: null };
+const POLL_MS = 1000;
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function row(cells, onclick, selected) {
+  const tr = el("tr");
+  for (const c of cells) {
+    if (c instanceof Node) { const td = el("td"); td.appendChild(c); tr.appendChild(td); }
+    else tr.appendChild(el("td", c, typeof c === "number" ? "num" : undefined));
+  }
+  if (onclick) { tr.className = "clickable"; tr.addEventListener("click", onclick); }
+  if (selected) tr.classList.add("selected");
+  return tr;
+}
+
+function fill(tableId, rows) {
+  const body = document.querySelector(`#${tableId} tbody`);
+  body.replaceChildren(...rows);
+}
+
+async function api(path, options) {
+  const resp = await fetch(`/api/v1${path}`, options);
+  const body = await resp.json();
+  if (!resp.ok) throw new Error(body.error || resp.statusText);
+  return body;
+}
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1048576) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1048576).toFixed(1)} MiB`;
+}
+
+function ms(n) {
+  if (n === null || n === undefined) return "—";
+  return n >= 10000 ? `${(n / 1000).toFixed(1)} s` : `${n} ms`;
+}
+
+function shown(v, format) {
+  if (v === null || v === undefined) return el("span", "null", "muted");
+  if (format === "hex") return el("pre", v.hex);
+  if (format === "json" && v.json !== undefined) return el("pre", JSON.stringify(v.json, null, 2));
+  if (v.text !== undefined) return el("pre", v.text);
+  return el("pre", v.hex);
+}
+
+async function drawCluster() {
+  const c = await api("/cluster");
+  document.getElementById("cluster").textContent =
+    `cluster ${c.cluster_id} · node ${c.node_id} · ${c.bootstrap} · ${c.topics} topics`;
+  const clock = c.clock;
+  document.getElementById("clock").textContent = clock
+    ? `${clock.manual ? "manual clock" : "clock"} ${new Date(clock.now_ms).toISOString()}` : "";
+}
+
+async function drawTopics() {
+  const { topics } = await api("/topics");
+  fill("topics", topics.map((t) => row(
+    [t.name, t.partitions, t.messages, bytes(t.size_bytes)],
+    () => { state.topic = t.name; state.browse = null; refresh(); },
+    t.name === state.topic)));
+  const detail = document.getElementById("topic-detail");
+  if (!state.topic) { detail.hidden = true; return; }
+  const t = await api(`/topics/${encodeURIComponent(state.topic)}`);
+  detail.hidden = false;
+  document.getElementById("topic-name").textContent = t.name;
+  fill("partitions", t.partitions.map((p) => row(
+    [p.partition, p.log_start_offset, p.log_end_offset, bytes(p.size_bytes), p.segments])));
+  const sel = document.getElementById("browse-partition");
+  if (sel.dataset.topic !== t.name) {
+    sel.replaceChildren(...t.partitions.map((p) => {
+      const o = el("option", p.partition); o.value = p.partition; return o;
+    }));
+    sel.dataset.topic = t.name;
+  }
+  await drawMessages();
+}
+
+async function drawMessages() {
+  if (!state.topic) return;
+  const partition = document.getElementById("browse-partition").value || 0;
+  const offset = document.getElementById("browse-offset").value;
+  const format = document.getElementById("browse-format").value;
+  const q = offset === "" ? "limit=50" : `offset=${encodeURIComponent(offset)}&limit=50`;
+  const err = document.getElementById("browse-error");
+  try {
+    const m = await api(
+      `/topics/${encodeURIComponent(state.topic)}/partitions/${partition}/messages?${q}`);
+    err.textContent = "";
+    fill("messages", m.messages.map((r) => row([
+      r.offset, new Date(r.timestamp).toISOString(), shown(r.key, format),
+      shown(r.value, format),
+      el("pre", r.headers.map((h) => `${h.key}=${h.value ? h.value.text ?? h.value.hex : "null"}`).join("\n")),
+    ])));
+  } catch (e) {
+    err.textContent = e.message;
+    fill("messages", []);
+  }
+}
+
+async function drawGroups() {
+  const { groups } = await api("/groups");
+  fill("groups", groups.map((g) => row(
+    [g.group_id, g.state, g.generation, g.protocol ?? "", g.members],
+    () => { state.group = g.group_id; refresh(); },
+    g.group_id === state.group)));
+  const detail = document.getElementById("group-detail");
+  if (!state.group) { detail.hidden = true; return; }
+  let g;
+  try { g = await api(`/groups/${encodeURIComponent(state.group)}`); }
+  catch (e) { detail.hidden = true; return; }
+  detail.hidden = false;
+  document.getElementById("group-name").textContent = g.group_id;
+  document.getElementById("group-summary").textContent =
+    `${g.state} · generation ${g.generation} · ${g.protocol_type ?? ""} ${g.protocol ?? ""} · ` +
+    `${g.members.length} members · leader ${g.leader ?? "none"}`;
+  fill("members", g.members.map((m) => row([
+    m.member_id + (m.leader ? " (leader)" : ""), m.client_id, m.client_host,
+    el("pre", m.assignment.map((a) => a.raw ?? `${a.topic}: ${a.partitions.join(", ")}`).join("\n")),
+    ms(m.since_heartbeat_ms),
+    m.session_deadline_ms === null ? "—"
+      : `${new Date(m.session_deadline_ms).toISOString()} (in ${ms(m.session_remaining_ms)})`,
+  ])));
+  fill("lag", g.lag.map((l) => row(
+    [l.topic, l.partition, l.committed, l.log_end_offset ?? "—", l.lag ?? "—"])));
+  fill("history", g.history.map((h) => row(h.deleted
+    ? [h.offset, new Date(h.timestamp).toISOString(), "deleted", "", "", ""]
+    : [h.offset, new Date(h.timestamp).toISOString(), h.generation, h.protocol ?? "",
+       h.leader ?? "", h.members.join(", ")])));
+}
+
+async function drawFaults() {
+  const { rules } = await api("/faults");
+  fill("faults", rules.map((r) => {
+    const remove = el("button", "remove");
+    remove.addEventListener("click", async () => {
+      await api(`/faults/${r.id}`, { method: "DELETE" }); refresh();
+    });
+    const match = [r.group_id && `group=${r.group_id}`, r.topic && `topic=${r.topic}`,
+      r.client_id && `client=${r.client_id}`, r.principal && `principal=${r.principal}`]
+      .filter(Boolean).join(" ");
+    const left = [r.count !== null ? `${r.count}×` : "", r.remaining_ms !== undefined ? ms(r.remaining_ms) : ""]
+      .filter(Boolean).join(" ") || "∞";
+    return row([r.id, r.api, r.action, r.error ?? (r.delay_ms ? `${r.delay_ms} ms` : ""),
+      match, left, r.fired, remove]);
+  }));
+}
+
+let busy = false;
+async function refresh() {
+  if (busy) return;
+  busy = true;
+  const status = document.getElementById("status");
+  try {
+    await drawCluster();
+    if (state.view === "topics") await drawTopics();
+    else if (state.view === "groups") await drawGroups();
+    else await drawFaults();
+    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+  } catch (e) {
+    status.textContent = `broker unreachable: ${e.message}`;
+  } finally {
+    busy = false;
+  }
+}
+
+function show(view) {
+  state.view = view;
+  for (const v of ["topics", "groups", "faults"]) {
+    document.getElementById(`view-${v}`).hidden = v !== view;
+  }
+  for (const a of document.querySelectorAll("nav a")) {
+    a.classList.toggle("active", a.dataset.view === view);
+  }
+  refresh();
+}
+
+document.getElementById("browse").addEventListener("submit", (e) => {
+  e.preventDefault(); drawMessages();
+});
+document.getElementById("browse-format").addEventListener("change", drawMessages);
+document.getElementById("browse-partition").addEventListener("change", drawMessages);
+window.addEventListener("hashchange", () => show(location.hash.slice(1) || "topics"));
+show(location.hash.slice(1) || "topics");
+setInterval(refresh, POLL_MS);

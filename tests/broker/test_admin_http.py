@@ -1,0 +1,131 @@
+"""The admin HTTP API against a real broker: reads, fault rules, and bad input (4xx with a
+clear message, the broker carries on)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from kafkalite.broker.control import HostPort, attach, parse_admin_listener, start_admin
+from kafkalite.broker.testing import BrokerThread
+
+
+def call(url: str, method: str = "GET", body: Any = None, raw: bytes | None = None
+         ) -> tuple[int, Any]:
+    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.fixture
+def admin(broker: BrokerThread) -> Iterator[str]:
+    b = broker.broker
+    assert b is not None
+    if getattr(b, "admin", None) is None:
+        def setup() -> Any:
+            if getattr(b, "faults", None) is None:
+                attach(b, b.coordinator.now, manual=False)
+            return start_admin(b, HostPort("127.0.0.1", 0))
+
+        broker.call(setup)
+    yield b.admin.url
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap})
+    for v in values:
+        p.produce(topic, key=b"k", value=v, headers=[("h", b"1")])
+    assert p.flush(10) == 0
+
+
+def test_topics_partitions_and_messages(broker: BrokerThread, admin: str) -> None:
+    produce(broker.bootstrap, "orders", [json.dumps({"id": i}).encode() for i in range(5)])
+    status, body = call(f"{admin}/api/v1/topics")
+    assert status == 200
+    orders = next(t for t in body["topics"] if t["name"] == "orders")
+    assert orders["messages"] == 5 and orders["size_bytes"] > 0
+    status, topic = call(f"{admin}/api/v1/topics/orders")
+    assert topic["partitions"][0]["log_end_offset"] == 5
+    status, msgs = call(f"{admin}/api/v1/topics/orders/partitions/0/messages?offset=2&limit=2")
+    assert status == 200
+    assert [m["offset"] for m in msgs["messages"]] == [2, 3]
+    first = msgs["messages"][0]
+    assert first["value"]["json"] == {"id": 2} and first["key"]["text"] == "k"
+    assert first["headers"] == [{"key": "h", "value": {"size": 1, "hex": "31", "text": "1",
+                                                       "json": 1}}]
+    status, cluster = call(f"{admin}/api/v1/cluster")
+    assert cluster["bootstrap"] == broker.bootstrap
+
+
+def test_fault_rules_over_http(admin: str) -> None:
+    status, rule = call(f"{admin}/api/v1/faults", "POST",
+                        {"api": "Heartbeat", "error": "REBALANCE_IN_PROGRESS", "count": 3})
+    assert status == 201 and rule["api"] == "Heartbeat" and rule["count"] == 3
+    assert rule["error"] == "REBALANCE_IN_PROGRESS"
+    status, listing = call(f"{admin}/api/v1/faults")
+    assert [r["id"] for r in listing["rules"]] == [rule["id"]]
+    assert call(f"{admin}/api/v1/faults/{rule['id']}", "DELETE")[0] == 200
+    call(f"{admin}/api/v1/faults", "POST", {"api": "Produce", "action": "delay",
+                                             "delay_ms": 10})
+    assert call(f"{admin}/api/v1/faults", "DELETE") == (200, {"removed": 1})
+
+
+@pytest.mark.parametrize("method, path, body, status, message", [
+    ("POST", "/api/v1/faults", {"api": "NoSuchApi", "error": "NOT_COORDINATOR"}, 400,
+     "unknown api 'NoSuchApi'"),
+    ("POST", "/api/v1/faults", b"{not json", 400, "malformed JSON body"),
+    ("POST", "/api/v1/faults", {"api": "Heartbeat", "error": "NOPE"}, 400, "unknown error"),
+    ("DELETE", "/api/v1/faults/9999", None, 404, "no fault rule with id 9999"),
+    ("DELETE", "/api/v1/faults/abc", None, 400, "rule id must be an integer"),
+    ("GET", "/api/v1/topics/orders/partitions/0/messages?offset=99", None, 400,
+     "offset 99 is out of range"),
+    ("GET", "/api/v1/topics/orders/partitions/0/messages?offset=x", None, 400,
+     "offset must be an integer"),
+    ("GET", "/api/v1/topics/orders/partitions/7/messages", None, 404, "has partitions 0..0"),
+    ("GET", "/api/v1/topics/nope", None, 404, "unknown topic 'nope'"),
+    ("GET", "/api/v1/groups/nope", None, 404, "unknown group 'nope'"),
+    ("GET", "/api/v1/nothing", None, 404, "no such endpoint"),
+    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "--manual-clock"),
+    ("POST", "/api/v1/clock/advance", {"ms": "ten"}, 400, "ms must be an integer"),
+])
+def test_bad_input_gets_a_clear_4xx(broker: BrokerThread, admin: str, method: str, path: str,
+                                    body: Any, status: int, message: str) -> None:
+    produce(broker.bootstrap, "orders", [b"x"])
+    raw = body if isinstance(body, bytes) else None
+    got, answer = call(admin + path, method, None if raw else body, raw)
+    assert got == status, answer
+    assert message in answer["error"], answer
+    # The broker carries on.
+    assert call(f"{admin}/api/v1/cluster")[0] == 200
+
+
+def test_console_and_static_files_are_served(admin: str) -> None:
+    with urllib.request.urlopen(admin + "/", timeout=10) as resp:
+        html = resp.read().decode()
+    assert "console.js" in html and "http" not in html.replace("http-equiv", "")
+    with urllib.request.urlopen(admin + "/static/console.js", timeout=10) as resp:
+        assert b"/api/v1" in resp.read()
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("", None), ("127.0.0.1:8080", HostPort("127.0.0.1", 8080)),
+    (":0", HostPort("127.0.0.1", 0)), ("http://[::1]:9000/", HostPort("::1", 9000)),
+])
+def test_admin_listener_setting(value: str, expected: HostPort | None) -> None:
+    assert parse_admin_listener(value) == expected
+
+
+def test_admin_listener_setting_refuses_garbage() -> None:
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        parse_admin_listener("localhost")
