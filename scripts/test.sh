@@ -5,10 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-# System packages: kcat for the kcat tests, chromium for the report screenshot test.
+# System packages: kcat for the kcat tests, chromium for the report screenshot test and,
+# with chromium-driver, the console test (Selenium); node and npm for the KafkaJS tests.
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 # A JDK for the Java client test (compiled against the kafka-clients jar from PyPI).
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -23,6 +26,8 @@ fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[test,pipeline]"
 export PATH="$PWD/.venv/bin:$PATH"
+# KafkaJS 2.x for the KafkaJS tests, into the folder they run their scripts from.
+(cd tests/integration/js && npm ci --no-audit --no-fund --silent)
 
 echo "== ruff"
 ruff check kafkalite broker protocol coordinator storage pipeline tests benchmarks
