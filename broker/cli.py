@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--iterations", type=int, default=4096)
         sp.set_defaults(func=_scram)
 
+    from .ctl import register as register_ctl
+
+    register_ctl(sub)
+
     # Only argparse at build time; Spark and pyarrow load when a pipeline job runs.
     from kafkalite.pipeline.cli import register as register_pipeline
 

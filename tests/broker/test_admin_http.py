@@ -4,6 +4,8 @@ clear message, the broker carries on)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -129,3 +131,29 @@ def test_admin_listener_setting(value: str, expected: HostPort | None) -> None:
 def test_admin_listener_setting_refuses_garbage() -> None:
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_admin_listener("localhost")
+
+
+def ctl(admin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkalite", "ctl", "--admin", admin, *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_ctl_fault_add_list_clear(admin: str) -> None:
+    added = ctl(admin, "fault", "add", "--api", "Heartbeat", "--error",
+                "REBALANCE_IN_PROGRESS", "--count", "3")
+    assert added.returncode == 0, added.stderr
+    assert "Heartbeat REBALANCE_IN_PROGRESS 3 left" in added.stdout
+    listed = ctl(admin, "fault", "list")
+    assert "Heartbeat REBALANCE_IN_PROGRESS" in listed.stdout and "fired 0" in listed.stdout
+    bad = ctl(admin, "fault", "add", "--api", "Heartbeet", "--error", "NOT_COORDINATOR")
+    assert bad.returncode == 1 and "400: unknown api 'Heartbeet'" in bad.stderr
+    cleared = ctl(admin, "fault", "clear")
+    assert cleared.stdout.strip() == "removed 1 rule"
+    assert ctl(admin, "fault", "list").stdout.strip() == "no fault rules"
+    refused = ctl(admin, "clock", "advance", "45s")
+    assert refused.returncode == 1 and "--manual-clock" in refused.stderr
+
+
+def test_ctl_says_when_the_broker_is_unreachable() -> None:
+    out = ctl("http://127.0.0.1:9", "fault", "list")
+    assert out.returncode == 1 and "cannot reach the admin listener" in out.stderr
