@@ -1,0 +1,382 @@
+"""Soak and scale: many group members, one huge group, many partitions, start-up.
+
+```
+python -m benchmarks.scale soak [--members 1000] [--groups 100] [--seconds 60] [--ten-minutes]
+python -m benchmarks.scale cold [--members 1000]
+python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
+python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,tansu]
+python -m benchmarks.scale reload [--records 1000000]
+```
+
+Clients are light raw-protocol ones (``benchmarks/aio_client.py``: one asyncio connection
+per member, requests encoded with kio), so the broker is what is measured. The broker is
+a child process with its own defaults (session timeouts as Kafka's), data on disk.
+
+- **soak**: MEMBERS members in GROUPS groups join, then heartbeat every 3 s (session
+  10 s) for SECONDS. Any heartbeat answered with an error is a false expiration (nobody
+  left, so no rebalance is due); the member rejoins. Prints heartbeats, errors by code,
+  heartbeat p50/p99/max and the broker's CPU and RSS every 30 s.
+- **cold**: MEMBERS members join one group at once from a cold start; time until every
+  member holds its SyncGroup answer (Stable), and the size of the group's
+  GroupMetadataValue record in ``__consumer_offsets``.
+- **partitions**: TOPICS topics of PER_TOPIC partitions created with CreateTopics; the
+  broker's RSS per partition and open file descriptors, Metadata latency for all topics,
+  start-up time after a clean stop and recovery time after SIGKILL.
+- **startup**: process launch to an open port, and RSS after 2 s idle, kafkalite and Tansu
+  in the same run (median of RUNS).
+- **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
+  compaction (``benchmarks.offsets.reload``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+
+from benchmarks.aio_client import AioConnection, Member
+from benchmarks.common import (
+    Kafkalite,
+    free_port,
+    header,
+    kafkalite_defaults,
+    percentile,
+    table,
+)
+from kafkalite.protocol.client import RawConnection, request, request_class
+
+TOPIC = "soak"
+
+
+class Sampler:
+    """The broker's CPU % (of one core) and RSS, sampled every ``every`` seconds."""
+
+    def __init__(self, pid: int, every: float) -> None:
+        self.proc = psutil.Process(pid)
+        self.every = every
+        self.rows: list[tuple[float, float, float]] = []
+        self.t0 = time.monotonic()
+        t = self.proc.cpu_times()
+        self._cpu = t.user + t.system
+        self._at = self.t0
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        t = self.proc.cpu_times()
+        cpu = t.user + t.system
+        pct = 100 * (cpu - self._cpu) / max(now - self._at, 1e-9)
+        self._cpu, self._at = cpu, now
+        self.rows.append((now - self.t0, pct, self.proc.memory_info().rss / 1e6))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.every)
+            self.sample()
+
+
+# --- soak --------------------------------------------------------------------------------
+
+
+async def soak(bootstrap: str, pid: int, members: int, groups: int, seconds: float,
+               interval: float, session_ms: int) -> None:
+    per = members // groups
+    conns = [await AioConnection.open(bootstrap, f"soak-{i}") for i in range(members)]
+    ms = [Member(conns[i], f"soak-g{i // per}", TOPIC, session_ms, 30000)
+          for i in range(per * groups)]
+    t0 = time.monotonic()
+    errs = await asyncio.gather(*(m.join() for m in ms))
+    join_s = time.monotonic() - t0
+    print(f"   {len(ms)} members in {groups} groups joined in {join_s:.1f} s "
+          f"(join errors: {Counter(e for e in errs if e) or 'none'})", flush=True)
+    lat: list[float] = []
+    codes: Counter[int] = Counter()
+    rejoins = 0
+    stop = asyncio.Event()
+    sampler = Sampler(pid, 30)
+    deadline = time.monotonic() + seconds
+
+    async def beat(m: Member, offset: float) -> None:
+        nonlocal rejoins
+        await asyncio.sleep(offset)
+        while time.monotonic() < deadline:
+            t = time.perf_counter()
+            err = await m.heartbeat()
+            lat.append((time.perf_counter() - t) * 1000)
+            codes[err] += 1
+            if err:
+                rejoins += 1
+                await m.join()
+            await asyncio.sleep(interval)
+
+    sampler_task = asyncio.create_task(sampler.run(stop))
+    await asyncio.gather(*(beat(m, interval * i / len(ms)) for i, m in enumerate(ms)))
+    stop.set()
+    await sampler_task
+    for c in conns:
+        c.close()
+    false_expirations = sum(n for code, n in codes.items() if code)
+    print(table(["figure", "value"], [
+        ("members / groups", f"{len(ms)} / {groups}"),
+        ("seconds heartbeating", seconds),
+        ("heartbeat interval / session timeout", f"{interval:.0f} s / {session_ms / 1000:.0f} s"),
+        ("heartbeats", sum(codes.values())),
+        ("answers by error code", dict(codes)),
+        ("false expirations (error answers)", false_expirations),
+        ("rejoins", rejoins),
+        ("heartbeat p50 / p99 / max ms",
+         f"{percentile(lat, 50):.2f} / {percentile(lat, 99):.2f} / {max(lat):.1f}"),
+    ]), flush=True)
+    print(table(["t (s)", "broker CPU % of a core", "broker RSS MB"], sampler.rows), flush=True)
+
+
+# --- cold start of one big group ----------------------------------------------------------
+
+
+async def cold(bootstrap: str, members: int) -> float:
+    conns = [await AioConnection.open(bootstrap, f"cold-{i}") for i in range(members)]
+    ms = [Member(c, "cold-group", TOPIC, 30000, 60000) for c in conns]
+    t0 = time.monotonic()
+    errs = await asyncio.gather(*(m.join() for m in ms))
+    took = time.monotonic() - t0
+    gens = Counter(m.generation for m in ms)
+    print(f"   {members} members: join errors {Counter(e for e in errs if e) or 'none'}, "
+          f"generations {dict(gens)}", flush=True)
+    for c in conns:
+        c.close()
+    return took
+
+
+def group_value_sizes(data_dir: Path, group: str) -> list[int]:
+    from kafkalite.protocol import consumer_offsets as co
+    from kafkalite.protocol.records import decode_batch, iter_batch_headers
+
+    sizes = []
+    for seg in sorted(data_dir.glob("__consumer_offsets-*/*.log")):
+        raw = seg.read_bytes()
+        for pos, _h in iter_batch_headers(raw):
+            _hdr, recs = decode_batch(raw, pos)
+            for r in recs:
+                if r.key is None or r.value is None:
+                    continue
+                with contextlib.suppress(Exception):
+                    k = co.decode_key(r.key)
+                    if isinstance(k, co.GroupMetadataKey) and k.group == group:
+                        sizes.append(len(r.value))
+    return sizes
+
+
+# --- partitions ---------------------------------------------------------------------------
+
+
+def create_topics(bootstrap: str, topics: int, per_topic: int) -> float:
+    conn = RawConnection(bootstrap)
+    v = conn.version(19, 7)
+    topic_cls = request_class(19, v, "CreatableTopic")
+    t0 = time.monotonic()
+    for start in range(0, topics, 50):
+        req = request(19, v, topics=tuple(
+            topic_cls(name=f"scale-{i:04d}", num_partitions=per_topic, replication_factor=1,
+                      assignments=(), configs=())
+            for i in range(start, min(start + 50, topics))), timeout=60000, validate_only=False)
+        resp = conn.call(req)
+        bad = [t for t in resp.topics if int(t.error_code) not in (0, 36)]
+        if bad:
+            raise RuntimeError(f"CreateTopics: {bad[0]}")
+    conn.close()
+    return time.monotonic() - t0
+
+
+def metadata_latency(bootstrap: str, samples: int) -> tuple[list[float], int, int]:
+    conn = RawConnection(bootstrap)
+    v = conn.version(3, 12)
+    req = request(3, v, topics=None, allow_auto_topic_creation=False,
+                  include_topic_authorized_operations=False)
+    out = []
+    parts = topics = 0
+    for _ in range(samples):
+        t = time.perf_counter()
+        resp = conn.call(req)
+        out.append((time.perf_counter() - t) * 1000)
+        topics = len(resp.topics)
+        parts = sum(len(t.partitions) for t in resp.topics)
+    conn.close()
+    return out, topics, parts
+
+
+def fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def partitions(topics: int, per_topic: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="kafkalite-scale-"))
+    try:
+        b = Kafkalite({"auto.create.topics.enable": "false"}, data_dir=root).start(600)
+        time.sleep(1)
+        rss0, fd0 = b.rss_mb(), fds(b.pid)
+        create_s = create_topics(b.bootstrap, topics, per_topic)
+        time.sleep(1)
+        rss1, fd1 = b.rss_mb(), fds(b.pid)
+        lat, n_topics, n_parts = metadata_latency(b.bootstrap, 20)
+        b.stop()
+        t = time.monotonic()
+        b.start(600)
+        start_s = time.monotonic() - t
+        rss2, fd2 = b.rss_mb(), fds(b.pid)
+        assert b.proc is not None and b.proc.proc is not None
+        os.kill(b.pid, signal.SIGKILL)
+        b.proc.proc.wait()
+        b.proc.proc = None
+        t = time.monotonic()
+        b.start(600)
+        recover_s = time.monotonic() - t
+        lat2, _, _ = metadata_latency(b.bootstrap, 20)
+        b.stop()
+        n = topics * per_topic
+        print(table(["figure", "value"], [
+            ("topics / partitions", f"{n_topics} / {n_parts}"),
+            ("CreateTopics for all (s)", create_s),
+            ("broker RSS idle / with the partitions (MB)", f"{rss0:.1f} / {rss1:.1f}"),
+            ("RSS per partition (KB)", (rss1 - rss0) * 1000 / n),
+            ("open fds idle / with the partitions / after restart", f"{fd0} / {fd1} / {fd2}"),
+            ("Metadata, all topics: p50 / p99 ms",
+             f"{percentile(lat, 50):.1f} / {percentile(lat, 99):.1f}"),
+            ("start-up after a clean stop (s)", start_s),
+            ("RSS after start-up (MB)", rss2),
+            ("recovery start-up after SIGKILL (s)", recover_s),
+            ("Metadata after recovery p50 ms", percentile(lat2, 50)),
+        ]), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --- start-up -------------------------------------------------------------------------------
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+            return
+        time.sleep(0.002)
+    raise TimeoutError("no port")
+
+
+def startup_once(name: str) -> tuple[float, float]:
+    port = free_port()
+    tmp = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
+    if name == "kafkalite":
+        args = [sys.executable, "-m", "kafkalite", "serve", "--data-dir", str(tmp / "data"),
+                "--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
+    else:
+        from benchmarks.common import tansu_binary
+
+        url = f"tcp://127.0.0.1:{port}"
+        args = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url",
+                url, "--storage-engine", "memory://tansu/"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_port(port, proc)
+        took = time.perf_counter() - t0
+        time.sleep(2)
+        rss = psutil.Process(proc.pid).memory_info().rss / 1e6
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return took, rss
+
+
+def startup(runs: int, brokers: list[str]) -> None:
+    rows = []
+    for name in brokers:
+        got = [startup_once(name) for _ in range(runs)]
+        rows.append((name, statistics.median(t for t, _ in got) * 1000,
+                     min(t for t, _ in got) * 1000, statistics.median(r for _, r in got)))
+    print(table(["broker", "launch to open port, median ms", "best ms", "idle RSS MB"], rows),
+          flush=True)
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("soak")
+    s.add_argument("--members", type=int, default=1000)
+    s.add_argument("--groups", type=int, default=100)
+    s.add_argument("--seconds", type=float, default=60)
+    s.add_argument("--ten-minutes", action="store_true", help="--seconds 600")
+    s.add_argument("--interval", type=float, default=3.0, help="heartbeat interval, s")
+    s.add_argument("--session-ms", type=int, default=10000)
+    c = sub.add_parser("cold")
+    c.add_argument("--members", type=int, default=1000)
+    pt = sub.add_parser("partitions")
+    pt.add_argument("--topics", type=int, default=1000)
+    pt.add_argument("--per-topic", type=int, default=10)
+    st = sub.add_parser("startup")
+    st.add_argument("--runs", type=int, default=5)
+    st.add_argument("--brokers", default="kafkalite,tansu")
+    r = sub.add_parser("reload")
+    r.add_argument("--records", type=int, default=1_000_000)
+    args = p.parse_args()
+
+    if args.cmd == "soak":
+        seconds = 600 if args.ten_minutes else args.seconds
+        header(f"soak: {args.members} members in {args.groups} groups for {seconds:.0f} s")
+        with Kafkalite() as b:
+            asyncio.run(soak(b.bootstrap, b.pid, args.members, args.groups, seconds,
+                             args.interval, args.session_ms))
+    elif args.cmd == "cold":
+        header(f"cold start: one group of {args.members} members")
+        root = Path(tempfile.mkdtemp(prefix="kafkalite-cold-"))
+        try:
+            b = Kafkalite(data_dir=root).start()
+            took = asyncio.run(cold(b.bootstrap, args.members))
+            b.stop()
+            sizes = group_value_sizes(root / "data", "cold-group")
+            print(table(["figure", "value"], [
+                ("members", args.members),
+                ("JoinGroup sent to every SyncGroup answered (s)", took),
+                ("GroupMetadataValue records / largest (bytes)",
+                 f"{len(sizes)} / {max(sizes, default=0):,}"),
+            ]), flush=True)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    elif args.cmd == "partitions":
+        header(f"scale: {args.topics} topics x {args.per_topic} partitions")
+        partitions(args.topics, args.per_topic)
+    elif args.cmd == "startup":
+        header("start-up to an open port and idle RSS")
+        startup(args.runs, [b for b in args.brokers.split(",") if b])
+    elif args.cmd == "reload":
+        from benchmarks.offsets import reload
+
+        header(f"__consumer_offsets reload, {args.records:,} commit records")
+        print(table(["__consumer_offsets reload", "value", "note"],
+                    reload(args.records, kafkalite_defaults())), flush=True)
+
+
+if __name__ == "__main__":
+    main()
