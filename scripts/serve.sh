@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Install kafkalite into .venv (once) and run the broker on 127.0.0.1:9092 with data in
-# ./kafkalite-data. Extra arguments go to `kafkalite serve` (e.g. --listen 0.0.0.0:9092).
+# Install kafkalite (and the client the README's quick start uses) into .venv, then run the
+# broker on 127.0.0.1:9092 with data in ./kafkalite-data. Extra arguments go to
+# `kafkalite serve` (e.g. --listen 0.0.0.0:9092).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/kafkalite ]; then
+if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e .
+fi
+# Also reinstall a .venv made before the quick start's client was part of the install.
+if ! .venv/bin/python -I -c 'import kafkalite, confluent_kafka' 2>/dev/null \
+    || [ ! -x .venv/bin/kafkalite ]; then
+  .venv/bin/pip install -q -e ".[quickstart]"
 fi
 exec .venv/bin/kafkalite serve "$@"
