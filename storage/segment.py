@@ -59,13 +59,23 @@ class Segment:
     ) -> None:
         """Append one batch given as buffers (header patches and the original bytes)."""
         position = self.size
-        written = os.writev(self.fd, parts)
-        if written != size:
-            # Short writes happen only on errors such as a full disk; finish or fail loudly.
-            data = b"".join(bytes(p) for p in parts)[written:]
-            while data:
-                n = os.write(self.fd, data)
-                data = data[n:]
+        try:
+            written = os.writev(self.fd, parts)
+            if written != size:
+                # Short writes happen only on errors such as a full disk; finish or fail.
+                data = b"".join(bytes(p) for p in parts)[written:]
+                while data:
+                    n = os.write(self.fd, data)
+                    data = data[n:]
+        except OSError:
+            # Drop what part of the batch reached the file: appends go to the end of the
+            # file, and a torn batch there would sit before every later one.
+            try:
+                os.ftruncate(self.fd, position)
+            except OSError:
+                log.error("segment.truncate_after_failed_write", segment=self.log_path.name,
+                          position=position)
+            raise
         self._account(position, size, last, max_ts, index_interval)
 
     def flush(self) -> None:
