@@ -1,6 +1,8 @@
 """KafkaApis: the one dispatch table from api key to handler.
 
-A handler is ``handler(ctx, request)`` returning one of:
+The composition root (``compose.py``) fills it from one list of ``Route``s (``routes.py``).
+A handler is ``handler(ctx, request)`` (a module-level function with its dependencies
+bound by ``functools.partial``) returning one of:
 - a kio response entity (encoded here),
 - ``bytes``: an already encoded response body (for hand-written hot-path encoders),
 - an ``asyncio.Future`` or coroutine resolving to either of the above (parked requests),
@@ -32,7 +34,7 @@ from kafkalite.protocol.headers import (
     skip_tagged_fields,
 )
 
-from .auth import DENIED_ERROR, Action, AllowAll, Authorizer
+from .auth import DENIED_ERROR, Access, Action, Authorizer
 from .context import RequestContext
 
 if TYPE_CHECKING:
@@ -56,6 +58,18 @@ Handler = Callable[[RequestContext, Any], Any]
 AclFn = Callable[[Any], Iterable[Action]]
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One API: its handler, the versions served (default: all kio has) and the actions a
+    request needs authorized before its handler runs (None: the handler authorizes)."""
+
+    api_key: int
+    handler: Handler
+    min_version: int | None = None
+    max_version: int | None = None
+    acl: AclFn | None = None
+
+
 @dataclass(slots=True)
 class Registration:
     api_key: int
@@ -69,27 +83,30 @@ _Entry = tuple[codecs.ApiCodec, Registration]
 
 
 class KafkaApis:
-    def __init__(self, authorizer: Authorizer | None = None) -> None:
-        self.authorizer: Authorizer = authorizer or AllowAll()
+    def __init__(self, access: Access | None = None) -> None:
+        self.access = access or Access()
         self._handlers: dict[int, Registration] = {}
         self._fast: dict[tuple[int, int], _Entry] = {}
 
-    def register(
-        self,
-        api_key: int,
-        handler: Handler,
-        *,
-        min_version: int | None = None,
-        max_version: int | None = None,
-        acl: AclFn | None = None,
-    ) -> None:
-        """Register ``handler`` for ``api_key``; versions default to all kio has."""
-        kv = codecs.kio_versions(api_key)
+    @property
+    def authorizer(self) -> Authorizer:
+        return self.access.authorizer
+
+    @authorizer.setter
+    def authorizer(self, authorizer: Authorizer) -> None:
+        self.access.authorizer = authorizer
+
+    def register(self, route: Route) -> None:
+        """Serve ``route``'s API, its versions clipped to those kio has codecs for."""
+        kv = codecs.kio_versions(route.api_key)
         if kv is None:
-            raise ValueError(f"no codecs for api key {api_key}")
-        lo = kv[0] if min_version is None else max(min_version, kv[0])
-        hi = kv[1] if max_version is None else min(max_version, kv[1])
-        self._handlers[api_key] = Registration(api_key, lo, hi, handler, acl)
+            raise ValueError(f"no codecs for api key {route.api_key}")
+        lo = kv[0] if route.min_version is None else max(route.min_version, kv[0])
+        hi = kv[1] if route.max_version is None else min(route.max_version, kv[1])
+        if route.api_key in self._handlers:
+            raise ValueError(f"api key {route.api_key} registered twice")
+        self._handlers[route.api_key] = Registration(route.api_key, lo, hi, route.handler,
+                                                     route.acl)
         self._fast.clear()
 
     def supported(self) -> list[tuple[int, int, int]]:
@@ -150,8 +167,9 @@ class KafkaApis:
             conn.connection_id,
         )
         if reg.acl is not None:
+            authorizer = self.access.authorizer
             for action in reg.acl(request):
-                if not self.authorizer.authorize(ctx.principal, action):
+                if not authorizer.authorize(ctx.principal, action):
                     log.info(
                         "request.denied",
                         principal=ctx.principal,

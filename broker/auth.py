@@ -65,3 +65,40 @@ class AllowAll:
 
     def authorize(self, principal: str, action: Action, host: str = "") -> bool:
         return True
+
+
+#: Kafka's AclOperation codes, and the operations each resource type supports.
+ACL_OPERATION_CODES = {
+    Operation.READ: 3, Operation.WRITE: 4, Operation.CREATE: 5, Operation.DELETE: 6,
+    Operation.ALTER: 7, Operation.DESCRIBE: 8, Operation.CLUSTER_ACTION: 9,
+    Operation.DESCRIBE_CONFIGS: 10, Operation.ALTER_CONFIGS: 11, Operation.IDEMPOTENT_WRITE: 12,
+}
+SUPPORTED_OPERATIONS = {
+    ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE,
+                         Operation.DELETE, Operation.ALTER, Operation.DESCRIBE_CONFIGS,
+                         Operation.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
+                           Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER,
+                           Operation.DESCRIBE),
+}
+
+
+class Access:
+    """The broker's authorizer, shared by request dispatch (one check per request) and the
+    handlers that, as Kafka, authorize per resource inside the request."""
+
+    __slots__ = ("authorizer",)
+
+    def __init__(self, authorizer: Authorizer | None = None) -> None:
+        self.authorizer: Authorizer = authorizer or AllowAll()
+
+    def allowed(self, principal: str, op: Operation, rtype: ResourceType, name: str) -> bool:
+        return self.authorizer.authorize(principal, Action(op, rtype, name))
+
+    def operations(self, principal: str, rtype: ResourceType, name: str) -> int:
+        """The bit field of operations ``principal`` may perform on a resource."""
+        bits = 0
+        for op in SUPPORTED_OPERATIONS[rtype]:
+            if self.authorizer.authorize(principal, Action(op, rtype, name)):
+                bits |= 1 << ACL_OPERATION_CODES[op]
+        return bits

@@ -15,6 +15,7 @@ from .config import Config, ConfigError
 
 def _serve(args: argparse.Namespace) -> int:
     from . import logs
+    from .compose import build_broker
     from .server import Broker, new_event_loop, serve_until_signalled
 
     overrides: dict[str, str] = {}
@@ -49,7 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(serve_until_signalled(Broker(config), ready))
+        loop.run_until_complete(serve_until_signalled(build_broker(config), ready))
     finally:
         loop.close()
     return 0

@@ -1,94 +1,95 @@
-"""The broker: owns configuration, storage, the coordinator and the listeners."""
+"""The broker: the life cycle of the components the composition root built, and the
+listeners."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+import signal
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import structlog
 
-from kafkalite.storage import meta
+from kafkalite.coordinator.offsets_runtime import OffsetsService
+from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
+from kafkalite.storage.compaction import LogCleaner
+from kafkalite.storage.manager import LogManager
 
 from .apis import KafkaApis
+from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
 from .connection import KafkaConnection
+from .storage import Storage
 
 log = structlog.get_logger("kafkalite.broker")
 
-Hook = Callable[[], Awaitable[None]]
+class Service(Protocol):
+    """A component with a life cycle: started in build order, stopped in reverse."""
 
+    async def start(self) -> None: ...
 
-@dataclass(frozen=True)
-class BoundListener:
-    name: str
-    host: str
-    port: int
-    #: What Metadata tells clients to connect to.
-    advertised_host: str
-    advertised_port: int
+    async def stop(self) -> None: ...
 
 
 class Broker:
-    """A one-node Kafka broker. ``await start()``, then ``await stop()``."""
+    """A one-node Kafka broker, built by ``compose.build_broker(config)``.
+    ``await start()`` opens storage, loads the coordinator and listens; ``await stop()``."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        cluster: Cluster,
+        storage: Storage,
+        coordinator: CoordinatorRuntime,
+        offsets: OffsetsService,
+        cleaner: LogCleaner,
+        apis: KafkaApis,
+        services: Sequence[Service],
+    ) -> None:
         self.config = config
-        self.node_id = config.int("node.id")
-        self.data_dir = config.data_dir
-        self.cluster_id = ""
-        self.apis = KafkaApis()
-        self.catalog: TopicCatalog | None = None
-        #: storage.manager.LogManager, set when the storage handlers install.
-        self.logs: Any = None
-        #: The group coordinator runtime, set when the group handlers install.
-        self.coordinator: Any = None
-        self.listeners: list[BoundListener] = []
+        self.cluster = cluster
+        self.node_id = cluster.node_id
+        self.data_dir = cluster.data_dir
+        self.storage = storage
+        self.logs: LogManager = storage.logs
+        self.coordinator = coordinator
+        self.offsets = offsets
+        self.log_cleaner = cleaner
+        self.apis = apis
+        self._services = tuple(services)
+        self._started: list[Service] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
-        #: (start, stop) hooks of components, run in order on start and reversed on stop.
-        self._services: list[tuple[Hook, Hook]] = []
         self.stopped = asyncio.Event()
 
-    def add_service(self, start: Hook, stop: Hook) -> None:
-        self._services.append((start, stop))
+    @property
+    def cluster_id(self) -> str:
+        return self.cluster.cluster_id
 
-    def broker_value(self, prop: str) -> str | None:
-        """A broker property the operator set explicitly (for topic config synonyms)."""
-        return None if self.config.is_default(prop) else self.config.raw(prop)
-
-    def topic_config(self, topic: str, name: str) -> str:
-        """Effective value of a topic config (topic override, broker property, default)."""
-        from kafkalite.storage.topic_config import resolve
-
-        info = self.topics.get(topic)
-        return resolve(info.configs if info else {}, self.broker_value, name).value
+    @property
+    def listeners(self) -> list[BoundListener]:
+        return self.cluster.listeners
 
     @property
     def topics(self) -> TopicCatalog:
-        assert self.catalog is not None, "broker not started"
-        return self.catalog
+        return self.storage.catalog
+
+    def topic_config(self, topic: str, name: str) -> str:
+        """Effective value of a topic config (topic override, broker property, default)."""
+        return self.storage.topic_configs.value(topic, name)
 
     def create_topic(
         self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
         internal: bool = False,
     ) -> TopicInfo:
         """Create a topic in the catalogue; storage creates its logs on the catalogue event."""
-        n = self.config.int("num.partitions") if partitions is None else partitions
-        info = self.topics.create(name, n, configs, internal=internal)
-        log.info("topic.created", topic=name, partitions=n, topic_id=str(info.topic_id))
-        return info
+        return self.storage.create_topic(name, partitions, configs, internal)
 
     async def start(self) -> None:
-        from .handlers import install_all
-
-        self.cluster_id = meta.load_or_create(self.data_dir, self.node_id)
-        self.catalog = TopicCatalog(self.data_dir)
-        install_all(self)
-        for start, _stop in self._services:
-            await start()
+        for service in self._services:
+            await service.start()
+            self._started.append(service)
         await self._listen()
         log.info(
             "broker.started",
@@ -144,11 +145,12 @@ class Broker:
                 await asyncio.wait_for(server.wait_closed(), 2)
             except TimeoutError:
                 pass
-        for _start, stop in reversed(self._services):
+        for service in reversed(self._started):
             try:
-                await stop()
+                await service.stop()
             except Exception:
                 log.exception("broker.service_stop_failed")
+        self._started.clear()
         self._servers.clear()
         self.stopped.set()
         log.info("broker.stopped", node_id=self.node_id)
@@ -168,8 +170,6 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 async def serve_until_signalled(
     broker: Broker, ready: Callable[[Broker], Any] | None = None
 ) -> None:
-    import signal
-
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .compose import build_broker
 from .config import Config
 from .server import Broker, new_event_loop
 
@@ -53,7 +54,7 @@ class BrokerThread:
             asyncio.set_event_loop(loop)
             try:
                 config = Config.build(environ={}, overrides=self.overrides)
-                self.broker = Broker(config)
+                self.broker = build_broker(config)
                 loop.run_until_complete(self.broker.start())
             except BaseException as e:  # surfaced to the starting thread
                 failure.append(e)

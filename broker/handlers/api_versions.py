@@ -2,40 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
+from ..apis import KafkaApis
 from ..context import RequestContext
 
-if TYPE_CHECKING:
-    from ..server import Broker
 
-
-def install(broker: Broker) -> None:
-    apis = broker.apis
-    cache: dict[int, bytes] = {}
-
-    def handle(ctx: RequestContext, request: Any) -> Any:
-        version = ctx.api_version
-        cached = cache.get(version)
-        if cached is not None:
-            return cached
-        c = codecs.codec(codecs.API_VERSIONS_KEY, version)
-        resp_t = c.response_type
-        mod = __import__(resp_t.__module__, fromlist=["ApiVersion"])
-        entries = tuple(
-            mod.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, lo, hi in apis.supported()
-        )
-        kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
-        if version >= 1:
-
-            kwargs["throttle_time"] = NO_THROTTLE
-        body = c.encode_response(resp_t(**kwargs))
-        cache[version] = body
-        return body
-
-    apis.register(codecs.API_VERSIONS_KEY, handle, min_version=0, max_version=4)
+def api_versions(apis: KafkaApis, cache: dict[int, bytes], ctx: RequestContext,
+                 req: Any) -> bytes:
+    """The encoded body, cached per version: the table is complete before serving starts."""
+    version = ctx.api_version
+    cached = cache.get(version)
+    if cached is not None:
+        return cached
+    c = codecs.codec(codecs.API_VERSIONS_KEY, version)
+    resp_t = c.response_type
+    mod = __import__(resp_t.__module__, fromlist=["ApiVersion"])
+    entries = tuple(
+        mod.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+        for k, lo, hi in apis.supported()
+    )
+    kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
+    if version >= 1:
+        kwargs["throttle_time"] = NO_THROTTLE
+    body = c.encode_response(resp_t(**kwargs))
+    cache[version] = body
+    return body

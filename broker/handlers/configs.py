@@ -9,7 +9,7 @@ not dynamically updatable.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -28,12 +28,11 @@ from kafkalite.storage.topic_config import (
     validate,
 )
 
-from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
-from ..config import DEFAULTS
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
+from ..cluster import Cluster
+from ..config import DEFAULTS, Config
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
+from ..storage import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
 
@@ -66,12 +65,12 @@ class ConfigRequestError(Exception):
         self.message = message
 
 
-def topic_configs(broker: Broker, overrides: dict[str, str]) -> list[ResolvedConfig]:
+def topic_configs(configs: TopicConfigs, overrides: dict[str, str]) -> list[ResolvedConfig]:
     """Every topic config's effective value for a topic with ``overrides``."""
-    return list(resolve_all(overrides, broker.broker_value).values())
+    return list(resolve_all(overrides, configs.broker_value).values())
 
 
-def _topic_synonyms(broker: Broker, overrides: dict[str, str], r: ResolvedConfig) -> list[
+def _topic_synonyms(configs: TopicConfigs, overrides: dict[str, str], r: ResolvedConfig) -> list[
     tuple[str, str, int]
 ]:
     """(name, value, source) from most to least specific, as Kafka lists synonyms."""
@@ -80,7 +79,7 @@ def _topic_synonyms(broker: Broker, overrides: dict[str, str], r: ResolvedConfig
         out.append((r.name, overrides[r.name], DYNAMIC_TOPIC_CONFIG))
     syn = r.definition.broker_synonym
     if syn:
-        v = broker.broker_value(syn)
+        v = configs.broker_value(syn)
         if v is not None:
             out.append((syn, v, STATIC_BROKER_CONFIG))
         default = DEFAULTS.get(syn, (r.definition.default, str))[0]
@@ -116,9 +115,9 @@ def _is_sensitive(name: str) -> bool:
 
 
 def _describe_topic(
-    broker: Broker, resp_t: type[Any], name: str, keys: Iterable[str] | None, synonyms: bool
+    storage: Storage, resp_t: type[Any], name: str, keys: Iterable[str] | None, synonyms: bool
 ) -> tuple[Any, ...]:
-    info = broker.topics.get(name)
+    info = storage.catalog.get(name)
     if info is None:
         raise ConfigRequestError(ErrorCode.unknown_topic_or_partition,
                                  "The topic does not exist.")
@@ -126,12 +125,12 @@ def _describe_topic(
     syn_t = nested(resp_t, "DescribeConfigsSynonym")
     wanted = set(keys) if keys is not None else None
     out = []
-    for r in topic_configs(broker, info.configs):
+    for r in topic_configs(storage.topic_configs, info.configs):
         if wanted is not None and r.name not in wanted:
             continue
         syns = tuple(
             build(syn_t, name=n, value=v, source=s)
-            for n, v, s in _topic_synonyms(broker, info.configs, r)
+            for n, v, s in _topic_synonyms(storage.topic_configs, info.configs, r)
         ) if synonyms else ()
         out.append(build(
             entry_t, name=r.name, value=None if r.definition.sensitive else r.value,
@@ -142,19 +141,20 @@ def _describe_topic(
     return tuple(out)
 
 
-def _check_broker_name(broker: Broker, name: str) -> None:
-    if name and name != str(broker.node_id):
+def _check_broker_name(node_id: int, name: str) -> None:
+    if name and name != str(node_id):
         raise ConfigRequestError(
             ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {broker.node_id} or empty string, but received "
+            f"Unexpected broker id, expected {node_id} or empty string, but received "
             f"{name}",
         )
 
 
 def _describe_broker(
-    broker: Broker, resp_t: type[Any], name: str, keys: Iterable[str] | None, synonyms: bool
+    node_id: int, cfg: Config, resp_t: type[Any], name: str, keys: Iterable[str] | None,
+    synonyms: bool,
 ) -> tuple[Any, ...]:
-    _check_broker_name(broker, name)
+    _check_broker_name(node_id, name)
     if not name:
         # The cluster-wide dynamic defaults: none are set on this broker.
         return ()
@@ -162,7 +162,6 @@ def _describe_broker(
     syn_t = nested(resp_t, "DescribeConfigsSynonym")
     wanted = set(keys) if keys is not None else None
     out = []
-    cfg = broker.config
     for key, value in sorted(cfg.all_items().items()):
         if wanted is not None and key not in wanted:
             continue
@@ -184,7 +183,7 @@ def _describe_broker(
 
 
 def _apply_topic(
-    broker: Broker, name: str, new: dict[str, str], validate_only: bool
+    storage: Storage, name: str, new: dict[str, str], validate_only: bool
 ) -> None:
     for k, v in new.items():
         try:
@@ -192,12 +191,12 @@ def _apply_topic(
         except InvalidConfig as e:
             raise ConfigRequestError(ErrorCode.invalid_config, str(e)) from e
     if not validate_only:
-        broker.topics.set_configs(name, new)
+        storage.catalog.set_configs(name, new)
         log.info("topic.configs_altered", topic=name, configs=new)
 
 
-def _broker_alter(broker: Broker, name: str, keys: list[str]) -> None:
-    _check_broker_name(broker, name)
+def _broker_alter(node_id: int, name: str, keys: list[str]) -> None:
+    _check_broker_name(node_id, name)
     if keys:
         # No broker property is dynamically updatable here, as for Kafka's read-only ones.
         raise ConfigRequestError(
@@ -249,150 +248,100 @@ def _incremental(current: dict[str, str], configs: Iterable[Any]) -> dict[str, s
     return new
 
 
-def install(broker: Broker) -> None:
-    apis = broker.apis
-
-    def authorize(ctx: RequestContext, op: Operation, rtype: int, name: str) -> None:
-        """Per resource, as Kafka answers: the other resources are still served."""
-        if rtype == RESOURCE_TOPIC:
-            if not apis.authorizer.authorize(ctx.principal,
-                                             Action(op, ResourceType.TOPIC, name)):
-                raise ConfigRequestError(ErrorCode.topic_authorization_failed,
-                                         "Authorization failed.")
-        elif not apis.authorizer.authorize(ctx.principal,
-                                           Action(op, ResourceType.CLUSTER, CLUSTER_NAME)):
-            raise ConfigRequestError(ErrorCode.cluster_authorization_failed,
+def _authorize(access: Access, ctx: RequestContext, op: Operation, rtype: int,
+               name: str) -> None:
+    """Per resource, as Kafka answers: the other resources are still served."""
+    if rtype == RESOURCE_TOPIC:
+        if not access.allowed(ctx.principal, op, ResourceType.TOPIC, name):
+            raise ConfigRequestError(ErrorCode.topic_authorization_failed,
                                      "Authorization failed.")
+    elif not access.allowed(ctx.principal, op, ResourceType.CLUSTER, CLUSTER_NAME):
+        raise ConfigRequestError(ErrorCode.cluster_authorization_failed,
+                                 "Authorization failed.")
 
-    def describe(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(DESCRIBE_CONFIGS, ctx.api_version).response_type
-        result_t = nested(resp_t, "DescribeConfigsResult")
-        synonyms = bool(getattr(req, "include_synonyms", False))
-        results = []
-        for res in req.resources:
-            rtype, rname = int(res.resource_type), res.resource_name
-            keys = res.configuration_keys
-            try:
-                authorize(ctx, Operation.DESCRIBE_CONFIGS, rtype, rname)
-                if rtype == RESOURCE_TOPIC:
-                    configs = _describe_topic(broker, resp_t, rname, keys, synonyms)
-                elif rtype == RESOURCE_BROKER:
-                    configs = _describe_broker(broker, resp_t, rname, keys, synonyms)
+
+def describe_configs(cluster: Cluster, storage: Storage, access: Access,
+                     ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(DESCRIBE_CONFIGS, ctx.api_version).response_type
+    result_t = nested(resp_t, "DescribeConfigsResult")
+    synonyms = bool(getattr(req, "include_synonyms", False))
+    results = []
+    for res in req.resources:
+        rtype, rname = int(res.resource_type), res.resource_name
+        keys = res.configuration_keys
+        try:
+            _authorize(access, ctx, Operation.DESCRIBE_CONFIGS, rtype, rname)
+            if rtype == RESOURCE_TOPIC:
+                configs = _describe_topic(storage, resp_t, rname, keys, synonyms)
+            elif rtype == RESOURCE_BROKER:
+                configs = _describe_broker(cluster.node_id, storage.config, resp_t, rname, keys,
+                                       synonyms)
+            else:
+                raise ConfigRequestError(ErrorCode.invalid_request,
+                                         f"Unsupported resource type {rtype}")
+            err, msg = ErrorCode.none, None
+        except ConfigRequestError as e:
+            configs, err, msg = (), e.code, e.message
+        results.append(build(result_t, error_code=err, error_message=msg,
+                             resource_type=rtype, resource_name=rname, configs=configs))
+    return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _alter_response(cluster: Cluster, storage: Storage, access: Access, api_key: int,
+                    ctx: RequestContext, req: Any, incremental: bool) -> Any:
+    resp_t = codecs.codec(api_key, ctx.api_version).response_type
+    item_t = nested(resp_t, "AlterConfigsResourceResponse")
+    counts: dict[tuple[int, str], int] = {}
+    for res in req.resources:
+        k = (int(res.resource_type), res.resource_name)
+        counts[k] = counts.get(k, 0) + 1
+    out = []
+    for res in req.resources:
+        rtype, rname = int(res.resource_type), res.resource_name
+        try:
+            if counts[(rtype, rname)] > 1:
+                raise ConfigRequestError(ErrorCode.invalid_request,
+                                         "Error due to duplicate resources")
+            _authorize(access, ctx, Operation.ALTER_CONFIGS, rtype, rname)
+            if rtype == RESOURCE_TOPIC:
+                info = storage.catalog.get(rname)
+                if info is None:
+                    raise ConfigRequestError(ErrorCode.unknown_topic_or_partition,
+                                             "The topic does not exist.")
+                if incremental:
+                    new = _incremental(info.configs, res.configs)
                 else:
-                    raise ConfigRequestError(ErrorCode.invalid_request,
-                                             f"Unsupported resource type {rtype}")
-                err, msg = ErrorCode.none, None
-            except ConfigRequestError as e:
-                configs, err, msg = (), e.code, e.message
-            results.append(build(result_t, error_code=err, error_message=msg,
-                                 resource_type=rtype, resource_name=rname, configs=configs))
-        return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
-
-    def _alter_response(api_key: int, ctx: RequestContext, req: Any, incremental: bool) -> Any:
-        resp_t = codecs.codec(api_key, ctx.api_version).response_type
-        item_t = nested(resp_t, "AlterConfigsResourceResponse")
-        counts: dict[tuple[int, str], int] = {}
-        for res in req.resources:
-            k = (int(res.resource_type), res.resource_name)
-            counts[k] = counts.get(k, 0) + 1
-        out = []
-        for res in req.resources:
-            rtype, rname = int(res.resource_type), res.resource_name
-            try:
-                if counts[(rtype, rname)] > 1:
-                    raise ConfigRequestError(ErrorCode.invalid_request,
-                                             "Error due to duplicate resources")
-                authorize(ctx, Operation.ALTER_CONFIGS, rtype, rname)
-                if rtype == RESOURCE_TOPIC:
-                    info = broker.topics.get(rname)
-                    if info is None:
-                        raise ConfigRequestError(ErrorCode.unknown_topic_or_partition,
-                                                 "The topic does not exist.")
-                    if incremental:
-                        new = _incremental(info.configs, res.configs)
-                    else:
-                        new = {}
-                        for c in res.configs:
-                            if c.value is None:
-                                raise ConfigRequestError(
-                                    ErrorCode.invalid_request,
-                                    f"Null value not supported for : {c.name}")
-                            new[c.name] = c.value
-                    _apply_topic(broker, rname, new, bool(req.validate_only))
-                elif rtype == RESOURCE_BROKER:
-                    _broker_alter(broker, rname, [c.name for c in res.configs])
-                elif rtype == RESOURCE_BROKER_LOGGER and incremental:
-                    raise ConfigRequestError(ErrorCode.invalid_request,
-                                             "Broker logger levels cannot be altered here")
-                else:
-                    raise ConfigRequestError(ErrorCode.invalid_request,
-                                             f"Unsupported resource type {rtype}")
-                err, msg = ErrorCode.none, None
-            except ConfigRequestError as e:
-                err, msg = e.code, e.message
-            out.append(build(item_t, error_code=err, error_message=msg,
-                             resource_type=rtype, resource_name=rname))
-        return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
-
-    def alter(ctx: RequestContext, req: Any) -> Any:
-        return _alter_response(ALTER_CONFIGS, ctx, req, incremental=False)
-
-    def incremental_alter(ctx: RequestContext, req: Any) -> Any:
-        return _alter_response(INCREMENTAL_ALTER_CONFIGS, ctx, req, incremental=True)
-
-    def describe_cluster(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(DESCRIBE_CLUSTER, ctx.api_version).response_type
-        broker_t = nested(resp_t, "DescribeClusterBroker")
-        endpoint_type = int(getattr(req, "endpoint_type", 1))
-        if endpoint_type != 1:
-            return build(resp_t, throttle_time=NO_THROTTLE,
-                         error_code=ErrorCode.unsupported_endpoint_type,
-                         error_message="The request was sent to an endpoint of type BROKER, but "
-                         f"we wanted an endpoint of type {endpoint_type}",
-                         endpoint_type=endpoint_type, cluster_id=broker.cluster_id,
-                         controller_id=-1, brokers=(), cluster_authorized_operations=-2147483648)
-        brokers = tuple(
-            build(broker_t, broker_id=broker.node_id, host=b.advertised_host,
-                  port=b.advertised_port, rack=None, is_fenced=False)
-            for b in broker.listeners if b.name == ctx.listener
-        )
-        ops = -2147483648
-        if req.include_cluster_authorized_operations:
-            ops = authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
-        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                     error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
-                     controller_id=broker.node_id,
-                     brokers=brokers, cluster_authorized_operations=ops)
-
-    apis.register(DESCRIBE_CONFIGS, describe, min_version=1, max_version=4)
-    apis.register(ALTER_CONFIGS, alter, min_version=0, max_version=2)
-    apis.register(INCREMENTAL_ALTER_CONFIGS, incremental_alter, min_version=0, max_version=1)
-    apis.register(DESCRIBE_CLUSTER, describe_cluster, min_version=0, max_version=2,
-                  acl=lambda _r: [Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)])
+                    new = {}
+                    for c in res.configs:
+                        if c.value is None:
+                            raise ConfigRequestError(
+                                ErrorCode.invalid_request,
+                                f"Null value not supported for : {c.name}")
+                        new[c.name] = c.value
+                _apply_topic(storage, rname, new, bool(req.validate_only))
+            elif rtype == RESOURCE_BROKER:
+                _broker_alter(cluster.node_id, rname, [c.name for c in res.configs])
+            elif rtype == RESOURCE_BROKER_LOGGER and incremental:
+                raise ConfigRequestError(ErrorCode.invalid_request,
+                                         "Broker logger levels cannot be altered here")
+            else:
+                raise ConfigRequestError(ErrorCode.invalid_request,
+                                         f"Unsupported resource type {rtype}")
+            err, msg = ErrorCode.none, None
+        except ConfigRequestError as e:
+            err, msg = e.code, e.message
+        out.append(build(item_t, error_code=err, error_message=msg,
+                         resource_type=rtype, resource_name=rname))
+    return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
 
 
-#: Kafka's AclOperation codes, and the operations each resource type supports.
-ACL_OPERATION_CODES = {
-    Operation.READ: 3, Operation.WRITE: 4, Operation.CREATE: 5, Operation.DELETE: 6,
-    Operation.ALTER: 7, Operation.DESCRIBE: 8, Operation.CLUSTER_ACTION: 9,
-    Operation.DESCRIBE_CONFIGS: 10, Operation.ALTER_CONFIGS: 11, Operation.IDEMPOTENT_WRITE: 12,
-}
-SUPPORTED_OPERATIONS = {
-    ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE,
-                         Operation.DELETE, Operation.ALTER, Operation.DESCRIBE_CONFIGS,
-                         Operation.ALTER_CONFIGS),
-    ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
-                           Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER,
-                           Operation.DESCRIBE),
-}
+def alter_configs(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
+                  req: Any) -> Any:
+    return _alter_response(cluster, storage, access, ALTER_CONFIGS, ctx, req,
+                           incremental=False)
 
 
-def authorized_operations(
-    broker: Broker, ctx: RequestContext, rtype: ResourceType, name: str
-) -> int:
-    """The bit field of operations ``ctx.principal`` may perform on a resource."""
-    bits = 0
-    for op in SUPPORTED_OPERATIONS[rtype]:
-        if broker.apis.authorizer.authorize(ctx.principal, Action(op, rtype, name)):
-            bits |= 1 << ACL_OPERATION_CODES[op]
-    return bits
+def incremental_alter_configs(cluster: Cluster, storage: Storage, access: Access,
+                              ctx: RequestContext, req: Any) -> Any:
+    return _alter_response(cluster, storage, access, INCREMENTAL_ALTER_CONFIGS, ctx, req,
+                           incremental=True)

@@ -16,7 +16,7 @@ import asyncio
 import struct
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -27,9 +27,7 @@ from kafkalite.storage.log import PartitionLog
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
+from ..storage import Storage
 
 log = structlog.get_logger("kafkalite.fetch")
 
@@ -121,13 +119,13 @@ _Want = tuple[int, int, int]
 class FetchPlan:
     """What a request asks for, resolved to logs once; ``read()`` may run again on wake."""
 
-    def __init__(self, broker: Broker, req: Any, version: int) -> None:
+    def __init__(self, storage: Storage, req: Any, version: int) -> None:
         self.version = version
         self.max_bytes = req.max_bytes if version >= 3 else 0x7FFFFFFF
         self.read_committed = getattr(req, "isolation_level", 0) == 1
         self.topics: list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]] = []
-        catalog = broker.topics
-        logs = broker.logs
+        catalog = storage.catalog
+        logs = storage.logs
         for t in req.topics:
             tid = getattr(t, "topic_id", None)
             if version >= 13:
@@ -230,31 +228,29 @@ class DelayedFetch:
         self.logs = []
 
 
-def install(broker: Broker) -> None:
-    def handle(ctx: RequestContext, req: Any) -> Any:
-        version = ctx.api_version
-        if version >= 7 and req.session_id != 0:
-            # No session was ever handed out, so an incremental fetch cannot match one.
-            return encode_response(version, [], E_SESSION_NOT_FOUND)
-        plan = FetchPlan(broker, req, version)
-        topics, total, errored = plan.read()
-        wait_ms = int(req.max_wait.total_seconds() * 1000)
-        if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
-            return encode_response(version, topics, read_committed=plan.read_committed)
+def fetch(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    if version >= 7 and req.session_id != 0:
+        # No session was ever handed out, so an incremental fetch cannot match one.
+        return encode_response(version, [], E_SESSION_NOT_FOUND)
+    plan = FetchPlan(storage, req, version)
+    topics, total, errored = plan.read()
+    wait_ms = int(req.max_wait.total_seconds() * 1000)
+    if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
+        return encode_response(version, topics, read_committed=plan.read_committed)
 
-        def complete() -> bytes:
-            again, _n, _e = plan.read()
-            return encode_response(version, again, read_committed=plan.read_committed)
+    def complete() -> bytes:
+        again, _n, _e = plan.read()
+        return encode_response(version, again, read_committed=plan.read_committed)
 
-        parked = DelayedFetch(asyncio.get_running_loop(), plan.logs(), req.min_bytes, total,
-                              wait_ms / 1000, complete)
-        return parked.fut
+    parked = DelayedFetch(asyncio.get_running_loop(), plan.logs(), req.min_bytes, total,
+                          wait_ms / 1000, complete)
+    return parked.fut
 
-    def acl(req: Any) -> list[Action]:
-        return [
-            Action(Operation.READ, ResourceType.TOPIC, t.topic)
-            for t in req.topics
-            if getattr(t, "topic", None)
-        ]
 
-    broker.apis.register(FETCH, handle, min_version=4, acl=acl)
+def fetch_acl(req: Any) -> list[Action]:
+    return [
+        Action(Operation.READ, ResourceType.TOPIC, t.topic)
+        for t in req.topics
+        if getattr(t, "topic", None)
+    ]

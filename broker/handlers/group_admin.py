@@ -3,8 +3,9 @@ groups (through ``coordinator.offsets_runtime``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kafkalite.coordinator.offsets_runtime import OffsetsService
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
@@ -12,9 +13,6 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
 
 LIST_GROUPS = 16
 DESCRIBE_GROUPS = 15
@@ -24,62 +22,56 @@ DELETE_GROUPS = 42
 _NO_OPS = -2147483648
 
 
-def install(broker: Broker) -> None:
-    from kafkalite.coordinator.offsets_runtime import service_of
+def describe_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(DESCRIBE_GROUPS, ctx.api_version).response_type
+    group_t = nested(resp_t, "DescribedGroup")
+    member_t = nested(resp_t, "DescribedGroupMember")
+    out = []
+    for group_id in req.groups:
+        d = service.describe(group_id)
+        out.append(build(
+            group_t, error_code=ErrorCode(d.error), group_id=group_id,
+            group_state=d.state, protocol_type=d.protocol_type,
+            protocol_data=d.protocol, authorized_operations=_NO_OPS,
+            members=tuple(build(
+                member_t, member_id=m.member_id, group_instance_id=m.instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata, member_assignment=m.assignment)
+                for m in d.members),
+        ))
+    return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
 
-    def describe_groups(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(DESCRIBE_GROUPS, ctx.api_version).response_type
-        group_t = nested(resp_t, "DescribedGroup")
-        member_t = nested(resp_t, "DescribedGroupMember")
-        out = []
-        for group_id in req.groups:
-            d = service_of(broker).describe(group_id)
-            out.append(build(
-                group_t, error_code=ErrorCode(d.error), group_id=group_id,
-                group_state=d.state, protocol_type=d.protocol_type,
-                protocol_data=d.protocol, authorized_operations=_NO_OPS,
-                members=tuple(build(
-                    member_t, member_id=m.member_id, group_instance_id=m.instance_id,
-                    client_id=m.client_id, client_host=m.client_host,
-                    member_metadata=m.metadata, member_assignment=m.assignment)
-                    for m in d.members),
-            ))
-        return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
 
-    def list_groups(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(LIST_GROUPS, ctx.api_version).response_type
-        listed_t = nested(resp_t, "ListedGroup")
-        states = {s.lower() for s in getattr(req, "states_filter", ())}
-        types = {t.lower() for t in getattr(req, "types_filter", ())}
-        groups = []
-        for g in service_of(broker).list_groups():
-            if states and g.state.lower() not in states:
-                continue
-            if types and "classic" not in types:
-                continue
-            groups.append(build(listed_t, group_id=g.group_id, protocol_type=g.protocol_type,
-                                group_state=g.state, group_type="classic"))
-        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                     groups=tuple(groups))
+def list_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(LIST_GROUPS, ctx.api_version).response_type
+    listed_t = nested(resp_t, "ListedGroup")
+    states = {s.lower() for s in getattr(req, "states_filter", ())}
+    types = {t.lower() for t in getattr(req, "types_filter", ())}
+    groups = []
+    for g in service.list_groups():
+        if states and g.state.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        groups.append(build(listed_t, group_id=g.group_id, protocol_type=g.protocol_type,
+                            group_state=g.state, group_type="classic"))
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                 groups=tuple(groups))
 
-    async def delete_groups(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(DELETE_GROUPS, ctx.api_version).response_type
-        result_t = nested(resp_t, "DeletableGroupResult")
-        results = []
-        svc = service_of(broker)
-        for group_id in req.groups_names:
-            err = await svc.delete_group(group_id)
-            results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
-        return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
-    def describe_acl(req: Any) -> list[Action]:
-        return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in req.groups]
+async def delete_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(DELETE_GROUPS, ctx.api_version).response_type
+    result_t = nested(resp_t, "DeletableGroupResult")
+    results = []
+    for group_id in req.groups_names:
+        err = await service.delete_group(group_id)
+        results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
+    return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
-    def delete_acl(req: Any) -> list[Action]:
-        return [Action(Operation.DELETE, ResourceType.GROUP, g) for g in req.groups_names]
 
-    broker.apis.register(DESCRIBE_GROUPS, describe_groups, min_version=0, max_version=5,
-                         acl=describe_acl)
-    broker.apis.register(LIST_GROUPS, list_groups, min_version=0, max_version=5)
-    broker.apis.register(DELETE_GROUPS, delete_groups, min_version=0, max_version=2,
-                         acl=delete_acl)
+def describe_groups_acl(req: Any) -> list[Action]:
+    return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in req.groups]
+
+
+def delete_groups_acl(req: Any) -> list[Action]:
+    return [Action(Operation.DELETE, ResourceType.GROUP, g) for g in req.groups_names]

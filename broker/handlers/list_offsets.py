@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
@@ -13,9 +13,7 @@ from kafkalite.storage.log import LEADER_EPOCH, PartitionLog
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
+from ..storage import Storage
 
 LIST_OFFSETS = 2
 DELETE_RECORDS = 21
@@ -44,60 +42,59 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
-def install(broker: Broker) -> None:
-    def list_offsets(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(LIST_OFFSETS, ctx.api_version).response_type
-        topic_t = nested(resp_t, "ListOffsetsTopicResponse")
-        part_t = nested(resp_t, "ListOffsetsPartitionResponse")
-        topics = []
-        for t in req.topics:
-            info = broker.topics.get(t.name)
-            parts = []
-            for p in t.partitions:
-                plog = broker.logs.get(t.name, p.partition_index) if info else None
-                if plog is None:
-                    parts.append(build(part_t, partition_index=p.partition_index,
-                                       error_code=ErrorCode.unknown_topic_or_partition,
-                                       timestamp=-1, offset=-1, leader_epoch=-1,
-                                       old_style_offsets=()))
-                    continue
-                offset, ts = lookup(plog, p.timestamp)
+def list_offsets(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(LIST_OFFSETS, ctx.api_version).response_type
+    topic_t = nested(resp_t, "ListOffsetsTopicResponse")
+    part_t = nested(resp_t, "ListOffsetsPartitionResponse")
+    topics = []
+    for t in req.topics:
+        info = storage.catalog.get(t.name)
+        parts = []
+        for p in t.partitions:
+            plog = storage.logs.get(t.name, p.partition_index) if info else None
+            if plog is None:
                 parts.append(build(part_t, partition_index=p.partition_index,
-                                   error_code=ErrorCode.none, timestamp=ts, offset=offset,
-                                   leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
+                                   error_code=ErrorCode.unknown_topic_or_partition,
+                                   timestamp=-1, offset=-1, leader_epoch=-1,
                                    old_style_offsets=()))
-            topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
+                continue
+            offset, ts = lookup(plog, p.timestamp)
+            parts.append(build(part_t, partition_index=p.partition_index,
+                               error_code=ErrorCode.none, timestamp=ts, offset=offset,
+                               leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
+                               old_style_offsets=()))
+        topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
+    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
-    def delete_records(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(DELETE_RECORDS, ctx.api_version).response_type
-        topic_t = nested(resp_t, "DeleteRecordsTopicResult")
-        part_t = nested(resp_t, "DeleteRecordsPartitionResult")
-        topics = []
-        for t in req.topics:
-            info = broker.topics.get(t.name)
-            parts = []
-            for p in t.partitions:
-                plog = broker.logs.get(t.name, p.partition_index) if info else None
-                if plog is None:
-                    err, low = ErrorCode.unknown_topic_or_partition, -1
-                elif "delete" not in plog.config.cleanup_policy:
-                    err, low = ErrorCode.policy_violation, -1
-                else:
-                    try:
-                        err, low = ErrorCode.none, broker.logs.delete_records(plog, p.offset)
-                    except OffsetOutOfRangeError:
-                        err, low = ErrorCode.offset_out_of_range, -1
-                parts.append(build(part_t, partition_index=p.partition_index,
-                                   low_watermark=low, error_code=err))
-            topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
-    def describe_acl(req: Any) -> list[Action]:
-        return [Action(Operation.DESCRIBE, ResourceType.TOPIC, t.name) for t in req.topics]
+def delete_records(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(DELETE_RECORDS, ctx.api_version).response_type
+    topic_t = nested(resp_t, "DeleteRecordsTopicResult")
+    part_t = nested(resp_t, "DeleteRecordsPartitionResult")
+    topics = []
+    for t in req.topics:
+        info = storage.catalog.get(t.name)
+        parts = []
+        for p in t.partitions:
+            plog = storage.logs.get(t.name, p.partition_index) if info else None
+            if plog is None:
+                err, low = ErrorCode.unknown_topic_or_partition, -1
+            elif "delete" not in plog.config.cleanup_policy:
+                err, low = ErrorCode.policy_violation, -1
+            else:
+                try:
+                    err, low = ErrorCode.none, storage.logs.delete_records(plog, p.offset)
+                except OffsetOutOfRangeError:
+                    err, low = ErrorCode.offset_out_of_range, -1
+            parts.append(build(part_t, partition_index=p.partition_index,
+                               low_watermark=low, error_code=err))
+        topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
+    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
-    def delete_acl(req: Any) -> list[Action]:
-        return [Action(Operation.DELETE, ResourceType.TOPIC, t.name) for t in req.topics]
 
-    broker.apis.register(LIST_OFFSETS, list_offsets, min_version=1, acl=describe_acl)
-    broker.apis.register(DELETE_RECORDS, delete_records, acl=delete_acl)
+def list_offsets_acl(req: Any) -> list[Action]:
+    return [Action(Operation.DESCRIBE, ResourceType.TOPIC, t.name) for t in req.topics]
+
+
+def delete_records_acl(req: Any) -> list[Action]:
+    return [Action(Operation.DELETE, ResourceType.TOPIC, t.name) for t in req.topics]

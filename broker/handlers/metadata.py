@@ -10,23 +10,20 @@ connected through, so clients on different networks each get an address they can
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
+from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
-from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
+from ..cluster import Cluster
 from ..context import RequestContext
-from .configs import authorized_operations
-from .topics import topic_name_collision
-
-if TYPE_CHECKING:
-    from ..server import Broker
+from ..storage import Storage
 
 log = structlog.get_logger("kafkalite.metadata")
 
@@ -36,9 +33,8 @@ OPS_OMITTED = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
 
-def partition_entries(broker: Broker, resp_t: type[Any], info: TopicInfo) -> tuple[Any, ...]:
+def partition_entries(me: int, resp_t: type[Any], info: TopicInfo) -> tuple[Any, ...]:
     part_t = nested(resp_t, "MetadataResponsePartition")
-    me = broker.node_id
     return tuple(
         build(
             part_t,
@@ -54,116 +50,98 @@ def partition_entries(broker: Broker, resp_t: type[Any], info: TopicInfo) -> tup
     )
 
 
-def auto_create(broker: Broker, name: str) -> TopicInfo:
-    """Create a topic a Metadata request asked for, as Kafka's AutoTopicCreationManager."""
-    if name == OFFSETS_TOPIC:
-        cfg = broker.config
-        return broker.create_topic(
-            name,
-            cfg.int("offsets.topic.num.partitions"),
-            {"cleanup.policy": "compact", "compression.type": "producer",
-             "segment.bytes": cfg.raw("offsets.topic.segment.bytes")},
-            internal=True,
-        )
-    info = broker.create_topic(name)
-    log.info("topic.auto_created", topic=name, partitions=info.partitions)
-    return info
+def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
+             req: Any) -> Any:
+    version = ctx.api_version
+    c_resp = codecs.codec(METADATA, version).response_type
+    broker_t = nested(c_resp, "MetadataResponseBroker")
+    topic_t = nested(c_resp, "MetadataResponseTopic")
+    catalog = storage.catalog
+    brokers = tuple(
+        build(broker_t, node_id=cluster.node_id, host=b.advertised_host,
+              port=b.advertised_port, rack=None)
+        for b in cluster.listeners
+        if b.name == ctx.listener
+    )
+    allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and (
+        storage.config.bool("auto.create.topics.enable")
+    )
 
+    def allowed(op: Operation, rtype: ResourceType, name: str) -> bool:
+        return access.allowed(ctx.principal, op, rtype, name)
 
-def install(broker: Broker) -> None:
-    def handle(ctx: RequestContext, req: Any) -> Any:
-        version = ctx.api_version
-        c_resp = codecs.codec(METADATA, version).response_type
-        broker_t = nested(c_resp, "MetadataResponseBroker")
-        topic_t = nested(c_resp, "MetadataResponseTopic")
-        catalog = broker.topics
-        brokers = tuple(
-            build(broker_t, node_id=broker.node_id, host=b.advertised_host,
-                  port=b.advertised_port, rack=None)
-            for b in broker.listeners
-            if b.name == ctx.listener
-        )
-        allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and (
-            broker.config.bool("auto.create.topics.enable")
-        )
-        def allowed(op: Operation, rtype: ResourceType, name: str) -> bool:
-            return broker.apis.authorizer.authorize(ctx.principal, Action(op, rtype, name))
+    want_ops = bool(getattr(req, "include_topic_authorized_operations", False))
 
-        want_ops = bool(getattr(req, "include_topic_authorized_operations", False))
+    def topic_ops(name: str) -> int:
+        if not want_ops:
+            return OPS_OMITTED
+        return access.operations(ctx.principal, ResourceType.TOPIC, name)
 
-        def topic_ops(name: str) -> int:
-            if not want_ops:
-                return OPS_OMITTED
-            return authorized_operations(broker, ctx, ResourceType.TOPIC, name)
+    def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None) -> Any:
+        return build(topic_t, error_code=err, name=name, topic_id=tid or NULL_UUID,
+                     is_internal=False, partitions=(), topic_authorized_operations=OPS_OMITTED)
 
-        def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None) -> Any:
-            return build(topic_t, error_code=err, name=name, topic_id=tid or NULL_UUID,
-                         is_internal=False, partitions=(), topic_authorized_operations=OPS_OMITTED)
-
-        topics_out: list[Any] = []
-        named: list[str] = []
-        if req.topics is None or (version == 0 and not req.topics):
-            named = [t.name for t in catalog]
-        else:
-            for t in req.topics:
-                name = getattr(t, "name", None)
-                tid = getattr(t, "topic_id", None)
-                if name is None:
-                    info = catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
-                    if info is None:
-                        topics_out.append(errored(ErrorCode.unknown_topic_id, None, tid))
-                        continue
-                    name = info.name
-                named.append(name)
-        listing_all = req.topics is None or (version == 0 and not req.topics)
-        for name in named:
-            if not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
-                # A full listing leaves out what the principal may not see.
-                if not listing_all:
-                    topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
+    topics_out: list[Any] = []
+    named: list[str] = []
+    if req.topics is None or (version == 0 and not req.topics):
+        named = [t.name for t in catalog]
+    else:
+        for t in req.topics:
+            name = getattr(t, "name", None)
+            tid = getattr(t, "topic_id", None)
+            if name is None:
+                info = catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
+                if info is None:
+                    topics_out.append(errored(ErrorCode.unknown_topic_id, None, tid))
+                    continue
+                name = info.name
+            named.append(name)
+    listing_all = req.topics is None or (version == 0 and not req.topics)
+    for name in named:
+        if not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
+            # A full listing leaves out what the principal may not see.
+            if not listing_all:
+                topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
+            continue
+        info = catalog.get(name)
+        if info is None:
+            try:
+                validate_topic_name(name)
+                if storage.name_collision(name) is not None:
+                    raise InvalidTopicName(name)
+            except InvalidTopicName:
+                topics_out.append(errored(ErrorCode.invalid_topic_exception, name, None))
                 continue
-            info = catalog.get(name)
-            if info is None:
-                try:
-                    validate_topic_name(name)
-                    if topic_name_collision(broker, name) is not None:
-                        raise InvalidTopicName(name)
-                except InvalidTopicName:
-                    topics_out.append(errored(ErrorCode.invalid_topic_exception, name, None))
-                    continue
-                if not allow_create:
-                    topics_out.append(errored(ErrorCode.unknown_topic_or_partition, name, None))
-                    continue
-                if not (allowed(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
-                        or allowed(Operation.CREATE, ResourceType.TOPIC, name)):
-                    topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
-                    continue
-                # Creation here is immediate, so the partitions are answered at once rather
-                # than LEADER_NOT_AVAILABLE first (see docs/compatibility.md).
-                info = auto_create(broker, name)
-            topics_out.append(
-                build(
-                    topic_t,
-                    error_code=ErrorCode.none,
-                    name=info.name,
-                    topic_id=info.topic_id,
-                    is_internal=info.internal,
-                    partitions=partition_entries(broker, c_resp, info),
-                    topic_authorized_operations=topic_ops(info.name),
-                )
+            if not allow_create:
+                topics_out.append(errored(ErrorCode.unknown_topic_or_partition, name, None))
+                continue
+            if not (allowed(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                    or allowed(Operation.CREATE, ResourceType.TOPIC, name)):
+                topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
+                continue
+            # Creation here is immediate, so the partitions are answered at once rather
+            # than LEADER_NOT_AVAILABLE first (see docs/compatibility.md).
+            info = storage.auto_create(name)
+        topics_out.append(
+            build(
+                topic_t,
+                error_code=ErrorCode.none,
+                name=info.name,
+                topic_id=info.topic_id,
+                is_internal=info.internal,
+                partitions=partition_entries(cluster.node_id, c_resp, info),
+                topic_authorized_operations=topic_ops(info.name),
             )
-        cluster_ops = OPS_OMITTED
-        if getattr(req, "include_cluster_authorized_operations", False):
-            cluster_ops = authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
-        return build(
-            c_resp,
-            throttle_time=NO_THROTTLE,
-            brokers=brokers,
-            cluster_id=broker.cluster_id,
-            controller_id=broker.node_id,
-            topics=tuple(topics_out),
-            cluster_authorized_operations=cluster_ops,
         )
-
-    # Authorization is per topic, inside the handler, as Kafka answers it.
-    broker.apis.register(METADATA, handle, min_version=0, max_version=12)
+    cluster_ops = OPS_OMITTED
+    if getattr(req, "include_cluster_authorized_operations", False):
+        cluster_ops = access.operations(ctx.principal, ResourceType.CLUSTER, CLUSTER_NAME)
+    return build(
+        c_resp,
+        throttle_time=NO_THROTTLE,
+        brokers=brokers,
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.node_id,
+        topics=tuple(topics_out),
+        cluster_authorized_operations=cluster_ops,
+    )

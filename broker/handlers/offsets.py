@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets_runtime import OffsetsService
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
+from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
+from ..storage import Storage
 
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 OFFSET_DELETE = 47
-
 
 
 def _ms(td: Any) -> int:
@@ -31,177 +29,143 @@ def _ms(td: Any) -> int:
     return int(td)
 
 
-def _install_cleaner(broker: Broker) -> None:
-    """Compaction of ``cleanup.policy=compact`` logs, ``__consumer_offsets`` first."""
-    from kafkalite.storage.compaction import LogCleaner
-    from kafkalite.storage.log import PartitionLog, now_ms
-
-    def compacted() -> list[tuple[PartitionLog, int]]:
-        if broker.logs is None:
-            return []
-        logs = [plog for plog in broker.logs if "compact" in plog.config.cleanup_policy]
-        logs.sort(key=lambda lg: (lg.topic != OFFSETS_TOPIC, lg.topic, lg.partition))
-        return [(plog, int(broker.topic_config(plog.topic, "delete.retention.ms")))
-                for plog in logs]
-
-    cleaner = LogCleaner(compacted, broker.config.int("log.cleaner.backoff.ms"), now_ms)
-    setattr(broker, "log_cleaner", cleaner)  # noqa: B010
-    broker.add_service(cleaner.start, cleaner.stop)
-
-
-def install(broker: Broker) -> None:
-    from kafkalite.coordinator.offsets import OffsetStore
-    from kafkalite.coordinator.offsets_runtime import OffsetsService
-
-    config = broker.config
-    store = OffsetStore(
-        max_metadata_bytes=config.int("offset.metadata.max.bytes"),
-        retention_ms=config.int("offsets.retention.minutes") * 60_000,
+def offset_commit(storage: Storage, service: OffsetsService, ctx: RequestContext,
+                  req: Any) -> Any:
+    v = ctx.api_version
+    resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
+    topic_t = nested(resp_t, "OffsetCommitResponseTopic")
+    part_t = nested(resp_t, "OffsetCommitResponsePartition")
+    # As KafkaApis: partitions of unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
+    # and not committed.
+    unknown: dict[tuple[str, int], int] = {}
+    topics: list[tuple[str, list[PartitionCommit]]] = []
+    catalog = storage.catalog
+    for t in req.topics:
+        info = catalog.get(t.name)
+        valid: list[PartitionCommit] = []
+        for p in t.partitions:
+            if info is None or not 0 <= p.partition_index < info.partitions:
+                unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            valid.append(PartitionCommit(p.partition_index, p.committed_offset,
+                                         getattr(p, "committed_leader_epoch", -1),
+                                         p.committed_metadata))
+        if valid:
+            topics.append((t.name, valid))
+    request = CommitRequest(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        instance_id=getattr(req, "group_instance_id", None),
+        generation_id=req.generation_id_or_member_epoch,
+        retention_time_ms=_ms(getattr(req, "retention_time", -1)),
+        topics=topics,
+        api_version=v,
     )
-    service = OffsetsService(lambda: broker.coordinator, store,
-                             config.int("offsets.retention.check.interval.ms"))
-    # The admin handlers and tests reach the service through the broker; the group
-    # coordinator's runtime picks the replay hook up when it is created (groups.py).
-    setattr(broker, "offsets_service", service)  # noqa: B010
-    setattr(broker, "offsets_replay", service.replay_hook)  # noqa: B010
-    broker.add_service(service.start, service.stop)
-    _install_cleaner(broker)
 
-    def offset_commit(ctx: RequestContext, req: Any) -> Any:
-        v = ctx.api_version
-        resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
-        topic_t = nested(resp_t, "OffsetCommitResponseTopic")
-        part_t = nested(resp_t, "OffsetCommitResponsePartition")
-        # As KafkaApis: partitions of unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
-        # and not committed.
-        unknown: dict[tuple[str, int], int] = {}
-        topics: list[tuple[str, list[PartitionCommit]]] = []
-        catalog = broker.topics
-        for t in req.topics:
-            info = catalog.get(t.name)
-            valid: list[PartitionCommit] = []
-            for p in t.partitions:
-                if info is None or not 0 <= p.partition_index < info.partitions:
-                    unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
-                    continue
-                valid.append(PartitionCommit(p.partition_index, p.committed_offset,
-                                             getattr(p, "committed_leader_epoch", -1),
-                                             p.committed_metadata))
-            if valid:
-                topics.append((t.name, valid))
-        request = CommitRequest(
-            group_id=req.group_id,
-            member_id=req.member_id,
-            instance_id=getattr(req, "group_instance_id", None),
-            generation_id=req.generation_id_or_member_epoch,
-            retention_time_ms=_ms(getattr(req, "retention_time", -1)),
-            topics=topics,
-            api_version=v,
-        )
-
-        def respond(errors: dict[tuple[str, int], int]) -> Any:
-            return build(
-                resp_t,
-                throttle_time=NO_THROTTLE,
-                topics=tuple(
-                    build(topic_t, name=t.name, partitions=tuple(
-                        build(part_t, partition_index=p.partition_index,
-                              error_code=ErrorCode(errors.get((t.name, p.partition_index), 0)))
-                        for p in t.partitions))
-                    for t in req.topics),
-            )
-
-        if not topics:
-            return respond(unknown)
-        # Answered at once when the append completed synchronously (no task switch).
-        result = service.commit_nowait(request)
-        if isinstance(result, dict):
-            return respond({**unknown, **result})
-        out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        result.add_done_callback(lambda f: out.set_result(respond({**unknown, **f.result()})))
-        return out
-
-    def _fetch_group(v: int, resp_t: type[Any], group_id: str, topics: Any,
-                     require_stable: bool, grouped: bool) -> tuple[int, tuple[Any, ...]]:
-        topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
-                         else "OffsetFetchResponseTopic")
-        part_t = nested(resp_t, "OffsetFetchResponsePartitions" if grouped
-                        else "OffsetFetchResponsePartition")
-        wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
-                                              for t in topics]
-        error, rows = service.fetch(group_id, wanted, require_stable)
-        if error != ErrorCode.none and v <= 1:
-            # v0-v1 have no top-level error: put it on every partition.
-            rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
-        out = tuple(
-            build(topic_t, name=topic, partitions=tuple(
-                build(part_t, partition_index=p, committed_offset=off, committed_leader_epoch=le,
-                      metadata=md, error_code=ErrorCode(err))
-                for p, off, le, md, err in parts))
-            for topic, parts in rows)
-        return error, out
-
-    def offset_fetch(ctx: RequestContext, req: Any) -> Any:
-        v = ctx.api_version
-        resp_t = codecs.codec(OFFSET_FETCH, v).response_type
-        require_stable = bool(getattr(req, "require_stable", False))
-        if v >= 8:
-            group_t = nested(resp_t, "OffsetFetchResponseGroup")
-            groups = []
-            for g in req.groups:
-                err, topics = _fetch_group(v, resp_t, g.group_id, g.topics, require_stable, True)
-                groups.append(build(group_t, group_id=g.group_id, topics=topics,
-                                    error_code=ErrorCode(err)))
-            return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(groups))
-        topics_req = req.topics if v >= 2 else req.topics or ()
-        err, topics = _fetch_group(v, resp_t, req.group_id, topics_req, require_stable, False)
-        return build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
-                     error_code=ErrorCode(err))
-
-    async def offset_delete(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(OFFSET_DELETE, ctx.api_version).response_type
-        topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
-        part_t = nested(resp_t, "OffsetDeleteResponsePartition")
-        # As KafkaApis: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
-        wanted: list[tuple[str, tuple[int, ...]]] = []
-        unknown: list[tuple[str, list[tuple[int, int]]]] = []
-        for t in req.topics:
-            info = broker.topics.get(t.name)
-            ok = tuple(p.partition_index for p in t.partitions
-                       if info is not None and 0 <= p.partition_index < info.partitions)
-            bad = [(p.partition_index, int(ErrorCode.unknown_topic_or_partition))
-                   for p in t.partitions if p.partition_index not in ok]
-            if ok:
-                wanted.append((t.name, ok))
-            if bad:
-                unknown.append((t.name, bad))
-        err, rows = await service.delete_offsets(req.group_id, wanted)
-        if err == ErrorCode.none and unknown:
-            merged: dict[str, list[tuple[int, int]]] = {t: list(parts) for t, parts in rows}
-            for t, parts in unknown:
-                merged.setdefault(t, []).extend(parts)
-            rows = list(merged.items())
+    def respond(errors: dict[tuple[str, int], int]) -> Any:
         return build(
-            resp_t, error_code=ErrorCode(err), throttle_time=NO_THROTTLE,
-            topics=tuple(build(topic_t, name=t, partitions=tuple(
-                build(part_t, partition_index=p, error_code=ErrorCode(e)) for p, e in parts))
-                for t, parts in rows),
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                build(topic_t, name=t.name, partitions=tuple(
+                    build(part_t, partition_index=p.partition_index,
+                          error_code=ErrorCode(errors.get((t.name, p.partition_index), 0)))
+                    for p in t.partitions))
+                for t in req.topics),
         )
 
-    def commit_acl(req: Any) -> list[Action]:
-        return [Action(Operation.READ, ResourceType.GROUP, req.group_id)] + [
-            Action(Operation.READ, ResourceType.TOPIC, t.name) for t in req.topics]
+    if not topics:
+        return respond(unknown)
+    # Answered at once when the append completed synchronously (no task switch).
+    result = service.commit_nowait(request)
+    if isinstance(result, dict):
+        return respond({**unknown, **result})
+    out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    result.add_done_callback(lambda f: out.set_result(respond({**unknown, **f.result()})))
+    return out
 
-    def fetch_acl(req: Any) -> list[Action]:
-        ids = [g.group_id for g in req.groups] if hasattr(req, "groups") else [req.group_id]
-        return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in ids]
 
-    def delete_acl(req: Any) -> list[Action]:
-        return [Action(Operation.DELETE, ResourceType.GROUP, req.group_id)]
+def _fetch_group(service: OffsetsService, v: int, resp_t: type[Any], group_id: str, topics: Any,
+                 require_stable: bool, grouped: bool) -> tuple[int, tuple[Any, ...]]:
+    topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
+                     else "OffsetFetchResponseTopic")
+    part_t = nested(resp_t, "OffsetFetchResponsePartitions" if grouped
+                    else "OffsetFetchResponsePartition")
+    wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
+                                          for t in topics]
+    error, rows = service.fetch(group_id, wanted, require_stable)
+    if error != ErrorCode.none and v <= 1:
+        # v0-v1 have no top-level error: put it on every partition.
+        rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
+    out = tuple(
+        build(topic_t, name=topic, partitions=tuple(
+            build(part_t, partition_index=p, committed_offset=off, committed_leader_epoch=le,
+                  metadata=md, error_code=ErrorCode(err))
+            for p, off, le, md, err in parts))
+        for topic, parts in rows)
+    return error, out
 
-    broker.apis.register(OFFSET_COMMIT, offset_commit, min_version=2, max_version=9,
-                         acl=commit_acl)
-    broker.apis.register(OFFSET_FETCH, offset_fetch, min_version=1, max_version=9,
-                         acl=fetch_acl)
-    broker.apis.register(OFFSET_DELETE, offset_delete, min_version=0, max_version=0,
-                         acl=delete_acl)
+
+def offset_fetch(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+    v = ctx.api_version
+    resp_t = codecs.codec(OFFSET_FETCH, v).response_type
+    require_stable = bool(getattr(req, "require_stable", False))
+    if v >= 8:
+        group_t = nested(resp_t, "OffsetFetchResponseGroup")
+        groups = []
+        for g in req.groups:
+            err, topics = _fetch_group(service, v, resp_t, g.group_id, g.topics,
+                                       require_stable, True)
+            groups.append(build(group_t, group_id=g.group_id, topics=topics,
+                                error_code=ErrorCode(err)))
+        return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    topics_req = req.topics if v >= 2 else req.topics or ()
+    err, topics = _fetch_group(service, v, resp_t, req.group_id, topics_req, require_stable, False)
+    return build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
+                 error_code=ErrorCode(err))
+
+
+async def offset_delete(storage: Storage, service: OffsetsService, ctx: RequestContext,
+                        req: Any) -> Any:
+    resp_t = codecs.codec(OFFSET_DELETE, ctx.api_version).response_type
+    topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
+    part_t = nested(resp_t, "OffsetDeleteResponsePartition")
+    # As KafkaApis: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+    wanted: list[tuple[str, tuple[int, ...]]] = []
+    unknown: list[tuple[str, list[tuple[int, int]]]] = []
+    for t in req.topics:
+        info = storage.catalog.get(t.name)
+        ok = tuple(p.partition_index for p in t.partitions
+                   if info is not None and 0 <= p.partition_index < info.partitions)
+        bad = [(p.partition_index, int(ErrorCode.unknown_topic_or_partition))
+               for p in t.partitions if p.partition_index not in ok]
+        if ok:
+            wanted.append((t.name, ok))
+        if bad:
+            unknown.append((t.name, bad))
+    err, rows = await service.delete_offsets(req.group_id, wanted)
+    if err == ErrorCode.none and unknown:
+        merged: dict[str, list[tuple[int, int]]] = {t: list(parts) for t, parts in rows}
+        for t, parts in unknown:
+            merged.setdefault(t, []).extend(parts)
+        rows = list(merged.items())
+    return build(
+        resp_t, error_code=ErrorCode(err), throttle_time=NO_THROTTLE,
+        topics=tuple(build(topic_t, name=t, partitions=tuple(
+            build(part_t, partition_index=p, error_code=ErrorCode(e)) for p, e in parts))
+            for t, parts in rows),
+    )
+
+
+def offset_commit_acl(req: Any) -> list[Action]:
+    return [Action(Operation.READ, ResourceType.GROUP, req.group_id)] + [
+        Action(Operation.READ, ResourceType.TOPIC, t.name) for t in req.topics]
+
+
+def offset_fetch_acl(req: Any) -> list[Action]:
+    ids = [g.group_id for g in req.groups] if hasattr(req, "groups") else [req.group_id]
+    return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in ids]
+
+
+def offset_delete_acl(req: Any) -> list[Action]:
+    return [Action(Operation.DELETE, ResourceType.GROUP, req.group_id)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -18,7 +18,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import NO_THROTTLE
-from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
+from kafkalite.storage.catalog import InvalidTopicName, TopicInfo
 from kafkalite.storage.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
@@ -31,9 +31,7 @@ from kafkalite.storage.log import PartitionLog
 from ..apis import NO_RESPONSE
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
+from ..storage import Storage
 
 log = structlog.get_logger("kafkalite.produce")
 
@@ -50,130 +48,122 @@ def _fsync_all(fds: list[int]) -> None:
             os.close(fd)
 
 
-def resolve_topic(broker: Broker, name: str, allow_create: bool) -> TopicInfo | ErrorCode:
-    """The topic to write to or read from, auto-created where the broker allows it."""
-    info = broker.topics.get(name)
-    if info is not None:
-        return info
-    if not allow_create or not broker.config.bool("auto.create.topics.enable"):
+def _resolve(storage: Storage, name: str) -> TopicInfo | ErrorCode:
+    """The topic to write to, auto-created where the broker allows it."""
+    found = storage.resolve_topic(name, allow_create=True)
+    if found is None:
         return _E.unknown_topic_or_partition
-    try:
-        validate_topic_name(name)
-    except InvalidTopicName:
+    if isinstance(found, InvalidTopicName):
         return _E.invalid_topic_exception
-    from .metadata import auto_create
-
-    return auto_create(broker, name)
+    return found
 
 
-def install(broker: Broker) -> None:
-    def handle(ctx: RequestContext, req: Any) -> Any:
-        version = ctx.api_version
-        resp_t = codecs.codec(PRODUCE, version).response_type
-        part_t = nested(resp_t, "PartitionProduceResponse")
-        topic_t = nested(resp_t, "TopicProduceResponse")
-        manager = broker.logs
-        catalog = broker.topics
-        transactional = req.transactional_id is not None
-        acks = req.acks
-        touched: list[PartitionLog] = []
-        topics_out: list[Any] = []
+def produce(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    resp_t = codecs.codec(PRODUCE, version).response_type
+    part_t = nested(resp_t, "PartitionProduceResponse")
+    topic_t = nested(resp_t, "TopicProduceResponse")
+    manager = storage.logs
+    catalog = storage.catalog
+    transactional = req.transactional_id is not None
+    acks = req.acks
+    touched: list[PartitionLog] = []
+    topics_out: list[Any] = []
 
-        def part(index: int, error: ErrorCode, base: int = -1, start: int = -1,
-                 append_time: int = -1, message: str | None = None) -> Any:
-            return build(
-                part_t, index=index, error_code=error, base_offset=base,
-                log_append_time=(
-                    datetime.datetime.fromtimestamp(append_time / 1000, datetime.UTC)
-                    if append_time >= 0 else None
-                ),
-                log_start_offset=start, record_errors=(), error_message=message,
+    def part(index: int, error: ErrorCode, base: int = -1, start: int = -1,
+             append_time: int = -1, message: str | None = None) -> Any:
+        return build(
+            part_t, index=index, error_code=error, base_offset=base,
+            log_append_time=(
+                datetime.datetime.fromtimestamp(append_time / 1000, datetime.UTC)
+                if append_time >= 0 else None
+            ),
+            log_start_offset=start, record_errors=(), error_message=message,
+        )
+
+    for t in req.topic_data:
+        name = getattr(t, "name", None)
+        tid = getattr(t, "topic_id", None)
+        info: TopicInfo | ErrorCode
+        if name is None:
+            found = catalog.by_id(tid) if tid is not None else None
+            info = found if found is not None else _E.unknown_topic_id
+        else:
+            info = _resolve(storage, name)
+        if (isinstance(info, ErrorCode) or transactional or info.internal
+                or acks not in (0, 1, -1)):
+            err = (
+                info if isinstance(info, ErrorCode)
+                else _E.invalid_required_acks if acks not in (0, 1, -1)
+                else _E.transactional_id_authorization_failed if transactional
+                else _E.invalid_topic_exception
             )
-
-        for t in req.topic_data:
-            name = getattr(t, "name", None)
-            tid = getattr(t, "topic_id", None)
-            info: TopicInfo | ErrorCode
-            if name is None:
-                found = catalog.by_id(tid) if tid is not None else None
-                info = found if found is not None else _E.unknown_topic_id
-            else:
-                info = resolve_topic(broker, name, True)
-            if (isinstance(info, ErrorCode) or transactional or info.internal
-                    or acks not in (0, 1, -1)):
-                err = (
-                    info if isinstance(info, ErrorCode)
-                    else _E.invalid_required_acks if acks not in (0, 1, -1)
-                    else _E.transactional_id_authorization_failed if transactional
-                    else _E.invalid_topic_exception
-                )
-                parts = tuple(part(p.index, err) for p in t.partition_data)
-                topics_out.append(build(topic_t, name=name, topic_id=tid,
-                                        partition_responses=parts))
-                continue
-            parts_out = []
-            for p in t.partition_data:
-                plog = manager.get(info.name, p.index) if 0 <= p.index < info.partitions else None
-                if plog is None:
-                    parts_out.append(part(p.index, _E.unknown_topic_or_partition))
-                    continue
-                records = p.records
-                if not records:
-                    parts_out.append(part(p.index, _E.invalid_record))
-                    continue
-                try:
-                    base, _last = plog.append(records)
-                except DuplicateSequenceError as e:
-                    base = e.base_offset
-                except CorruptRecordError as e:
-                    parts_out.append(part(p.index, _E.corrupt_message, message=str(e)))
-                    continue
-                except RecordTooLargeError as e:
-                    parts_out.append(part(p.index, _E.message_too_large, message=str(e)))
-                    continue
-                except OutOfOrderSequenceError as e:
-                    parts_out.append(part(p.index, _E.out_of_order_sequence_number,
-                                          message=str(e)))
-                    continue
-                except InvalidProducerEpochError as e:
-                    parts_out.append(part(p.index, _E.invalid_producer_epoch, message=str(e)))
-                    continue
-                except OSError as e:
-                    log.error("produce.append_failed", topic=info.name, partition=p.index,
-                              error=str(e))
-                    parts_out.append(part(p.index, _E.kafka_storage_error, message=str(e)))
-                    continue
-                touched.append(plog)
-                append_time = plog.clock() if plog.config.log_append_time else -1
-                parts_out.append(part(p.index, _E.none, base, plog.log_start_offset,
-                                      append_time))
+            parts = tuple(part(p.index, err) for p in t.partition_data)
             topics_out.append(build(topic_t, name=name, topic_id=tid,
-                                    partition_responses=tuple(parts_out)))
-        if acks == 0:
-            failed = [p.index for t in topics_out for p in t.partition_responses
-                      if p.error_code != _E.none]
-            if failed:
-                # As Kafka: with no response to carry the error, closing the connection
-                # is what makes the client refresh its metadata and notice.
-                raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
-            return NO_RESPONSE
-        response = build(resp_t, responses=tuple(topics_out), throttle_time=NO_THROTTLE)
-        if manager.durable and touched:
-            fds = [fd for plog in touched for fd in plog.sync_handles()]
-            loop = asyncio.get_running_loop()
+                                    partition_responses=parts))
+            continue
+        parts_out = []
+        for p in t.partition_data:
+            plog = manager.get(info.name, p.index) if 0 <= p.index < info.partitions else None
+            if plog is None:
+                parts_out.append(part(p.index, _E.unknown_topic_or_partition))
+                continue
+            records = p.records
+            if not records:
+                parts_out.append(part(p.index, _E.invalid_record))
+                continue
+            try:
+                base, _last = plog.append(records)
+            except DuplicateSequenceError as e:
+                base = e.base_offset
+            except CorruptRecordError as e:
+                parts_out.append(part(p.index, _E.corrupt_message, message=str(e)))
+                continue
+            except RecordTooLargeError as e:
+                parts_out.append(part(p.index, _E.message_too_large, message=str(e)))
+                continue
+            except OutOfOrderSequenceError as e:
+                parts_out.append(part(p.index, _E.out_of_order_sequence_number,
+                                      message=str(e)))
+                continue
+            except InvalidProducerEpochError as e:
+                parts_out.append(part(p.index, _E.invalid_producer_epoch, message=str(e)))
+                continue
+            except OSError as e:
+                log.error("produce.append_failed", topic=info.name, partition=p.index,
+                          error=str(e))
+                parts_out.append(part(p.index, _E.kafka_storage_error, message=str(e)))
+                continue
+            touched.append(plog)
+            append_time = plog.clock() if plog.config.log_append_time else -1
+            parts_out.append(part(p.index, _E.none, base, plog.log_start_offset,
+                                  append_time))
+        topics_out.append(build(topic_t, name=name, topic_id=tid,
+                                partition_responses=tuple(parts_out)))
+    if acks == 0:
+        failed = [p.index for t in topics_out for p in t.partition_responses
+                  if p.error_code != _E.none]
+        if failed:
+            # As Kafka: with no response to carry the error, closing the connection
+            # is what makes the client refresh its metadata and notice.
+            raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
+        return NO_RESPONSE
+    response = build(resp_t, responses=tuple(topics_out), throttle_time=NO_THROTTLE)
+    if manager.durable and touched:
+        fds = [fd for plog in touched for fd in plog.sync_handles()]
+        loop = asyncio.get_running_loop()
 
-            async def after_sync() -> Any:
-                await loop.run_in_executor(None, _fsync_all, fds)
-                return response
+        async def after_sync() -> Any:
+            await loop.run_in_executor(None, _fsync_all, fds)
+            return response
 
-            return after_sync()
-        return response
+        return after_sync()
+    return response
 
-    def acl(req: Any) -> list[Action]:
-        return [
-            Action(Operation.WRITE, ResourceType.TOPIC, t.name)
-            for t in req.topic_data
-            if getattr(t, "name", None)
-        ]
 
-    broker.apis.register(PRODUCE, handle, min_version=3, acl=acl)
+def produce_acl(req: Any) -> list[Action]:
+    return [
+        Action(Operation.WRITE, ResourceType.TOPIC, t.name)
+        for t in req.topic_data
+        if getattr(t, "name", None)
+    ]

@@ -4,7 +4,7 @@ a producer that may not use transactions, which clients treat as fatal (no retry
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -12,31 +12,26 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.storage.manager import LogManager
 
 from ..context import RequestContext
-
-if TYPE_CHECKING:
-    from ..server import Broker
 
 log = structlog.get_logger("kafkalite.producer_ids")
 
 INIT_PRODUCER_ID = 22
 
 
-def install(broker: Broker) -> None:
-    def handle(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(INIT_PRODUCER_ID, ctx.api_version).response_type
-        if req.transactional_id is not None:
-            return build(resp_t, throttle_time=NO_THROTTLE,
-                         error_code=ErrorCode.transactional_id_authorization_failed,
-                         producer_id=-1, producer_epoch=-1)
-        # Without a transactional id Kafka always hands out a fresh id at epoch 0, also
-        # when the producer names its current id and epoch (KIP-360 bumps are for
-        # transactional producers).
-        new_pid, new_epoch = broker.logs.producer_ids.allocate(), 0
-        log.info("producer_id.allocated", producer_id=new_pid, epoch=new_epoch,
-                 client_id=ctx.client_id)
-        return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                     producer_id=new_pid, producer_epoch=new_epoch)
-
-    broker.apis.register(INIT_PRODUCER_ID, handle)
+def init_producer_id(logs: LogManager, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(INIT_PRODUCER_ID, ctx.api_version).response_type
+    if req.transactional_id is not None:
+        return build(resp_t, throttle_time=NO_THROTTLE,
+                     error_code=ErrorCode.transactional_id_authorization_failed,
+                     producer_id=-1, producer_epoch=-1)
+    # Without a transactional id Kafka always hands out a fresh id at epoch 0, also
+    # when the producer names its current id and epoch (KIP-360 bumps are for
+    # transactional producers).
+    new_pid, new_epoch = logs.producer_ids.allocate(), 0
+    log.info("producer_id.allocated", producer_id=new_pid, epoch=new_epoch,
+             client_id=ctx.client_id)
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                 producer_id=new_pid, producer_epoch=new_epoch)

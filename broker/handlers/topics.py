@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -18,12 +18,12 @@ from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
 from kafkalite.storage.topic_config import InvalidConfig, validate
 
-from ..auth import CLUSTER_NAME, Action, Operation, ResourceType
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
+from ..cluster import Cluster
+from ..config import Config
 from ..context import RequestContext
+from ..storage import Storage
 from .configs import CONFIG_TYPES, topic_configs
-
-if TYPE_CHECKING:
-    from ..server import Broker
 
 log = structlog.get_logger("kafkalite.topics")
 
@@ -33,9 +33,6 @@ CREATE_PARTITIONS = 37
 
 NULL_UUID = uuid.UUID(int=0)
 
-#: Topics Kafka itself owns; clients may not delete them.
-
-
 class TopicError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
@@ -43,7 +40,7 @@ class TopicError(Exception):
         self.message = message
 
 
-def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
+def _partitions_and_rf(node_id: int, config: Config, t: Any) -> tuple[int, int]:
     assignments = tuple(getattr(t, "assignments", ()) or ())
     n = int(t.num_partitions)
     rf = int(t.replication_factor)
@@ -58,18 +55,18 @@ def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
                              "Partitions should be a consecutive 0-based integer sequence")
         for a in assignments:
             ids = [int(b) for b in a.broker_ids]
-            if ids != [broker.node_id]:
+            if ids != [node_id]:
                 raise TopicError(ErrorCode.invalid_replica_assignment,
                                  f"Replica assignment {ids} of partition {a.partition_index} "
-                                 f"names brokers other than {broker.node_id}")
+                                 f"names brokers other than {node_id}")
         return len(indexes), 1
     if n == -1:
-        n = broker.config.int("num.partitions")
+        n = config.int("num.partitions")
     if n <= 0:
         raise TopicError(ErrorCode.invalid_partitions,
                          "Number of partitions was set to an invalid non-positive value.")
     if rf == -1:
-        rf = broker.config.int("default.replication.factor")
+        rf = config.int("default.replication.factor")
     if rf <= 0:
         raise TopicError(ErrorCode.invalid_replication_factor,
                          "Replication factor must be larger than 0, or -1 to use the default "
@@ -82,171 +79,156 @@ def _partitions_and_rf(broker: Broker, t: Any) -> tuple[int, int]:
     return n, rf
 
 
-def topic_name_collision(broker: Broker, name: str) -> str | None:
-    if "." not in name and "_" not in name:
-        return None
-    key = name.replace(".", "_")
-    for t in broker.topics:
-        if t.name != name and t.name.replace(".", "_") == key:
-            return t.name
-    return None
-
-
-def install(broker: Broker) -> None:
-    apis = broker.apis
-
-    def allowed(ctx: RequestContext, op: Operation, rtype: ResourceType, name: str) -> bool:
-        return apis.authorizer.authorize(ctx.principal, Action(op, rtype, name))
-
-    def create_topics(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
-        result_t = nested(resp_t, "CreatableTopicResult")
-        v5 = ctx.api_version >= 5
-        cfg_t = nested(resp_t, "CreatableTopicConfigs") if v5 else None
-        dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
-        # Kafka allows creation by CREATE on the cluster or, failing that, on the topic.
-        cluster_create = allowed(ctx, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
-        results = []
-        for t in req.topics:
-            name = t.name
+def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
+                  req: Any) -> Any:
+    resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
+    result_t = nested(resp_t, "CreatableTopicResult")
+    v5 = ctx.api_version >= 5
+    cfg_t = nested(resp_t, "CreatableTopicConfigs") if v5 else None
+    dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
+    # Kafka allows creation by CREATE on the cluster or, failing that, on the topic.
+    cluster_create = access.allowed(ctx.principal, Operation.CREATE, ResourceType.CLUSTER,
+                                    CLUSTER_NAME)
+    results = []
+    for t in req.topics:
+        name = t.name
+        try:
+            if not cluster_create and not access.allowed(ctx.principal, Operation.CREATE,
+                                                  ResourceType.TOPIC, name):
+                raise TopicError(ErrorCode.topic_authorization_failed,
+                                 "Authorization failed.")
+            if name in dupes:
+                raise TopicError(ErrorCode.invalid_request,
+                                 f"Create topics request from client `{ctx.client_id}` "
+                                 f"contains multiple entries for the following topics: "
+                                 f"{name}")
             try:
-                if not cluster_create and not allowed(ctx, Operation.CREATE,
-                                                      ResourceType.TOPIC, name):
-                    raise TopicError(ErrorCode.topic_authorization_failed,
-                                     "Authorization failed.")
-                if name in dupes:
-                    raise TopicError(ErrorCode.invalid_request,
-                                     f"Create topics request from client `{ctx.client_id}` "
-                                     f"contains multiple entries for the following topics: "
-                                     f"{name}")
+                validate_topic_name(name)
+            except InvalidTopicName as e:
+                raise TopicError(ErrorCode.invalid_topic_exception, str(e)) from e
+            if name in storage.catalog:
+                raise TopicError(ErrorCode.topic_already_exists,
+                                 f"Topic '{name}' already exists.")
+            clash = storage.name_collision(name)
+            if clash is not None:
+                # '.' and '_' map to the same metric names, so Kafka refuses the pair.
+                raise TopicError(ErrorCode.invalid_topic_exception,
+                                 f"Topic '{name}' collides with existing topic: {clash}")
+            n, rf = _partitions_and_rf(cluster.node_id, storage.config, t)
+            configs: dict[str, str] = {}
+            for c in t.configs:
                 try:
-                    validate_topic_name(name)
-                except InvalidTopicName as e:
-                    raise TopicError(ErrorCode.invalid_topic_exception, str(e)) from e
-                if name in broker.topics:
-                    raise TopicError(ErrorCode.topic_already_exists,
-                                     f"Topic '{name}' already exists.")
-                clash = topic_name_collision(broker, name)
-                if clash is not None:
-                    # '.' and '_' map to the same metric names, so Kafka refuses the pair.
-                    raise TopicError(ErrorCode.invalid_topic_exception,
-                                     f"Topic '{name}' collides with existing topic: {clash}")
-                n, rf = _partitions_and_rf(broker, t)
-                configs: dict[str, str] = {}
-                for c in t.configs:
-                    try:
-                        validate(c.name, c.value)
-                    except InvalidConfig as e:
-                        raise TopicError(ErrorCode.invalid_config, str(e)) from e
-                    if c.value is not None:
-                        configs[c.name] = c.value
-                topic_id = NULL_UUID
-                if not req.validate_only:
-                    info = broker.create_topic(name, n, configs,
-                                               internal=name in INTERNAL_TOPICS)
-                    topic_id = info.topic_id
-                entries: tuple[Any, ...] | None = None
-                if cfg_t is not None:
-                    entries = tuple(
-                        build(cfg_t, name=r.name,
-                              value=None if r.definition.sensitive else r.value,
-                              read_only=False, config_source=r.source,
-                              is_sensitive=r.definition.sensitive,
-                              config_type=CONFIG_TYPES.get(r.definition.type, 0))
-                        for r in topic_configs(broker, configs)
-                    )
-                results.append(build(
-                    result_t, name=name, topic_id=topic_id, error_code=ErrorCode.none,
-                    error_message=None, num_partitions=n, replication_factor=rf,
-                    configs=entries,
-                ))
-            except TopicError as e:
-                results.append(build(
-                    result_t, name=name, topic_id=NULL_UUID, error_code=e.code,
-                    error_message=e.message, num_partitions=-1, replication_factor=-1,
-                    configs=(),
-                ))
-        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(results))
+                    validate(c.name, c.value)
+                except InvalidConfig as e:
+                    raise TopicError(ErrorCode.invalid_config, str(e)) from e
+                if c.value is not None:
+                    configs[c.name] = c.value
+            topic_id = NULL_UUID
+            if not req.validate_only:
+                info = storage.create_topic(name, n, configs,
+                                           internal=name in INTERNAL_TOPICS)
+                topic_id = info.topic_id
+            entries: tuple[Any, ...] | None = None
+            if cfg_t is not None:
+                entries = tuple(
+                    build(cfg_t, name=r.name,
+                          value=None if r.definition.sensitive else r.value,
+                          read_only=False, config_source=r.source,
+                          is_sensitive=r.definition.sensitive,
+                          config_type=CONFIG_TYPES.get(r.definition.type, 0))
+                    for r in topic_configs(storage.topic_configs, configs)
+                )
+            results.append(build(
+                result_t, name=name, topic_id=topic_id, error_code=ErrorCode.none,
+                error_message=None, num_partitions=n, replication_factor=rf,
+                configs=entries,
+            ))
+        except TopicError as e:
+            results.append(build(
+                result_t, name=name, topic_id=NULL_UUID, error_code=e.code,
+                error_message=e.message, num_partitions=-1, replication_factor=-1,
+                configs=(),
+            ))
+    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(results))
 
-    def delete_one(ctx: RequestContext, name: str | None, tid: uuid.UUID | None
-                   ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
-        if name is not None and tid not in (None, NULL_UUID):
-            return name, tid or NULL_UUID, ErrorCode.invalid_request, \
-                "Topic name and topic id cannot both be specified."
-        if name is None:
-            info = broker.topics.by_id(tid) if tid not in (None, NULL_UUID) else None
-            if info is None:
-                return None, tid or NULL_UUID, ErrorCode.unknown_topic_id, \
-                    "This server does not host this topic ID."
-        else:
-            info = broker.topics.get(name)
-            if info is None:
-                return name, NULL_UUID, ErrorCode.unknown_topic_or_partition, \
-                    "This server does not host this topic-partition."
-        if not allowed(ctx, Operation.DELETE, ResourceType.TOPIC, info.name):
-            return info.name, info.topic_id, ErrorCode.topic_authorization_failed, \
-                "Authorization failed."
-        if info.internal or info.name in INTERNAL_TOPICS:
-            return info.name, info.topic_id, ErrorCode.invalid_topic_exception, \
-                f"Topic {info.name} is a Kafka internal topic and is not allowed to be deleted."
-        if not broker.config.bool("delete.topic.enable"):
-            return info.name, info.topic_id, ErrorCode.topic_deletion_disabled, \
-                "Topic deletion is disabled."
-        broker.topics.delete(info.name)
-        log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
-        return info.name, info.topic_id, ErrorCode.none, None
 
-    def delete_topics(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(DELETE_TOPICS, ctx.api_version).response_type
-        result_t = nested(resp_t, "DeletableTopicResult")
-        if ctx.api_version >= 6:
-            wanted = [(t.name, t.topic_id) for t in req.topics]
-        else:
-            wanted = [(name, None) for name in req.topic_names]
-        results = []
-        for name, tid in wanted:
-            rname, rid, err, msg = delete_one(ctx, name, tid)
-            results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
-                                 error_message=msg))
-        return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(results))
+def _delete_one(storage: Storage, access: Access, ctx: RequestContext, name: str | None,
+                tid: uuid.UUID | None) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
+    if name is not None and tid not in (None, NULL_UUID):
+        return name, tid or NULL_UUID, ErrorCode.invalid_request, \
+            "Topic name and topic id cannot both be specified."
+    if name is None:
+        info = storage.catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
+        if info is None:
+            return None, tid or NULL_UUID, ErrorCode.unknown_topic_id, \
+                "This server does not host this topic ID."
+    else:
+        info = storage.catalog.get(name)
+        if info is None:
+            return name, NULL_UUID, ErrorCode.unknown_topic_or_partition, \
+                "This server does not host this topic-partition."
+    if not access.allowed(ctx.principal, Operation.DELETE, ResourceType.TOPIC, info.name):
+        return info.name, info.topic_id, ErrorCode.topic_authorization_failed, \
+            "Authorization failed."
+    if info.internal or info.name in INTERNAL_TOPICS:
+        return info.name, info.topic_id, ErrorCode.invalid_topic_exception, \
+            f"Topic {info.name} is a Kafka internal topic and is not allowed to be deleted."
+    if not storage.config.bool("delete.topic.enable"):
+        return info.name, info.topic_id, ErrorCode.topic_deletion_disabled, \
+            "Topic deletion is disabled."
+    storage.catalog.delete(info.name)
+    log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
+    return info.name, info.topic_id, ErrorCode.none, None
 
-    def create_partitions(ctx: RequestContext, req: Any) -> Any:
-        resp_t = codecs.codec(CREATE_PARTITIONS, ctx.api_version).response_type
-        result_t = nested(resp_t, "CreatePartitionsTopicResult")
-        dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
-        results = []
-        for t in req.topics:
-            err, msg = ErrorCode.none, None
-            info = broker.topics.get(t.name)
-            count = int(t.count)
-            if t.name in dupes:
-                err, msg = ErrorCode.invalid_request, "Duplicate topic in request."
-            elif not allowed(ctx, Operation.ALTER, ResourceType.TOPIC, t.name):
-                err, msg = ErrorCode.topic_authorization_failed, "Authorization failed."
-            elif info is None:
-                err, msg = ErrorCode.unknown_topic_or_partition, \
-                    "This server does not host this topic-partition."
-            elif count < info.partitions:
-                err, msg = ErrorCode.invalid_partitions, \
-                    f"The topic {t.name} currently has {info.partitions} partition(s); " \
-                    f"{count} would not be an increase."
-            elif count == info.partitions:
-                err, msg = ErrorCode.invalid_partitions, \
-                    f"Topic already has {info.partitions} partition(s)."
-            elif t.assignments is not None and (
-                len(t.assignments) != count - info.partitions
-                or any([int(b) for b in a.broker_ids] != [broker.node_id]
-                       for a in t.assignments)
-            ):
-                err, msg = ErrorCode.invalid_replica_assignment, \
-                    f"Invalid replica assignment for topic {t.name}."
-            elif not req.validate_only:
-                broker.topics.set_partitions(t.name, count)
-                log.info("topic.partitions_added", topic=t.name, partitions=count)
-            results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
-        return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
-    # Authorization is per topic, inside the handlers, as Kafka answers it.
-    apis.register(CREATE_TOPICS, create_topics, min_version=2, max_version=7)
-    apis.register(DELETE_TOPICS, delete_topics, min_version=1, max_version=6)
-    apis.register(CREATE_PARTITIONS, create_partitions, min_version=0, max_version=3)
+def delete_topics(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(DELETE_TOPICS, ctx.api_version).response_type
+    result_t = nested(resp_t, "DeletableTopicResult")
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(name, None) for name in req.topic_names]
+    results = []
+    for name, tid in wanted:
+        rname, rid, err, msg = _delete_one(storage, access, ctx, name, tid)
+        results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
+                             error_message=msg))
+    return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def create_partitions(cluster: Cluster, storage: Storage, access: Access,
+                      ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(CREATE_PARTITIONS, ctx.api_version).response_type
+    result_t = nested(resp_t, "CreatePartitionsTopicResult")
+    dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
+    results = []
+    for t in req.topics:
+        err, msg = ErrorCode.none, None
+        info = storage.catalog.get(t.name)
+        count = int(t.count)
+        if t.name in dupes:
+            err, msg = ErrorCode.invalid_request, "Duplicate topic in request."
+        elif not access.allowed(ctx.principal, Operation.ALTER, ResourceType.TOPIC, t.name):
+            err, msg = ErrorCode.topic_authorization_failed, "Authorization failed."
+        elif info is None:
+            err, msg = ErrorCode.unknown_topic_or_partition, \
+                "This server does not host this topic-partition."
+        elif count < info.partitions:
+            err, msg = ErrorCode.invalid_partitions, \
+                f"The topic {t.name} currently has {info.partitions} partition(s); " \
+                f"{count} would not be an increase."
+        elif count == info.partitions:
+            err, msg = ErrorCode.invalid_partitions, \
+                f"Topic already has {info.partitions} partition(s)."
+        elif t.assignments is not None and (
+            len(t.assignments) != count - info.partitions
+            or any([int(b) for b in a.broker_ids] != [cluster.node_id]
+                   for a in t.assignments)
+        ):
+            err, msg = ErrorCode.invalid_replica_assignment, \
+                f"Invalid replica assignment for topic {t.name}."
+        elif not req.validate_only:
+            storage.catalog.set_partitions(t.name, count)
+            log.info("topic.partitions_added", topic=t.name, partitions=count)
+        results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
+    return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))

@@ -1,0 +1,66 @@
+"""FindCoordinator v0-v6: this broker coordinates every group (and would every
+transactional id); a group's key creates ``__consumer_offsets`` on first use, as Kafka."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
+
+from ..auth import Action, Operation, ResourceType
+from ..cluster import Cluster
+from ..context import RequestContext
+
+FIND_COORDINATOR = 10
+
+
+def _answer(runtime: CoordinatorRuntime, ensure_topic: Callable[[], None], key_type: int,
+            key: str) -> tuple[ErrorCode, str | None]:
+    if key_type != 0:
+        return ErrorCode.none, None
+    if key:
+        ensure_topic()
+    err = runtime.core.group_status(key)
+    if err is ErrorCode.coordinator_load_in_progress:
+        return ErrorCode.coordinator_load_in_progress, None
+    if err is ErrorCode.invalid_group_id:
+        return ErrorCode.invalid_request, "empty group id"
+    if err is not ErrorCode.none:
+        return ErrorCode.coordinator_not_available, None
+    return ErrorCode.none, None
+
+
+def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime,
+                     ensure_topic: Callable[[], None], ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
+    listener = cluster.endpoint(ctx.listener)
+    key_type = getattr(req, "key_type", 0)
+    if ctx.api_version >= 4:
+        coord_t = nested(resp_t, "Coordinator")
+        out = []
+        for key in req.coordinator_keys:
+            err, msg = _answer(runtime, ensure_topic, key_type, key)
+            ok = err is ErrorCode.none
+            out.append(build(coord_t, key=key, node_id=cluster.node_id if ok else -1,
+                             host=listener.advertised_host if ok else "",
+                             port=listener.advertised_port if ok else -1,
+                             error_code=err, error_message=msg))
+        return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
+    err, msg = _answer(runtime, ensure_topic, key_type, req.key)
+    ok = err is ErrorCode.none
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
+                 node_id=cluster.node_id if ok else -1,
+                 host=listener.advertised_host if ok else "",
+                 port=listener.advertised_port if ok else -1)
+
+
+def find_coordinator_acl(req: Any) -> list[Action]:
+    keys = req.coordinator_keys if hasattr(req, "coordinator_keys") else (req.key,)
+    rtype = ResourceType.GROUP if getattr(req, "key_type", 0) == 0 \
+        else ResourceType.TRANSACTIONAL_ID
+    return [Action(Operation.DESCRIBE, rtype, k) for k in keys]

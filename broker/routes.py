@@ -1,0 +1,119 @@
+"""The one table of every API this broker serves: handler (bound to its dependencies),
+versions and the authorization each request needs before its handler runs.
+
+``acl=None`` means the handler authorizes per resource inside the request, as Kafka
+answers those APIs (Metadata, CreateTopics, configs, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from kafkalite.coordinator.offsets_runtime import OffsetsService
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import apis as codecs
+
+from .apis import KafkaApis, Route
+from .auth import Access
+from .cluster import Cluster
+from .handlers import (
+    api_versions,
+    cluster_admin,
+    configs,
+    fetch,
+    find_coordinator,
+    group_admin,
+    groups,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    producer_ids,
+    topics,
+)
+from .storage import Storage
+
+
+def routes(
+    cluster: Cluster,
+    storage: Storage,
+    access: Access,
+    runtime: CoordinatorRuntime,
+    offsets_service: OffsetsService,
+    ensure_offsets_topic: Callable[[], None],
+    apis: KafkaApis,
+) -> list[Route]:
+    group_acl = groups.GroupAcl()
+    return [
+        # --- data ---------------------------------------------------------------------
+        Route(produce.PRODUCE, partial(produce.produce, storage), min_version=3,
+              acl=produce.produce_acl),
+        Route(fetch.FETCH, partial(fetch.fetch, storage), min_version=4, acl=fetch.fetch_acl),
+        Route(list_offsets.LIST_OFFSETS, partial(list_offsets.list_offsets, storage),
+              min_version=1, acl=list_offsets.list_offsets_acl),
+        Route(list_offsets.DELETE_RECORDS, partial(list_offsets.delete_records, storage),
+              acl=list_offsets.delete_records_acl),
+        Route(producer_ids.INIT_PRODUCER_ID,
+              partial(producer_ids.init_producer_id, storage.logs)),
+        # --- metadata, topics and configs -----------------------------------------------
+        Route(metadata.METADATA, partial(metadata.metadata, cluster, storage, access),
+              min_version=0, max_version=12),
+        Route(topics.CREATE_TOPICS, partial(topics.create_topics, cluster, storage, access),
+              min_version=2, max_version=7),
+        Route(topics.DELETE_TOPICS, partial(topics.delete_topics, storage, access),
+              min_version=1, max_version=6),
+        Route(topics.CREATE_PARTITIONS,
+              partial(topics.create_partitions, cluster, storage, access),
+              min_version=0, max_version=3),
+        Route(configs.DESCRIBE_CONFIGS,
+              partial(configs.describe_configs, cluster, storage, access),
+              min_version=1, max_version=4),
+        Route(configs.ALTER_CONFIGS, partial(configs.alter_configs, cluster, storage, access),
+              min_version=0, max_version=2),
+        Route(configs.INCREMENTAL_ALTER_CONFIGS,
+              partial(configs.incremental_alter_configs, cluster, storage, access),
+              min_version=0, max_version=1),
+        # --- cluster --------------------------------------------------------------------
+        Route(cluster_admin.DESCRIBE_CLUSTER,
+              partial(cluster_admin.describe_cluster, cluster, access),
+              min_version=0, max_version=2, acl=cluster_admin.cluster_describe_acl),
+        Route(cluster_admin.DESCRIBE_LOG_DIRS,
+              partial(cluster_admin.describe_log_dirs, cluster, storage),
+              min_version=1, max_version=4, acl=cluster_admin.cluster_describe_acl),
+        Route(cluster_admin.ELECT_LEADERS, partial(cluster_admin.elect_leaders, storage),
+              min_version=0, max_version=2, acl=cluster_admin.cluster_alter_acl),
+        Route(cluster_admin.LIST_PARTITION_REASSIGNMENTS, cluster_admin.list_reassignments,
+              min_version=0, max_version=0, acl=cluster_admin.cluster_describe_acl),
+        Route(cluster_admin.ALTER_PARTITION_REASSIGNMENTS,
+              partial(cluster_admin.alter_reassignments, cluster, storage),
+              min_version=0, max_version=0, acl=cluster_admin.cluster_alter_acl),
+        Route(codecs.API_VERSIONS_KEY, partial(api_versions.api_versions, apis, {}),
+              min_version=0, max_version=4),
+        # --- groups ---------------------------------------------------------------------
+        Route(find_coordinator.FIND_COORDINATOR,
+              partial(find_coordinator.find_coordinator, cluster, runtime,
+                      ensure_offsets_topic),
+              min_version=0, max_version=6, acl=find_coordinator.find_coordinator_acl),
+        Route(groups.JOIN_GROUP, partial(groups.join_group, runtime),
+              min_version=0, max_version=9, acl=group_acl),
+        Route(groups.SYNC_GROUP, partial(groups.sync_group, runtime),
+              min_version=0, max_version=5, acl=group_acl),
+        Route(groups.HEARTBEAT, partial(groups.heartbeat, runtime),
+              min_version=0, max_version=4, acl=group_acl),
+        Route(groups.LEAVE_GROUP, partial(groups.leave_group, runtime),
+              min_version=0, max_version=5, acl=group_acl),
+        # --- offsets and group administration -----------------------------------------
+        Route(offsets.OFFSET_COMMIT, partial(offsets.offset_commit, storage, offsets_service),
+              min_version=2, max_version=9, acl=offsets.offset_commit_acl),
+        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, offsets_service),
+              min_version=1, max_version=9, acl=offsets.offset_fetch_acl),
+        Route(offsets.OFFSET_DELETE, partial(offsets.offset_delete, storage, offsets_service),
+              min_version=0, max_version=0, acl=offsets.offset_delete_acl),
+        Route(group_admin.DESCRIBE_GROUPS, partial(group_admin.describe_groups, offsets_service),
+              min_version=0, max_version=5, acl=group_admin.describe_groups_acl),
+        Route(group_admin.LIST_GROUPS, partial(group_admin.list_groups, offsets_service),
+              min_version=0, max_version=5),
+        Route(group_admin.DELETE_GROUPS, partial(group_admin.delete_groups, offsets_service),
+              min_version=0, max_version=2, acl=group_admin.delete_groups_acl),
+    ]
