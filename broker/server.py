@@ -87,9 +87,7 @@ class Broker:
         return self.storage.create_topic(name, partitions, configs, internal)
 
     async def start(self) -> None:
-        for service in self._services:
-            await service.start()
-            self._started.append(service)
+        await self.open()
         await self._listen()
         log.info(
             "broker.started",
@@ -98,6 +96,14 @@ class Broker:
             data_dir=str(self.data_dir),
             listeners=[f"{b.name}://{b.host}:{b.port}" for b in self.listeners],
         )
+
+    async def open(self) -> None:
+        """Start the components in build order (storage, then the coordinator) without
+        listening: ``start()`` does this, then binds the listeners. Handler tests call
+        handlers on an opened broker, with no socket."""
+        for service in self._services:
+            await service.start()
+            self._started.append(service)
 
     async def _listen(self) -> None:
         loop = asyncio.get_running_loop()
