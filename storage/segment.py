@@ -50,6 +50,8 @@ class Segment:
         self.created_ms = created_ms
         self.first_batch_ts = -1
         self.bytes_since_index = 0
+        #: An index entry pointed at no batch; lookups read from the segment's start.
+        self.index_damaged = False
 
     # --- writes -------------------------------------------------------------------------
 
@@ -115,8 +117,20 @@ class Segment:
         """(position, size) of the first batch whose last offset is >= ``offset``."""
         pos = self.index.lookup(offset)
         end = self.size
+        checked = pos == 0
         while pos < end:
             chunk = os.pread(self.fd, min(_READ_CHUNK, end - pos), pos)
+            if not checked:
+                checked = True
+                if not self._batch_starts(chunk, pos, offset):
+                    # A damaged index entry (a closed segment's index is trusted on load):
+                    # read from the start of the segment instead of a wrong position.
+                    if not self.index_damaged:
+                        self.index_damaged = True
+                        log.warning("segment.index_entry_invalid",
+                                    segment=str(self.log_path), position=pos, offset=offset)
+                    pos = 0
+                    continue
             p = 0
             n = len(chunk)
             while n - p >= HEADER_SIZE:
@@ -130,6 +144,15 @@ class Segment:
                 return None  # torn header: nothing more readable
             pos += p
         return None
+
+    def _batch_starts(self, chunk: bytes, pos: int, offset: int) -> bool:
+        """Whether ``chunk``, read at ``pos``, begins with a batch at or before ``offset``."""
+        if len(chunk) < HEADER_SIZE:
+            return False
+        h = BATCH_HEADER.unpack_from(chunk, 0)
+        return bool(h[3] == 2 and h[1] >= MIN_BATCH_LENGTH
+                    and self.base_offset <= h[0] <= offset
+                    and pos + h[1] + LOG_OVERHEAD <= self.size)
 
     def read_from(self, position: int, first_size: int, max_bytes: int) -> bytes:
         """Whole batches from ``position``: the first always, more while within max_bytes."""
@@ -254,6 +277,8 @@ class Segment:
         """Last offset of the segment: walk headers from the last indexed batch."""
         last = self.base_offset - 1
         pos = self.index.positions[-1] if self.index.positions else 0
+        if pos and not self._batch_starts(os.pread(self.fd, HEADER_SIZE, pos), pos, 2**63 - 1):
+            pos = 0  # a damaged last index entry: walk the whole segment
         while pos + HEADER_SIZE <= self.size:
             head = os.pread(self.fd, HEADER_SIZE, pos)
             h = BATCH_HEADER.unpack_from(head, 0)
