@@ -21,6 +21,15 @@ DEFAULTS: dict[str, tuple[str, type]] = {
     "advertised.listeners": ("", str),
     "log.dirs": ("./kafkalite-data", str),
     "socket.request.max.bytes": ("104857600", int),
+    "max.connections": ("2147483647", int),
+    "max.connections.per.ip": ("2147483647", int),
+    "max.connections.per.ip.overrides": ("", str),
+    "connections.max.idle.ms": ("600000", int),
+    "queued.max.requests": ("500", int),
+    # kafkalite's own: a frame begun and not completed within this is closed; a
+    # connection stops reading while this many response bytes wait to be sent.
+    "connections.max.partial.request.ms": ("30000", int),
+    "connections.max.buffered.response.bytes": ("4194304", int),
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),
     "auto.create.topics.enable": ("true", bool),

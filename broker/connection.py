@@ -3,19 +3,28 @@
 Kafka clients pipeline requests and rely on responses arriving in request order, so
 each request takes a slot in a FIFO; a parked request (JoinGroup, long-poll Fetch)
 holds back the responses queued behind it until it resolves.
+
+Flow control: the connection stops reading (``pause_reading``) while its write buffer is
+past the high-water mark (a client that sends and never reads) or while
+``queued.max.requests`` of its requests are unanswered; frames already read wait in a
+backlog and are served as room frees up. Memory per connection is thus bounded by the
+write buffer's high-water mark plus one read's worth of frames.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.framing import FrameDecoder
+
+from .limits import ConnectionQuotas, Limits
 
 if TYPE_CHECKING:
     from .apis import KafkaApis
@@ -23,11 +32,16 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kafkalite.connection")
 
 _ids = itertools.count(1)
+_DEFAULT_LIMITS = Limits()
+#: Ready responses are written once this many bytes are joined, so the write buffer's
+#: high-water mark is noticed within one read's worth of requests.
+_WRITE_CHUNK = 1 << 16
 
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(
-        self, apis: KafkaApis, max_request_size: int, listener_name: str, registry: set[Any]
+        self, apis: KafkaApis, max_request_size: int, listener_name: str, registry: set[Any],
+        limits: Limits | None = None, quotas: ConnectionQuotas | None = None,
     ) -> None:
         self.apis = apis
         self.decoder = FrameDecoder(max_request_size)
@@ -44,14 +58,34 @@ class KafkaConnection(asyncio.Protocol):
         self._pending: deque[Any] = deque()
         self._registry = registry
         self.closed = False
+        self.limits = limits or _DEFAULT_LIMITS
+        self._quotas = quotas
+        self._counted = False
+        #: Frames read but not yet served (flow control holds them back).
+        self._backlog: deque[bytes] = deque()
+        self._write_paused = False
+        self._reading_paused = False
+        self.last_active = time.monotonic()
+        self.partial_since: float | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer_host, self.peer_port = peer[0], peer[1]
+        if self._quotas is not None:
+            refused = self._quotas.admit(self.peer_host)
+            if refused is not None:
+                log.warning("connection.refused", peer=f"{self.peer_host}:{self.peer_port}",
+                            reason=refused)
+                self.closed = True
+                self.transport.abort()
+                return
+            self._counted = True
+        high = self.limits.write_high_water
+        self.transport.set_write_buffer_limits(high=high, low=high // 4)
         self._registry.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -64,26 +98,63 @@ class KafkaConnection(asyncio.Protocol):
             )
         self.closed = True
         self._registry.discard(self)
+        if self._counted and self._quotas is not None:
+            self._counted = False
+            self._quotas.release(self.peer_host)
+        self._backlog.clear()
         for item in self._pending:
             if isinstance(item, asyncio.Future) and not item.done():
                 item.cancel()
         self._pending.clear()
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = now = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as e:
             self._abort(str(e))
             return
+        if not self.decoder.buffered:
+            self.partial_since = None
+        elif self.partial_since is None or frames:
+            self.partial_since = now
+        if self._backlog:
+            self._backlog.extend(frames)
+            self._serve_backlog()
+        elif frames:
+            self._serve(frames)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._backlog:
+            self._serve_backlog()
+        else:
+            self._update_reading()
+
+    def _serve_backlog(self) -> None:
+        frames = list(self._backlog)
+        self._backlog.clear()
+        self._serve(frames)
+
+    def _serve(self, frames: list[bytes]) -> None:
         pending = self._pending
         transport = self.transport
         assert transport is not None
+        limit = self.limits.queued_max_requests
         # Responses ready at once are joined into one write: a pipelining client sends
         # hundreds of frames per read, and a send per response would dominate the cost.
         out: list[bytes] = []
-        for frame in frames:
+        out_bytes = 0
+        for i, frame in enumerate(frames):
             if self.closed:
                 return
+            if self._write_paused or len(pending) >= limit:
+                self._backlog.extend(frames[i:])
+                break
             try:
                 result = self.apis.handle(self, frame)
             except ProtocolError as e:
@@ -98,23 +169,56 @@ class KafkaConnection(asyncio.Protocol):
             if not pending:
                 if not isinstance(result, asyncio.Future):
                     out.append(result)
+                    out_bytes += len(result)
+                    if out_bytes >= _WRITE_CHUNK:
+                        # May call pause_writing at once, which stops this loop.
+                        self._write(b"".join(out))
+                        out.clear()
+                        out_bytes = 0
                     continue
                 if out:
-                    transport.write(b"".join(out))
+                    self._write(b"".join(out))
                     out.clear()
+                    out_bytes = 0
             pending.append(result)
             if isinstance(result, asyncio.Future):
                 result.add_done_callback(self._on_resolved)
         if out:
-            transport.write(out[0] if len(out) == 1 else b"".join(out))
+            self._write(out[0] if len(out) == 1 else b"".join(out))
         if pending:
             self._flush()
+        self._update_reading()
+
+    def _write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.last_active = time.monotonic()
+        self.transport.write(data)
+
+    def _update_reading(self) -> None:
+        """Read while there is room: the write buffer below its mark, no backlog."""
+        transport = self.transport
+        if transport is None or self.closed or transport.is_closing():
+            return
+        pause = self._write_paused or bool(self._backlog)
+        if pause == self._reading_paused:
+            return
+        self._reading_paused = pause
+        if pause:
+            transport.pause_reading()
+            self.partial_since = None  # a frame held back by us is not the client's delay
+        else:
+            transport.resume_reading()
+            if self.decoder.buffered:
+                self.partial_since = time.monotonic()
 
     # --- ordering -----------------------------------------------------------------------
 
     def _on_resolved(self, _fut: asyncio.Future[Any]) -> None:
-        if not self.closed:
-            self._flush()
+        if self.closed:
+            return
+        self._flush()
+        if self._backlog and not self._write_paused:
+            self._serve_backlog()
 
     def _flush(self) -> None:
         pending = self._pending
@@ -135,7 +239,7 @@ class KafkaConnection(asyncio.Protocol):
             else:
                 out.append(pending.popleft())
         if out:
-            transport.write(b"".join(out))
+            self._write(b"".join(out))
 
     def _abort(self, reason: str) -> None:
         log.warning(
@@ -144,6 +248,16 @@ class KafkaConnection(asyncio.Protocol):
             connection=self.connection_id,
             reason=reason,
         )
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def abort_idle(self, reason: str) -> None:
+        """Close for a limit the client ran into (idle, a request never completed)."""
+        if self.closed:
+            return
+        log.info("connection.closed_idle", peer=f"{self.peer_host}:{self.peer_port}",
+                 connection=self.connection_id, reason=reason)
         self.closed = True
         if self.transport is not None:
             self.transport.abort()

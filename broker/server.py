@@ -20,6 +20,7 @@ from .apis import KafkaApis
 from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
 from .connection import KafkaConnection
+from .limits import ConnectionQuotas, IdleReaper, Limits
 from .storage import Storage
 
 log = structlog.get_logger("kafkalite.broker")
@@ -61,6 +62,7 @@ class Broker:
         self._started: list[Service] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
+        self._reaper: IdleReaper | None = None
         self.stopped = asyncio.Event()
 
     @property
@@ -111,10 +113,15 @@ class Broker:
         advertised_raw = self.config.text("advertised.listeners")
         advertised = {a.name: a for a in parse_listeners(advertised_raw)} if advertised_raw else {}
         max_size = self.config.int("socket.request.max.bytes")
+        limits = Limits.from_config(self.config)
+        quotas = ConnectionQuotas(limits)
+        self._reaper = IdleReaper(limits, lambda: self._connections)
+        await self._reaper.start()
         for lst in configured:
 
             def factory(name: str = lst.name) -> KafkaConnection:
-                return KafkaConnection(self.apis, max_size, name, self._connections)
+                return KafkaConnection(self.apis, max_size, name, self._connections, limits,
+                                       quotas)
 
             server = await loop.create_server(
                 factory,
@@ -142,6 +149,8 @@ class Broker:
         return f"{b.advertised_host}:{b.advertised_port}"
 
     async def stop(self) -> None:
+        if self._reaper is not None:
+            await self._reaper.stop()
         for server in self._servers:
             server.close()
         for conn in list(self._connections):
