@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import psutil
@@ -191,7 +192,8 @@ def create_topics(bootstrap: str, topics: int, per_topic: int) -> float:
         req = request(19, v, topics=tuple(
             topic_cls(name=f"scale-{i:04d}", num_partitions=per_topic, replication_factor=1,
                       assignments=(), configs=())
-            for i in range(start, min(start + 50, topics))), timeout=60000, validate_only=False)
+            for i in range(start, min(start + 50, topics))), timeout=timedelta(seconds=60),
+            validate_only=False)
         resp = conn.call(req)
         bad = [t for t in resp.topics if int(t.error_code) not in (0, 36)]
         if bad:
