@@ -14,6 +14,11 @@ from .config import Config, ConfigError
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # kio registers hypothesis strategies for its types whenever hypothesis is installed
+    # (it is in every test environment), a third of the broker's import time; the
+    # broker process has no use for them.
+    if "hypothesis" not in sys.modules:
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]
     from . import logs
     from .compose import build_broker
     from .server import Broker, new_event_loop, serve_until_signalled
