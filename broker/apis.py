@@ -18,7 +18,7 @@ import asyncio
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
@@ -35,10 +35,7 @@ from kafkalite.protocol.headers import (
 )
 
 from .auth import DENIED_ERROR, Access, Action, Authorizer
-from .context import RequestContext
-
-if TYPE_CHECKING:
-    from .connection import KafkaConnection
+from .context import Peer, RequestContext
 
 log = structlog.get_logger("kafkalite.apis")
 
@@ -125,7 +122,7 @@ class KafkaApis:
         self._fast[(api_key, api_version)] = entry
         return entry
 
-    def handle(self, conn: KafkaConnection, frame: bytes) -> Any:
+    def handle(self, conn: Peer, frame: bytes) -> Any:
         """Serve one request frame. Returns response frame bytes, a Future of them, or None.
 
         Raises ``ProtocolError`` for input that must close the connection.

@@ -17,17 +17,15 @@ import asyncio
 import itertools
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import structlog
 
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.framing import FrameDecoder
 
+from .apis import KafkaApis
 from .limits import ConnectionQuotas, Limits
-
-if TYPE_CHECKING:
-    from .apis import KafkaApis
 
 log = structlog.get_logger("kafkalite.connection")
 
@@ -40,8 +38,9 @@ _WRITE_CHUNK = 1 << 16
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(
-        self, apis: KafkaApis, max_request_size: int, listener_name: str, registry: set[Any],
-        limits: Limits | None = None, quotas: ConnectionQuotas | None = None,
+        self, apis: KafkaApis, max_request_size: int, listener_name: str,
+        registry: set[KafkaConnection], limits: Limits | None = None,
+        quotas: ConnectionQuotas | None = None,
     ) -> None:
         self.apis = apis
         self.decoder = FrameDecoder(max_request_size)

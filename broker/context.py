@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafkalite.protocol.headers import RequestHeader
+
+
+class Peer(Protocol):
+    """What dispatch reads from, and caches on, the connection a frame came in on."""
+
+    principal: str
+    peer_host: str
+    peer_port: int
+    listener_name: str
+    connection_id: int
+    #: The last client id seen, raw and decoded: clients send the same one every time.
+    client_id_raw: bytes | None
+    client_id: str | None
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -183,7 +183,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 async def serve_until_signalled(
-    broker: Broker, ready: Callable[[Broker], Any] | None = None
+    broker: Broker, ready: Callable[[Broker], None] | None = None
 ) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
@@ -21,9 +22,9 @@ def api_versions(apis: KafkaApis, cache: dict[int, bytes], ctx: RequestContext,
         return cached
     c = codecs.codec(codecs.API_VERSIONS_KEY, version)
     resp_t = c.response_type
-    mod = __import__(resp_t.__module__, fromlist=["ApiVersion"])
+    version_t = nested(resp_t, "ApiVersion")
     entries = tuple(
-        mod.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+        version_t(api_key=k, min_version=lo, max_version=hi)
         for k, lo, hi in apis.supported()
     )
     kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
