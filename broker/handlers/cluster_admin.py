@@ -1,5 +1,6 @@
-"""Admin APIs that mean little on one broker, answered as a one-broker Kafka answers them:
-DescribeLogDirs, ElectLeaders, ListPartitionReassignments, AlterPartitionReassignments."""
+"""The cluster as a one-broker Kafka describes it (DescribeCluster), and admin APIs that mean
+little on one broker, answered as a one-broker Kafka answers them: DescribeLogDirs,
+ElectLeaders, ListPartitionReassignments, AlterPartitionReassignments."""
 
 from __future__ import annotations
 

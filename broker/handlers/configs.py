@@ -1,4 +1,4 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Topic configs are applied live through the catalogue (storage listens to its events).
 Broker properties are static here: they are described with Kafka's names and sources,
