@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass, field
 
 from .errors import ProtocolError
+from .varint import put_uvarint, read_uvarint
 
 OFFSET_COMMIT_KEY_V0 = 0
 OFFSET_COMMIT_KEY_V1 = 1
@@ -44,10 +45,7 @@ class _Writer:
         self.buf += _I64.pack(v)
 
     def uvarint(self, v: int) -> None:
-        while v >= 0x80:
-            self.buf.append((v & 0x7F) | 0x80)
-            v >>= 7
-        self.buf.append(v)
+        put_uvarint(self.buf, v)
 
     def _len(self, n: int | None) -> None:
         if self.flexible:
@@ -113,17 +111,8 @@ class _Reader:
         return int(v)
 
     def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            self._need(1)
-            b = self.buf[self.pos]
-            self.pos += 1
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise ProtocolError("varint too long")
+        v, self.pos = read_uvarint(self.buf, self.pos)
+        return v
 
     def _raw(self, n: int) -> bytes:
         self._need(n)

@@ -33,6 +33,7 @@ from kio.serial._introspect import (
 )
 
 from .errors import ProtocolError
+from .varint import read_uvarint
 
 Step = Callable[[bytes, int, int], int]
 
@@ -50,20 +51,6 @@ _compiled: dict[type[object], Step | None] = {}
 _ids = itertools.count()
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ProtocolError("varint too long")
-
-
 def _too_many(n: int, left: int) -> None:
     raise ProtocolError(f"array of {n} elements in {left} bytes left")
 
@@ -76,7 +63,7 @@ class _Gen:
 
     def __init__(self) -> None:
         self.ns: dict[str, Any] = {
-            "_uvarint": _uvarint, "_too_many": _too_many, "ProtocolError": ProtocolError,
+            "_uvarint": read_uvarint, "_too_many": _too_many, "ProtocolError": ProtocolError,
             "_i16": _I16.unpack_from, "_i32": _I32.unpack_from,
         }
         self.names: dict[type[object], str] = {}

@@ -6,6 +6,8 @@ import struct
 from dataclasses import dataclass
 
 from .errors import ProtocolError
+from .varint import read_uvarint
+from .varint import write_uvarint as write_uvarint  # broker.handlers.fetch imports it here
 
 _PREFIX = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -20,32 +22,6 @@ class RequestHeader:
     client_id: str | None
     #: Offset of the request body within the frame.
     body_offset: int
-
-
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    n = len(buf)
-    while True:
-        if pos >= n:
-            raise ProtocolError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ProtocolError("varint too long")
-
-
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def skip_tagged_fields(buf: bytes, pos: int) -> int:

@@ -1,55 +1,38 @@
 """Record batches (magic v2) as Kafka writes them.
 
-The broker's hot path only touches the 61-byte batch header (``parse_batch_header``,
-``check_batch``); decoding single records (``decode_batch``) is for tools, the
-coordinator's own log and the pipeline.
+The broker's hot path only touches the 61-byte batch header: ``BATCH_HEADER`` unpacks it
+to a tuple read by field index (``h[PRODUCER_ID]``), ``assigned_parts`` and
+``set_log_append_time`` patch it. ``BatchHeader`` names the same fields for everything
+else. Decoding single records (``decode_batch``) is for tools, the coordinator's own log
+and the pipeline; ``encode_batch`` is the one encoder, for new batches (``build_batch``)
+and for the log cleaner's thinned ones (``rebuild_batch``).
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import cramjam
 import crc32c
 
 from .errors import ProtocolError
+from .varint import put_varint
+from .varint import read_varint as read_varint  # pipeline.segments imports it here
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
-#: The 61-byte batch header, unpacked as a plain tuple where speed matters.
-BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
-_HEADER = BATCH_HEADER
-HEADER_SIZE = _HEADER.size  # 61
-#: Bytes of the batch before ``batchLength`` counts: baseOffset and batchLength itself.
-LOG_OVERHEAD = 12
-#: CRC-32C covers everything from the attributes field to the end of the batch.
-CRC_START = 21
-_CRC_POS = 17
-_ATTR_POS = 21
-_MAX_TS_POS = 35
-
-COMPRESSION_NONE = 0
-COMPRESSION_GZIP = 1
-COMPRESSION_SNAPPY = 2
-COMPRESSION_LZ4 = 3
-COMPRESSION_ZSTD = 4
-COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-ATTR_COMPRESSION_MASK = 0x07
-ATTR_TIMESTAMP_TYPE = 0x08  # set: LogAppendTime
-ATTR_TRANSACTIONAL = 0x10
-ATTR_CONTROL = 0x20
-
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
+_FORMAT = ">qiibIhiqqqhii"
+#: The 61-byte batch header. Hot paths unpack it to a plain tuple and read it by the field
+#: indices below (``h[PRODUCER_ID]``); the rest build a ``BatchHeader``.
+BATCH_HEADER = struct.Struct(_FORMAT)
+HEADER_SIZE = BATCH_HEADER.size  # 61
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
+    """A batch header's fields, in the order ``BATCH_HEADER`` unpacks them."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -93,13 +76,70 @@ class BatchHeader:
     def last_sequence(self) -> int:
         if self.base_sequence < 0:
             return NO_SEQUENCE
-        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+#: Indices of the fields in the tuple ``BATCH_HEADER`` unpacks (``BatchHeader``'s order).
+(
+    BASE_OFFSET, BATCH_LENGTH, PARTITION_LEADER_EPOCH, MAGIC, CRC, ATTRIBUTES,
+    LAST_OFFSET_DELTA, BASE_TIMESTAMP, MAX_TIMESTAMP, PRODUCER_ID, PRODUCER_EPOCH,
+    BASE_SEQUENCE, RECORD_COUNT,
+) = range(len(BatchHeader._fields))
+
+
+def _position(field_index: int) -> int:
+    return struct.calcsize(_FORMAT[: field_index + 1])  # the byte order and the fields before
+
+
+#: Byte positions of the header fields within a batch.
+BATCH_LENGTH_POS = _position(BATCH_LENGTH)  # 8
+PARTITION_LEADER_EPOCH_POS = _position(PARTITION_LEADER_EPOCH)  # 12
+MAGIC_POS = _position(MAGIC)  # 16
+CRC_POS = _position(CRC)  # 17
+ATTRIBUTES_POS = _position(ATTRIBUTES)  # 21
+LAST_OFFSET_DELTA_POS = _position(LAST_OFFSET_DELTA)  # 23
+MAX_TIMESTAMP_POS = _position(MAX_TIMESTAMP)  # 35
+#: Bytes of the batch before ``batchLength`` counts: baseOffset and batchLength itself.
+LOG_OVERHEAD = PARTITION_LEADER_EPOCH_POS
+#: CRC-32C covers everything from the attributes field to the end of the batch.
+CRC_START = ATTRIBUTES_POS
+#: The smallest ``batchLength``: a header and no records.
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+COMPRESSION_NONE = 0
+COMPRESSION_GZIP = 1
+COMPRESSION_SNAPPY = 2
+COMPRESSION_LZ4 = 3
+COMPRESSION_ZSTD = 4
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08  # set: LogAppendTime
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+MAX_SEQUENCE = 0x7FFFFFFF
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_U32 = struct.Struct(">I")
+#: baseOffset, batchLength, partitionLeaderEpoch: the bytes the broker assigns.
+_ASSIGNED = struct.Struct(_FORMAT[:4])
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``sequence + increment``, wrapping from ``MAX_SEQUENCE`` to 0 as Kafka's do."""
+    return (sequence + increment) & MAX_SEQUENCE
 
 
 def parse_batch_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     if len(buf) - pos < HEADER_SIZE:
         raise ProtocolError("truncated record batch header")
-    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+    return BatchHeader._make(BATCH_HEADER.unpack_from(buf, pos))
 
 
 def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
@@ -107,7 +147,7 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     h = parse_batch_header(buf, pos)
     if h.magic != 2:
         raise ProtocolError(f"unsupported record batch magic {h.magic}")
-    if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+    if h.batch_length < MIN_BATCH_LENGTH:
         raise ProtocolError(f"record batch length {h.batch_length} too small")
     end = pos + h.size
     if end > len(buf):
@@ -126,8 +166,8 @@ def iter_batch_headers(
     """Yield (position, header) of each complete batch; stop at a partial one."""
     limit = len(buf) if end is None else end
     while limit - pos >= HEADER_SIZE:
-        h = BatchHeader(*_HEADER.unpack_from(buf, pos))
-        if h.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + h.size > limit:
+        h = BatchHeader._make(BATCH_HEADER.unpack_from(buf, pos))
+        if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > limit:
             return
         yield pos, h
         pos += h.size
@@ -135,16 +175,27 @@ def iter_batch_headers(
 
 def set_base_offset(batch: bytearray, pos: int, base_offset: int) -> None:
     """Write the assigned base offset into a batch header (not covered by the CRC)."""
-    struct.pack_into(">q", batch, pos, base_offset)
+    _I64.pack_into(batch, pos, base_offset)
+
+
+def assigned_parts(
+    batch: memoryview, base_offset: int, leader_epoch: int
+) -> list[bytes | memoryview]:
+    """The one batch ``batch`` with the broker's base offset and partition leader epoch in
+    place of the producer's (the CRC covers neither), as buffers for ``writev``: the
+    records are not copied."""
+    return [_ASSIGNED.pack(base_offset, len(batch) - LOG_OVERHEAD, leader_epoch),
+            batch[MAGIC_POS:]]
 
 
 def set_log_append_time(batch: bytearray, pos: int, timestamp_ms: int) -> None:
     """Stamp LogAppendTime: set the attribute bit and max timestamp, then re-compute CRC."""
-    h = parse_batch_header(batch, pos)
-    struct.pack_into(">h", batch, pos + _ATTR_POS, h.attributes | ATTR_TIMESTAMP_TYPE)
-    struct.pack_into(">q", batch, pos + _MAX_TS_POS, timestamp_ms)
-    crc = crc32c.crc32c(memoryview(batch)[pos + CRC_START : pos + h.size])
-    struct.pack_into(">I", batch, pos + _CRC_POS, crc)
+    (length,) = _I32.unpack_from(batch, pos + BATCH_LENGTH_POS)
+    (attributes,) = _I16.unpack_from(batch, pos + ATTRIBUTES_POS)
+    _I16.pack_into(batch, pos + ATTRIBUTES_POS, attributes | ATTR_TIMESTAMP_TYPE)
+    _I64.pack_into(batch, pos + MAX_TIMESTAMP_POS, timestamp_ms)
+    crc = crc32c.crc32c(memoryview(batch)[pos + CRC_START : pos + LOG_OVERHEAD + length])
+    _U32.pack_into(batch, pos + CRC_POS, crc)
 
 
 # --- records ---------------------------------------------------------------------------
@@ -157,35 +208,6 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
-
-
-def _zigzag(n: int) -> int:
-    return (n << 1) ^ (n >> 63)
-
-
-def _write_varint(out: bytearray, n: int) -> None:
-    v = _zigzag(n) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ProtocolError("truncated varint in record")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise ProtocolError("varint too long in record")
-    return (result >> 1) ^ -(result & 1), pos
 
 
 def _read_varbytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
@@ -292,6 +314,48 @@ class NewRecord:
     headers: Sequence[tuple[str, bytes | None]] = ()
 
 
+#: One record to encode: timestamp delta, offset delta, key, value, headers.
+RecordFields = tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]
+
+
+def _put_varbytes(out: bytearray, b: bytes | None) -> None:
+    if b is None:
+        out.append(1)  # -1 as a zigzag varint
+    else:
+        put_varint(out, len(b))
+        out += b
+
+
+def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields]) -> bytes:
+    """One magic-v2 batch of ``records`` under ``header``'s fields (a ``BatchHeader`` or a
+    plain tuple in its order), compressed as its attributes say. The batch length, magic,
+    CRC and record count are computed; the header's own are ignored."""
+    body = bytearray()
+    count = 0
+    for ts_delta, offset_delta, key, value, headers in records:
+        rec = bytearray(b"\x00")  # record attributes: unused
+        put_varint(rec, ts_delta)
+        put_varint(rec, offset_delta)
+        _put_varbytes(rec, key)
+        _put_varbytes(rec, value)
+        put_varint(rec, len(headers))
+        for hk, hv in headers:
+            _put_varbytes(rec, hk.encode())
+            _put_varbytes(rec, hv)
+        put_varint(body, len(rec))
+        body += rec
+        count += 1
+    codec = header[ATTRIBUTES] & ATTR_COMPRESSION_MASK
+    payload = body if codec == COMPRESSION_NONE else compress(codec, bytes(body))
+    out = bytearray(BATCH_HEADER.pack(
+        header[BASE_OFFSET], MIN_BATCH_LENGTH + len(payload), header[PARTITION_LEADER_EPOCH],
+        2, 0, *header[ATTRIBUTES:RECORD_COUNT], count,
+    ))
+    out += payload
+    _U32.pack_into(out, CRC_POS, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
+
+
 def build_batch(
     records: Sequence[NewRecord],
     *,
@@ -309,50 +373,26 @@ def build_batch(
         raise ValueError("a batch needs at least one record")
     stamps = [r.timestamp if r.timestamp >= 0 else timestamp for r in records]
     base_ts = min(stamps)
-    body = bytearray()
-    for i, r in enumerate(records):
-        rec = bytearray(b"\x00")
-        _write_varint(rec, stamps[i] - base_ts)
-        _write_varint(rec, i)
-        for b in (r.key, r.value):
-            if b is None:
-                _write_varint(rec, -1)
-            else:
-                _write_varint(rec, len(b))
-                rec += b
-        _write_varint(rec, len(r.headers))
-        for hk, hv in r.headers:
-            kb = hk.encode()
-            _write_varint(rec, len(kb))
-            rec += kb
-            if hv is None:
-                _write_varint(rec, -1)
-            else:
-                _write_varint(rec, len(hv))
-                rec += hv
-        _write_varint(body, len(rec))
-        body += rec
-    payload = compress(compression, bytes(body))
-    attrs = (attributes & ~ATTR_COMPRESSION_MASK) | compression
-    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    header = bytearray(
-        _HEADER.pack(
-            base_offset,
-            batch_length,
-            partition_leader_epoch,
-            2,
-            0,
-            attrs,
-            len(records) - 1,
-            base_ts,
-            max(stamps),
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
+    header = (
+        base_offset, 0, partition_leader_epoch, 2, 0,
+        (attributes & ~ATTR_COMPRESSION_MASK) | compression, len(records) - 1, base_ts,
+        max(stamps), producer_id, producer_epoch, base_sequence, len(records),
     )
-    out = header + payload
-    crc = crc32c.crc32c(memoryview(out)[CRC_START:])
-    struct.pack_into(">I", out, _CRC_POS, crc)
-    return bytes(out)
+    return encode_batch(header, [
+        (stamps[i] - base_ts, i, r.key, r.value, r.headers) for i, r in enumerate(records)
+    ])
+
+
+def rebuild_batch(h: BatchHeader, records: Sequence[Record]) -> bytes:
+    """A batch with ``h``'s base and last offset, producer fields and attributes, holding
+    ``records`` (some of ``h``'s, as the log cleaner keeps them) at their own offsets and
+    timestamps."""
+    if h.log_append_time:  # every record carries the batch's max timestamp
+        base_ts, max_ts = h.base_timestamp, h.max_timestamp
+        rows = [(0, r.offset - h.base_offset, r.key, r.value, r.headers) for r in records]
+    else:
+        base_ts = min(r.timestamp for r in records)
+        max_ts = max(r.timestamp for r in records)
+        rows = [(r.timestamp - base_ts, r.offset - h.base_offset, r.key, r.value, r.headers)
+                for r in records]
+    return encode_batch(h._replace(base_timestamp=base_ts, max_timestamp=max_ts), rows)

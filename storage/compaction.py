@@ -20,24 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import crc32c
 import structlog
 
 from kafkalite.protocol.records import (
-    BATCH_HEADER,
-    CRC_START,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
     BatchHeader,
     Record,
-    compress,
     decode_batch,
     iter_batch_headers,
+    rebuild_batch,
 )
 
 from .fsutil import fsync_dir
@@ -45,8 +39,6 @@ from .log import PartitionLog
 from .segment import Segment, filename
 
 log = structlog.get_logger("kafkalite.storage")
-
-_CRC_POS = 17
 
 
 @dataclass(slots=True)
@@ -84,52 +76,6 @@ def build_offset_map(segments: Iterable[bytes], offset_map: dict[bytes, int] | N
                 if r.key is not None:
                     out[r.key] = r.offset
     return out
-
-
-def _varint(out: bytearray, n: int) -> None:
-    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _varbytes(out: bytearray, b: bytes | None) -> None:
-    if b is None:
-        _varint(out, -1)
-    else:
-        _varint(out, len(b))
-        out += b
-
-
-def rebuild_batch(h: BatchHeader, records: list[Record]) -> bytes:
-    """A batch with ``h``'s base and last offset, producer fields and compression, holding
-    ``records`` at their own offsets and timestamps."""
-    log_append = h.log_append_time
-    base_ts = h.base_timestamp if log_append else min(r.timestamp for r in records)
-    max_ts = h.max_timestamp if log_append else max(r.timestamp for r in records)
-    body = bytearray()
-    for r in records:
-        rec = bytearray(b"\x00")
-        _varint(rec, 0 if log_append else r.timestamp - base_ts)
-        _varint(rec, r.offset - h.base_offset)
-        _varbytes(rec, r.key)
-        _varbytes(rec, r.value)
-        _varint(rec, len(r.headers))
-        for hk, hv in r.headers:
-            _varbytes(rec, hk.encode())
-            _varbytes(rec, hv)
-        _varint(body, len(rec))
-        body += rec
-    payload = compress(h.compression, bytes(body))
-    out = bytearray(BATCH_HEADER.pack(
-        h.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), h.partition_leader_epoch, 2, 0,
-        h.attributes, h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
-        h.base_sequence, len(records),
-    ))
-    out += payload
-    struct.pack_into(">I", out, _CRC_POS, crc32c.crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
 
 
 def clean_segment(

@@ -18,6 +18,8 @@ from pathlib import Path
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+#: Index entries hold offsets as int32s relative to the segment's base offset.
+MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 
 
 class IndexCorrupt(Exception):

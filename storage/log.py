@@ -1,10 +1,10 @@
 """PartitionLog: one topic partition's segments, appends, reads, retention and recovery.
 
 The append path touches only the 61-byte batch header: magic, lengths and CRC-32C are
-checked, the assigned base offset and the partition leader epoch are written over the
-first header bytes (neither is covered by the CRC), and the batch goes to the file as it
-came (compressed batches stay compressed). Only LogAppendTime topics copy a batch, to
-stamp the time and re-compute the CRC.
+checked, the assigned base offset and the partition leader epoch replace the first header
+bytes (``records.assigned_parts``; the CRC covers neither), and the batch goes to the file
+as it came (compressed batches stay compressed). Only LogAppendTime topics copy a batch,
+to stamp the time and re-compute the CRC (``records.set_log_append_time``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
-import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,27 +23,36 @@ import structlog
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
-    ATTR_TIMESTAMP_TYPE,
+    ATTRIBUTES,
+    BASE_OFFSET,
+    BASE_SEQUENCE,
     BATCH_HEADER,
+    BATCH_LENGTH,
+    CRC,
     CRC_START,
     HEADER_SIZE,
+    LAST_OFFSET_DELTA,
     LOG_OVERHEAD,
+    MAGIC,
+    MAX_TIMESTAMP,
+    MIN_BATCH_LENGTH,
+    PRODUCER_EPOCH,
+    PRODUCER_ID,
+    RECORD_COUNT,
+    assigned_parts,
     decode_batch,
+    increment_sequence,
+    set_log_append_time,
 )
 
 from .errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from .index import MAX_RELATIVE_OFFSET
 from .producer_state import ProducerStateTable, decode_snapshot, write_snapshot
-from .segment import MIN_BATCH_LENGTH, Segment
+from .segment import Segment
 
 log = structlog.get_logger("kafkalite.storage")
 
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_U32 = struct.Struct(">I")
 LEADER_EPOCH = 0
-_LEADER_EPOCH_BYTES = _I32.pack(LEADER_EPOCH)
-INT32_MAX = 0x7FFFFFFF
 NEVER = 2**63 - 1
 #: DeleteRecords' offset meaning "up to the high watermark".
 HIGH_WATERMARK = -1
@@ -161,9 +169,11 @@ class PartitionLog:
         seg.index.write_pending()
         seg.time_index.write_pending()
         for h in headers:
-            pid, epoch, seq = h[9], h[10], h[11]
+            pid, seq = h[PRODUCER_ID], h[BASE_SEQUENCE]
             if pid >= 0 and seq >= 0:
-                self.producers.update(pid, epoch, seq, (seq + h[6]) & INT32_MAX, h[0], h[0] + h[6])
+                base, delta = h[BASE_OFFSET], h[LAST_OFFSET_DELTA]
+                self.producers.update(pid, h[PRODUCER_EPOCH], seq,
+                                      increment_sequence(seq, delta), base, base + delta)
 
     # --- properties ---------------------------------------------------------------------
 
@@ -205,47 +215,43 @@ class PartitionLog:
         if len(view) - pos < HEADER_SIZE:
             raise CorruptRecordError("truncated record batch header")
         h = BATCH_HEADER.unpack_from(view, pos)
-        length: int = h[1]
+        length: int = h[BATCH_LENGTH]
         size = length + LOG_OVERHEAD
-        if h[3] != 2:
-            raise CorruptRecordError(f"unsupported record batch magic {h[3]}")
+        if h[MAGIC] != 2:
+            raise CorruptRecordError(f"unsupported record batch magic {h[MAGIC]}")
         if length < MIN_BATCH_LENGTH or pos + size > len(view):
             raise CorruptRecordError("record batch length does not match the data")
         if size > self.config.max_message_bytes:
             raise RecordTooLargeError(
                 f"batch of {size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
             )
-        if h[12] <= 0 or h[6] != h[12] - 1:
+        if h[RECORD_COUNT] <= 0 or h[LAST_OFFSET_DELTA] != h[RECORD_COUNT] - 1:
             raise CorruptRecordError("record count does not match the last offset delta")
-        if crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[4]:
+        if crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
             raise CorruptRecordError("record batch CRC mismatch")
         return size
 
     def _append_one(self, batch: memoryview) -> tuple[int, int]:
         h = BATCH_HEADER.unpack_from(batch, 0)
         size = len(batch)
-        pid, epoch, first_seq, delta = h[9], h[10], h[11], h[6]
-        idempotent = pid >= 0 and first_seq >= 0 and not h[5] & ATTR_CONTROL
+        pid, epoch, first_seq = h[PRODUCER_ID], h[PRODUCER_EPOCH], h[BASE_SEQUENCE]
+        delta = h[LAST_OFFSET_DELTA]
+        idempotent = pid >= 0 and first_seq >= 0 and not h[ATTRIBUTES] & ATTR_CONTROL
         if idempotent:
-            last_seq = (first_seq + delta) & INT32_MAX
+            last_seq = increment_sequence(first_seq, delta)
             self.producers.check(pid, epoch, first_seq, last_seq)  # may raise a duplicate
         base = self.log_end_offset
         last = base + delta
         seg = self.active
-        if self._should_roll(seg, size, last, h[8]):
+        max_ts = h[MAX_TIMESTAMP]
+        if self._should_roll(seg, size, last, max_ts):
             seg = self.roll()
-        max_ts = h[8]
         if self.config.log_append_time:
             max_ts = self.clock()
-            buf = bytearray(batch)
-            _I64.pack_into(buf, 0, base)
-            _I32.pack_into(buf, 12, LEADER_EPOCH)
-            _I16.pack_into(buf, 21, h[5] | ATTR_TIMESTAMP_TYPE)
-            _I64.pack_into(buf, 35, max_ts)
-            _U32.pack_into(buf, 17, crc32c.crc32c(memoryview(buf)[CRC_START:]))
-            parts: list[bytes | memoryview] = [bytes(buf)]
-        else:
-            parts = [_I64.pack(base), batch[8:12], _LEADER_EPOCH_BYTES, batch[16:]]
+            stamped = bytearray(batch)
+            set_log_append_time(stamped, 0, max_ts)
+            batch = memoryview(stamped)
+        parts = assigned_parts(batch, base, LEADER_EPOCH)
         seg.append_parts(parts, size, base, last, max_ts, self.config.index_interval_bytes)
         self.log_end_offset = last + 1
         if idempotent:
@@ -263,7 +269,7 @@ class PartitionLog:
         cfg = self.config
         if seg.size + size > cfg.segment_bytes:
             return True
-        if last - seg.base_offset > INT32_MAX:
+        if last - seg.base_offset > MAX_RELATIVE_OFFSET:
             return True
         # From the segment's creation, not its first timestamp (Kafka's choice rolls on
         # every batch when producers send old timestamps).
@@ -347,7 +353,8 @@ class PartitionLog:
                 continue
             for _pos, batch in seg.iter_batches(found[0]):
                 h = BATCH_HEADER.unpack_from(batch, 0)
-                if h[8] < timestamp or h[0] + h[6] < self.log_start_offset:
+                last = h[BASE_OFFSET] + h[LAST_OFFSET_DELTA]
+                if h[MAX_TIMESTAMP] < timestamp or last < self.log_start_offset:
                     continue
                 _header, records = decode_batch(batch)
                 for r in records:

@@ -21,13 +21,12 @@ from pathlib import Path
 
 import crc32c
 
+from kafkalite.protocol.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, increment_sequence
+
 from .errors import DuplicateSequenceError, InvalidProducerEpochError, OutOfOrderSequenceError
 from .fsutil import atomic_write
 
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
 MAX_CACHED_BATCHES = 5
-INT32_MAX = 0x7FFFFFFF
 
 
 @dataclass(slots=True)
@@ -49,7 +48,7 @@ class ProducerEntry:
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+    return next_seq == increment_sequence(last_seq, 1)
 
 
 class ProducerStateTable:
@@ -130,7 +129,7 @@ def decode_snapshot(data: bytes) -> ProducerStateTable:
     for i in range(count):
         pid, epoch, last_seq, last_offset, delta, _ts, _ce, _txn = _SNAP_ENTRY.unpack_from(
             data, _SNAP_HEAD.size + i * _SNAP_ENTRY.size)
-        first_seq = (last_seq - delta) & INT32_MAX
+        first_seq = increment_sequence(last_seq, -delta)
         table.update(pid, epoch, first_seq, last_seq, last_offset - delta, last_offset)
     return table
 

@@ -16,16 +16,28 @@ from pathlib import Path
 import crc32c
 import structlog
 
-from kafkalite.protocol.records import BATCH_HEADER, CRC_START, HEADER_SIZE, LOG_OVERHEAD
+from kafkalite.protocol.records import (
+    BASE_OFFSET,
+    BATCH_HEADER,
+    BATCH_LENGTH,
+    CRC,
+    CRC_START,
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_POS,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAX_TIMESTAMP,
+    MIN_BATCH_LENGTH,
+)
 
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
 
 log = structlog.get_logger("kafkalite.storage")
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
+#: baseOffset and batchLength: what a walk over the batches needs.
 _LEN = struct.Struct(">qi")
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+_I32 = struct.Struct(">i")
 _READ_CHUNK = 1 << 20
 
 
@@ -136,7 +148,7 @@ class Segment:
             while n - p >= HEADER_SIZE:
                 base, length = _LEN.unpack_from(chunk, p)
                 size = length + LOG_OVERHEAD
-                last = base + struct.unpack_from(">i", chunk, p + 23)[0]
+                last = base + _I32.unpack_from(chunk, p + LAST_OFFSET_DELTA_POS)[0]
                 if last >= offset:
                     return pos + p, size
                 p += size
@@ -219,17 +231,17 @@ class Segment:
                 end = self.size
                 while end - pos >= HEADER_SIZE:
                     h = BATCH_HEADER.unpack_from(view, pos)
-                    length = h[1]
+                    length = h[BATCH_LENGTH]
                     size = length + LOG_OVERHEAD
-                    if h[3] != 2 or length < MIN_BATCH_LENGTH or pos + size > end:
+                    if h[MAGIC] != 2 or length < MIN_BATCH_LENGTH or pos + size > end:
                         break
-                    if h[0] < self.next_offset or h[6] < 0:
+                    base, delta = h[BASE_OFFSET], h[LAST_OFFSET_DELTA]
+                    if base < self.next_offset or delta < 0:
                         break
-                    if verify and crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[4]:
+                    if verify and crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
                         break
-                    last = h[0] + h[6]
                     self.size = pos  # append_parts' bookkeeping without writing
-                    self._account(pos, size, last, h[8], index_interval)
+                    self._account(pos, size, base + delta, h[MAX_TIMESTAMP], index_interval)
                     headers.append(h)
                     pos += size
             finally:
@@ -281,9 +293,9 @@ class Segment:
             pos = 0  # a damaged last index entry: walk the whole segment
         while pos + HEADER_SIZE <= self.size:
             head = os.pread(self.fd, HEADER_SIZE, pos)
-            h = BATCH_HEADER.unpack_from(head, 0)
-            if h[1] < MIN_BATCH_LENGTH:
+            base, length = _LEN.unpack_from(head, 0)
+            if length < MIN_BATCH_LENGTH:
                 break
-            last = h[0] + h[6]
-            pos += h[1] + LOG_OVERHEAD
+            last = base + _I32.unpack_from(head, LAST_OFFSET_DELTA_POS)[0]
+            pos += length + LOG_OVERHEAD
         return last
