@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from .errors import ProtocolError
 from .varint import read_uvarint
-from .varint import write_uvarint as write_uvarint  # broker.handlers.fetch imports it here
 
 _PREFIX = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")

@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.headers import write_uvarint
+from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import PartitionLog
 

@@ -19,10 +19,9 @@ from kafkalite.protocol.headers import (
     parse_request_header,
     parse_response_header,
     peek_api,
-    read_uvarint,
     skip_tagged_fields,
-    write_uvarint,
 )
+from kafkalite.protocol.varint import read_uvarint, write_uvarint
 
 i16 = st.integers(-(2**15), 2**15 - 1)
 i32 = st.integers(-(2**31), 2**31 - 1)
