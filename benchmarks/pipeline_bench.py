@@ -20,14 +20,18 @@ import tempfile
 import time
 from pathlib import Path
 
-import crc32c
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kafkalite.pipeline import jobs, segments
 from kafkalite.pipeline.logwriter import PartitionWriter
 from kafkalite.pipeline.synthetic import Member, OffsetsLogWriter
-from kafkalite.protocol.records import CRC_START, NewRecord, build_batch, iter_records
+from kafkalite.protocol.records import (
+    BASE_TIMESTAMP_POS,
+    NewRecord,
+    build_batch,
+    iter_records,
+    set_crc,
+)
 
 T0 = 1_700_000_000_000
 SPAN_MS = 3_600_000  # the records' timestamps cover one hour
@@ -41,8 +45,8 @@ def write_topic(root: Path, records: int, partitions: int, batch: int) -> None:
     n_batches = per_part // batch
     for i in range(n_batches):
         ts = T0 + SPAN_MS * i // max(n_batches, 1)
-        struct.pack_into(">qq", template, 27, ts, ts)  # baseTimestamp, maxTimestamp
-        struct.pack_into(">I", template, 17, crc32c.crc32c(memoryview(template)[CRC_START:]))
+        struct.pack_into(">qq", template, BASE_TIMESTAMP_POS, ts, ts)  # and maxTimestamp
+        set_crc(template)
         for w in writers:
             w.append_batch(bytes(template))
     for w in writers:

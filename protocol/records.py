@@ -98,6 +98,7 @@ MAGIC_POS = _position(MAGIC)  # 16
 CRC_POS = _position(CRC)  # 17
 ATTRIBUTES_POS = _position(ATTRIBUTES)  # 21
 LAST_OFFSET_DELTA_POS = _position(LAST_OFFSET_DELTA)  # 23
+BASE_TIMESTAMP_POS = _position(BASE_TIMESTAMP)  # 27
 MAX_TIMESTAMP_POS = _position(MAX_TIMESTAMP)  # 35
 #: Bytes of the batch before ``batchLength`` counts: baseOffset and batchLength itself.
 LOG_OVERHEAD = PARTITION_LEADER_EPOCH_POS
@@ -188,14 +189,20 @@ def assigned_parts(
             batch[MAGIC_POS:]]
 
 
+def set_crc(batch: bytearray, pos: int = 0) -> None:
+    """Re-compute the CRC-32C of the batch at ``pos`` (as long as its ``batchLength``) after
+    a change to the fields it covers."""
+    (length,) = _I32.unpack_from(batch, pos + BATCH_LENGTH_POS)
+    crc = crc32c.crc32c(memoryview(batch)[pos + CRC_START : pos + LOG_OVERHEAD + length])
+    _U32.pack_into(batch, pos + CRC_POS, crc)
+
+
 def set_log_append_time(batch: bytearray, pos: int, timestamp_ms: int) -> None:
     """Stamp LogAppendTime: set the attribute bit and max timestamp, then re-compute CRC."""
-    (length,) = _I32.unpack_from(batch, pos + BATCH_LENGTH_POS)
     (attributes,) = _I16.unpack_from(batch, pos + ATTRIBUTES_POS)
     _I16.pack_into(batch, pos + ATTRIBUTES_POS, attributes | ATTR_TIMESTAMP_TYPE)
     _I64.pack_into(batch, pos + MAX_TIMESTAMP_POS, timestamp_ms)
-    crc = crc32c.crc32c(memoryview(batch)[pos + CRC_START : pos + LOG_OVERHEAD + length])
-    _U32.pack_into(batch, pos + CRC_POS, crc)
+    set_crc(batch, pos)
 
 
 # --- records ---------------------------------------------------------------------------
@@ -352,7 +359,7 @@ def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields]) -> by
         2, 0, *header[ATTRIBUTES:RECORD_COUNT], count,
     ))
     out += payload
-    _U32.pack_into(out, CRC_POS, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    set_crc(out)
     return bytes(out)
 
 

@@ -37,6 +37,8 @@ from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.framing import FrameDecoder
 from kafkalite.protocol.headers import parse_request_header, peek_api
 from kafkalite.protocol.records import (
+    BATCH_LENGTH_POS,
+    CRC_POS,
     CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -100,10 +102,10 @@ def frame(data: bytes) -> None:
 def _fixed_crc(data: bytes) -> bytes | None:
     if len(data) < HEADER_SIZE:
         return None
-    (length,) = struct.unpack_from(">i", data, 8)
+    (length,) = struct.unpack_from(">i", data, BATCH_LENGTH_POS)
     end = min(len(data), max(length + LOG_OVERHEAD, HEADER_SIZE))
     buf = bytearray(data)
-    struct.pack_into(">I", buf, 17, crc32c.crc32c(memoryview(buf)[CRC_START:end]))
+    struct.pack_into(">I", buf, CRC_POS, crc32c.crc32c(memoryview(buf)[CRC_START:end]))
     return bytes(buf)
 
 

@@ -159,3 +159,14 @@ def test_sequences_wrap_as_kafkas() -> None:
     assert increment_sequence(rb.MAX_SEQUENCE, 1) == 0
     assert increment_sequence(rb.MAX_SEQUENCE - 1, 4) == 2
     assert increment_sequence(2, -4) == rb.MAX_SEQUENCE - 1
+
+
+def test_set_crc_after_a_change_to_covered_fields() -> None:
+    first = build_batch(RECORDS[:1])
+    buf = bytearray(first + build_batch(RECORDS, base_offset=1))
+    struct.pack_into(">q", buf, len(first) + rb.BASE_TIMESTAMP_POS, 5)
+    with pytest.raises(ProtocolError, match="CRC"):
+        check_batch(buf, len(first))
+    rb.set_crc(buf, len(first))
+    assert check_batch(buf, len(first)).base_timestamp == 5
+    assert bytes(buf[: len(first)]) == first
