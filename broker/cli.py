@@ -13,12 +13,26 @@ from kafkalite import __version__
 from .config import Config, ConfigError
 
 
+def _raise_open_files_limit() -> None:
+    """Every partition keeps its active segment open: take the hard limit on open files
+    (often 1024 soft against 10^5 or more hard), as Kafka's docs ask operators to."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def _serve(args: argparse.Namespace) -> int:
     # kio registers hypothesis strategies for its types whenever hypothesis is installed
     # (it is in every test environment), a third of the broker's import time; the
     # broker process has no use for them.
     if "hypothesis" not in sys.modules:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
+    _raise_open_files_limit()
     from . import logs
     from .compose import build_broker
     from .server import Broker, new_event_loop, serve_until_signalled
