@@ -1,8 +1,9 @@
 """Crash loop: a ``--durable`` broker SIGKILLed at random moments under real clients.
 
 Each cycle starts the broker (``BrokerProcess``, same data directory and port), lets the
-workload run for a random 0.2-1.5 s and kills the process with SIGKILL. The workload,
-from real clients in this process, runs across the kills as an application's would:
+workload run for a random time (run_min to run_max seconds) and kills the process with
+SIGKILL. The workload, from real clients in this process, runs across the kills as an
+application's would:
 
 - an idempotent confluent-kafka producer (acks=-1) writing unique values, which records
   the partition and offset of every acknowledged one;
