@@ -166,7 +166,7 @@ class KafkaApis:
         if reg.acl is not None:
             authorizer = self.access.authorizer
             for action in reg.acl(request):
-                if not authorizer.authorize(ctx.principal, action):
+                if not authorizer.authorize(ctx.principal, action, ctx.client_host):
                     log.info(
                         "request.denied",
                         principal=ctx.principal,

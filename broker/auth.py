@@ -80,7 +80,18 @@ SUPPORTED_OPERATIONS = {
     ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
                            Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER,
                            Operation.DESCRIBE),
+    ResourceType.GROUP: (Operation.DELETE, Operation.DESCRIBE, Operation.READ),
 }
+
+
+class Requester(Protocol):
+    """Who asks: a request context's principal and client address."""
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def client_host(self) -> str: ...
 
 
 class Access:
@@ -92,13 +103,26 @@ class Access:
     def __init__(self, authorizer: Authorizer | None = None) -> None:
         self.authorizer: Authorizer = authorizer or AllowAll()
 
-    def allowed(self, principal: str, op: Operation, rtype: ResourceType, name: str) -> bool:
-        return self.authorizer.authorize(principal, Action(op, rtype, name))
+    def allowed(self, principal: str, op: Operation, rtype: ResourceType, name: str,
+                host: str = "") -> bool:
+        return self.authorizer.authorize(principal, Action(op, rtype, name), host)
 
-    def operations(self, principal: str, rtype: ResourceType, name: str) -> int:
+    def permits(self, who: Requester, op: Operation, rtype: ResourceType, name: str) -> bool:
+        """``allowed`` for the principal and client address of a request."""
+        return self.authorizer.authorize(who.principal, Action(op, rtype, name), who.client_host)
+
+    @property
+    def open(self) -> bool:
+        """True when everything is allowed (no authorizer configured)."""
+        return isinstance(self.authorizer, AllowAll)
+
+    def operations(self, principal: str, rtype: ResourceType, name: str, host: str = "") -> int:
         """The bit field of operations ``principal`` may perform on a resource."""
         bits = 0
         for op in SUPPORTED_OPERATIONS[rtype]:
-            if self.authorizer.authorize(principal, Action(op, rtype, name)):
+            if self.authorizer.authorize(principal, Action(op, rtype, name), host):
                 bits |= 1 << ACL_OPERATION_CODES[op]
         return bits
+
+    def operations_for(self, who: Requester, rtype: ResourceType, name: str) -> int:
+        return self.operations(who.principal, rtype, name, who.client_host)

@@ -15,6 +15,8 @@ class BoundListener:
     #: What Metadata tells clients to connect to.
     advertised_host: str
     advertised_port: int
+    #: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+    security_protocol: str = "PLAINTEXT"
 
 
 @dataclass(slots=True)

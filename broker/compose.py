@@ -35,6 +35,7 @@ from .auth import Access
 from .cluster import Cluster
 from .config import Config
 from .routes import routes
+from .security.setup import build_security
 from .server import Broker
 from .storage import Storage, TopicConfigs
 
@@ -103,12 +104,14 @@ def build_coordinator(config: Config, storage: Storage
 def build_broker(config: Config) -> Broker:
     cluster, storage, cleaner = build_storage(config)
     runtime, offsets_service, ensure_offsets_topic = build_coordinator(config, storage)
-    access = Access()
+    security, authorizer = build_security(config)
+    access = Access(authorizer)
     apis = KafkaApis(access)
     for route in routes(cluster, storage, access, runtime, offsets_service,
-                        ensure_offsets_topic, apis):
+                        ensure_offsets_topic, apis, security):
         apis.register(route)
     return Broker(
         config, cluster, storage, runtime, offsets_service, cleaner, apis,
         services=(storage, offsets_service, cleaner, CoordinatorLoader(runtime, storage.catalog)),
+        security=security,
     )

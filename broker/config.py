@@ -66,6 +66,15 @@ DEFAULTS: dict[str, tuple[str, type]] = {
     "transactional.id.expiration.ms": ("604800000", int),
     "producer.id.expiration.ms": ("86400000", int),
     "authorizer.class.name": ("", str),
+    "super.users": ("", str),
+    "allow.everyone.if.no.acl.found": ("false", bool),
+    "listener.security.protocol.map": (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str),
+    "connections.max.reauth.ms": ("0", int),
+    "sasl.server.max.receive.size": ("524288", int),
+    "ssl.client.auth": ("none", str),
+    "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", str),
+    "ssl.principal.mapping.rules": ("DEFAULT", str),
 }
 
 

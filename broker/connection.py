@@ -26,6 +26,10 @@ from kafkalite.protocol.framing import FrameDecoder
 
 from .apis import KafkaApis
 from .limits import ConnectionQuotas, Limits
+from .security.authenticator import FORWARD, Close, SaslAuthenticator
+from .security.principal_rules import NoMatchingRule
+from .security.setup import ListenerSecurity
+from .security.tls import principal_for
 
 log = structlog.get_logger("kafkalite.connection")
 
@@ -40,10 +44,14 @@ class KafkaConnection(asyncio.Protocol):
     def __init__(
         self, apis: KafkaApis, max_request_size: int, listener_name: str,
         registry: set[KafkaConnection], limits: Limits | None = None,
-        quotas: ConnectionQuotas | None = None,
+        quotas: ConnectionQuotas | None = None, security: ListenerSecurity | None = None,
     ) -> None:
         self.apis = apis
+        self.max_request_size = max_request_size
         self.decoder = FrameDecoder(max_request_size)
+        self.security = security
+        #: The SASL authenticator on SASL listeners; None where there is nothing to check.
+        self.sasl: SaslAuthenticator | None = None
         self.listener_name = listener_name
         self.connection_id = next(_ids)
         self.principal = "User:ANONYMOUS"
@@ -86,6 +94,20 @@ class KafkaConnection(asyncio.Protocol):
         high = self.limits.write_high_water
         self.transport.set_write_buffer_limits(high=high, low=high // 4)
         self._registry.add(self)
+        sec = self.security
+        if sec is None:
+            return
+        if sec.principal_mapper is not None:
+            try:
+                self.principal = principal_for(transport.get_extra_info("ssl_object"),
+                                               sec.principal_mapper)
+            except NoMatchingRule as e:
+                self._abort(f"ssl.principal.mapping.rules: {e}")
+                return
+        if sec.mechanisms is not None:
+            self.sasl = SaslAuthenticator(sec.mechanisms, sec.reauth_ms,
+                                          f"{self.peer_host}:{self.peer_port}", sec.name)
+            self.decoder.max_size = min(self.max_request_size, sec.max_receive_before_auth)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.decoder.buffered and not self.closed:
@@ -148,6 +170,7 @@ class KafkaConnection(asyncio.Protocol):
         # hundreds of frames per read, and a send per response would dominate the cost.
         out: list[bytes] = []
         out_bytes = 0
+        sasl = self.sasl
         for i, frame in enumerate(frames):
             if self.closed:
                 return
@@ -155,7 +178,12 @@ class KafkaConnection(asyncio.Protocol):
                 self._backlog.extend(frames[i:])
                 break
             try:
-                result = self.apis.handle(self, frame)
+                if sasl is not None and not sasl.passes(frame):
+                    result = self._authenticate(sasl, frame, out)
+                    if self.closed:
+                        return
+                else:
+                    result = self.apis.handle(self, frame)
             except ProtocolError as e:
                 self._abort(str(e))
                 return
@@ -187,6 +215,34 @@ class KafkaConnection(asyncio.Protocol):
         if pending:
             self._flush()
         self._update_reading()
+
+    def _authenticate(self, sasl: SaslAuthenticator, frame: bytes, out: list[bytes]) -> Any:
+        """Serve a frame the SASL authenticator must see (KafkaApis gets what it forwards)."""
+        try:
+            step = sasl.handle(frame)
+        except Close as c:
+            log.info("connection.closed_sasl", peer=f"{self.peer_host}:{self.peer_port}",
+                     connection=self.connection_id, reason=c.reason)
+            self.closed = True
+            transport = self.transport
+            assert transport is not None
+            # Kafka's error answer goes out last, behind the responses ready before it.
+            if out:
+                transport.write(b"".join(out))
+                out.clear()
+            for item in self._pending:
+                if isinstance(item, bytes):
+                    transport.write(item)
+            if c.response is not None:
+                transport.write(c.response)
+            transport.close()
+            return None
+        if sasl.authenticated:
+            self.principal = sasl.principal
+            self.decoder.max_size = self.max_request_size
+        if step is FORWARD:
+            return self.apis.handle(self, frame)
+        return step
 
     def _write(self, data: bytes) -> None:
         assert self.transport is not None

@@ -2,7 +2,10 @@
 
 ``kafkalite_broker`` gives a fresh broker per test (in a background thread, port 0);
 ``kafkalite_factory({"group.min.session.timeout.ms": "100"})`` starts more, with
-Kafka property overrides.
+Kafka property overrides. ``kafkalite_factory(security=SecuritySetup("SASL_SSL"))``
+starts a secured one (certificates, users, optionally ACLs); ``broker.client()`` then
+gives the settings a client needs (bootstrap, CA, credentials), e.g.
+``Producer(broker.client().librdkafka())``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .security.fixture import SecuritySetup
 from .testing import BrokerThread
 
 
@@ -19,8 +23,9 @@ from .testing import BrokerThread
 def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
     started: list[BrokerThread] = []
 
-    def make(overrides: dict[str, str] | None = None, name: str = "broker") -> BrokerThread:
-        b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides).start()
+    def make(overrides: dict[str, str] | None = None, name: str = "broker",
+             security: SecuritySetup | None = None) -> BrokerThread:
+        b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security).start()
         started.append(b)
         return b
 

@@ -18,6 +18,7 @@ from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .handlers import (
+    acls,
     api_versions,
     cluster_admin,
     configs,
@@ -30,8 +31,11 @@ from .handlers import (
     offsets,
     produce,
     producer_ids,
+    sasl,
+    scram_credentials,
     topics,
 )
+from .security.setup import SecurityState
 from .storage import Storage
 
 
@@ -43,19 +47,19 @@ def routes(
     offsets_service: OffsetsService,
     ensure_offsets_topic: Callable[[], None],
     apis: KafkaApis,
+    security: SecurityState,
 ) -> list[Route]:
     group_acl = groups.GroupAcl()
     return [
         # --- data ---------------------------------------------------------------------
-        Route(produce.PRODUCE, partial(produce.produce, storage), min_version=3,
-              acl=produce.produce_acl),
-        Route(fetch.FETCH, partial(fetch.fetch, storage), min_version=4, acl=fetch.fetch_acl),
-        Route(list_offsets.LIST_OFFSETS, partial(list_offsets.list_offsets, storage),
-              min_version=1, acl=list_offsets.list_offsets_acl),
-        Route(list_offsets.DELETE_RECORDS, partial(list_offsets.delete_records, storage),
-              acl=list_offsets.delete_records_acl),
+        Route(produce.PRODUCE, partial(produce.produce, storage, access), min_version=3),
+        Route(fetch.FETCH, partial(fetch.fetch, storage, access), min_version=4),
+        Route(list_offsets.LIST_OFFSETS, partial(list_offsets.list_offsets, storage, access),
+              min_version=1),
+        Route(list_offsets.DELETE_RECORDS,
+              partial(list_offsets.delete_records, storage, access)),
         Route(producer_ids.INIT_PRODUCER_ID,
-              partial(producer_ids.init_producer_id, storage.logs)),
+              partial(producer_ids.init_producer_id, storage.logs, access)),
         # --- metadata, topics and configs -----------------------------------------------
         Route(metadata.METADATA, partial(metadata.metadata, cluster, storage, access),
               min_version=0, max_version=12),
@@ -93,8 +97,8 @@ def routes(
         # --- groups ---------------------------------------------------------------------
         Route(find_coordinator.FIND_COORDINATOR,
               partial(find_coordinator.find_coordinator, cluster, runtime,
-                      ensure_offsets_topic),
-              min_version=0, max_version=6, acl=find_coordinator.find_coordinator_acl),
+                      ensure_offsets_topic, access),
+              min_version=0, max_version=6),
         Route(groups.JOIN_GROUP, partial(groups.join_group, runtime),
               min_version=0, max_version=9, acl=group_acl),
         Route(groups.SYNC_GROUP, partial(groups.sync_group, runtime),
@@ -104,16 +108,33 @@ def routes(
         Route(groups.LEAVE_GROUP, partial(groups.leave_group, runtime),
               min_version=0, max_version=5, acl=group_acl),
         # --- offsets and group administration -----------------------------------------
-        Route(offsets.OFFSET_COMMIT, partial(offsets.offset_commit, storage, offsets_service),
-              min_version=2, max_version=9, acl=offsets.offset_commit_acl),
-        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, offsets_service),
-              min_version=1, max_version=9, acl=offsets.offset_fetch_acl),
-        Route(offsets.OFFSET_DELETE, partial(offsets.offset_delete, storage, offsets_service),
+        Route(offsets.OFFSET_COMMIT,
+              partial(offsets.offset_commit, storage, offsets_service, access),
+              min_version=2, max_version=9),
+        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, offsets_service, access),
+              min_version=1, max_version=9),
+        Route(offsets.OFFSET_DELETE,
+              partial(offsets.offset_delete, storage, offsets_service, access),
               min_version=0, max_version=0, acl=offsets.offset_delete_acl),
-        Route(group_admin.DESCRIBE_GROUPS, partial(group_admin.describe_groups, offsets_service),
-              min_version=0, max_version=5, acl=group_admin.describe_groups_acl),
-        Route(group_admin.LIST_GROUPS, partial(group_admin.list_groups, offsets_service),
+        Route(group_admin.DESCRIBE_GROUPS,
+              partial(group_admin.describe_groups, offsets_service, access),
               min_version=0, max_version=5),
-        Route(group_admin.DELETE_GROUPS, partial(group_admin.delete_groups, offsets_service),
-              min_version=0, max_version=2, acl=group_admin.delete_groups_acl),
+        Route(group_admin.LIST_GROUPS, partial(group_admin.list_groups, offsets_service, access),
+              min_version=0, max_version=5),
+        Route(group_admin.DELETE_GROUPS,
+              partial(group_admin.delete_groups, offsets_service, access),
+              min_version=0, max_version=2),
+        # --- security -------------------------------------------------------------------
+        Route(sasl.SASL_HANDSHAKE, sasl.sasl_handshake, min_version=0, max_version=1),
+        Route(sasl.SASL_AUTHENTICATE, sasl.sasl_authenticate, min_version=0, max_version=2),
+        Route(acls.CREATE_ACLS, partial(acls.handle_create, security.acls, access),
+              min_version=1, max_version=3),
+        Route(acls.DESCRIBE_ACLS, partial(acls.handle_describe, security.acls, access),
+              min_version=1, max_version=3),
+        Route(acls.DELETE_ACLS, partial(acls.handle_delete, security.acls, access),
+              min_version=1, max_version=3),
+        Route(scram_credentials.DESCRIBE_USER_SCRAM_CREDENTIALS,
+              partial(scram_credentials.handle_describe, security.scram, access)),
+        Route(scram_credentials.ALTER_USER_SCRAM_CREDENTIALS,
+              partial(scram_credentials.handle_alter, security.scram, access)),
     ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import ssl
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -21,6 +22,8 @@ from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
 from .connection import KafkaConnection
 from .limits import ConnectionQuotas, IdleReaper, Limits
+from .security.setup import ListenerSecurity, SecurityState, listener_security
+from .security.tls_accept import TlsAcceptor
 from .storage import Storage
 
 log = structlog.get_logger("kafkalite.broker")
@@ -47,6 +50,7 @@ class Broker:
         cleaner: LogCleaner,
         apis: KafkaApis,
         services: Sequence[Service],
+        security: SecurityState | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -59,6 +63,10 @@ class Broker:
         self.log_cleaner = cleaner
         self.apis = apis
         self._services = tuple(services)
+        #: SCRAM credentials and, with an authorizer configured, the ACLs.
+        self.security = security or SecurityState.empty(config.data_dir)
+        self.scram = self.security.scram
+        self.acls = self.security.acls
         self._started: list[Service] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
@@ -117,14 +125,22 @@ class Broker:
         quotas = ConnectionQuotas(limits)
         self._reaper = IdleReaper(limits, lambda: self._connections)
         await self._reaper.start()
-        for lst in configured:
+        # Every listener's TLS and SASL settings are checked before any binds.
+        securities = [listener_security(self.config, lst.name, self.scram) for lst in configured]
+        for lst, sec in zip(configured, securities, strict=True):
 
-            def factory(name: str = lst.name) -> KafkaConnection:
+            def factory(name: str = lst.name, sec: ListenerSecurity = sec) -> KafkaConnection:
                 return KafkaConnection(self.apis, max_size, name, self._connections, limits,
-                                       quotas)
+                                       quotas, sec)
+
+            make: Callable[[], asyncio.Protocol] = factory
+            if sec.ssl_context is not None:
+                def make(ctx: ssl.SSLContext = sec.ssl_context, factory: Any = factory,
+                         name: str = lst.name) -> asyncio.Protocol:
+                    return TlsAcceptor(ctx, factory, name)
 
             server = await loop.create_server(
-                factory,
+                make,
                 lst.host,
                 lst.port,
                 reuse_address=True,
@@ -136,7 +152,8 @@ class Broker:
             if adv_host in ("0.0.0.0", "::", ""):
                 adv_host = "127.0.0.1"
             adv_port = adv.port if adv and adv.port else port
-            self.listeners.append(BoundListener(lst.name, lst.host, port, adv_host, adv_port))
+            self.listeners.append(BoundListener(lst.name, lst.host, port, adv_host, adv_port,
+                                                sec.protocol.value))
 
     @property
     def port(self) -> int:

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 from .compose import build_broker
 from .config import Config
+from .security.certs import CertFiles
+from .security.fixture import ClientSettings, SecuritySetup
 from .server import Broker, new_event_loop
 
 T = TypeVar("T")
@@ -35,9 +37,19 @@ TEST_DEFAULTS: dict[str, str] = {
 class BrokerThread:
     """A broker on its own event loop in a daemon thread of this process."""
 
-    def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None,
+                 security: SecuritySetup | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self.overrides = {**TEST_DEFAULTS, **(overrides or {})}
+        self.security = security
+        self.certs: CertFiles | None = None
+        self.overrides = dict(TEST_DEFAULTS)
+        if security is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            props, self.certs = security.prepare(
+                self.data_dir, self.data_dir.parent / f"{self.data_dir.name}-certs")
+            self.overrides.update(props)
+            self.overrides["listeners"] = f"{security.listener}://127.0.0.1:0"
+        self.overrides.update(overrides or {})
         self.overrides.setdefault("listeners", "PLAINTEXT://127.0.0.1:0")
         self.overrides["log.dirs"] = str(self.data_dir)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -97,6 +109,30 @@ class BrokerThread:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def client(self, user: str | None = None, mechanism: str | None = None,
+               certificate: bool | None = None) -> ClientSettings:
+        """Settings for a client of the first listener: the CA to trust, and the SASL
+        user (default: the first configured) or, with ``ssl.client.auth``, the client
+        certificate."""
+        sec = self.security
+        if sec is None:
+            return ClientSettings(self.bootstrap, "PLAINTEXT")
+        certs = self.certs
+        assert certs is not None
+        tls = sec.protocol in ("SSL", "SASL_SSL")
+        with_cert = (sec.client_auth != "none") if certificate is None else certificate
+        name = user or next(iter(sec.users))
+        sasl = sec.protocol.startswith("SASL")
+        return ClientSettings(
+            self.bootstrap, sec.protocol,
+            ca_file=str(certs.ca) if tls else None,
+            cert_file=str(certs.client_cert) if tls and with_cert else None,
+            key_file=str(certs.client_key) if tls and with_cert else None,
+            mechanism=(mechanism or sec.mechanisms[0]) if sasl else None,
+            username=name if sasl else None,
+            password=sec.users.get(name) if sasl else None,
+        )
+
     def stop(self, timeout: float = 30) -> None:
         if self.broker is None or self.loop is None or self._thread is None:
             return
@@ -110,10 +146,11 @@ class BrokerThread:
 
     def restart(self, keep_port: bool = True) -> BrokerThread:
         """Stop and start again on the same data directory (and, by default, the same port)."""
-        port = self.port
+        assert self.broker is not None
+        bound = [f"{b.name}://127.0.0.1:{b.port}" for b in self.broker.listeners]
         self.stop()
         if keep_port:
-            self.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+            self.overrides["listeners"] = ",".join(bound)
         return self.start()
 
     def __enter__(self) -> BrokerThread:

@@ -162,7 +162,7 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
     )
     ops = -2147483648
     if req.include_cluster_authorized_operations:
-        ops = access.operations(ctx.principal, ResourceType.CLUSTER, CLUSTER_NAME)
+        ops = access.operations_for(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                  error_message=None, endpoint_type=1, cluster_id=cluster.cluster_id,
                  controller_id=cluster.node_id,

@@ -111,7 +111,8 @@ def _broker_type(name: str) -> str:
 
 
 def _is_sensitive(name: str) -> bool:
-    return "password" in name or "secret" in name or name.endswith(".jaas.config")
+    return ("password" in name or "secret" in name or name.endswith(".jaas.config")
+            or name.endswith("ssl.keystore.key"))
 
 
 def _describe_topic(
@@ -252,10 +253,10 @@ def _authorize(access: Access, ctx: RequestContext, op: Operation, rtype: int,
                name: str) -> None:
     """Per resource, as Kafka answers: the other resources are still served."""
     if rtype == RESOURCE_TOPIC:
-        if not access.allowed(ctx.principal, op, ResourceType.TOPIC, name):
+        if not access.permits(ctx, op, ResourceType.TOPIC, name):
             raise ConfigRequestError(ErrorCode.topic_authorization_failed,
                                      "Authorization failed.")
-    elif not access.allowed(ctx.principal, op, ResourceType.CLUSTER, CLUSTER_NAME):
+    elif not access.permits(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME):
         raise ConfigRequestError(ErrorCode.cluster_authorization_failed,
                                  "Authorization failed.")
 

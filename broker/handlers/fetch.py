@@ -25,7 +25,7 @@ from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import PartitionLog
 
-from ..auth import Action, Operation, ResourceType
+from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
 
@@ -44,6 +44,7 @@ E_UNKNOWN_TOPIC_ID: int = ErrorCode.unknown_topic_id.value
 E_OUT_OF_RANGE: int = ErrorCode.offset_out_of_range.value
 E_SESSION_NOT_FOUND: int = ErrorCode.fetch_session_id_not_found.value
 E_STORAGE: int = ErrorCode.kafka_storage_error.value
+E_TOPIC_AUTHORIZATION: int = ErrorCode.topic_authorization_failed.value
 
 
 class PartitionResult:
@@ -119,7 +120,8 @@ _Want = tuple[int, int, int]
 class FetchPlan:
     """What a request asks for, resolved to logs once; ``read()`` may run again on wake."""
 
-    def __init__(self, storage: Storage, req: Any, version: int) -> None:
+    def __init__(self, storage: Storage, req: Any, version: int,
+                 may_read: Callable[[str], bool] | None = None) -> None:
         self.version = version
         self.max_bytes = req.max_bytes if version >= 3 else 0x7FFFFFFF
         self.read_committed = getattr(req, "isolation_level", 0) == 1
@@ -132,10 +134,15 @@ class FetchPlan:
                 info = catalog.by_id(tid) if tid is not None else None
                 key: str | uuid.UUID = tid if tid is not None else uuid.UUID(int=0)
                 missing = E_UNKNOWN_TOPIC_ID
+                if info is not None and may_read is not None and not may_read(info.name):
+                    info, missing = None, E_TOPIC_AUTHORIZATION
             else:
-                info = catalog.get(t.topic)
                 key = t.topic
                 missing = E_UNKNOWN_TOPIC
+                if may_read is not None and not may_read(t.topic):
+                    info, missing = None, E_TOPIC_AUTHORIZATION
+                else:
+                    info = catalog.get(t.topic)
             entries: list[tuple[_Want, PartitionLog | None, int]] = []
             for p in t.partitions:
                 want = (p.partition, p.fetch_offset, p.partition_max_bytes)
@@ -228,12 +235,14 @@ class DelayedFetch:
         self.logs = []
 
 
-def fetch(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+def fetch(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
     version = ctx.api_version
     if version >= 7 and req.session_id != 0:
         # No session was ever handed out, so an incremental fetch cannot match one.
         return encode_response(version, [], E_SESSION_NOT_FOUND)
-    plan = FetchPlan(storage, req, version)
+    may_read = None if access.open else (
+        lambda topic: access.permits(ctx, Operation.READ, ResourceType.TOPIC, topic))
+    plan = FetchPlan(storage, req, version, may_read)
     topics, total, errored = plan.read()
     wait_ms = int(req.max_wait.total_seconds() * 1000)
     if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
@@ -247,10 +256,3 @@ def fetch(storage: Storage, ctx: RequestContext, req: Any) -> Any:
                           wait_ms / 1000, complete)
     return parked.fut
 
-
-def fetch_acl(req: Any) -> list[Action]:
-    return [
-        Action(Operation.READ, ResourceType.TOPIC, t.topic)
-        for t in req.topics
-        if getattr(t, "topic", None)
-    ]

@@ -12,7 +12,7 @@ from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
-from ..auth import Action, Operation, ResourceType
+from ..auth import DENIED_ERROR, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
 
@@ -36,31 +36,34 @@ def _answer(runtime: CoordinatorRuntime, ensure_topic: Callable[[], None], key_t
 
 
 def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime,
-                     ensure_topic: Callable[[], None], ctx: RequestContext, req: Any) -> Any:
+                     ensure_topic: Callable[[], None], access: Access, ctx: RequestContext,
+                     req: Any) -> Any:
     resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
     listener = cluster.endpoint(ctx.listener)
     key_type = getattr(req, "key_type", 0)
+    rtype = ResourceType.GROUP if key_type == 0 else ResourceType.TRANSACTIONAL_ID
+
+    def answer(key: str) -> tuple[ErrorCode, str | None]:
+        # Describe on the group (or transactional id), per key, as KafkaApis.
+        if not access.permits(ctx, Operation.DESCRIBE, rtype, key):
+            return DENIED_ERROR[rtype], None
+        return _answer(runtime, ensure_topic, key_type, key)
+
     if ctx.api_version >= 4:
         coord_t = nested(resp_t, "Coordinator")
         out = []
         for key in req.coordinator_keys:
-            err, msg = _answer(runtime, ensure_topic, key_type, key)
+            err, msg = answer(key)
             ok = err is ErrorCode.none
             out.append(build(coord_t, key=key, node_id=cluster.node_id if ok else -1,
                              host=listener.advertised_host if ok else "",
                              port=listener.advertised_port if ok else -1,
                              error_code=err, error_message=msg))
         return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
-    err, msg = _answer(runtime, ensure_topic, key_type, req.key)
+    err, msg = answer(req.key)
     ok = err is ErrorCode.none
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
                  node_id=cluster.node_id if ok else -1,
                  host=listener.advertised_host if ok else "",
                  port=listener.advertised_port if ok else -1)
 
-
-def find_coordinator_acl(req: Any) -> list[Action]:
-    keys = req.coordinator_keys if hasattr(req, "coordinator_keys") else (req.key,)
-    rtype = ResourceType.GROUP if getattr(req, "key_type", 0) == 0 \
-        else ResourceType.TRANSACTIONAL_ID
-    return [Action(Operation.DESCRIBE, rtype, k) for k in keys]

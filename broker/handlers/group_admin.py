@@ -11,7 +11,7 @@ from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
-from ..auth import Action, Operation, ResourceType
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 
 LIST_GROUPS = 16
@@ -22,17 +22,25 @@ DELETE_GROUPS = 42
 _NO_OPS = -2147483648
 
 
-def describe_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+def describe_groups(service: OffsetsService, access: Access, ctx: RequestContext,
+                    req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_GROUPS, ctx.api_version).response_type
     group_t = nested(resp_t, "DescribedGroup")
     member_t = nested(resp_t, "DescribedGroupMember")
     out = []
+    want_ops = bool(getattr(req, "include_authorized_operations", False))
     for group_id in req.groups:
+        if not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            out.append(build(group_t, error_code=ErrorCode.group_authorization_failed,
+                             group_id=group_id, group_state="", protocol_type="",
+                             protocol_data="", authorized_operations=_NO_OPS, members=()))
+            continue
         d = service.describe(group_id)
+        ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
         out.append(build(
             group_t, error_code=ErrorCode(d.error), group_id=group_id,
             group_state=d.state, protocol_type=d.protocol_type,
-            protocol_data=d.protocol, authorized_operations=_NO_OPS,
+            protocol_data=d.protocol, authorized_operations=ops,
             members=tuple(build(
                 member_t, member_id=m.member_id, group_instance_id=m.instance_id,
                 client_id=m.client_id, client_host=m.client_host,
@@ -42,13 +50,19 @@ def describe_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> A
     return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
 
 
-def list_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+def list_groups(service: OffsetsService, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_GROUPS, ctx.api_version).response_type
     listed_t = nested(resp_t, "ListedGroup")
     states = {s.lower() for s in getattr(req, "states_filter", ())}
     types = {t.lower() for t in getattr(req, "types_filter", ())}
     groups = []
+    # As KafkaApis: Describe on the cluster lists every group, else those the principal
+    # may describe.
+    everything = access.permits(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     for g in service.list_groups():
+        if not everything and not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP,
+                                                 g.group_id):
+            continue
         if states and g.state.lower() not in states:
             continue
         if types and "classic" not in types:
@@ -59,19 +73,17 @@ def list_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
                  groups=tuple(groups))
 
 
-async def delete_groups(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+async def delete_groups(service: OffsetsService, access: Access, ctx: RequestContext,
+                        req: Any) -> Any:
     resp_t = codecs.codec(DELETE_GROUPS, ctx.api_version).response_type
     result_t = nested(resp_t, "DeletableGroupResult")
     results = []
     for group_id in req.groups_names:
+        if not access.permits(ctx, Operation.DELETE, ResourceType.GROUP, group_id):
+            results.append(build(result_t, group_id=group_id,
+                                 error_code=ErrorCode.group_authorization_failed))
+            continue
         err = await service.delete_group(group_id)
         results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
-
-def describe_groups_acl(req: Any) -> list[Action]:
-    return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in req.groups]
-
-
-def delete_groups_acl(req: Any) -> list[Action]:
-    return [Action(Operation.DELETE, ResourceType.GROUP, g) for g in req.groups_names]

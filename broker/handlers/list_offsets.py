@@ -11,7 +11,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import LEADER_EPOCH, PartitionLog
 
-from ..auth import Action, Operation, ResourceType
+from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
 
@@ -42,19 +42,21 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
-def list_offsets(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_OFFSETS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ListOffsetsTopicResponse")
     part_t = nested(resp_t, "ListOffsetsPartitionResponse")
     topics = []
     for t in req.topics:
-        info = storage.catalog.get(t.name)
+        allowed = access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t.name)
+        info = storage.catalog.get(t.name) if allowed else None
         parts = []
         for p in t.partitions:
             plog = storage.logs.get(t.name, p.partition_index) if info else None
             if plog is None:
                 parts.append(build(part_t, partition_index=p.partition_index,
-                                   error_code=ErrorCode.unknown_topic_or_partition,
+                                   error_code=ErrorCode.unknown_topic_or_partition
+                                   if allowed else ErrorCode.topic_authorization_failed,
                                    timestamp=-1, offset=-1, leader_epoch=-1,
                                    old_style_offsets=()))
                 continue
@@ -67,17 +69,20 @@ def list_offsets(storage: Storage, ctx: RequestContext, req: Any) -> Any:
     return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def delete_records(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+def delete_records(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DELETE_RECORDS, ctx.api_version).response_type
     topic_t = nested(resp_t, "DeleteRecordsTopicResult")
     part_t = nested(resp_t, "DeleteRecordsPartitionResult")
     topics = []
     for t in req.topics:
+        allowed = access.permits(ctx, Operation.DELETE, ResourceType.TOPIC, t.name)
         info = storage.catalog.get(t.name)
         parts = []
         for p in t.partitions:
             plog = storage.logs.get(t.name, p.partition_index) if info else None
-            if plog is None:
+            if not allowed:
+                err, low = ErrorCode.topic_authorization_failed, -1
+            elif plog is None:
                 err, low = ErrorCode.unknown_topic_or_partition, -1
             elif "delete" not in plog.config.cleanup_policy:
                 err, low = ErrorCode.policy_violation, -1
@@ -91,10 +96,3 @@ def delete_records(storage: Storage, ctx: RequestContext, req: Any) -> Any:
         topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
     return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
-
-def list_offsets_acl(req: Any) -> list[Action]:
-    return [Action(Operation.DESCRIBE, ResourceType.TOPIC, t.name) for t in req.topics]
-
-
-def delete_records_acl(req: Any) -> list[Action]:
-    return [Action(Operation.DELETE, ResourceType.TOPIC, t.name) for t in req.topics]

@@ -68,14 +68,14 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
     )
 
     def allowed(op: Operation, rtype: ResourceType, name: str) -> bool:
-        return access.allowed(ctx.principal, op, rtype, name)
+        return access.permits(ctx, op, rtype, name)
 
     want_ops = bool(getattr(req, "include_topic_authorized_operations", False))
 
     def topic_ops(name: str) -> int:
         if not want_ops:
             return OPS_OMITTED
-        return access.operations(ctx.principal, ResourceType.TOPIC, name)
+        return access.operations_for(ctx, ResourceType.TOPIC, name)
 
     def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None) -> Any:
         return build(topic_t, error_code=err, name=name, topic_id=tid or NULL_UUID,
@@ -135,7 +135,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         )
     cluster_ops = OPS_OMITTED
     if getattr(req, "include_cluster_authorized_operations", False):
-        cluster_ops = access.operations(ctx.principal, ResourceType.CLUSTER, CLUSTER_NAME)
+        cluster_ops = access.operations_for(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return build(
         c_resp,
         throttle_time=NO_THROTTLE,

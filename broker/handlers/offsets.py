@@ -14,7 +14,7 @@ from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
-from ..auth import Action, Operation, ResourceType
+from ..auth import Access, Action, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
 
@@ -29,8 +29,19 @@ def _ms(td: Any) -> int:
     return int(td)
 
 
-def offset_commit(storage: Storage, service: OffsetsService, ctx: RequestContext,
-                  req: Any) -> Any:
+def respond_all(resp_t: type[Any], req: Any, error: ErrorCode) -> Any:
+    """An OffsetCommit answer with ``error`` on every partition (Kafka's getErrorResponse)."""
+    topic_t = nested(resp_t, "OffsetCommitResponseTopic")
+    part_t = nested(resp_t, "OffsetCommitResponsePartition")
+    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(
+        build(topic_t, name=t.name, partitions=tuple(
+            build(part_t, partition_index=p.partition_index, error_code=error)
+            for p in t.partitions))
+        for t in req.topics))
+
+
+def offset_commit(storage: Storage, service: OffsetsService, access: Access,
+                  ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
     resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
     topic_t = nested(resp_t, "OffsetCommitResponseTopic")
@@ -40,7 +51,13 @@ def offset_commit(storage: Storage, service: OffsetsService, ctx: RequestContext
     unknown: dict[tuple[str, int], int] = {}
     topics: list[tuple[str, list[PartitionCommit]]] = []
     catalog = storage.catalog
+    if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return respond_all(resp_t, req, ErrorCode.group_authorization_failed)
     for t in req.topics:
+        if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
+            for p in t.partitions:
+                unknown[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
+            continue
         info = catalog.get(t.name)
         valid: list[PartitionCommit] = []
         for p in t.partitions:
@@ -85,15 +102,35 @@ def offset_commit(storage: Storage, service: OffsetsService, ctx: RequestContext
     return out
 
 
-def _fetch_group(service: OffsetsService, v: int, resp_t: type[Any], group_id: str, topics: Any,
-                 require_stable: bool, grouped: bool) -> tuple[int, tuple[Any, ...]]:
+def _fetch_group(service: OffsetsService, access: Access, ctx: RequestContext, v: int,
+                 resp_t: type[Any], group_id: str, topics: Any, require_stable: bool,
+                 grouped: bool) -> tuple[int, tuple[Any, ...]]:
     topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
                      else "OffsetFetchResponseTopic")
     part_t = nested(resp_t, "OffsetFetchResponsePartitions" if grouped
                     else "OffsetFetchResponsePartition")
+    if not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        denied = ErrorCode.group_authorization_failed
+        if v <= 1:
+            return denied, tuple(build(topic_t, name=t.name, partitions=tuple(
+                build(part_t, partition_index=p, committed_offset=-1,
+                      committed_leader_epoch=-1, metadata="", error_code=denied)
+                for p in t.partition_indexes)) for t in topics or ())
+        return denied, ()
+
+    def may_describe(topic: str) -> bool:
+        return access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
     wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
-                                          for t in topics]
+                                          for t in topics if may_describe(t.name)]
     error, rows = service.fetch(group_id, wanted, require_stable)
+    # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;
+    # named topics it may not describe are answered TOPIC_AUTHORIZATION_FAILED.
+    rows = [(t, parts) for t, parts in rows if may_describe(t)]
+    for t in topics or ():
+        if not may_describe(t.name):
+            rows.append((t.name, [(p, -1, -1, "", int(ErrorCode.topic_authorization_failed))
+                                  for p in t.partition_indexes]))
     if error != ErrorCode.none and v <= 1:
         # v0-v1 have no top-level error: put it on every partition.
         rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
@@ -106,7 +143,8 @@ def _fetch_group(service: OffsetsService, v: int, resp_t: type[Any], group_id: s
     return error, out
 
 
-def offset_fetch(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
+def offset_fetch(service: OffsetsService, access: Access, ctx: RequestContext,
+                 req: Any) -> Any:
     v = ctx.api_version
     resp_t = codecs.codec(OFFSET_FETCH, v).response_type
     require_stable = bool(getattr(req, "require_stable", False))
@@ -114,19 +152,20 @@ def offset_fetch(service: OffsetsService, ctx: RequestContext, req: Any) -> Any:
         group_t = nested(resp_t, "OffsetFetchResponseGroup")
         groups = []
         for g in req.groups:
-            err, topics = _fetch_group(service, v, resp_t, g.group_id, g.topics,
+            err, topics = _fetch_group(service, access, ctx, v, resp_t, g.group_id, g.topics,
                                        require_stable, True)
             groups.append(build(group_t, group_id=g.group_id, topics=topics,
                                 error_code=ErrorCode(err)))
         return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(groups))
     topics_req = req.topics if v >= 2 else req.topics or ()
-    err, topics = _fetch_group(service, v, resp_t, req.group_id, topics_req, require_stable, False)
+    err, topics = _fetch_group(service, access, ctx, v, resp_t, req.group_id, topics_req,
+                               require_stable, False)
     return build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
                  error_code=ErrorCode(err))
 
 
-async def offset_delete(storage: Storage, service: OffsetsService, ctx: RequestContext,
-                        req: Any) -> Any:
+async def offset_delete(storage: Storage, service: OffsetsService, access: Access,
+                        ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(OFFSET_DELETE, ctx.api_version).response_type
     topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
     part_t = nested(resp_t, "OffsetDeleteResponsePartition")
@@ -134,6 +173,10 @@ async def offset_delete(storage: Storage, service: OffsetsService, ctx: RequestC
     wanted: list[tuple[str, tuple[int, ...]]] = []
     unknown: list[tuple[str, list[tuple[int, int]]]] = []
     for t in req.topics:
+        if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
+            unknown.append((t.name, [(p.partition_index, int(ErrorCode.topic_authorization_failed))
+                                     for p in t.partitions]))
+            continue
         info = storage.catalog.get(t.name)
         ok = tuple(p.partition_index for p in t.partitions
                    if info is not None and 0 <= p.partition_index < info.partitions)
@@ -155,16 +198,6 @@ async def offset_delete(storage: Storage, service: OffsetsService, ctx: RequestC
             build(part_t, partition_index=p, error_code=ErrorCode(e)) for p, e in parts))
             for t, parts in rows),
     )
-
-
-def offset_commit_acl(req: Any) -> list[Action]:
-    return [Action(Operation.READ, ResourceType.GROUP, req.group_id)] + [
-        Action(Operation.READ, ResourceType.TOPIC, t.name) for t in req.topics]
-
-
-def offset_fetch_acl(req: Any) -> list[Action]:
-    ids = [g.group_id for g in req.groups] if hasattr(req, "groups") else [req.group_id]
-    return [Action(Operation.DESCRIBE, ResourceType.GROUP, g) for g in ids]
 
 
 def offset_delete_acl(req: Any) -> list[Action]:

@@ -29,7 +29,7 @@ from kafkalite.storage.errors import (
 from kafkalite.storage.log import PartitionLog
 
 from ..apis import NO_RESPONSE
-from ..auth import Action, Operation, ResourceType
+from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
 
@@ -58,7 +58,7 @@ def _resolve(storage: Storage, name: str) -> TopicInfo | ErrorCode:
     return found
 
 
-def produce(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
     version = ctx.api_version
     resp_t = codecs.codec(PRODUCE, version).response_type
     part_t = nested(resp_t, "PartitionProduceResponse")
@@ -88,6 +88,12 @@ def produce(storage: Storage, ctx: RequestContext, req: Any) -> Any:
         if name is None:
             found = catalog.by_id(tid) if tid is not None else None
             info = found if found is not None else _E.unknown_topic_id
+            if found is not None and not access.permits(ctx, Operation.WRITE,
+                                                        ResourceType.TOPIC, found.name):
+                info = _E.topic_authorization_failed
+        elif not access.permits(ctx, Operation.WRITE, ResourceType.TOPIC, name):
+            # Checked before the topic is looked up (or auto-created), as KafkaApis.
+            info = _E.topic_authorization_failed
         else:
             info = _resolve(storage, name)
         if (isinstance(info, ErrorCode) or transactional or info.internal
@@ -160,10 +166,3 @@ def produce(storage: Storage, ctx: RequestContext, req: Any) -> Any:
         return after_sync()
     return response
 
-
-def produce_acl(req: Any) -> list[Action]:
-    return [
-        Action(Operation.WRITE, ResourceType.TOPIC, t.name)
-        for t in req.topic_data
-        if getattr(t, "name", None)
-    ]

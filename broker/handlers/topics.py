@@ -87,13 +87,13 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
     cfg_t = nested(resp_t, "CreatableTopicConfigs") if v5 else None
     dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
     # Kafka allows creation by CREATE on the cluster or, failing that, on the topic.
-    cluster_create = access.allowed(ctx.principal, Operation.CREATE, ResourceType.CLUSTER,
+    cluster_create = access.permits(ctx, Operation.CREATE, ResourceType.CLUSTER,
                                     CLUSTER_NAME)
     results = []
     for t in req.topics:
         name = t.name
         try:
-            if not cluster_create and not access.allowed(ctx.principal, Operation.CREATE,
+            if not cluster_create and not access.permits(ctx, Operation.CREATE,
                                                   ResourceType.TOPIC, name):
                 raise TopicError(ErrorCode.topic_authorization_failed,
                                  "Authorization failed.")
@@ -167,7 +167,7 @@ def _delete_one(storage: Storage, access: Access, ctx: RequestContext, name: str
         if info is None:
             return name, NULL_UUID, ErrorCode.unknown_topic_or_partition, \
                 "This server does not host this topic-partition."
-    if not access.allowed(ctx.principal, Operation.DELETE, ResourceType.TOPIC, info.name):
+    if not access.permits(ctx, Operation.DELETE, ResourceType.TOPIC, info.name):
         return info.name, info.topic_id, ErrorCode.topic_authorization_failed, \
             "Authorization failed."
     if info.internal or info.name in INTERNAL_TOPICS:
@@ -208,7 +208,7 @@ def create_partitions(cluster: Cluster, storage: Storage, access: Access,
         count = int(t.count)
         if t.name in dupes:
             err, msg = ErrorCode.invalid_request, "Duplicate topic in request."
-        elif not access.allowed(ctx.principal, Operation.ALTER, ResourceType.TOPIC, t.name):
+        elif not access.permits(ctx, Operation.ALTER, ResourceType.TOPIC, t.name):
             err, msg = ErrorCode.topic_authorization_failed, "Authorization failed."
         elif info is None:
             err, msg = ErrorCode.unknown_topic_or_partition, \

@@ -117,6 +117,30 @@ class AclAuthorizer:
             self._cache[key] = found
         return found
 
+    def authorize_any(self, principal: str, host: str, operation: Operation,
+                      resource_type: ResourceType) -> bool:
+        """Whether some resource of the type allows the operation (Kafka's
+        authorizeByResourceType, used for idempotent producers): an ALLOW that no DENY
+        on the same pattern or on ``*`` cancels."""
+        if principal in self.super_users:
+            return True
+        if self._version != self.store.version:
+            self._rebuild()
+        op, rtype = OP_CODES[operation], TYPE_CODES[resource_type]
+        acls = [b for b in self.store.all() if b.resource_type == rtype
+                and b.principal in (principal, WILDCARD_PRINCIPAL)
+                and b.host in (WILDCARD, host)
+                and b.operation in (op, AclOperation.ALL)]
+        denied = {(b.pattern_type, b.name) for b in acls if b.permission == AclPermission.DENY}
+        if (PatternType.LITERAL, WILDCARD) in denied:
+            return False
+        allows = [b for b in acls if b.permission == AclPermission.ALLOW
+                  and (b.pattern_type, b.name) not in denied]
+        if allows:
+            return True
+        return self.allow_if_no_acl and not any(
+            b.resource_type == rtype for b in self.store.all())
+
     def _decide(self, principal: str, host: str, op: AclOperation, rtype: AclResourceType,
                 name: str) -> bool:
         if principal in self.super_users:

@@ -15,8 +15,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scramp import ScramException, ScramMechanism
+from scramp.core import ClientFinal
 
 from kafkalite.storage.fsutil import atomic_write
 
@@ -159,6 +161,15 @@ class ScramServer(SaslServer):
             cred = credential_from_password(self.mechanism, os.urandom(16).hex())
         return cred.salt, cred.stored_key, cred.server_key, cred.iterations
 
+    def _accept_suffix_nonce(self, client_final: str) -> None:
+        """Kafka accepts a client-final nonce that merely ends with the server's (older
+        librdkafka, kcat's, repeats the client nonce in front); scramp wants equality."""
+        nonce = ClientFinal(client_final)["r"]
+        server: Any = self._server
+        theirs, ours = str(nonce), str(server.nonce)
+        if theirs != ours and theirs.endswith(ours):
+            server.nonce = nonce
+
     def evaluate(self, token: bytes) -> bytes:
         try:
             text = token.decode("utf-8")
@@ -174,6 +185,7 @@ class ScramServer(SaslServer):
                 self._step = 2
                 if self._missing_user is not None:
                     raise SaslFailure("Invalid user credentials", user=self._missing_user)
+                self._accept_suffix_nonce(text)
                 self._server.set_client_final(text)
                 out = str(self._server.get_server_final()).encode()
                 self.complete = True

@@ -14,7 +14,7 @@ from kafkalite.broker.testing import BrokerThread
 class DenySecret:
     """Denies everything on topics named secret-*, and CREATE on the cluster."""
 
-    def authorize(self, principal: str, action: Action) -> bool:
+    def authorize(self, principal: str, action: Action, host: str = "") -> bool:
         if action.resource_type == ResourceType.TOPIC:
             return not action.name.startswith("secret-")
         return not (action.resource_type == ResourceType.CLUSTER

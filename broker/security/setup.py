@@ -1,0 +1,95 @@
+"""From broker properties to what the server plugs in: each listener's security (TLS
+context, SASL mechanisms, principal mapping) and the authorizer."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..auth import Authorizer
+from ..config import DEFAULTS, Config, ConfigError
+from .acl_store import AclStore
+from .authorizer import CLASS_NAMES, AclAuthorizer, parse_super_users
+from .listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    ListenerProps,
+    SecurityProtocol,
+    parse_protocol_map,
+    protocol_for,
+)
+from .mechanisms import listener_mechanisms
+from .principal_rules import PrincipalMapper
+from .sasl import SaslServer
+from .scram import ScramStore
+from .tls import server_context
+
+
+@dataclass(frozen=True)
+class SecurityState:
+    """The broker's security stores: SCRAM credentials, and ACLs when an authorizer is
+    configured."""
+
+    scram: ScramStore
+    acls: AclStore | None = None
+
+    @classmethod
+    def empty(cls, data_dir: Path) -> SecurityState:
+        return cls(ScramStore(data_dir))
+
+
+def build_security(config: Config) -> tuple[SecurityState, Authorizer | None]:
+    authorizer, acls = build_authorizer(config, config.data_dir)
+    return SecurityState(ScramStore(config.data_dir), acls), authorizer
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    name: str
+    protocol: SecurityProtocol
+    ssl_context: ssl.SSLContext | None = None
+    principal_mapper: PrincipalMapper | None = None
+    mechanisms: dict[str, Callable[[], SaslServer]] | None = None
+    reauth_ms: int = 0
+    #: Largest frame accepted before authentication (``sasl.server.max.receive.size``).
+    max_receive_before_auth: int = 524288
+
+
+PLAINTEXT = ListenerSecurity("PLAINTEXT", SecurityProtocol.PLAINTEXT)
+
+
+def listener_props(config: Config, listener: str) -> ListenerProps:
+    return ListenerProps(listener, config.values, {k: v[0] for k, v in DEFAULTS.items()})
+
+
+def listener_security(config: Config, listener: str, scram: ScramStore) -> ListenerSecurity:
+    raw_map = config.values.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP)
+    protocol = protocol_for(listener, parse_protocol_map(raw_map))
+    if protocol is SecurityProtocol.PLAINTEXT:
+        return ListenerSecurity(listener, protocol)
+    props = listener_props(config, listener)
+    ctx = mapper = mechs = None
+    if protocol.uses_tls:
+        ctx = server_context(props)
+        mapper = PrincipalMapper(props.get("ssl.principal.mapping.rules"))
+    if protocol.uses_sasl:
+        mechs = listener_mechanisms(props, scram)
+    return ListenerSecurity(listener, protocol, ctx, mapper, mechs,
+                            props.int("connections.max.reauth.ms", 0),
+                            props.int("sasl.server.max.receive.size", 524288))
+
+
+def build_authorizer(config: Config, data_dir: Path) -> tuple[Authorizer | None, AclStore | None]:
+    """The authorizer ``authorizer.class.name`` names (None: allow everything) and its
+    ACL store."""
+    name = config.text("authorizer.class.name").strip()
+    if not name:
+        return None, None
+    if name not in CLASS_NAMES:
+        raise ConfigError(f"authorizer.class.name {name!r} is not supported "
+                          f"(use {CLASS_NAMES[0]} or {CLASS_NAMES[1]})")
+    store = AclStore(data_dir)
+    authorizer = AclAuthorizer(store, parse_super_users(config.text("super.users")),
+                               config.bool("allow.everyone.if.no.acl.found"), name)
+    return authorizer, store
