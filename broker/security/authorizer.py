@@ -86,7 +86,7 @@ class AclAuthorizer:
         self.resource_scoped_default = class_name != STANDARD
         self._version = -1
         self._index: dict[AclResourceType, _TypeIndex] = {}
-        self._cache: dict[tuple[str, str, Operation, ResourceType, str], bool] = {}
+        self._cache: dict[tuple[str, str, int], tuple[Action, bool]] = {}
 
     def _rebuild(self) -> None:
         index: dict[AclResourceType, _TypeIndex] = {}
@@ -107,15 +107,19 @@ class AclAuthorizer:
     def authorize(self, principal: str, action: Action, host: str = "") -> bool:
         if self._version != self.store.version:
             self._rebuild()
-        key = (principal, host, action.operation, action.resource_type, action.name)
+        # Keyed by the Action's identity (handlers reuse them: the group ACL tuple of the
+        # heartbeat path), as hashing its enum fields costs more than the whole lookup;
+        # the entry holds the Action, so its id cannot be reused while cached.
+        key = (principal, host, id(action))
         found = self._cache.get(key)
-        if found is None:
-            found = self._decide(principal, host, OP_CODES[action.operation],
-                                 TYPE_CODES[action.resource_type], action.name)
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[key] = found
-        return found
+        if found is not None and found[0] is action:
+            return found[1]
+        allowed = self._decide(principal, host, OP_CODES[action.operation],
+                               TYPE_CODES[action.resource_type], action.name)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = (action, allowed)
+        return allowed
 
     def authorize_any(self, principal: str, host: str, operation: Operation,
                       resource_type: ResourceType) -> bool:
