@@ -61,3 +61,35 @@ def test_services_agree_with_the_broker_config() -> None:
     assert advertised["INTERNAL"].host == "kafkalite"
     assert any(v["target"] == config.text("log.dirs")
                for v in services["kafkalite"]["volumes"] if v["type"] == "volume")
+
+
+def test_secure_profile_configures_a_sasl_ssl_listener(tmp_path: Path) -> None:
+    """The ``secure`` profile's environment, with certificates where the certs service
+    writes them, builds the listener's TLS context and SASL mechanisms."""
+    from kafkalite.broker.security.certs import make_certs
+    from kafkalite.broker.security.listeners import SecurityProtocol
+    from kafkalite.broker.security.scram import ScramStore
+    from kafkalite.broker.security.setup import listener_security
+
+    binary = compose_binary()
+    if not os.access(binary, os.X_OK):
+        binary.chmod(0o755)
+    out = subprocess.run(
+        [str(binary), "-f", "docker-compose.yml", "--profile", "secure", "config",
+         "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )
+    services = json.loads(out.stdout)["services"]
+    env = dict(services["kafkalite-secure"]["environment"])
+    certs = make_certs(tmp_path / "certs")
+    env["KAFKALITE_LISTENER_NAME_SECURE_SSL_KEYSTORE_LOCATION"] = str(certs.broker_keystore)
+    env["KAFKALITE_LOG_DIRS"] = str(tmp_path / "data")
+    config = Config.build(environ=env)
+    sec = listener_security(config, "SECURE", ScramStore(tmp_path / "data"))
+    assert sec.protocol is SecurityProtocol.SASL_SSL and sec.ssl_context is not None
+    assert sec.mechanisms is not None
+    assert list(sec.mechanisms) == ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]
+    assert listener_security(config, "INTERNAL", ScramStore(tmp_path / "data")).protocol \
+        is SecurityProtocol.PLAINTEXT
+    port = services["kafkalite-secure"]["ports"][0]
+    assert int(port["published"]) == 9094
