@@ -185,3 +185,24 @@ def test_java(brokers: dict[str, BrokerThread], tmp_path: Path) -> None:
     results = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     expected = {r.split("=", 1)[0]: "ok" for r in runs}
     assert results == expected, out.stdout + out.stderr[-3000:]
+
+
+def test_confluent_reauthenticates_live_connection(tmp_path: Path,
+                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    """KIP-368: with connections.max.reauth.ms the session lifetime goes to the client,
+    which re-authenticates on its live connection and keeps producing."""
+    b = BrokerThread(tmp_path / "reauth", {"connections.max.reauth.ms": "1000"},
+                     security=SecuritySetup("SASL_SSL")).start()
+    try:
+        p = Producer(b.client(mechanism="SCRAM-SHA-256").librdkafka())
+        errors: list[object] = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            p.produce("reauth", b"x", on_delivery=lambda err, _m: errors.append(err))
+            p.flush(5)
+            time.sleep(0.1)
+        assert errors and all(e is None for e in errors)
+    finally:
+        b.stop()
+    out = capfd.readouterr()
+    assert "reauthentication=True" in out.out + out.err
