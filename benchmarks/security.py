@@ -4,7 +4,9 @@
    member joins over TCP, then the broker's own dispatch serves ``--heartbeats`` of its
    Heartbeat frames on the broker's loop, timed with the loop thread's CPU clock (the
    whole request path: header, decode, authorization, coordinator, encoding).
-2. Produce and consume throughput with confluent-kafka over PLAINTEXT, SSL and SASL_SSL
+2. Heartbeats per second on one pipelined connection (window 64) over PLAINTEXT and
+   SASL_SSL (PLAIN): the raw client wraps its socket in TLS and authenticates first.
+3. Produce and consume throughput with confluent-kafka over PLAINTEXT, SSL and SASL_SSL
    (SCRAM-SHA-256): ``--records`` records of ``--size`` bytes produced, then consumed.
 
 Every broker listens on 127.0.0.1 in this process's background thread; loops are bounded.
@@ -25,7 +27,7 @@ if str(ROOT) not in sys.path:
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 
-from benchmarks.groups import join_member  # noqa: E402
+from benchmarks.groups import heartbeat_error_offset, join_member  # noqa: E402
 from kafkalite.broker.auth import AllowAll  # noqa: E402
 from kafkalite.broker.security.acl import (  # noqa: E402
     AclBinding,
@@ -36,7 +38,7 @@ from kafkalite.broker.security.acl import (  # noqa: E402
 )
 from kafkalite.broker.security.fixture import SecuritySetup  # noqa: E402
 from kafkalite.broker.testing import BrokerThread  # noqa: E402
-from kafkalite.protocol.client import RawConnection, request  # noqa: E402
+from kafkalite.protocol.client import RawConnection, pipeline, request  # noqa: E402
 
 HEARTBEAT = 12
 
@@ -90,6 +92,53 @@ def heartbeat_cpu(base: Path, acls: int, count: int) -> tuple[float, float]:
         b.stop()
 
 
+class SecureRawConnection(RawConnection):
+    """The raw benchmark client over TLS, authenticated with SASL/PLAIN."""
+
+    def __init__(self, bootstrap: str, ca_file: str, user: str, password: str) -> None:
+        import socket
+        import ssl
+
+        host, _, port = bootstrap.rpartition(":")
+        raw = socket.create_connection((host, int(port)), 10)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ctx = ssl.create_default_context(cafile=ca_file)
+        self.sock = ctx.wrap_socket(raw, server_hostname="localhost")
+        self.sock.settimeout(30)
+        self.client_id = "kafkalite-bench"
+        self.corr = 0
+        self._buf = bytearray()
+        self.versions = self._api_versions()
+        hs = self.call(request(17, 1, mechanism="PLAIN"))
+        assert int(hs.error_code) == 0, hs
+        auth = self.call(request(36, 2, auth_bytes=f"\x00{user}\x00{password}".encode()))
+        assert int(auth.error_code) == 0, auth
+
+
+def heartbeats_per_second(base: Path, mode: str, count: int) -> float:
+    setup = None if mode == "PLAINTEXT" else SecuritySetup(mode, mechanisms=("PLAIN",))
+    b = BrokerThread(base / f"hbs-{mode}", security=setup).start()
+    try:
+        inner = b.broker
+        assert inner is not None
+        b.call(lambda: inner.create_topic("hb", 1))
+        if setup is None:
+            conn = RawConnection(b.bootstrap)
+        else:
+            s = b.client()
+            assert s.ca_file and s.username and s.password
+            conn = SecureRawConnection(b.bootstrap, s.ca_file, s.username, s.password)
+        member, generation, hv = join_member(conn, "hbs", "hb", 30000)
+        frames = conn.frames(request(HEARTBEAT, hv, group_id="hbs", generation_id=generation,
+                                     member_id=member, group_instance_id=None), count)
+        result = pipeline(conn, frames, heartbeat_error_offset(hv), 64, 60)
+        conn.close()
+        assert set(result.errors) <= {0}, result.errors
+        return result.per_second
+    finally:
+        b.stop()
+
+
 def throughput(base: Path, mode: str, records: int, size: int) -> tuple[float, float]:
     setup = None if mode == "PLAINTEXT" else SecuritySetup(mode, mechanisms=("SCRAM-SHA-256",))
     b = BrokerThread(base / f"tp-{mode}", security=setup).start()
@@ -137,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  no authorizer           {none:7.2f} us")
         print(f"  StandardAuthorizer, {args.acls} ACLs {many:7.2f} us  "
               f"({(many / none - 1) * 100:+.1f}%)")
+        print("Heartbeats per second, one pipelined connection")
+        for mode in ("PLAINTEXT", "SASL_SSL"):
+            print(f"  {mode:<10} {heartbeats_per_second(base, mode, args.heartbeats):10.0f}/s")
         print(f"Produce / consume, {args.records} records of {args.size} B (confluent-kafka)")
         for mode in ("PLAINTEXT", "SSL", "SASL_SSL"):
             prod, cons = throughput(base, mode, args.records, args.size)
