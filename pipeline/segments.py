@@ -13,10 +13,11 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import crc32c
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
@@ -28,26 +29,16 @@ from kafkalite.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     decompress,
-    read_varint,
 )
+
+from .decode import HEADER_TYPE, RECORD_SCHEMA, Chunk, decode_chunk
+from .fs import LogDirError, LogFs, explain, open_log_fs
+
+__all__ = ["HEADER_TYPE", "RECORD_SCHEMA"]
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT = re.compile(r"^(?P<base>\d{20})\.log$")
 
-#: Spark's Kafka source columns, as Arrow types.
-HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-RECORD_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("timestampType", pa.int32()),
-        ("headers", HEADER_TYPE),
-    ]
-)
 RECORD_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "
     "timestamp timestamp, timestampType int, headers array<struct<key:string,value:binary>>"
@@ -73,6 +64,10 @@ BATCH_DDL = (
 )
 
 DEFAULT_ROWS_PER_BATCH = 65536
+#: Bytes read at a time from a segment (a larger batch is read whole).
+WINDOW = 16 << 20
+#: Decoded together at most: Arrow's binary offsets are 32-bit.
+CHUNK_BYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,69 +77,207 @@ class Segment:
     base_offset: int
     path: str
     size: int  # bytes to read: fixed when planned, so a growing tail is read consistently
+    lfs: LogFs | None = None  # None: the local disk
+
+    @property
+    def where(self) -> str:
+        return self.lfs.display(self.path) if self.lfs is not None else self.path
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionDir:
     topic: str
     partition: int
-    path: Path
+    path: str
+    lfs: LogFs
+
+
+def _as_lfs(log_dir: str | os.PathLike[str] | LogFs) -> LogFs:
+    return log_dir if isinstance(log_dir, LogFs) else open_log_fs(os.fspath(log_dir))
+
+
+def _listing(lfs: LogFs, path: str, recursive: bool) -> list[tuple[str, bool, int]]:
+    """(path, is_dir, size) of the entries under ``path``."""
+    try:
+        if lfs.local:
+            if not os.path.isdir(path):
+                if os.path.exists(path):
+                    raise LogDirError(f"{path} is not a directory (log directory {lfs.uri})")
+                raise FileNotFoundError(path)
+            out = []
+            with os.scandir(path) as it:
+                for e in it:
+                    is_dir = e.is_dir()
+                    out.append((e.path, is_dir, 0 if is_dir else e.stat().st_size))
+                    if recursive and is_dir:
+                        out.extend(_listing(lfs, e.path, False))
+            return out
+        infos = lfs.fs.get_file_info(pafs.FileSelector(path, recursive=recursive))
+        return [(i.path, i.type == pafs.FileType.Directory, i.size or 0) for i in infos]
+    except LogDirError:
+        raise
+    except (OSError, ValueError) as e:
+        raise explain(lfs, path, "list", e) from e
+
+
+def _choose(name: str, wanted: set[str] | None, pattern: re.Pattern[str] | None
+            ) -> tuple[str, int] | None:
+    m = _PARTITION_DIR.match(name)
+    if not m:
+        return None
+    topic = m.group("topic")
+    if wanted is not None and topic not in wanted:
+        return None
+    if pattern is not None and not pattern.fullmatch(topic):
+        return None
+    return topic, int(m.group("partition"))
 
 
 def list_partitions(
-    log_dir: str | os.PathLike[str],
+    log_dir: str | os.PathLike[str] | LogFs,
     topics: Iterable[str] | None = None,
     topic_pattern: str | None = None,
 ) -> list[PartitionDir]:
     """Partition directories under ``log_dir`` chosen by topic names or a regex (full match)."""
+    lfs = _as_lfs(log_dir)
     wanted = set(topics) if topics is not None else None
     pattern = re.compile(topic_pattern) if topic_pattern else None
     out: list[PartitionDir] = []
-    root = Path(log_dir)
-    if not root.is_dir():
-        raise FileNotFoundError(f"log directory {root} does not exist")
-    for entry in sorted(root.iterdir()):
-        m = _PARTITION_DIR.match(entry.name)
-        if not m or not entry.is_dir():
-            continue
-        topic = m.group("topic")
-        if wanted is not None and topic not in wanted:
-            continue
-        if pattern is not None and not pattern.fullmatch(topic):
-            continue
-        out.append(PartitionDir(topic, int(m.group("partition")), entry))
+    for path, is_dir, _size in _listing(lfs, lfs.root, False):
+        chosen = _choose(path.rsplit("/", 1)[-1], wanted, pattern) if is_dir else None
+        if chosen:
+            out.append(PartitionDir(chosen[0], chosen[1], path, lfs))
     out.sort(key=lambda p: (p.topic, p.partition))
     return out
 
 
-def list_segments(part: PartitionDir) -> list[Segment]:
-    segs: list[Segment] = []
-    for entry in part.path.iterdir():
-        m = _SEGMENT.match(entry.name)
-        if m:
-            segs.append(
-                Segment(part.topic, part.partition, int(m.group("base")), str(entry),
-                        entry.stat().st_size)
-            )
+def _segments(part: PartitionDir, entries: Iterable[tuple[str, bool, int]]) -> list[Segment]:
+    segs = []
+    for path, is_dir, size in entries:
+        m = _SEGMENT.match(path.rsplit("/", 1)[-1])
+        if m and not is_dir:
+            segs.append(Segment(part.topic, part.partition, int(m.group("base")), path, size,
+                                None if part.lfs.local else part.lfs))
     segs.sort(key=lambda s: s.base_offset)
     return segs
 
 
-def scan_headers(path: str, size: int) -> Iterator[tuple[int, tuple[int, ...]]]:
-    """(position, raw header tuple) of each complete batch in the first ``size`` bytes."""
-    with open(path, "rb") as f:
-        pos = 0
-        while size - pos >= HEADER_SIZE:
-            f.seek(pos)
-            raw = f.read(HEADER_SIZE)
-            if len(raw) < HEADER_SIZE:
-                return
-            h = BATCH_HEADER.unpack(raw)
-            batch_size = h[1] + LOG_OVERHEAD
-            if h[1] < HEADER_SIZE - LOG_OVERHEAD or pos + batch_size > size:
+def list_segments(part: PartitionDir) -> list[Segment]:
+    return _segments(part, _listing(part.lfs, part.path, False))
+
+
+def list_all_segments(
+    log_dir: str | os.PathLike[str] | LogFs,
+    topics: Iterable[str] | None = None,
+    topic_pattern: str | None = None,
+) -> list[Segment]:
+    """Every segment of the chosen partitions, from one listing (one request on S3)."""
+    lfs = _as_lfs(log_dir)
+    if lfs.local:
+        return [s for p in list_partitions(lfs, topics, topic_pattern)
+                for s in list_segments(p)]
+    wanted = set(topics) if topics is not None else None
+    pattern = re.compile(topic_pattern) if topic_pattern else None
+    by_dir: dict[str, list[tuple[str, bool, int]]] = {}
+    for entry in _listing(lfs, lfs.root, True):
+        parent = entry[0].rsplit("/", 1)[0]
+        by_dir.setdefault(parent, []).append(entry)
+    segs = []
+    for parent, entries in by_dir.items():
+        if parent.rsplit("/", 1)[0] != lfs.root:
+            continue
+        chosen = _choose(parent.rsplit("/", 1)[-1], wanted, pattern)
+        if chosen:
+            segs.extend(_segments(PartitionDir(chosen[0], chosen[1], parent, lfs), entries))
+    segs.sort(key=lambda s: (s.topic, s.partition, s.base_offset))
+    return segs
+
+
+class _Reader:
+    """Byte ranges of one segment file, local (mmap) or remote (ranged reads)."""
+
+    def __init__(self, seg: Segment) -> None:
+        self.seg = seg
+        self._mm: mmap.mmap | None = None
+        self._raf: Any = None
+        try:
+            if seg.lfs is None:
+                with open(seg.path, "rb") as f:
+                    self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                self._raf = seg.lfs.fs.open_input_file(seg.path)
+        except (OSError, ValueError) as e:
+            raise self._error("open", e) from e
+
+    def _error(self, action: str, e: BaseException) -> LogDirError:
+        if self.seg.lfs is None:
+            return LogDirError(f"cannot {action} segment {self.seg.path}: "
+                               f"{getattr(e, 'strerror', None) or e}")
+        return explain(self.seg.lfs, self.seg.path, action, e)
+
+    def read(self, pos: int, n: int) -> bytes:
+        try:
+            if self._mm is not None:
+                return self._mm[pos : pos + n]
+            data: bytes = self._raf.read_at(n, pos)
+            return data
+        except (OSError, ValueError) as e:
+            raise self._error("read", e) from e
+
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+        if self._raf is not None:
+            self._raf.close()
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _batches(seg: Segment, reader: _Reader) -> Iterator[tuple[tuple[int, ...], bytes, int]]:
+    """(header, window, position in window) of each complete batch of the segment."""
+    size = seg.size
+    pos = 0
+    while size - pos >= HEADER_SIZE:
+        window = reader.read(pos, min(WINDOW, size - pos))
+        w = 0
+        while len(window) - w >= HEADER_SIZE:
+            h = BATCH_HEADER.unpack_from(window, w)
+            blen = h[1] + LOG_OVERHEAD
+            if h[1] < HEADER_SIZE - LOG_OVERHEAD or pos + w + blen > size:
                 return  # torn tail
-            yield pos, h
-            pos += batch_size
+            if w + blen > len(window):
+                if w == 0:  # one batch larger than the window: read it whole
+                    window = reader.read(pos, blen)
+                    continue
+                break
+            yield h, window, w
+            w += blen
+        if w == 0:
+            return
+        pos += w
+
+
+def scan_headers(seg: Segment) -> Iterator[tuple[int, ...]]:
+    """The raw header tuple of each complete batch in the first ``seg.size`` bytes."""
+    if seg.size < HEADER_SIZE:
+        return
+    with _Reader(seg) as r:
+        if seg.lfs is None:
+            # Local: jump from header to header without reading the bodies.
+            pos = 0
+            while seg.size - pos >= HEADER_SIZE:
+                h = BATCH_HEADER.unpack(r.read(pos, HEADER_SIZE))
+                if h[1] < HEADER_SIZE - LOG_OVERHEAD or pos + h[1] + LOG_OVERHEAD > seg.size:
+                    return
+                yield h
+                pos += h[1] + LOG_OVERHEAD
+            return
+        for h, _w, _p in _batches(seg, r):
+            yield h
 
 
 def next_offset(part: PartitionDir) -> int:
@@ -154,7 +287,7 @@ def next_offset(part: PartitionDir) -> int:
         return 0
     for seg in reversed(segs):
         last = -1
-        for _pos, h in scan_headers(seg.path, seg.size):
+        for h in scan_headers(seg):
             last = h[0] + h[6]
         if last >= 0:
             return max(last + 1, segs[-1].base_offset)
@@ -163,39 +296,6 @@ def next_offset(part: PartitionDir) -> int:
 
 def _ms_to_ts(values: list[int]) -> pa.Array:
     return pa.array([v * 1000 for v in values], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-
-
-class _Columns:
-    """Column builders for one Arrow batch of records."""
-
-    __slots__ = ("headers", "keys", "offsets", "stamps", "ts_types", "values")
-
-    def __init__(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.stamps: list[int] = []
-        self.ts_types: list[int] = []
-        self.headers: list[list[dict[str, object]] | None] = []
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def to_batch(self, topic: str, partition: int) -> pa.RecordBatch:
-        n = len(self.offsets)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                pa.array([topic] * n, pa.string()),
-                pa.array([partition] * n, pa.int32()),
-                pa.array(self.offsets, pa.int64()),
-                _ms_to_ts(self.stamps),
-                pa.array(self.ts_types, pa.int32()),
-                pa.array(self.headers, HEADER_TYPE),
-            ],
-            schema=RECORD_SCHEMA,
-        )
 
 
 def read_segment(
@@ -212,121 +312,30 @@ def read_segment(
     if seg.size == 0:
         return
     stop = end_offset if end_offset is not None else 1 << 62
-    cols = _Columns()
-    with open(seg.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        size = min(seg.size, len(mm))
-        pos = 0
-        while size - pos >= HEADER_SIZE:
-            h = BATCH_HEADER.unpack_from(mm, pos)
-            base, blen, attrs, last_delta, base_ts, max_ts, count = (
-                h[0], h[1], h[5], h[6], h[7], h[8], h[12])
-            end = pos + blen + LOG_OVERHEAD
-            if blen < HEADER_SIZE - LOG_OVERHEAD or end > size:
-                break  # torn tail
+    chunk = Chunk()
+    with _Reader(seg) as reader:
+        for h, window, w in _batches(seg, reader):
+            base, blen, attrs, last_delta = h[0], h[1], h[5], h[6]
             if base >= stop:
                 break
             if attrs & ATTR_CONTROL or base + last_delta < start_offset:
-                pos = end
                 continue
+            end = w + blen + LOG_OVERHEAD
             if h[3] != 2:
-                raise ProtocolError(f"unsupported record batch magic {h[3]} in {seg.path}")
-            if verify_crc and crc32c.crc32c(mm[pos + CRC_START : end]) != h[4]:
-                raise ProtocolError(f"record batch CRC mismatch at {pos} in {seg.path}")
-            body = decompress(attrs & ATTR_COMPRESSION_MASK, mm[pos + HEADER_SIZE : end])
-            _decode_records(body, count, base, base_ts, max_ts, attrs, start_offset, stop, cols)
-            pos = end
-            if len(cols) >= rows_per_batch:
-                yield cols.to_batch(seg.topic, seg.partition)
-                cols = _Columns()
-    if len(cols):
-        yield cols.to_batch(seg.topic, seg.partition)
-
-
-def _decode_records(
-    body: bytes, count: int, base: int, base_ts: int, max_ts: int, attrs: int,
-    start: int, stop: int, cols: _Columns,
-) -> None:
-    # Hot loop: varints inlined for the common one-byte case.
-    append_key = cols.keys.append
-    append_value = cols.values.append
-    append_offset = cols.offsets.append
-    append_stamp = cols.stamps.append
-    append_type = cols.ts_types.append
-    append_headers = cols.headers.append
-    log_append = bool(attrs & ATTR_TIMESTAMP_TYPE)
-    ts_type = 1 if log_append else 0
-    slow = read_varint
-    p = 0
-    for _ in range(count):
-        b = body[p]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            length, p = slow(body, p)
-        rec_end = p + length
-        p += 1  # record attributes
-        b = body[p]
-        if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            ts_delta, p = slow(body, p)
-        b = body[p]
-        if b < 0x80:
-            off_delta = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            off_delta, p = slow(body, p)
-        offset = base + off_delta
-        if offset < start or offset >= stop:
-            p = rec_end
-            continue
-        b = body[p]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            n, p = slow(body, p)
-        if n < 0:
-            key = None
-        else:
-            key = body[p : p + n]
-            p += n
-        b = body[p]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            n, p = slow(body, p)
-        if n < 0:
-            value = None
-        else:
-            value = body[p : p + n]
-            p += n
-        b = body[p]
-        if b == 0:
-            headers: list[dict[str, object]] = []
-            p += 1
-        else:
-            nh, p = slow(body, p)
-            headers = []
-            for _h in range(nh):
-                n, p = slow(body, p)
-                hk = body[p : p + n].decode("utf-8", "replace") if n >= 0 else ""
-                p += max(n, 0)
-                n, p = slow(body, p)
-                hv = body[p : p + n] if n >= 0 else None
-                p += max(n, 0)
-                headers.append({"key": hk, "value": hv})
-        if p != rec_end:
-            raise ProtocolError("record length mismatch")
-        append_key(key)
-        append_value(value)
-        append_offset(offset)
-        append_stamp(max_ts if log_append else base_ts + ts_delta)
-        append_type(ts_type)
-        append_headers(headers)
+                raise ProtocolError(f"unsupported record batch magic {h[3]} in {seg.where}")
+            view = memoryview(window)
+            if verify_crc and crc32c.crc32c(view[w + CRC_START : end]) != h[4]:
+                raise ProtocolError(f"record batch CRC mismatch at offset {base} in {seg.where}")
+            codec = attrs & ATTR_COMPRESSION_MASK
+            body = view[w + HEADER_SIZE : end] if codec == 0 else \
+                decompress(codec, bytes(view[w + HEADER_SIZE : end]))
+            chunk.add(body, base, h[12], h[7], h[8], bool(attrs & ATTR_TIMESTAMP_TYPE))
+            if chunk.records >= rows_per_batch or chunk.nbytes >= CHUNK_BYTES:
+                yield decode_chunk(chunk, seg.topic, seg.partition, start_offset, stop,
+                                   seg.where)
+                chunk = Chunk()
+        if chunk.records:
+            yield decode_chunk(chunk, seg.topic, seg.partition, start_offset, stop, seg.where)
 
 
 def read_batch_headers(seg: Segment, start_offset: int = 0,
@@ -335,7 +344,7 @@ def read_batch_headers(seg: Segment, start_offset: int = 0,
     stop = end_offset if end_offset is not None else 1 << 62
     rows: dict[str, list[object]] = {f.name: [] for f in BATCH_SCHEMA}
     stamps: list[int] = []
-    for _pos, h in scan_headers(seg.path, seg.size):
+    for h in scan_headers(seg):
         base, last = h[0], h[0] + h[6]
         if last < start_offset:
             continue

@@ -7,7 +7,8 @@ only the batch headers (one row per record batch), which is all that log-end-off
 timelines need. ``spark.readStream.format("kafkalite")`` follows a live directory, its
 offsets being each partition's next log offset.
 
-Options: ``path`` (required), ``topics`` (comma-separated) or ``topicPattern`` (regex,
+Options: ``path`` (required: a local path or a ``file://``, ``s3://`` or ``hdfs://`` URI,
+see :mod:`.fs`), ``topics`` (comma-separated) or ``topicPattern`` (regex,
 full match), ``mode`` (``records`` or ``batches``), ``startingOffsets`` for streams
 (``earliest`` or ``latest``), ``rowsPerBatch`` and ``verifyCrc``.
 """
@@ -26,6 +27,7 @@ from pyspark.sql.datasource import (
 )
 
 from . import segments as sg
+from .fs import LogFs, open_log_fs
 
 
 class SegmentPartition(InputPartition):  # type: ignore[misc]
@@ -90,10 +92,10 @@ class _BatchReader(DataSourceReader):  # type: ignore[misc]
         self.opts = opts
 
     def partitions(self) -> Sequence[InputPartition]:
-        parts: list[InputPartition] = []
-        for pdir in sg.list_partitions(self.opts["path"], self.opts["topics"],
-                                       self.opts["pattern"]):
-            parts.extend(SegmentPartition(s) for s in sg.list_segments(pdir) if s.size)
+        # Only the listing happens here, on the driver; executors read the segments.
+        segs = sg.list_all_segments(open_log_fs(self.opts["path"]), self.opts["topics"],
+                                    self.opts["pattern"])
+        parts: list[InputPartition] = [SegmentPartition(s) for s in segs if s.size]
         # Spark needs at least one partition; an empty one reads nothing.
         return parts or [InputPartition(None)]
 
@@ -111,9 +113,10 @@ class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def __init__(self, opts: dict[str, Any]) -> None:
         self.opts = opts
+        self.lfs: LogFs = open_log_fs(opts["path"])
 
     def _partition_dirs(self) -> list[sg.PartitionDir]:
-        return sg.list_partitions(self.opts["path"], self.opts["topics"], self.opts["pattern"])
+        return sg.list_partitions(self.lfs, self.opts["topics"], self.opts["pattern"])
 
     def _latest(self) -> dict[str, int]:
         return {_key(p.topic, p.partition): sg.next_offset(p) for p in self._partition_dirs()}
