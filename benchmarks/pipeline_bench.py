@@ -4,8 +4,10 @@ and the run time of each analytics job, over a generated log directory.
     python benchmarks/pipeline_bench.py [--records 10000000] [--master local[2]] [--dir DIR]
 
 The log (100-byte values, uncompressed batches of ``--batch`` records, ``--partitions``
-partitions, 256 MiB segments) is written directly as batches, plus a ``__consumer_offsets``
-log with groups rebalancing and committing over the same hour. Prints one line per figure.
+partitions, 256 MiB segments) is written directly as batches, plus a topic of a fifth as
+many 50-150-byte values and a ``__consumer_offsets`` log with groups rebalancing and
+committing over the same hour. Prints one line per figure: records/s and MB/s of each
+decoder beside the rate of reading the same files from the page cache, which bounds them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import mmap
 import os
+import random
 import shutil
 import struct
 import sys
@@ -37,10 +40,13 @@ T0 = 1_700_000_000_000
 SPAN_MS = 3_600_000  # the records' timestamps cover one hour
 
 
-def write_topic(root: Path, records: int, partitions: int, batch: int) -> None:
-    template = bytearray(build_batch([NewRecord(None, os.urandom(100))] * batch, timestamp=T0))
+def write_topic(root: Path, records: int, partitions: int, batch: int,
+                topic: str = "bench", sizes: tuple[int, int] = (100, 100)) -> None:
+    rng = random.Random(7)
+    values = [os.urandom(rng.randint(*sizes)) for _ in range(batch)]
+    template = bytearray(build_batch([NewRecord(None, v) for v in values], timestamp=T0))
     per_part = records // partitions
-    writers = [PartitionWriter(root, "bench", p, segment_bytes=256 << 20)
+    writers = [PartitionWriter(root, topic, p, segment_bytes=256 << 20)
                for p in range(partitions)]
     n_batches = per_part // batch
     for i in range(n_batches):
@@ -74,6 +80,20 @@ def write_groups(root: Path, records: int, partitions: int, groups: int = 3) -> 
     o.close()
 
 
+def segment_bytes(root: Path, topic: str = "bench") -> int:
+    return sum(f.stat().st_size for f in root.glob(f"{topic}-*/*.log"))
+
+
+def raw_read(root: Path, topic: str = "bench") -> int:
+    """The same segment files read in 16 MiB blocks and thrown away: the decoder's limit."""
+    n = 0
+    for f in sorted(root.glob(f"{topic}-*/*.log")):
+        with open(f, "rb", buffering=0) as fh:
+            while block := fh.read(16 << 20):
+                n += len(block)
+    return n
+
+
 def python_read(root: Path) -> int:
     """The existing pure-Python decoder (protocol.records), one process, record by record."""
     n = 0
@@ -86,10 +106,10 @@ def python_read(root: Path) -> int:
     return n
 
 
-def arrow_read(root: Path) -> int:
-    """The data source's own Arrow decoder, one process, no Spark."""
+def arrow_read(root: Path, topic: str = "bench") -> int:
+    """The data source's own Arrow decoder (pipeline.decode), one process, no Spark."""
     n = 0
-    for pdir in segments.list_partitions(root, ["bench"]):
+    for pdir in segments.list_partitions(root, [topic]):
         for seg in segments.list_segments(pdir):
             for b in segments.read_segment(seg):
                 n += b.num_rows
@@ -116,15 +136,32 @@ def main() -> None:
             size = sum(f.stat().st_size for f in root.rglob("*.log"))
             print(f"generate: {a.records} records, {size / 1e6:.0f} MB in "
                   f"{time.monotonic() - t:.1f}s")
+        if not (root / "varied-0").exists():
+            write_topic(root, a.records // 5, a.partitions, a.batch, "varied", (50, 150))
         total = a.records // a.partitions // a.batch * a.batch * a.partitions
+        size = segment_bytes(root)
+
+        raw_read(root)  # warm the page cache: every figure reads cached bytes
+        t = time.monotonic()
+        nbytes = raw_read(root)
+        dt = time.monotonic() - t
+        print(f"raw file read, 16 MiB blocks (the limit): {nbytes / dt / 1e6:,.0f} MB/s "
+              f"({nbytes / 1e6:.0f} MB in {dt:.2f}s)")
 
         t = time.monotonic()
         n = arrow_read(root)
         dt = time.monotonic() - t
         assert n == total, (n, total)
-        print(f"single-process Arrow decoder (pipeline.segments): {n / dt:,.0f} records/s "
+        print(f"single-process Arrow decoder (pipeline.decode), 100 B records: "
+              f"{n / dt:,.0f} records/s, {size / dt / 1e6:,.0f} MB/s ({dt:.1f}s)")
+        t = time.monotonic()
+        n = arrow_read(root, "varied")
+        dt = time.monotonic() - t
+        print(f"single-process Arrow decoder, 50-150 B records (sizes vary): "
+              f"{n / dt:,.0f} records/s, {segment_bytes(root, 'varied') / dt / 1e6:,.0f} MB/s "
               f"({dt:.1f}s)")
         if not a.skip_python:
+            # The record-by-record decoder of protocol.records, for comparison.
             t = time.monotonic()
             n = python_read(root)
             dt = time.monotonic() - t
@@ -147,7 +184,8 @@ def main() -> None:
         row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
         dt = time.monotonic() - t
         assert row is not None and row["n"] == total, (row, total)
-        print(f"spark data source ({a.master}): {row['n'] / dt:,.0f} records/s ({dt:.1f}s)")
+        print(f"spark data source ({a.master}): {row['n'] / dt:,.0f} records/s, "
+              f"{size / dt / 1e6:,.0f} MB/s ({dt:.1f}s)")
 
         for name in jobs.JOBS:
             t = time.monotonic()

@@ -1,4 +1,5 @@
-"""``kafkalite pipeline <job> --log-dir DIR --out DIR [--master URL]``."""
+"""``kafkalite pipeline <job> --log-dir DIR --out DIR [--master URL]`` and
+``kafkalite pipeline watch (--bootstrap HOST:PORT | --log-dir DIR) --checkpoint DIR``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-JOB_CHOICES = ("rebalances", "lag", "members", "report", "all")
+JOB_CHOICES = ("rebalances", "lag", "members", "report", "all", "watch")
 
 
 def register(subparsers: Any) -> None:
@@ -16,10 +17,24 @@ def register(subparsers: Any) -> None:
         "pipeline", help="consumer-group analytics on Spark over a log directory"
     )
     p.add_argument("job", choices=JOB_CHOICES,
-                   help="a job writing Parquet, or 'report' / 'all' (every job and the report)")
-    p.add_argument("--log-dir", required=True, help="the broker's log directory (log.dirs)")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--master", default="local[*]", help="Spark master URL")
+                   help="a job writing Parquet, 'report' / 'all' (every job and the report), "
+                        "or 'watch' (live lag, a streaming query)")
+    p.add_argument("--log-dir",
+                   help="the broker's log directory (log.dirs): a path or a file://, s3:// or "
+                        "hdfs:// URI")
+    p.add_argument("--out",
+                   help="output directory (on a cluster, a path every executor can write); "
+                        "watch without --out prints to the console")
+    p.add_argument("--bootstrap", help="watch: a broker's HOST:PORT")
+    p.add_argument("--checkpoint", help="watch: the streaming checkpoint directory")
+    p.add_argument("--trigger-seconds", type=float, default=5.0,
+                   help="watch: seconds between micro-batches (default 5)")
+    p.add_argument("--duration", type=float,
+                   help="watch: stop after this many seconds (default: run until interrupted)")
+    p.add_argument("--master", default="local[*]",
+                   help="Spark master URL: local[N], spark://HOST:PORT, yarn, k8s://...")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as spark-submit's --conf (repeatable)")
     p.add_argument("--bucket-seconds", type=float, default=60.0,
                    help="time bucket of the lag job (default 60)")
     p.add_argument("--shuffle-partitions", type=int, default=8)
@@ -27,20 +42,30 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "job", None) == "watch":
+        return watch(args)
+    if not args.log_dir or not args.out:
+        print("--log-dir and --out are needed", file=sys.stderr)
+        return 2
     from . import jobs
+    from .fs import LogDirError, open_log_fs
+    from .segments import list_partitions
     from .spark import session
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log_dir = str(Path(args.log_dir).resolve())
-    if not Path(log_dir).is_dir():
-        print(f"no such log directory: {log_dir}", file=sys.stderr)
+    log_dir = args.log_dir if "://" in args.log_dir else str(Path(args.log_dir).resolve())
+    conf = dict(c.split("=", 1) for c in args.conf if "=" in c)
+    try:
+        list_partitions(open_log_fs(log_dir))  # a clear error now, not a Spark trace later
+    except LogDirError as e:
+        print(e, file=sys.stderr)
         return 2
     from pyspark.sql import SparkSession
 
     # Inside a program that already runs Spark, use its session and leave it running.
     owned = SparkSession.getActiveSession() is None
-    spark = session(args.master, shuffle_partitions=args.shuffle_partitions)
+    spark = session(args.master, shuffle_partitions=args.shuffle_partitions, **conf)
     spark.sparkContext.setLogLevel("ERROR")
     try:
         names = list(jobs.JOBS) if args.job in ("report", "all") else [args.job]
@@ -59,6 +84,39 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if owned:
             spark.stop()
+    return 0
+
+
+def watch(args: argparse.Namespace) -> int:
+    if bool(args.bootstrap) == bool(args.log_dir) or not args.checkpoint:
+        print("watch needs --checkpoint and one of --bootstrap or --log-dir", file=sys.stderr)
+        return 2
+    from . import watch as w
+    from .spark import session
+
+    log_dir = None
+    if args.log_dir:
+        from .fs import LogDirError, open_log_fs
+        from .segments import list_partitions
+
+        log_dir = args.log_dir if "://" in args.log_dir else str(Path(args.log_dir).resolve())
+        try:
+            list_partitions(open_log_fs(log_dir))
+        except LogDirError as e:
+            print(e, file=sys.stderr)
+            return 2
+    conf = dict(c.split("=", 1) for c in args.conf if "=" in c)
+    spark = session(args.master, shuffle_partitions=args.shuffle_partitions, **conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    query = w.start(spark, bootstrap=args.bootstrap, log_dir=log_dir, out=args.out,
+                    checkpoint=args.checkpoint, trigger_seconds=args.trigger_seconds)
+    try:
+        query.awaitTermination(args.duration)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        query.stop()
+        spark.stop()
     return 0
 
 

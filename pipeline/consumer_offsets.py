@@ -35,7 +35,7 @@ SCHEMA = pa.schema(
         ("log_partition", pa.int32()),
         ("log_offset", pa.int64()),
         ("log_timestamp", _TS),
-        ("record_type", pa.string()),  # offset_commit, group_metadata or unknown
+        ("record_type", pa.string()),  # offset_commit, group_metadata, consumer_group_*, unknown
         ("tombstone", pa.bool_()),
         ("group", pa.string()),
         ("topic", pa.string()),
@@ -98,6 +98,29 @@ def _member(m: co.MemberMetadata, consumer: bool) -> dict[str, Any]:
     }
 
 
+#: Record types of KIP-848 consumer groups (the key's version): named, with their group id
+#: (every such key starts with it), so the rows say what they are; values are not decoded.
+CONSUMER_GROUP_RECORDS = {
+    3: "consumer_group_metadata",
+    4: "consumer_group_partition_metadata",
+    5: "consumer_group_member_metadata",
+    6: "consumer_group_target_assignment_metadata",
+    7: "consumer_group_target_assignment_member",
+    8: "consumer_group_current_member_assignment",
+}
+
+
+def _new_group_record(key: bytes, row: dict[str, Any]) -> dict[str, Any]:
+    if len(key) < 4:
+        return row
+    kind = CONSUMER_GROUP_RECORDS.get(int.from_bytes(key[:2], "big", signed=True))
+    n = int.from_bytes(key[2:4], "big", signed=True)
+    if kind is None or n < 0 or 4 + n > len(key):
+        return row
+    row.update(record_type=kind, group=key[4 : 4 + n].decode("utf-8", "replace"))
+    return row
+
+
 def decode_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """The decoded columns of one record (without the log position columns)."""
     row: dict[str, Any] = {"record_type": "unknown", "tombstone": value is None}
@@ -105,6 +128,8 @@ def decode_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
         return row
     try:
         k = co.decode_key(key)
+    except co.UnknownRecordType:
+        return _new_group_record(key, row)
     except (ProtocolError, UnicodeDecodeError):
         return row
     row["group"] = k.group

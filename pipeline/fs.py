@@ -112,7 +112,10 @@ def explain(lfs: LogFs, path: str, action: str, e: BaseException) -> LogDirError
             return LogDirError(f"log directory {lfs.uri} does not exist")
         return LogDirError(f"{where} does not exist (log directory {lfs.uri})")
     if lfs.scheme == "s3":
-        if "ACCESS_DENIED" in text or "INVALID_ACCESS_KEY" in text or "SIGNATURE" in text:
+        if "ACCESS_DENIED" in text:
+            return LogDirError(f"cannot {action} {where}: access denied "
+                               f"({text.splitlines()[0]})")
+        if "INVALID_ACCESS_KEY" in text or "SIGNATURE" in text:
             return LogDirError(f"cannot {action} {where}: the S3 credentials were rejected "
                                f"({text.splitlines()[0]})")
         if not lfs.credentials:

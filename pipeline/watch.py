@@ -1,0 +1,88 @@
+"""The live lag stream: ``kafkalite pipeline watch``, a Structured Streaming query.
+
+The ``kafkalite-lag`` streaming source's offset is a lag :class:`~.lag.Snapshot` (every
+committed offset and log end offset, taken on the driver at each trigger); a micro-batch
+runs only when it changed, and writes one row per (group, topic, partition) whose commit
+or log end offset moved: so a new commit shows up at the next trigger. The checkpoint
+keeps the last snapshot, and a restarted query writes only what changed meanwhile.
+
+Options: ``bootstrap`` (HOST:PORT of a broker) or ``path`` (a log directory or URI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from .lag import BrokerLag, LogDirLag, Snapshot
+
+SCHEMA = ("`group` string, topic string, partition int, committed_offset long, "
+          "log_end_offset long, lag long, as_of timestamp")
+
+
+class _Change(InputPartition):  # type: ignore[misc]
+    def __init__(self, start: dict[str, Any], end: dict[str, Any]) -> None:
+        super().__init__(None)
+        self.start = start
+        self.end = end
+
+
+class LagDataSource(DataSource):  # type: ignore[misc]
+    @classmethod
+    def name(cls) -> str:
+        return "kafkalite-lag"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        options = {k.lower(): v for k, v in self.options.items()}
+        if options.get("bootstrap"):
+            return _LagStream(BrokerLag(options["bootstrap"]))
+        if options.get("path"):
+            return _LagStream(LogDirLag(options["path"]))
+        raise ValueError("the kafkalite-lag source needs option bootstrap=HOST:PORT or path=DIR")
+
+
+class _LagStream(DataSourceStreamReader):  # type: ignore[misc]
+    def __init__(self, source: BrokerLag | LogDirLag) -> None:
+        self.source = source
+
+    def initialOffset(self) -> dict[str, Any]:
+        return Snapshot().to_offset()  # the first micro-batch writes every partition's lag
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None
+                     ) -> dict[str, Any]:
+        now = self.source.snapshot()
+        if start and now.same_as(Snapshot.from_offset(start)):
+            return start  # nothing changed: no micro-batch
+        return now.to_offset()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        return [_Change(start, end)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, _Change)
+        end = Snapshot.from_offset(partition.end)
+        for g, t, p, committed, leo, lag, at in end.rows(Snapshot.from_offset(partition.start)):
+            yield g, t, p, committed, leo, lag, datetime.fromtimestamp(at / 1000, UTC)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        pass
+
+
+def start(spark: Any, *, bootstrap: str | None = None, log_dir: str | None = None,
+          out: str | None = None, checkpoint: str, trigger_seconds: float = 5.0) -> Any:
+    """Start the lag query: Parquet under ``out``, or the console when ``out`` is None."""
+    spark.dataSource.register(LagDataSource)
+    reader = spark.readStream.format("kafkalite-lag")
+    reader = reader.option("bootstrap", bootstrap) if bootstrap else \
+        reader.option("path", log_dir)
+    writer = reader.load().writeStream.option("checkpointLocation", checkpoint) \
+        .trigger(processingTime=f"{trigger_seconds} seconds").queryName("kafkalite_lag")
+    if out:
+        return writer.format("parquet").option("path", out).outputMode("append").start()
+    return writer.format("console").option("truncate", "false").outputMode("append").start()
