@@ -16,6 +16,8 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
+from .source import reader
+
 _TS = pa.timestamp("us", tz="UTC")
 ASSIGNED_TYPE = pa.list_(pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))
 MEMBER_TYPE = pa.struct(
@@ -196,8 +198,7 @@ def _map(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def read(spark: Any, log_dir: str) -> Any:
     """A DataFrame of every decoded ``__consumer_offsets`` record under ``log_dir``."""
     raw = (
-        spark.read.format("kafkalite")
-        .option("path", log_dir)
+        reader(spark, log_dir)
         .option("topics", OFFSETS_TOPIC)
         .load()
         .select("key", "value", "partition", "offset", "timestamp")

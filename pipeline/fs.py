@@ -50,10 +50,40 @@ class LogFs:
         return f"{self.scheme}://{path}" if self.scheme and self.scheme != "file" else path
 
 
-def _s3(uri: str) -> LogFs:
+#: Source options carrying S3 settings from the driver's environment to Spark's Python
+#: planner and executor processes, which do not share it. Spark redacts option values
+#: whose names match ``spark.redaction.regex`` (secret, token, access.key) in plans and UI.
+S3_OPTIONS = {
+    "AWS_ENDPOINT_URL": "s3.endpoint",
+    "AWS_REGION": "s3.region",
+    "AWS_ACCESS_KEY_ID": "s3.access.key",
+    "AWS_SECRET_ACCESS_KEY": "s3.secret",
+    "AWS_SESSION_TOKEN": "s3.session.token",
+}
+
+
+def fs_options(uri: str) -> dict[str, str]:
+    """The S3 settings of this process's environment, as source options (S3 URIs only)."""
+    if not uri.lower().startswith(("s3://", "s3a://")):
+        return {}
+    env = os.environ
+    found = {
+        "AWS_ENDPOINT_URL": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"),
+        "AWS_REGION": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
+        "AWS_ACCESS_KEY_ID": env.get("AWS_ACCESS_KEY_ID"),
+        "AWS_SECRET_ACCESS_KEY": env.get("AWS_SECRET_ACCESS_KEY"),
+        "AWS_SESSION_TOKEN": env.get("AWS_SESSION_TOKEN"),
+    }
+    return {S3_OPTIONS[k]: v for k, v in found.items() if v}
+
+
+def _s3(uri: str, options: dict[str, str]) -> LogFs:
     parts = urlsplit(uri)
     q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    env = os.environ
+    env = dict(os.environ)
+    for var, name in S3_OPTIONS.items():
+        if options.get(name):
+            env[var] = options[name]
     kw: dict[str, Any] = {}
     endpoint = q.get("endpoint_override") or env.get("AWS_ENDPOINT_URL_S3") \
         or env.get("AWS_ENDPOINT_URL")
@@ -76,19 +106,20 @@ def _s3(uri: str) -> LogFs:
     # Few attempts: a wrong endpoint or missing credentials should fail now, not in a minute.
     kw["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=2)
     root = (parts.netloc + parts.path).rstrip("/")
-    creds = "access_key" in kw or "anonymous" in kw or _has_credentials()
+    creds = "access_key" in kw or "anonymous" in kw or _has_credentials(env)
     return LogFs(pafs.S3FileSystem(**kw), root, uri, "s3", creds)
 
 
-def open_log_fs(uri: str) -> LogFs:
-    """Resolve a log directory given as a local path or a filesystem URI."""
+def open_log_fs(uri: str, options: dict[str, str] | None = None) -> LogFs:
+    """Resolve a log directory given as a local path or a filesystem URI; ``options`` are
+    source options (:func:`fs_options`) that take precedence over the environment."""
     if "://" not in uri:
         return LogFs(None, str(Path(uri).resolve()), uri)
     scheme = uri.split("://", 1)[0].lower()
     if scheme == "file":
         return LogFs(None, urlsplit(uri).path, uri)
     if scheme in ("s3", "s3a"):
-        return _s3(uri)
+        return _s3(uri, options or {})
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
     except (OSError, ValueError) as e:  # pyarrow raises ArrowInvalid (a ValueError)
@@ -96,10 +127,10 @@ def open_log_fs(uri: str) -> LogFs:
     return LogFs(fs, path.rstrip("/"), uri, scheme)
 
 
-def _has_credentials() -> bool:
-    if any(os.environ.get(k) for k in _CREDENTIAL_ENV):
+def _has_credentials(env: dict[str, str]) -> bool:
+    if any(env.get(k) for k in _CREDENTIAL_ENV):
         return True
-    shared = os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
+    shared = env.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
     return Path(shared).expanduser().is_file()
 
 

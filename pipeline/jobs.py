@@ -13,6 +13,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from . import consumer_offsets
+from .source import reader
 
 JOBS = ("rebalances", "lag", "members")
 
@@ -135,7 +136,7 @@ def lag(spark: Any, log_dir: str, bucket_seconds: float = 60.0) -> Any:
     topics = sorted(r["topic"] for r in commits.select("topic").distinct().collect())
     if topics:
         batches = (
-            spark.read.format("kafkalite").option("path", log_dir)
+            reader(spark, log_dir)
             .option("topics", ",".join(topics)).option("mode", "batches").load()
             .filter(~F.col("isControl"))
         )

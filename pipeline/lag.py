@@ -156,8 +156,8 @@ class BrokerLag:
 class LogDirLag:
     """Snapshots of a log directory, decoding only the ``__consumer_offsets`` tail each time."""
 
-    def __init__(self, log_dir: str) -> None:
-        self.lfs: LogFs = open_log_fs(log_dir)
+    def __init__(self, log_dir: str, fs_options: dict[str, str] | None = None) -> None:
+        self.lfs: LogFs = open_log_fs(log_dir, fs_options)
         self.read_to: dict[int, int] = {}  # __consumer_offsets partition -> next offset
         self.commits: dict[tuple[str, str, int], int] = {}
 

@@ -27,7 +27,7 @@ from pyspark.sql.datasource import (
 )
 
 from . import segments as sg
-from .fs import LogFs, open_log_fs
+from .fs import LogFs, fs_options, open_log_fs
 
 
 class SegmentPartition(InputPartition):  # type: ignore[misc]
@@ -59,6 +59,7 @@ def _parse_options(given: dict[str, str]) -> dict[str, Any]:
         "rows": int(options.get("rowsperbatch", sg.DEFAULT_ROWS_PER_BATCH)),
         "crc": options.get("verifycrc", "true").lower() != "false",
         "starting": options.get("startingoffsets", "earliest"),
+        "fs": {k: v for k, v in options.items() if k.startswith("s3.")},
     }
 
 
@@ -93,8 +94,8 @@ class _BatchReader(DataSourceReader):  # type: ignore[misc]
 
     def partitions(self) -> Sequence[InputPartition]:
         # Only the listing happens here, on the driver; executors read the segments.
-        segs = sg.list_all_segments(open_log_fs(self.opts["path"]), self.opts["topics"],
-                                    self.opts["pattern"])
+        lfs = open_log_fs(self.opts["path"], self.opts["fs"])
+        segs = sg.list_all_segments(lfs, self.opts["topics"], self.opts["pattern"])
         parts: list[InputPartition] = [SegmentPartition(s) for s in segs if s.size]
         # Spark needs at least one partition; an empty one reads nothing.
         return parts or [InputPartition(None)]
@@ -113,7 +114,7 @@ class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def __init__(self, opts: dict[str, Any]) -> None:
         self.opts = opts
-        self.lfs: LogFs = open_log_fs(opts["path"])
+        self.lfs: LogFs = open_log_fs(opts["path"], opts["fs"])
 
     def _partition_dirs(self) -> list[sg.PartitionDir]:
         return sg.list_partitions(self.lfs, self.opts["topics"], self.opts["pattern"])
@@ -159,6 +160,16 @@ class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def commit(self, end: dict[str, int]) -> None:
         pass
+
+
+def reader(spark: Any, path: str, stream: bool = False) -> Any:
+    """``spark.read`` (or ``readStream``) of the kafkalite source at ``path``, with the S3
+    settings of this process's environment passed on as options: Spark's Python workers
+    run with the environment the JVM started with, not this process's current one."""
+    r = (spark.readStream if stream else spark.read).format("kafkalite").option("path", path)
+    for k, v in fs_options(path).items():
+        r = r.option(k, v)
+    return r
 
 
 def register(spark: Any) -> None:

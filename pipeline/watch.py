@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from .fs import fs_options
 from .lag import BrokerLag, LogDirLag, Snapshot
 
 SCHEMA = ("`group` string, topic string, partition int, committed_offset long, "
@@ -43,7 +44,8 @@ class LagDataSource(DataSource):  # type: ignore[misc]
         if options.get("bootstrap"):
             return _LagStream(BrokerLag(options["bootstrap"]))
         if options.get("path"):
-            return _LagStream(LogDirLag(options["path"]))
+            fs = {k: v for k, v in options.items() if k.startswith("s3.")}
+            return _LagStream(LogDirLag(options["path"], fs))
         raise ValueError("the kafkalite-lag source needs option bootstrap=HOST:PORT or path=DIR")
 
 
@@ -79,8 +81,13 @@ def start(spark: Any, *, bootstrap: str | None = None, log_dir: str | None = Non
     """Start the lag query: Parquet under ``out``, or the console when ``out`` is None."""
     spark.dataSource.register(LagDataSource)
     reader = spark.readStream.format("kafkalite-lag")
-    reader = reader.option("bootstrap", bootstrap) if bootstrap else \
-        reader.option("path", log_dir)
+    if bootstrap:
+        reader = reader.option("bootstrap", bootstrap)
+    else:
+        assert log_dir is not None
+        reader = reader.option("path", log_dir)
+        for k, v in fs_options(log_dir).items():
+            reader = reader.option(k, v)
     writer = reader.load().writeStream.option("checkpointLocation", checkpoint) \
         .trigger(processingTime=f"{trigger_seconds} seconds").queryName("kafkalite_lag")
     if out:

@@ -21,6 +21,7 @@ from kafkalite.pipeline import jobs
 from kafkalite.pipeline import segments as sg
 from kafkalite.pipeline.cli import run as cli_run
 from kafkalite.pipeline.fs import LogDirError
+from kafkalite.pipeline.source import reader
 
 from .conftest import write_history
 from .test_source import spark_read, write_mixed_log
@@ -103,8 +104,7 @@ def test_s3_log_dir_reads_like_the_local_one(spark: Any, s3: S3,
         for s in sg.list_all_segments(local, ["alpha", "beta"])]
 
     def read(path: str) -> Any:
-        return spark.read.format("kafkalite").option("path", path) \
-            .option("topics", "alpha,beta").load()
+        return reader(spark, path).option("topics", "alpha,beta").load()
 
     df = read(uri)
     assert df.rdd.getNumPartitions() == len(remote)
@@ -125,8 +125,7 @@ def test_s3_errors_name_the_path(spark: Any, s3: S3, monkeypatch: pytest.MonkeyP
 
     # A segment the policy forbids: the executor's error names it.
     denied = f"s3://{BUCKET}/logs/{DENIED}/00000000000000000000.log"
-    df = spark.read.format("kafkalite").option("path", f"s3://{BUCKET}/logs") \
-        .option("topics", "denied").load()
+    df = reader(spark, f"s3://{BUCKET}/logs").option("topics", "denied").load()
     with pytest.raises(Exception, match=f"cannot (open|read) {denied}: access denied"):
         df.collect()
 
