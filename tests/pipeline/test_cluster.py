@@ -35,7 +35,7 @@ def test_every_job_on_a_standalone_cluster_matches_local(
          "--log-dir", root.as_uri(), "--out", str(out), "--master", spark_cluster.url,
          "--bucket-seconds", "10", "--shuffle-partitions", "2",
          "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=1500,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     # The tasks ran in executors on both workers, not in the driver.

@@ -16,7 +16,7 @@ from kafkalite.pipeline.consumer_offsets import CONSUMER_GROUP_RECORDS
 from .kafka_logdir import GROUP, NEW_GROUP, write_kafka_log_dir
 from .test_source import independent_read, spark_read
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(1200)
 
 
 def test_reads_an_apache_kafka_log_dir(spark: Any, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from kafkalite.pipeline.source import reader
 from .conftest import write_history
 from .test_source import spark_read, write_mixed_log
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(1200)
 
 SERVER = str(Path(__file__).with_name("s3_server.py"))
 BUCKET = "kafka-backups"

@@ -18,7 +18,7 @@ from kafkalite.broker.testing import BrokerThread
 from kafkalite.pipeline import watch
 from kafkalite.pipeline.lag import LogDirLag
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(1200)
 
 TOPIC, GROUP, TRIGGER = "watched", "watchers", 3.0
 
