@@ -39,7 +39,8 @@ def commit(consumer: KafkaConsumer, partition: int, offset: int) -> float:
 def rows(spark: Any, out: Path) -> list[Any]:
     if not (out / "_spark_metadata").exists():
         return []
-    return spark.read.parquet(str(out)).filter(f"`group` = '{GROUP}'").collect()
+    return spark.read.schema(watch.SCHEMA).parquet(str(out)) \
+        .filter(f"`group` = '{GROUP}'").collect()
 
 
 def wait_row(spark: Any, out: Path, pred: Callable[[Any], bool], what: str,
