@@ -1,33 +1,33 @@
 """The composition root: the one place that builds a broker, in dependency order.
 
-1. configuration (given);
+1. configuration (given) and the broker's one clock (the system clock, or a manual one
+   for tests) with the scheduler that holds every deadline on it;
 2. storage: the data directory's cluster id, the topic catalogue, topic config
    resolution, the partition logs (kept in step with the catalogue by its events) and
-   the log cleaner;
-3. the group coordinator: its runtime over ``__consumer_offsets`` and the offsets store
-   and service whose replay hook the runtime calls for every offset record;
+   the log cleaner; retention, flushing and cleaning are scheduler tasks;
+3. the group coordinator: its pure core and the runtime that drives it over
+   ``__consumer_offsets``; offset retention is a scheduler task;
 4. the handlers: every API bound to the components it uses, in one table
    (``routes.py``), registered with the dispatcher.
 
 Building does the disk reads that decide the shape of the broker (cluster id, the
 catalogue); ``Broker.start()`` then starts the components in this order (loading logs,
-then the coordinator) and opens the listeners; ``stop()`` reverses it.
+then the coordinator, then the scheduler) and opens the listeners; ``stop()`` reverses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
-from kafkalite.coordinator.core import CoreConfig
-from kafkalite.coordinator.offsets import OffsetStore
-from kafkalite.coordinator.offsets_runtime import OffsetsService
+from kafkalite.coordinator.clock import Clock, SystemClock
+from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog
 from kafkalite.storage.compaction import LogCleaner
-from kafkalite.storage.log import now_ms
 from kafkalite.storage.manager import LogManager
 
 from .apis import KafkaApis
@@ -55,27 +55,46 @@ class CoordinatorLoader:
         await self.runtime.stop()
 
 
-def build_storage(config: Config) -> tuple[Cluster, Storage, LogCleaner]:
+class SchedulerService:
+    """Arms the scheduler on the broker's loop once everything it calls is loaded."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    async def start(self) -> None:
+        self.scheduler.start()
+
+    async def stop(self) -> None:
+        self.scheduler.stop()
+
+
+def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storage, LogCleaner]:
     data_dir = config.data_dir
     node_id = config.int("node.id")
     cluster = Cluster(node_id, meta.load_or_create(data_dir, node_id), data_dir)
     catalog = TopicCatalog(data_dir)
     topic_configs = TopicConfigs(config, catalog)
-    logs = LogManager(
-        data_dir,
-        topic_configs.value,
-        durable=config.bool("log.durable"),
-        retention_check_interval_ms=config.int("log.retention.check.interval.ms"),
-    )
+    logs = LogManager(data_dir, topic_configs.value, durable=config.bool("log.durable"),
+                      clock=scheduler.clock.now_ms)
     storage = Storage(config, catalog, topic_configs, logs)
     catalog.listeners.append(storage.on_topic_event)
-    cleaner = LogCleaner(storage.compacted_logs, config.int("log.cleaner.backoff.ms"), now_ms)
+    cleaner = LogCleaner(storage.compacted_logs, scheduler.clock.now_ms)
+
+    def retention(_now: int) -> None:
+        logs.apply_retention()
+
+    scheduler.every("log-retention", lambda: config.int("log.retention.check.interval.ms"),
+                    retention)
+    scheduler.every("log-flush", lambda: config.int("log.retention.check.interval.ms"),
+                    logs.flush_due)
+    scheduler.every("log-cleaner", lambda: config.int("log.cleaner.backoff.ms"),
+                    cleaner.run_pass)
     return cluster, storage, cleaner
 
 
-def build_coordinator(config: Config, storage: Storage
-                      ) -> tuple[CoordinatorRuntime, OffsetsService, Callable[[], None]]:
-    """The runtime, the offsets service, and what creates ``__consumer_offsets`` on first
+def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
+                      ) -> CoordinatorRuntime:
+    """The group coordinator's core and runtime; ``__consumer_offsets`` is created on first
     use (FindCoordinator for a group, or the runtime's first write)."""
     offsets_topic = storage.catalog.get(OFFSETS_TOPIC)
     core_cfg = CoreConfig(
@@ -86,32 +105,28 @@ def build_coordinator(config: Config, storage: Storage
         max_session_timeout_ms=config.int("group.max.session.timeout.ms"),
         max_size=config.int("group.max.size"),
         initial_rebalance_delay_ms=config.int("group.initial.rebalance.delay.ms"),
-    )
-    runtime = CoordinatorRuntime(core_cfg, storage.logs)
-    ensure_topic = partial(storage.ensure_offsets_topic, core_cfg.num_partitions)
-    runtime.ensure_topic = ensure_topic
-    store = OffsetStore(
         max_metadata_bytes=config.int("offset.metadata.max.bytes"),
-        retention_ms=config.int("offsets.retention.minutes") * 60_000,
+        offsets_retention_ms=config.int("offsets.retention.minutes") * 60_000,
     )
-    service = OffsetsService(lambda: runtime, store,
-                             config.int("offsets.retention.check.interval.ms"))
-    # Offset commit records reach the store from the first load on.
-    runtime.offsets = service.replay_hook
-    return runtime, service, ensure_topic
+    core = GroupCoordinatorCore(core_cfg, scheduler.timers)
+    return CoordinatorRuntime(
+        core, storage.logs, scheduler,
+        ensure_topic=partial(storage.ensure_offsets_topic, core_cfg.num_partitions),
+        retention_check_interval_ms=lambda: config.int("offsets.retention.check.interval.ms"))
 
 
-def build_broker(config: Config) -> Broker:
-    cluster, storage, cleaner = build_storage(config)
-    runtime, offsets_service, ensure_offsets_topic = build_coordinator(config, storage)
+def build_broker(config: Config, clock: Clock | None = None) -> Broker:
+    scheduler = Scheduler(clock or SystemClock())
+    cluster, storage, cleaner = build_storage(config, scheduler)
+    runtime = build_coordinator(config, storage, scheduler)
     security, authorizer = build_security(config)
     access = Access(authorizer)
     apis = KafkaApis(access)
-    for route in routes(cluster, storage, access, runtime, offsets_service,
-                        ensure_offsets_topic, apis, security):
+    for route in routes(cluster, storage, access, runtime, apis, security):
         apis.register(route)
     return Broker(
-        config, cluster, storage, runtime, offsets_service, cleaner, apis,
-        services=(storage, offsets_service, cleaner, CoordinatorLoader(runtime, storage.catalog)),
+        config, cluster, storage, runtime, cleaner, apis, scheduler,
+        services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
+                  SchedulerService(scheduler)),
         security=security,
     )

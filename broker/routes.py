@@ -7,10 +7,8 @@ answers those APIs (Metadata, CreateTopics, configs, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
-from kafkalite.coordinator.offsets_runtime import OffsetsService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 
@@ -44,8 +42,6 @@ def routes(
     storage: Storage,
     access: Access,
     runtime: CoordinatorRuntime,
-    offsets_service: OffsetsService,
-    ensure_offsets_topic: Callable[[], None],
     apis: KafkaApis,
     security: SecurityState,
 ) -> list[Route]:
@@ -96,8 +92,7 @@ def routes(
               min_version=0, max_version=4),
         # --- groups ---------------------------------------------------------------------
         Route(find_coordinator.FIND_COORDINATOR,
-              partial(find_coordinator.find_coordinator, cluster, runtime,
-                      ensure_offsets_topic, access),
+              partial(find_coordinator.find_coordinator, cluster, runtime, access),
               min_version=0, max_version=6),
         Route(groups.JOIN_GROUP, partial(groups.join_group, runtime),
               min_version=0, max_version=9, acl=group_acl),
@@ -109,20 +104,20 @@ def routes(
               min_version=0, max_version=5, acl=group_acl),
         # --- offsets and group administration -----------------------------------------
         Route(offsets.OFFSET_COMMIT,
-              partial(offsets.offset_commit, storage, offsets_service, access),
+              partial(offsets.offset_commit, storage, runtime, access),
               min_version=2, max_version=9),
-        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, offsets_service, access),
+        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, runtime, access),
               min_version=1, max_version=9),
         Route(offsets.OFFSET_DELETE,
-              partial(offsets.offset_delete, storage, offsets_service, access),
+              partial(offsets.offset_delete, storage, runtime, access),
               min_version=0, max_version=0, acl=offsets.offset_delete_acl),
         Route(group_admin.DESCRIBE_GROUPS,
-              partial(group_admin.describe_groups, offsets_service, access),
+              partial(group_admin.describe_groups, runtime, access),
               min_version=0, max_version=5),
-        Route(group_admin.LIST_GROUPS, partial(group_admin.list_groups, offsets_service, access),
+        Route(group_admin.LIST_GROUPS, partial(group_admin.list_groups, runtime, access),
               min_version=0, max_version=5),
         Route(group_admin.DELETE_GROUPS,
-              partial(group_admin.delete_groups, offsets_service, access),
+              partial(group_admin.delete_groups, runtime, access),
               min_version=0, max_version=2),
         # --- security -------------------------------------------------------------------
         Route(sasl.SASL_HANDSHAKE, sasl.sasl_handshake, min_version=0, max_version=1),

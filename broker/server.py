@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import structlog
 
-from kafkalite.coordinator.offsets_runtime import OffsetsService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
@@ -46,9 +46,9 @@ class Broker:
         cluster: Cluster,
         storage: Storage,
         coordinator: CoordinatorRuntime,
-        offsets: OffsetsService,
         cleaner: LogCleaner,
         apis: KafkaApis,
+        scheduler: Scheduler,
         services: Sequence[Service],
         security: SecurityState | None = None,
     ) -> None:
@@ -59,9 +59,10 @@ class Broker:
         self.storage = storage
         self.logs: LogManager = storage.logs
         self.coordinator = coordinator
-        self.offsets = offsets
         self.log_cleaner = cleaner
         self.apis = apis
+        #: Every deadline of the broker, on its one clock (``scheduler.clock``).
+        self.scheduler = scheduler
         self._services = tuple(services)
         #: SCRAM credentials and, with an authorizer configured, the ACLs.
         self.security = security or SecurityState.empty(config.data_dir)

@@ -128,7 +128,6 @@ class Storage:
 
     async def start(self) -> None:
         self.logs.load({t.name: t.partitions for t in self.catalog})
-        await self.logs.start()
 
     async def stop(self) -> None:
-        await self.logs.stop()
+        self.logs.close()

@@ -1,27 +1,15 @@
 """Classic group state: GroupMetadata and MemberMetadata, as Kafka's ClassicGroup keeps them.
 
-Fields are public for the other request handlers (offsets, DescribeGroups, ListGroups).
+Fields are public for the other request families (offsets, DescribeGroups, ListGroups).
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class GroupState(enum.Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-#: States from which a rebalance may start (Kafka's ``canRebalance``).
-CAN_REBALANCE = frozenset(
-    {GroupState.EMPTY, GroupState.STABLE, GroupState.COMPLETING_REBALANCE}
-)
+from .offsets import subscribed_topics_of
+from .states import GroupState, check_transition
 
 
 @dataclass(eq=False, slots=True)
@@ -182,5 +170,12 @@ class GroupMetadata:
         return member
 
     def transition(self, state: GroupState, now: int) -> None:
+        """Move to ``state`` (checked against ``states.VALID_PREVIOUS_STATES``)."""
+        check_transition(self.group_id, self.state, state)
         self.state = state
         self.current_state_timestamp = now
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to, None when unknown (see subscribed_topics_of)."""
+        return subscribed_topics_of(self.protocol_type, self.protocol_name,
+                                    [m.metadata(self.protocol_name) for m in self.members.values()])

@@ -10,7 +10,8 @@ from kafkalite.protocol.consumer_offsets import (
 )
 from kafkalite.protocol.consumer_offsets import MemberMetadata as MemberRecord
 
-from .group import GroupMetadata, GroupState, MemberMetadata
+from .group import GroupMetadata, MemberMetadata
+from .states import GroupState
 
 
 def group_record(group: GroupMetadata, assignments: dict[str, bytes] | None = None

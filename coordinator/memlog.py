@@ -1,6 +1,6 @@
 """An in-memory partition log with the storage interface the runtime writes through.
 
-Used when the broker runs without a log manager, and by tests that inject failures.
+The coordinator tests run the real runtime over these (and inject failures through them).
 """
 
 from __future__ import annotations

@@ -19,39 +19,37 @@ from typing import Protocol
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 
-EMPTY = "Empty"
-STABLE = "Stable"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-DEAD = "Dead"
+from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
 
 #: OffsetCommit's retention_time_ms meaning "use the broker's retention" (v2-v4).
 DEFAULT_RETENTION_TIME = -1
 
 Record = tuple[co.Key, co.Value | None]
 TopicPartition = tuple[str, int]
+#: An OffsetFetch answer row: (partition, offset, leader epoch, metadata, error).
+OffsetRow = tuple[int, int, int, str, int]
 
 
 class GroupView(Protocol):
-    """What offset handling needs to know about a (classic) group."""
+    """What offset handling reads of a group (``GroupMetadata`` is one)."""
 
     @property
-    def state_name(self) -> str: ...
+    def state(self) -> GroupState: ...
 
     @property
-    def generation_id(self) -> int: ...
+    def generation(self) -> int: ...
 
     @property
     def protocol_type(self) -> str | None: ...
 
     @property
-    def state_timestamp(self) -> int:
+    def current_state_timestamp(self) -> int:
         """When the group entered its current state (ms), -1 if unknown."""
         ...
 
-    def has_member(self, member_id: str) -> bool: ...
+    def has(self, member_id: str) -> bool: ...
 
-    def static_member_id(self, instance_id: str) -> str | None: ...
+    def static_member_id(self, instance_id: str | None) -> str | None: ...
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to (parsed ConsumerProtocolSubscription v0 prefix),
@@ -90,10 +88,8 @@ class CommitRequest:
 @dataclass(slots=True)
 class CommitResult:
     #: (topic, partition) -> error code, in request order.
-    errors: dict[TopicPartition, int] = field(default_factory=dict)
+    errors: dict[TopicPartition, ErrorCode] = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)
-    #: The group did not exist and a simple (protocol-less, Empty) group must be created.
-    create_simple_group: bool = False
     #: Re-arm this member's session timer (a member commit in Stable/PreparingRebalance).
     heartbeat_member: str | None = None
 
@@ -166,50 +162,49 @@ class OffsetStore:
 
     # --- OffsetCommit -------------------------------------------------------------------
 
-    def validate_commit(self, group: GroupView | None, req: CommitRequest
-                        ) -> tuple[int, bool]:
-        """(error, create_simple_group) as OffsetMetadataManager.validateOffsetCommit."""
+    def validate_commit(self, group: GroupView | None, req: CommitRequest) -> ErrorCode:
+        """As OffsetMetadataManager.validateOffsetCommit. A commit for a group that does not
+        exist creates a simple group when its records are replayed."""
         if group is None:
             if req.generation_id < 0:
-                return ErrorCode.none, True
+                return ErrorCode.none
             if req.api_version >= 9:
-                return ErrorCode.group_id_not_found, False
-            return ErrorCode.illegal_generation, False
-        state = group.state_name
-        if state == DEAD:
-            return ErrorCode.coordinator_not_available, False
-        if req.generation_id < 0 and state == EMPTY:
-            return ErrorCode.none, False
+                return ErrorCode.group_id_not_found
+            return ErrorCode.illegal_generation
+        state = group.state
+        if state is DEAD:
+            return ErrorCode.coordinator_not_available
+        if req.generation_id < 0 and state is EMPTY:
+            return ErrorCode.none
         if req.generation_id >= 0 or req.member_id or req.instance_id is not None:
             if req.instance_id is not None:
                 existing = group.static_member_id(req.instance_id)
                 if existing is None:
-                    return ErrorCode.unknown_member_id, False
+                    return ErrorCode.unknown_member_id
                 if existing != req.member_id:
-                    return ErrorCode.fenced_instance_id, False
-            if not group.has_member(req.member_id):
-                return ErrorCode.unknown_member_id, False
-            if req.generation_id != group.generation_id:
-                return ErrorCode.illegal_generation, False
-        elif state != EMPTY:
-            return ErrorCode.unknown_member_id, False
-        if state == COMPLETING_REBALANCE:
-            return ErrorCode.rebalance_in_progress, False
-        return ErrorCode.none, False
+                    return ErrorCode.fenced_instance_id
+            if not group.has(req.member_id):
+                return ErrorCode.unknown_member_id
+            if req.generation_id != group.generation:
+                return ErrorCode.illegal_generation
+        elif state is not EMPTY:
+            return ErrorCode.unknown_member_id
+        if state is COMPLETING:
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
 
     def commit(self, group: GroupView | None, req: CommitRequest, now: int) -> CommitResult:
         """Validate a commit and return its records (not yet applied: replay them once
         appended) and per-partition errors."""
         result = CommitResult()
-        error, create = self.validate_commit(group, req)
-        if error != ErrorCode.none:
+        error = self.validate_commit(group, req)
+        if error is not ErrorCode.none:
             for topic, parts in req.topics:
                 for p in parts:
                     result.errors[(topic, p.partition)] = error
             return result
-        result.create_simple_group = create
-        if group is not None and group.state_name in (STABLE, PREPARING_REBALANCE) \
-                and group.has_member(req.member_id):
+        if group is not None and group.state in (STABLE, PREPARING) \
+                and group.has(req.member_id):
             result.heartbeat_member = req.member_id
         expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME \
             else now + req.retention_time_ms
@@ -233,14 +228,14 @@ class OffsetStore:
         group: GroupView | None,
         group_id: str,
         topics: Sequence[tuple[str, Sequence[int]]] | None,
-    ) -> list[tuple[str, list[tuple[int, int, int, str, int]]]]:
+    ) -> list[tuple[str, list[OffsetRow]]]:
         """Per topic: (partition, offset, leader_epoch, metadata, error). ``topics`` None
         means every partition the group has an offset for. A missing group is no error."""
-        dead = group is not None and group.state_name == DEAD
+        dead = group is not None and group.state is DEAD
         offsets = {} if dead else self.by_group.get(group_id, {})
-        out: list[tuple[str, list[tuple[int, int, int, str, int]]]] = []
+        out: list[tuple[str, list[OffsetRow]]] = []
         if topics is None:
-            by_topic: dict[str, list[tuple[int, int, int, str, int]]] = {}
+            by_topic: dict[str, list[OffsetRow]] = {}
             for (topic, partition), c in offsets.items():
                 by_topic.setdefault(topic, []).append(
                     (partition, c.offset, c.leader_epoch, c.metadata, ErrorCode.none))
@@ -248,7 +243,7 @@ class OffsetStore:
                 out.append((topic, sorted(by_topic[topic])))
             return out
         for topic, partitions in topics:
-            rows: list[tuple[int, int, int, str, int]] = []
+            rows: list[OffsetRow] = []
             for partition in partitions:
                 found = offsets.get((topic, partition))
                 if found is None:
@@ -264,14 +259,14 @@ class OffsetStore:
     def delete_offsets(
         self, group: GroupView | None, group_id: str,
         topics: Sequence[tuple[str, Sequence[int]]],
-    ) -> tuple[int, list[tuple[str, list[tuple[int, int]]]], list[Record]]:
+    ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]], list[Record]]:
         """(group error, per topic [(partition, error)], tombstones)."""
-        if group is None or group.state_name == DEAD:
+        if group is None or group.state is DEAD:
             return ErrorCode.group_id_not_found, [], []
-        if group.state_name != EMPTY and group.protocol_type != "consumer":
+        if group.state is not EMPTY and group.protocol_type != "consumer":
             return ErrorCode.non_empty_group, [], []
         records: list[Record] = []
-        out: list[tuple[str, list[tuple[int, int]]]] = []
+        out: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         for topic, partitions in topics:
             if _is_subscribed(group, topic):
                 out.append((topic, [(p, ErrorCode.group_subscribed_to_topic) for p in partitions]))
@@ -285,10 +280,10 @@ class OffsetStore:
     # --- DeleteGroups -------------------------------------------------------------------
 
     @staticmethod
-    def validate_delete_group(group: GroupView | None) -> int:
-        if group is None or group.state_name == DEAD:
+    def validate_delete_group(group: GroupView | None) -> ErrorCode:
+        if group is None or group.state is DEAD:
             return ErrorCode.group_id_not_found
-        if group.state_name in (STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE):
+        if group.state in (STABLE, PREPARING, COMPLETING):
             return ErrorCode.non_empty_group
         return ErrorCode.none
 
@@ -305,9 +300,9 @@ class OffsetStore:
         """ClassicGroup.offsetExpirationCondition: which timestamp offsets expire from."""
         if group.protocol_type is None or group.protocol_type == "":
             return "commit"  # a simple group: from each commit
-        if group.state_name == EMPTY:
+        if group.state is EMPTY:
             return "empty"  # from when the group became Empty
-        if group.protocol_type == "consumer" and group.state_name == STABLE \
+        if group.protocol_type == "consumer" and group.state is STABLE \
                 and group.subscribed_topics() is not None:
             return "commit"  # topics no member subscribes to any more
         return None
@@ -320,7 +315,7 @@ class OffsetStore:
         if group is None:
             return [], False
         if not offsets:
-            return [], group.state_name == EMPTY
+            return [], group.state is EMPTY
         base = self._expiry_base(group)
         if base is None:
             return [], False
@@ -333,10 +328,10 @@ class OffsetStore:
             if c.expire_timestamp >= 0:
                 expired = now >= c.expire_timestamp
             else:
-                since = c.commit_timestamp if base == "commit" else group.state_timestamp
+                since = c.commit_timestamp if base == "commit" else group.current_state_timestamp
                 expired = now - since >= self.retention_ms
             if expired:
                 records.append((co.OffsetCommitKey(group_id, topic, partition), None))
             else:
                 all_expired = False
-        return records, all_expired and group.state_name == EMPTY
+        return records, all_expired and group.state is EMPTY

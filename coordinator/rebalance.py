@@ -1,102 +1,27 @@
-"""Rebalancing and timer expiry shared by every request of the classic-group core:
-starting a rebalance (with KIP-134's initial delay), completing a join, removing members,
-and what happens when a heartbeat, join or sync deadline passes."""
+"""Rebalancing, shared by every request of the classic-group core: starting a rebalance
+(with KIP-134's initial delay), completing a join, removing members, and what happens when
+a member's session, a join or a sync deadline passes."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Hashable
 
 import structlog
 
-from kafkalite.protocol.consumer_offsets import OffsetCommitKey, Value, group_partition
 from kafkalite.protocol.errors import ErrorCode
 
-from .group import CAN_REBALANCE, GroupMetadata, GroupState, MemberMetadata
+from .group import GroupMetadata, MemberMetadata
 from .group_records import group_record
+from .partitions import Partitions, hb_key, join_key, sync_key
 from .results import JoinResult, Outcome, SyncResult, Write
-from .timers import Timers
+from .states import CAN_REBALANCE, COMPLETING, EMPTY, PREPARING, STABLE
 
 log = structlog.get_logger("kafkalite.coordinator")
 
 E = ErrorCode
-EMPTY = GroupState.EMPTY
-PREPARING = GroupState.PREPARING_REBALANCE
-COMPLETING = GroupState.COMPLETING_REBALANCE
-STABLE = GroupState.STABLE
-DEAD = GroupState.DEAD
-
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 
-@dataclass(slots=True)
-class CoreConfig:
-    num_partitions: int = 8
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1800000
-    max_size: int = 2147483647
-    initial_rebalance_delay_ms: int = 200
-    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
-
-
-class OffsetsReplay(Protocol):
-    def replay(self, partition: int, key: OffsetCommitKey, value: Value | None) -> None: ...
-
-
-@dataclass(slots=True)
-class PartitionState:
-    partition: int
-    loading: bool = True
-    groups: dict[str, GroupMetadata] = field(default_factory=dict)
-
-
-def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("heartbeat", group_id, member_id)
-
-class CoreBase:
-    def __init__(
-        self,
-        config: CoreConfig,
-        timers: Timers | None = None,
-        new_id: Callable[[], str] | None = None,
-    ) -> None:
-        self.config = config
-        self.timers = timers or Timers()
-        self.partitions: dict[int, PartitionState] = {}
-        self._new_id = new_id or (lambda: str(uuid.uuid4()))
-        self._partition_of: dict[str, int] = {}
-        #: Filled in by the offsets component: receives offset commit records on replay.
-        self.offsets: OffsetsReplay | None = None
-
-    # --- lookup ----------------------------------------------------------------------
-
-    def partition_for(self, group_id: str) -> int:
-        p = self._partition_of.get(group_id)
-        if p is None:
-            p = self._partition_of[group_id] = group_partition(group_id, self.config.num_partitions)
-        return p
-
-    def group(self, group_id: str) -> GroupMetadata | None:
-        ps = self.partitions.get(self.partition_for(group_id))
-        return None if ps is None else ps.groups.get(group_id)
-
-    def groups(self) -> list[GroupMetadata]:
-        return [g for ps in self.partitions.values() for g in ps.groups.values()]
-
-    def group_status(self, group_id: str) -> ErrorCode:
-        """Kafka's validateGroupStatus: group id, ownership and loading."""
-        if not group_id:
-            return E.invalid_group_id
-        ps = self.partitions.get(self.partition_for(group_id))
-        if ps is None:
-            return E.not_coordinator
-        if ps.loading:
-            return E.coordinator_load_in_progress
-        return E.none
-
-
+class Rebalancing(Partitions):
     # --- rebalance ---------------------------------------------------------------------
 
     def _maybe_prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
@@ -108,7 +33,7 @@ class CoreBase:
         out = Outcome()
         if group.state is COMPLETING:
             out.add(self._reset_assignment(group, E.rebalance_in_progress))
-        self.timers.cancel(("sync", group.group_id))
+        self.timers.cancel(sync_key(group.group_id))
         group.pending_sync.clear()
         timeout = group.rebalance_timeout_ms()
         delay = self.config.initial_rebalance_delay_ms
@@ -117,10 +42,10 @@ class CoreBase:
             # KIP-134: wait for more members; each newcomer extends by the delay.
             first = min(delay, timeout)
             group.initial_join_remaining_ms = max(timeout - delay, 0)
-            self.timers.schedule(("join", group.group_id), now + first)
+            self.timers.schedule(join_key(group.group_id), now + first)
         else:
             group.initial_join_remaining_ms = None
-            self.timers.schedule(("join", group.group_id), now + timeout)
+            self.timers.schedule(join_key(group.group_id), now + timeout)
         old = group.state
         group.transition(PREPARING, now)
         log.info("rebalance.started", group=group.group_id, old_state=old.value,
@@ -142,7 +67,7 @@ class CoreBase:
                 delay = self.config.initial_rebalance_delay_ms
                 group.new_member_added = False
                 group.initial_join_remaining_ms = max(remaining - delay, 0)
-                self.timers.schedule(("join", group.group_id), now + min(delay, remaining))
+                self.timers.schedule(join_key(group.group_id), now + min(delay, remaining))
                 return Outcome()
             group.initial_join_remaining_ms = None
         return self._complete_join(group, now)
@@ -150,7 +75,7 @@ class CoreBase:
     def _complete_join(self, group: GroupMetadata, now: int) -> Outcome:
         out = Outcome()
         gid = group.group_id
-        self.timers.cancel(("join", gid))
+        self.timers.cancel(join_key(gid))
         group.initial_join_remaining_ms = None
         for m in list(group.members.values()):
             if not m.awaiting_join and m.group_instance_id is None:
@@ -164,7 +89,7 @@ class CoreBase:
                 joined = [m for m in group.members.values() if m.awaiting_join]
                 if not joined:
                     # Only static members that never rejoined: try again later.
-                    self.timers.schedule(("join", gid), now + group.rebalance_timeout_ms())
+                    self.timers.schedule(join_key(gid), now + group.rebalance_timeout_ms())
                     return out
                 group.leader_id = joined[0].member_id
         group.generation += 1
@@ -188,7 +113,7 @@ class CoreBase:
             m.is_new = False
             self.timers.schedule(hb_key(gid, m.member_id), now + m.session_timeout_ms)
         group.pending_sync = set(group.members)
-        self.timers.schedule(("sync", gid), now + group.rebalance_timeout_ms())
+        self.timers.schedule(sync_key(gid), now + group.rebalance_timeout_ms())
         return out
 
     def _reset_assignment(self, group: GroupMetadata, error: ErrorCode) -> Outcome:
@@ -219,24 +144,21 @@ class CoreBase:
 
     # --- timers ----------------------------------------------------------------------
 
-    def expire(self, now: int) -> Outcome:
-        """Run every timer due at ``now``."""
-        out = Outcome()
-        for key, deadline in self.timers.pop_due(now):
-            assert isinstance(key, tuple)
-            if key in self.timers:
-                continue  # re-scheduled by an earlier expiry in this same pass
-            kind, gid = key[0], key[1]
-            group = self.group(gid)
-            if group is None:
-                continue
-            if kind == "heartbeat":
-                out.add(self._on_heartbeat_expired(group, key[2], now, deadline))
-            elif kind == "join":
-                out.add(self._on_join_timer(group, now))
-            elif kind == "sync":
-                out.add(self._on_sync_expired(group, now, deadline))
-        return out
+    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
+        """A group deadline passed (the scheduler removed ``key`` from the timers)."""
+        kind, gid = key[0], key[1]
+        assert isinstance(gid, str)
+        group = self.group(gid)
+        if group is None:
+            return Outcome()
+        if kind == "heartbeat":
+            assert isinstance(key[2], str)
+            return self._on_heartbeat_expired(group, key[2], now, deadline)
+        if kind == "join":
+            return self._on_join_timer(group, now)
+        if kind == "sync":
+            return self._on_sync_expired(group, now, deadline)
+        return Outcome()
 
     def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, now: int,
                               deadline: int) -> Outcome:

@@ -1,4 +1,11 @@
-"""What the pure core returns: version-independent results, records to write, replies."""
+"""What the pure cores return: version-independent results, records to write, replies.
+
+An ``Outcome`` is carried out by the runtime in this order: replies to parked requests,
+then each write (append, replay, then its continuation with the append's outcome). Its
+``response`` is the answer to the request that produced it: a value now; ``PARKED`` when a
+waiter will be answered later; ``AFTER_WRITE`` when the answer is the response of the
+first write's continuation (it depends on whether the append succeeded).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +15,21 @@ from typing import Any
 
 from kafkalite.protocol.consumer_offsets import Key, Value
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import OFFSETS_TOPIC
 
 
-class _Parked:
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     def __repr__(self) -> str:
-        return "PARKED"
+        return self.name
 
 
 #: The response will come later, as a reply to the request's waiter.
-PARKED: Any = _Parked()
+PARKED: Any = _Sentinel("PARKED")
+#: The response is the one the first write's continuation gives.
+AFTER_WRITE: Any = _Sentinel("AFTER_WRITE")
 
 
 @dataclass(slots=True)
@@ -47,15 +60,44 @@ class LeaveResult:
     members: list[tuple[str, str | None, ErrorCode]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    error: ErrorCode
+    state: str = ""
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
 @dataclass(slots=True)
 class Write:
-    """Records to append to a group's partition; ``then`` runs with the append's outcome
-    (``ErrorCode.none`` or the error mapped as Kafka maps a failed group store)."""
+    """Records to append to a partition of an internal topic; ``then`` runs with the
+    append's outcome (``ErrorCode.none`` or the error mapped as Kafka maps a failed
+    coordinator write) and the time."""
 
     partition: int
+    #: The group (or transactional id) the records belong to, for logs and errors.
     group_id: str
     records: list[tuple[Key, Value | None]]
     then: Callable[[ErrorCode, int], Outcome] | None = None
+    topic: str = OFFSETS_TOPIC
 
 
 @dataclass(slots=True)
@@ -69,4 +111,3 @@ class Outcome:
         self.replies.extend(other.replies)
         self.writes.extend(other.writes)
         return self
-

@@ -1,25 +1,28 @@
-"""The coordinator runtime: owns the core's state for every ``__consumer_offsets`` partition.
+"""The coordinator runtime: the only driver of the pure core.
 
-It runs on the broker's event loop and is called synchronously from request handlers:
-the core decides, the runtime appends the resulting records to the group's partition and
-only then releases the responses. A request that writes nothing (most heartbeats) is
-answered at once. Timers run off one ``loop.call_at`` handle armed for the earliest
-deadline.
+It runs on the broker's event loop and is called synchronously from request handlers and
+from the scheduler: the core decides and returns an ``Outcome``; the runtime appends the
+outcome's records to their ``__consumer_offsets`` partition, replays them into the core
+and only then answers (``run``). Appends are synchronous writes to the partition log (the
+OS buffers them; ``--durable`` and the topic's flush settings decide fsync), so a request
+that writes is still answered in the same loop iteration, with no task switch. A failed
+append is mapped to the coordinator error Kafka's group store answers with, and nothing is
+replayed, so the core's persisted state stays what the log says.
+
+Time comes from the scheduler's clock; group deadlines (sessions, joins, syncs) are keys
+in the scheduler, routed back to ``core.on_timer``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any, Protocol
 
 import structlog
 
 from kafkalite.protocol.consumer_offsets import (
-    Key,
     UnknownRecordType,
-    Value,
     decode_key,
     decode_value,
     encode_key,
@@ -30,13 +33,24 @@ from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import NewRecord, build_batch, decode_batch, iter_batch_headers
 from kafkalite.storage.errors import RecordTooLargeError
 
-from .core import CoreConfig, GroupCoordinatorCore, OffsetsReplay
-from .results import Outcome, Write
+from .core import GroupCoordinatorCore
+from .results import AFTER_WRITE, Outcome, Write
+from .scheduler import Scheduler
 
 log = structlog.get_logger("kafkalite.coordinator")
 
 
-Waiter = Callable[[Any], None]
+class StateLog(Protocol):
+    """A partition log as the runtime writes and loads it (``storage.log.PartitionLog``,
+    or ``memlog.MemoryLog`` in tests)."""
+
+    def append(self, batch: bytes) -> Any: ...
+
+    def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]: ...
+
+
+class StateLogs(Protocol):
+    def get_or_create(self, topic: str, partition: int) -> StateLog: ...
 
 
 def store_error(exc: BaseException) -> ErrorCode:
@@ -53,81 +67,106 @@ def store_error(exc: BaseException) -> ErrorCode:
 class CoordinatorRuntime:
     def __init__(
         self,
-        config: CoreConfig,
-        logs: Any,
-        loop: asyncio.AbstractEventLoop | None = None,
-        clock: Callable[[], float] = time.time,
+        core: GroupCoordinatorCore,
+        logs: StateLogs,
+        scheduler: Scheduler,
+        ensure_topic: Callable[[], None] = lambda: None,
+        retention_check_interval_ms: int | Callable[[], int] = 600_000,
     ) -> None:
-        self.core = GroupCoordinatorCore(config)
+        self.core = core
         self.logs = logs
-        self._loop = loop
-        self._clock = clock
-        self._handle: asyncio.TimerHandle | None = None
-        self._armed_for: int | None = None
+        self.scheduler = scheduler
+        #: Creates ``__consumer_offsets`` in the catalogue before its first write.
+        self.ensure_topic = ensure_topic
         self.stopped = False
-        #: Creates ``__consumer_offsets`` in the catalogue if missing (set by the broker).
-        self.ensure_topic: Callable[[], None] | None = None
-
-    # --- wiring for the offsets component ------------------------------------------------
-
-    @property
-    def offsets(self) -> OffsetsReplay | None:
-        return self.core.offsets
-
-    @offsets.setter
-    def offsets(self, hook: OffsetsReplay | None) -> None:
-        self.core.offsets = hook
+        for kind in core.timer_kinds:
+            scheduler.handle(kind, self._on_timer)
+        # offsets.retention.check.interval.ms: a pass of offset expiration.
+        scheduler.every("offsets-retention", retention_check_interval_ms, self._expire_offsets)
 
     @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-        return self._loop
+    def clock_now(self) -> Callable[[], int]:
+        """The clock's read function (the heartbeat path binds it once)."""
+        return self.scheduler.clock.now_ms
 
     def now(self) -> int:
-        return int(self._clock() * 1000)
+        return self.scheduler.clock.now_ms()
+
+    # --- running outcomes ----------------------------------------------------------------
+
+    def run(self, out: Outcome) -> Any:
+        """Carry out an outcome: answer parked requests, append and replay each write, run
+        its continuation; return the response to the request that produced ``out``."""
+        response = out.response
+        for waiter, resp in out.replies:
+            waiter(resp)
+        for w in out.writes:
+            err = self._append(w)
+            if w.then is not None:
+                answer = self.run(w.then(err, self.now()))
+                if response is AFTER_WRITE:
+                    response = answer
+        self.scheduler.rearm()
+        return response
+
+    def _append(self, w: Write) -> ErrorCode:
+        """Append a write's records and replay them; the error Kafka would map to."""
+        core = self.core
+        if self.stopped or w.partition not in core.partitions:
+            return ErrorCode.not_coordinator
+        if not w.records:
+            return ErrorCode.none
+        now = self.now()
+        self.ensure_topic()
+        batch = build_batch(
+            [NewRecord(encode_key(k), encode_value(v), now) for k, v in w.records], timestamp=now)
+        try:
+            self.logs.get_or_create(w.topic, w.partition).append(batch)
+        except Exception as e:
+            err = store_error(e)
+            log.warning("offsets.append_failed", partition=w.partition, group=w.group_id,
+                        error=repr(e), mapped=err.name)
+            return err
+        for k, v in w.records:
+            core.replay(w.partition, k, v)
+        return ErrorCode.none
+
+    def _on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> None:
+        self.run(self.core.on_timer(key, deadline, now))
+
+    def _expire_offsets(self, now: int) -> None:
+        if not self.stopped:
+            self.run(self.core.expire_offsets(now))
+
+    def rearm(self) -> None:
+        """Re-arm the scheduler after deadlines moved outside ``run`` (heartbeats)."""
+        self.scheduler.rearm()
 
     # --- life cycle ----------------------------------------------------------------------
 
     async def load_all(self, exists: bool = True) -> None:
-        """Replay every partition of ``__consumer_offsets`` (others see LOAD_IN_PROGRESS)."""
-        n = self.core.config.num_partitions
+        """Replay every partition of ``__consumer_offsets``; while a partition loads its
+        groups answer COORDINATOR_LOAD_IN_PROGRESS."""
+        core = self.core
+        n = core.config.num_partitions
         for p in range(n):
-            self.core.begin_load(p)
+            core.begin_load(p)
         for p in range(n):
             if exists:
                 self.load_partition(p)
             else:
-                self.core.finish_load(p, self.now())
+                core.finish_load(p, self.now())
             await asyncio.sleep(0)
-        self._rearm()
+        self.scheduler.rearm()
 
     def load_partition(self, p: int) -> None:
         core = self.core
         if p not in core.partitions:
             core.begin_load(p)
-        plog = self.logs.get_or_create(OFFSETS_TOPIC, p)
         records = 0
-        # Only the last record of each key decides the loaded state, so keep the last one
-        # per key (in the order of those last records) and decode just those: a log that
-        # has not been compacted yet loads in time proportional to its keys.
-        latest: dict[bytes, bytes | None] = {}
-        for batch in plog.iter_batches(0):
-            for pos, h in iter_batch_headers(batch):
-                if h.is_control:
-                    continue
-                try:
-                    _h, recs = decode_batch(batch, pos)
-                except ProtocolError as e:
-                    log.warning("offsets.batch_unreadable", partition=p, error=str(e))
-                    continue
-                for r in recs:
-                    if r.key is None:
-                        continue
-                    latest.pop(r.key, None)
-                    latest[r.key] = r.value
-                    records += 1
+        latest = _latest_per_key(self.logs.get_or_create(OFFSETS_TOPIC, p).iter_batches(0), p)
         for raw_key, raw_value in latest.items():
+            records += 1
             try:
                 key = decode_key(raw_key)
                 value = decode_value(key, raw_value)
@@ -138,91 +177,34 @@ class CoordinatorRuntime:
                 continue
             core.replay(p, key, value)
         core.finish_load(p, self.now())
-        log.info("offsets.partition_loaded", partition=p, records=records, keys=len(latest))
+        log.info("offsets.partition_loaded", partition=p, keys=records)
 
     async def stop(self) -> None:
         self.stopped = True
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
         for p in list(self.core.partitions):
             self.core.unload(p)
 
-    # --- writes ----------------------------------------------------------------------
 
-    def append_records(self, partition: int, records: list[tuple[Key, Value | None]]) -> ErrorCode:
-        """Append records to a partition and replay them; the error Kafka would map to."""
-        ps = self.core.partitions.get(partition)
-        if ps is None or self.stopped:
-            return ErrorCode.not_coordinator
-        if not records:
-            return ErrorCode.none
-        now = self.now()
-        if self.ensure_topic is not None:
-            self.ensure_topic()
-        batch = build_batch(
-            [NewRecord(encode_key(k), encode_value(v), now) for k, v in records], timestamp=now
-        )
-        try:
-            self.logs.get_or_create(OFFSETS_TOPIC, partition).append(batch)
-        except Exception as e:
-            err = store_error(e)
-            log.warning("offsets.append_failed", partition=partition, error=repr(e),
-                        mapped=err.name)
-            return err
-        for k, v in records:
-            self.core.replay(partition, k, v)
-        return ErrorCode.none
+def _latest_per_key(batches: Iterator[bytes], partition: int) -> dict[bytes, bytes | None]:
+    """The last record of each key, in the order of those last records: only it decides the
+    loaded state, so a log that has not been compacted yet loads in time proportional to
+    its keys, and only those records are decoded."""
+    latest: dict[bytes, bytes | None] = {}
+    for batch in batches:
+        for pos, h in iter_batch_headers(batch):
+            if h.is_control:
+                continue
+            try:
+                _h, recs = decode_batch(batch, pos)
+            except ProtocolError as e:
+                log.warning("offsets.batch_unreadable", partition=partition, error=str(e))
+                continue
+            for r in recs:
+                if r.key is None:
+                    continue
+                latest.pop(r.key, None)
+                latest[r.key] = r.value
+    return latest
 
-    def append(self, group_id: str, records: list[tuple[Key, Value | None]]
-               ) -> asyncio.Future[ErrorCode]:
-        """Write records for a group; the future resolves (never raises) once they are in
-        the log and replayed, to ``ErrorCode.none`` or the mapped append error."""
-        fut: asyncio.Future[ErrorCode] = self.loop.create_future()
-        err = self.core.group_status(group_id)
-        if err is ErrorCode.none:
-            err = self.append_records(self.core.partition_for(group_id), records)
-        fut.set_result(err)
-        return fut
 
-    def process(self, out: Outcome) -> Any:
-        """Carry out an outcome: answer waiters, write records, run continuations."""
-        for waiter, resp in out.replies:
-            waiter(resp)
-        for w in out.writes:
-            self._write(w)
-        self._rearm()
-        return out.response
-
-    def _write(self, w: Write) -> None:
-        err = self.append_records(w.partition, w.records)
-        if w.then is not None:
-            self.process(w.then(err, self.now()))
-
-    # --- timers ----------------------------------------------------------------------
-
-    def process_timers(self) -> None:
-        """Re-arm the timer handle after deadlines changed outside ``process``."""
-        self._rearm()
-
-    def _rearm(self) -> None:
-        deadline = self.core.timers.next_deadline()
-        if deadline == self._armed_for and self._handle is not None:
-            return
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        self._armed_for = deadline
-        if deadline is None or self.stopped:
-            return
-        delay = max(deadline - self.now(), 0) / 1000.0
-        self._handle = self.loop.call_at(self.loop.time() + delay, self._fire)
-
-    def _fire(self) -> None:
-        self._handle = None
-        self._armed_for = None
-        try:
-            self.process(self.core.expire(self.now()))
-        except Exception:
-            log.exception("coordinator.timer_failed")
-            self._rearm()
+__all__ = ["CoordinatorRuntime", "StateLog", "StateLogs", "Write", "store_error"]

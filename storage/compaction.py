@@ -203,17 +203,17 @@ def clean_log(plog: PartitionLog, now_ms: int, delete_retention_ms: int) -> Clea
 
 
 class LogCleaner:
-    """Cleans the compacted logs it is given every ``log.cleaner.backoff.ms``, a log only
-    when segments rolled since its last cleaning (``__consumer_offsets`` first)."""
+    """Cleans the compacted logs it is given, a log only when segments rolled since its last
+    cleaning (``__consumer_offsets`` first). The broker's scheduler calls ``run_pass`` every
+    ``log.cleaner.backoff.ms``."""
 
     def __init__(self, logs: Callable[[], Iterable[tuple[PartitionLog, int]]],
-                 backoff_ms: int, clock: Callable[[], int]) -> None:
+                 clock: Callable[[], int]) -> None:
         #: ``logs()``: (log, delete.retention.ms) of every log to compact, in order.
         self.logs = logs
-        self.backoff_ms = backoff_ms
         self.clock = clock
         self._cleaned_up_to: dict[tuple[str, int], int] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[CleanStats] | None = None
 
     def clean_once(self) -> CleanStats:
         total = CleanStats()
@@ -244,16 +244,21 @@ class LogCleaner:
             self._cleaned_up_to[(plog.topic, plog.partition)] = upto
         return total
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.backoff_ms / 1000)
-            try:
-                await self.clean_once_async()
-            except Exception:
-                log.exception("log.cleaner_failed")
+    def run_pass(self, _now: int) -> None:
+        """One cleaning pass: in a worker thread when an event loop runs (unless the last
+        pass is still going), inline otherwise (fake-clock tests)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.clean_once()
+            return
+        if self._task is not None and not self._task.done():
+            return
+        self._task = loop.create_task(self.clean_once_async())
+        self._task.add_done_callback(_report_failure)
 
     async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        """Nothing to start: the scheduler runs the passes."""
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -263,3 +268,8 @@ class LogCleaner:
             except (asyncio.CancelledError, Exception):
                 pass
             self._task = None
+
+
+def _report_failure(task: asyncio.Task[CleanStats]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("log.cleaner_failed", error=repr(task.exception()))

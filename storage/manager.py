@@ -8,7 +8,6 @@ Partition directories sit directly in the data directory (``<topic>-<n>``), as i
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 import structlog
 
 from .fsutil import atomic_write
-from .log import NEVER, LogConfig, PartitionLog
+from .log import NEVER, LogConfig, PartitionLog, now_ms
 from .producer_state import ProducerIdAllocator
 
 log = structlog.get_logger("kafkalite.storage")
@@ -56,17 +55,17 @@ class LogManager:
         topic_config: ConfigSource,
         *,
         durable: bool = False,
-        retention_check_interval_ms: int = 300000,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.data_dir = data_dir
         self.topic_config = topic_config
         #: fsync a partition before acknowledging acks=1/-1 produce requests.
         self.durable = durable
-        self.retention_check_interval_ms = retention_check_interval_ms
+        #: The broker's clock (ms): segment rolls, retention, flush.ms, append times.
+        self.clock = clock
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.producer_ids = ProducerIdAllocator(data_dir)
         self._start_offsets: dict[tuple[str, int], int] = {}
-        self._task: asyncio.Task[None] | None = None
         self._overrides: dict[str, dict[str, str]] = {}
         data_dir.mkdir(parents=True, exist_ok=True)
 
@@ -86,7 +85,7 @@ class LogManager:
             self._overrides[topic] = dict(configs)
         plog = PartitionLog(
             self.data_dir / f"{topic}-{partition}", topic, partition, self.config_for(topic),
-            self._start_offsets.get(key, 0),
+            self._start_offsets.get(key, 0), clock=self.clock,
         )
         self.logs[key] = plog
         return plog
@@ -146,17 +145,8 @@ class LogManager:
         log.info("log.loaded", partitions=len(self.logs),
                  seconds=round(time.monotonic() - started, 3))
 
-    async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._maintain())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+    def close(self) -> None:
+        """Flush and close every log (the broker's stop)."""
         for plog in list(self.logs.values()):
             try:
                 plog.flush()
@@ -165,20 +155,6 @@ class LogManager:
             plog.close()
         self.write_start_checkpoint()
         self.logs.clear()
-
-    async def _maintain(self) -> None:
-        """Retention every ``log.retention.check.interval.ms``; ``flush.ms`` as due."""
-        next_retention = time.monotonic() + self.retention_check_interval_ms / 1000
-        while True:
-            now = time.monotonic()
-            if now >= next_retention:
-                self.apply_retention()
-                next_retention = now + self.retention_check_interval_ms / 1000
-            wait = next_retention - now
-            flush_due = self.flush_due()
-            if flush_due is not None:
-                wait = min(wait, max(flush_due, 0.001))
-            await asyncio.sleep(max(wait, 0.001))
 
     def apply_retention(self) -> int:
         deleted = 0
@@ -191,9 +167,10 @@ class LogManager:
             self.write_start_checkpoint()
         return deleted
 
-    def flush_due(self) -> float | None:
-        """Flush logs whose ``flush.ms`` has passed; return seconds until the next is due."""
-        soonest: float | None = None
+    def flush_due(self, _now: int | None = None) -> int | None:
+        """Flush logs whose ``flush.ms`` has passed; the ms until the next is due (None:
+        no log flushes by time). A scheduler task."""
+        soonest: int | None = None
         for plog in self.logs.values():
             interval = plog.config.flush_ms
             if interval >= NEVER:
@@ -205,7 +182,7 @@ class LogManager:
                 else:
                     plog.last_flush_ms = plog.clock()
                 due = interval
-            soonest = due / 1000 if soonest is None else min(soonest, due / 1000)
+            soonest = due if soonest is None else min(soonest, due)
         return soonest
 
     # --- checkpoint ---------------------------------------------------------------------

@@ -3,7 +3,6 @@ transactional id); a group's key creates ``__consumer_offsets`` on first use, as
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
@@ -19,12 +18,12 @@ from ..context import RequestContext
 FIND_COORDINATOR = 10
 
 
-def _answer(runtime: CoordinatorRuntime, ensure_topic: Callable[[], None], key_type: int,
-            key: str) -> tuple[ErrorCode, str | None]:
+def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
+            ) -> tuple[ErrorCode, str | None]:
     if key_type != 0:
         return ErrorCode.none, None
     if key:
-        ensure_topic()
+        runtime.ensure_topic()
     err = runtime.core.group_status(key)
     if err is ErrorCode.coordinator_load_in_progress:
         return ErrorCode.coordinator_load_in_progress, None
@@ -35,9 +34,8 @@ def _answer(runtime: CoordinatorRuntime, ensure_topic: Callable[[], None], key_t
     return ErrorCode.none, None
 
 
-def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime,
-                     ensure_topic: Callable[[], None], access: Access, ctx: RequestContext,
-                     req: Any) -> Any:
+def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Access,
+                     ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
     listener = cluster.endpoint(ctx.listener)
     key_type = getattr(req, "key_type", 0)
@@ -47,7 +45,7 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime,
         # Describe on the group (or transactional id), per key, as KafkaApis.
         if not access.permits(ctx, Operation.DESCRIBE, rtype, key):
             return DENIED_ERROR[rtype], None
-        return _answer(runtime, ensure_topic, key_type, key)
+        return _answer(runtime, key_type, key)
 
     if ctx.api_version >= 4:
         coord_t = nested(resp_t, "Coordinator")

@@ -1,11 +1,11 @@
 """DescribeGroups v0-v5, ListGroups v0-v5 and DeleteGroups v0-v2 over the coordinator's
-groups (through ``coordinator.offsets_runtime``)."""
+groups, on the group coordinator's core driven by its runtime."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.coordinator.offsets_runtime import OffsetsService
+from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
@@ -22,7 +22,7 @@ DELETE_GROUPS = 42
 _NO_OPS = -2147483648
 
 
-def describe_groups(service: OffsetsService, access: Access, ctx: RequestContext,
+def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
                     req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_GROUPS, ctx.api_version).response_type
     group_t = nested(resp_t, "DescribedGroup")
@@ -35,7 +35,7 @@ def describe_groups(service: OffsetsService, access: Access, ctx: RequestContext
                              group_id=group_id, group_state="", protocol_type="",
                              protocol_data="", authorized_operations=_NO_OPS, members=()))
             continue
-        d = service.describe(group_id)
+        d = runtime.core.describe_group(group_id)
         ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
         out.append(build(
             group_t, error_code=ErrorCode(d.error), group_id=group_id,
@@ -50,7 +50,7 @@ def describe_groups(service: OffsetsService, access: Access, ctx: RequestContext
     return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
 
 
-def list_groups(service: OffsetsService, access: Access, ctx: RequestContext, req: Any) -> Any:
+def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_GROUPS, ctx.api_version).response_type
     listed_t = nested(resp_t, "ListedGroup")
     states = {s.lower() for s in getattr(req, "states_filter", ())}
@@ -59,7 +59,7 @@ def list_groups(service: OffsetsService, access: Access, ctx: RequestContext, re
     # As KafkaApis: Describe on the cluster lists every group, else those the principal
     # may describe.
     everything = access.permits(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
-    for g in service.list_groups():
+    for g in runtime.core.list_groups():
         if not everything and not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP,
                                                  g.group_id):
             continue
@@ -73,8 +73,8 @@ def list_groups(service: OffsetsService, access: Access, ctx: RequestContext, re
                  groups=tuple(groups))
 
 
-async def delete_groups(service: OffsetsService, access: Access, ctx: RequestContext,
-                        req: Any) -> Any:
+def delete_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
+                  req: Any) -> Any:
     resp_t = codecs.codec(DELETE_GROUPS, ctx.api_version).response_type
     result_t = nested(resp_t, "DeletableGroupResult")
     results = []
@@ -83,7 +83,7 @@ async def delete_groups(service: OffsetsService, access: Access, ctx: RequestCon
             results.append(build(result_t, group_id=group_id,
                                  error_code=ErrorCode.group_authorization_failed))
             continue
-        err = await service.delete_group(group_id)
+        err = runtime.run(runtime.core.delete_group(runtime.now(), group_id))
         results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 

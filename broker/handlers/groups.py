@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import struct
-from time import time
 from typing import Any
 
 from kafkalite.coordinator.results import PARKED, JoinResult, LeaveResult, SyncResult
@@ -74,7 +73,7 @@ def _join_response(version: int, res: JoinResult) -> Any:
 def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> Any:
     """Answered at once, or parked until the rebalance completes (a future)."""
     version = ctx.api_version
-    fut: asyncio.Future[Any] = runtime.loop.create_future()
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     def waiter(res: JoinResult) -> None:
         if not fut.done():
@@ -96,7 +95,7 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         reason=getattr(req, "reason", None),
         version=version,
     )
-    response = runtime.process(out)
+    response = runtime.run(out)
     if response is not PARKED:
         return _join_response(version, response)
     return fut
@@ -112,7 +111,7 @@ def _sync_response(version: int, res: SyncResult) -> Any:
 def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> Any:
     """Answered at once, or parked until the leader's assignment arrives (a future)."""
     version = ctx.api_version
-    fut: asyncio.Future[Any] = runtime.loop.create_future()
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     def waiter(res: SyncResult) -> None:
         if not fut.done():
@@ -128,7 +127,7 @@ def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         protocol_name=getattr(req, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in req.assignments},
     )
-    response = runtime.process(out)
+    response = runtime.run(out)
     if response is not PARKED:
         return _sync_response(version, response)
     return fut
@@ -140,10 +139,10 @@ def heartbeat(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> byt
     core = runtime.core
     timers = core.timers
     pushes = timers.pushes
-    err = core.heartbeat(int(time() * 1000), req.group_id, req.member_id,
+    err = core.heartbeat(runtime.now(), req.group_id, req.member_id,
                          req.group_instance_id if version >= 3 else None, req.generation_id)
     if timers.pushes != pushes:
-        runtime.process_timers()
+        runtime.rearm()
     return _HB_BODY[version][err]
 
 
@@ -156,7 +155,7 @@ def leave_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> A
     else:
         members = [(m.member_id, m.group_instance_id, getattr(m, "reason", None))
                    for m in req.members]
-    res: LeaveResult = runtime.process(runtime.core.leave(runtime.now(), req.group_id, members))
+    res: LeaveResult = runtime.run(runtime.core.leave(runtime.now(), req.group_id, members))
     if version < 3:
         err = res.error
         if err is ErrorCode.none and res.members:

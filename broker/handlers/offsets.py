@@ -1,14 +1,14 @@
 """OffsetCommit v2-v9, OffsetFetch v1-v9 and OffsetDelete v0: wire <-> the pure offset logic
-(``coordinator.offsets``) through the coordinator runtime (``coordinator.offsets_runtime``)."""
+(``coordinator.offsets``) on the group coordinator's core, driven by its runtime."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from typing import Any
 
+from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
-from kafkalite.coordinator.offsets_runtime import OffsetsService
+from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
@@ -40,7 +40,7 @@ def respond_all(resp_t: type[Any], req: Any, error: ErrorCode) -> Any:
         for t in req.topics))
 
 
-def offset_commit(storage: Storage, service: OffsetsService, access: Access,
+def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
                   ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
     resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
@@ -93,16 +93,12 @@ def offset_commit(storage: Storage, service: OffsetsService, access: Access,
 
     if not topics:
         return respond(unknown)
-    # Answered at once when the append completed synchronously (no task switch).
-    result = service.commit_nowait(request)
-    if isinstance(result, dict):
-        return respond({**unknown, **result})
-    out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    result.add_done_callback(lambda f: out.set_result(respond({**unknown, **f.result()})))
-    return out
+    result: dict[tuple[str, int], int] = runtime.run(
+        runtime.core.commit_offsets(runtime.now(), request))
+    return respond({**unknown, **result})
 
 
-def _fetch_group(service: OffsetsService, access: Access, ctx: RequestContext, v: int,
+def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, v: int,
                  resp_t: type[Any], group_id: str, topics: Any, require_stable: bool,
                  grouped: bool) -> tuple[int, tuple[Any, ...]]:
     topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
@@ -123,7 +119,9 @@ def _fetch_group(service: OffsetsService, access: Access, ctx: RequestContext, v
 
     wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
                                           for t in topics if may_describe(t.name)]
-    error, rows = service.fetch(group_id, wanted, require_stable)
+    fetched: FetchResult = runtime.run(runtime.core.fetch_offsets(group_id, wanted,
+                                                                  require_stable))
+    error, rows = fetched
     # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;
     # named topics it may not describe are answered TOPIC_AUTHORIZATION_FAILED.
     rows = [(t, parts) for t, parts in rows if may_describe(t)]
@@ -143,7 +141,7 @@ def _fetch_group(service: OffsetsService, access: Access, ctx: RequestContext, v
     return error, out
 
 
-def offset_fetch(service: OffsetsService, access: Access, ctx: RequestContext,
+def offset_fetch(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
                  req: Any) -> Any:
     v = ctx.api_version
     resp_t = codecs.codec(OFFSET_FETCH, v).response_type
@@ -152,43 +150,45 @@ def offset_fetch(service: OffsetsService, access: Access, ctx: RequestContext,
         group_t = nested(resp_t, "OffsetFetchResponseGroup")
         groups = []
         for g in req.groups:
-            err, topics = _fetch_group(service, access, ctx, v, resp_t, g.group_id, g.topics,
+            err, topics = _fetch_group(runtime, access, ctx, v, resp_t, g.group_id, g.topics,
                                        require_stable, True)
             groups.append(build(group_t, group_id=g.group_id, topics=topics,
                                 error_code=ErrorCode(err)))
         return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(groups))
     topics_req = req.topics if v >= 2 else req.topics or ()
-    err, topics = _fetch_group(service, access, ctx, v, resp_t, req.group_id, topics_req,
+    err, topics = _fetch_group(runtime, access, ctx, v, resp_t, req.group_id, topics_req,
                                require_stable, False)
     return build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
                  error_code=ErrorCode(err))
 
 
-async def offset_delete(storage: Storage, service: OffsetsService, access: Access,
-                        ctx: RequestContext, req: Any) -> Any:
+def offset_delete(storage: Storage, runtime: CoordinatorRuntime, access: Access,
+                  ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(OFFSET_DELETE, ctx.api_version).response_type
     topic_t = nested(resp_t, "OffsetDeleteResponseTopic")
     part_t = nested(resp_t, "OffsetDeleteResponsePartition")
     # As KafkaApis: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
     wanted: list[tuple[str, tuple[int, ...]]] = []
-    unknown: list[tuple[str, list[tuple[int, int]]]] = []
+    unknown: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
     for t in req.topics:
         if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
-            unknown.append((t.name, [(p.partition_index, int(ErrorCode.topic_authorization_failed))
+            unknown.append((t.name, [(p.partition_index, ErrorCode.topic_authorization_failed)
                                      for p in t.partitions]))
             continue
         info = storage.catalog.get(t.name)
         ok = tuple(p.partition_index for p in t.partitions
                    if info is not None and 0 <= p.partition_index < info.partitions)
-        bad = [(p.partition_index, int(ErrorCode.unknown_topic_or_partition))
+        bad = [(p.partition_index, ErrorCode.unknown_topic_or_partition)
                for p in t.partitions if p.partition_index not in ok]
         if ok:
             wanted.append((t.name, ok))
         if bad:
             unknown.append((t.name, bad))
-    err, rows = await service.delete_offsets(req.group_id, wanted)
+    deleted: DeleteOffsetsResult = runtime.run(
+        runtime.core.delete_offsets(runtime.now(), req.group_id, wanted))
+    err, rows = deleted
     if err == ErrorCode.none and unknown:
-        merged: dict[str, list[tuple[int, int]]] = {t: list(parts) for t, parts in rows}
+        merged: dict[str, list[tuple[int, ErrorCode]]] = {t: list(parts) for t, parts in rows}
         for t, parts in unknown:
             merged.setdefault(t, []).extend(parts)
         rows = list(merged.items())

@@ -1,20 +1,41 @@
-"""A fake-clock driver for the pure coordinator core: no sockets, no sleeps."""
+"""The one test driver of the coordinator: the real runtime over in-memory logs, on a
+manual clock. No sockets, no sleeps; ``advance`` moves the clock and runs every deadline
+that passed, through the same scheduler the broker uses."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.coordinator.core import CoreConfig, GroupCoordinatorCore
+from kafkalite.coordinator.clock import ManualClock
+from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.core import GroupCoordinatorCore
+from kafkalite.coordinator.group import GroupMetadata
+from kafkalite.coordinator.memlog import MemoryLogs
+from kafkalite.coordinator.offsets import CommittedOffset
 from kafkalite.coordinator.results import PARKED, Outcome
-from kafkalite.protocol.consumer_offsets import Key, Value
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.scheduler import Scheduler
+from kafkalite.coordinator.states import COMPLETING, PREPARING
+from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.records import iter_records
+from kafkalite.storage.errors import RecordTooLargeError
 
 GROUP = "g"
 SESSION = 1000
 REBALANCE = 5000
 DELAY = 100
+START = 1_000_000
+
+#: The exception beneath the log that makes the runtime answer each mapped error.
+FAILURES: dict[ErrorCode, BaseException] = {
+    ErrorCode.not_coordinator: OSError(28, "No space left on device"),
+    ErrorCode.coordinator_not_available: TimeoutError("append timed out"),
+    ErrorCode.unknown_server_error: RecordTooLargeError("record too large"),
+}
 
 
 class Box:
@@ -33,44 +54,104 @@ class Box:
         return self.calls > 0
 
 
+class RecordingLogs(MemoryLogs):
+    """In-memory logs that can fail every append with a chosen error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_with: ErrorCode | None = None
+        #: (partition, batch) of every append, in order.
+        self.appends: list[tuple[int, bytes]] = []
+
+    def get_or_create(self, topic: str, partition: int) -> Any:
+        log = super().get_or_create(topic, partition)
+        outer = self
+
+        def fail(batch: bytes) -> None:
+            if outer.fail_with is not None:
+                raise FAILURES[outer.fail_with]
+            outer.appends.append((partition, batch))
+
+        log.fail = fail
+        return log
+
+
+def decode_records(batch: bytes) -> list[tuple[co.Key, co.Value | None]]:
+    out = []
+    for _h, r in iter_records(batch):
+        assert r.key is not None
+        k = co.decode_key(r.key)
+        out.append((k, co.decode_value(k, r.value)))
+    return out
+
+
 @dataclass
 class Harness:
-    core: GroupCoordinatorCore
-    now: int = 1_000_000
-    written: list[list[tuple[Key, Value | None]]] = field(default_factory=list)
-    #: When set, the next appends fail with this error instead of being written.
-    fail_with: ErrorCode | None = None
+    runtime: CoordinatorRuntime
+    clock: ManualClock
+    logs: RecordingLogs
+    config: CoreConfig
+    seen_batches: int = 0
 
     @classmethod
-    def make(cls, **cfg: Any) -> Harness:
+    def make(cls, logs: RecordingLogs | None = None, start: int = START,
+             retention_check_ms: int = 60_000, **cfg: Any) -> Harness:
         base: dict[str, Any] = dict(
             num_partitions=4, min_session_timeout_ms=10, max_session_timeout_ms=60000,
             initial_rebalance_delay_ms=DELAY,
         )
         base.update(cfg)
+        config = CoreConfig(**base)
         ids = itertools.count(1)
-        core = GroupCoordinatorCore(CoreConfig(**base), new_id=lambda: f"id{next(ids)}")
-        for p in range(base["num_partitions"]):
-            core.begin_load(p)
-            core.finish_load(p, 0)
-        return cls(core)
+        clock = ManualClock(start)
+        scheduler = Scheduler(clock)
+        core = GroupCoordinatorCore(config, scheduler.timers, new_id=lambda: f"id{next(ids)}")
+        logs = logs if logs is not None else RecordingLogs()
+        runtime = CoordinatorRuntime(core, logs, scheduler,
+                                     retention_check_interval_ms=retention_check_ms)
+        h = cls(runtime, clock, logs, config)
+        exists = bool(logs.logs)
+        asyncio.run(runtime.load_all(exists=exists))
+        h.seen_batches = len(logs.appends)
+        return h
 
-    def run(self, out: Outcome) -> Any:
-        for waiter, resp in out.replies:
-            waiter(resp)
-        for w in out.writes:
-            err = self.fail_with or ErrorCode.none
-            if err is ErrorCode.none:
-                self.written.append(w.records)
-                for k, v in w.records:
-                    self.core.replay(w.partition, k, v)
-            if w.then is not None:
-                self.run(w.then(err, self.now))
-        return out.response
+    def reload(self) -> Harness:
+        """A fresh core and runtime loaded from what this one wrote, at the same time."""
+        return Harness.make(self.logs, start=self.clock.now_ms(), **_cfg_dict(self.config))
+
+    # --- the clock and the log ---------------------------------------------------------
+
+    @property
+    def core(self) -> GroupCoordinatorCore:
+        return self.runtime.core
+
+    @property
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    @now.setter
+    def now(self, value: int) -> None:
+        """Move the clock without running deadlines (as if a request arrived later)."""
+        self.clock.advance(value - self.clock.now_ms())
 
     def advance(self, ms: int) -> None:
-        self.now += ms
-        self.run(self.core.expire(self.now))
+        self.runtime.scheduler.advance(ms)
+
+    @property
+    def fail_with(self) -> ErrorCode | None:
+        return self.logs.fail_with
+
+    @fail_with.setter
+    def fail_with(self, err: ErrorCode | None) -> None:
+        self.logs.fail_with = err
+
+    @property
+    def written(self) -> list[list[tuple[co.Key, co.Value | None]]]:
+        """The records of each append since this harness was made, in order."""
+        return [decode_records(b) for _p, b in self.logs.appends[self.seen_batches:]]
+
+    def run(self, out: Outcome) -> Any:
+        return self.runtime.run(out)
 
     # --- requests --------------------------------------------------------------------
 
@@ -106,7 +187,9 @@ class Harness:
 
     def heartbeat(self, member_id: str, generation: int, *, group: str = GROUP,
                   instance: str | None = None) -> ErrorCode:
-        return self.core.heartbeat(self.now, group, member_id, instance, generation)
+        err = self.core.heartbeat(self.now, group, member_id, instance, generation)
+        self.runtime.rearm()
+        return err
 
     def leave(self, *members: tuple[str, str | None], group: str = GROUP) -> Any:
         return self.run(self.core.leave(self.now, group, [(m, i, "bye") for m, i in members]))
@@ -137,3 +220,49 @@ class Harness:
         assert all(s.done and s.value.error is ErrorCode.none for s in syncs)
         assert g.state.value == "Stable"
         return [leader] + [m for m in ids if m != leader]
+
+
+def _cfg_dict(cfg: CoreConfig) -> dict[str, Any]:
+    return {name: getattr(cfg, name) for name in CoreConfig.__slots__}
+
+
+# --- persisted state -------------------------------------------------------------------
+
+
+def persisted_group(g: GroupMetadata) -> tuple[Any, ...]:
+    """What a group's record keeps: compared between a live core and one reloaded."""
+    return (
+        g.group_id, g.state, g.generation, g.protocol_type, g.protocol_name, g.leader_id,
+        tuple(sorted((m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                      m.rebalance_timeout_ms, m.session_timeout_ms,
+                      m.metadata(g.protocol_name), m.assignment)
+                     for m in g.members.values())),
+    )
+
+
+def persisted_state(core: GroupCoordinatorCore
+                    ) -> tuple[dict[str, tuple[Any, ...]], dict[str, dict[Any, CommittedOffset]]]:
+    """(settled groups, committed offsets). A group in the middle of a rebalance is left
+    out: its next record is not written yet, so a reload shows its last settled generation
+    (see ``check_replay``)."""
+    groups = {g.group_id: persisted_group(g) for g in core.groups()
+              if g.state not in (PREPARING, COMPLETING)}
+    return groups, {gid: dict(o) for gid, o in core.offsets.by_group.items()}
+
+
+def check_replay(h: Harness) -> None:
+    """A core rebuilt from the written records holds the live core's persisted state."""
+    reloaded = h.reload()
+    live_groups, live_offsets = persisted_state(h.core)
+    groups, offsets = persisted_state(reloaded.core)
+    assert offsets == live_offsets
+    for gid, state in live_groups.items():
+        assert groups.get(gid) == state, gid
+    for g in h.core.groups():
+        r = reloaded.core.group(g.group_id)
+        if g.state in (PREPARING, COMPLETING):
+            assert r is None or r.generation <= g.generation
+        else:
+            assert r is not None
+    for g in reloaded.core.groups():
+        assert h.core.group(g.group_id) is not None, g.group_id

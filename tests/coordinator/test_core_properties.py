@@ -1,20 +1,23 @@
 """Random request sequences against the core (fake clock): state invariants hold after
-every step, and the records written replay to the group's persisted state."""
+every step, and a fresh core rebuilt from the records written holds the live core's whole
+persisted state (groups and committed offsets)."""
 
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.states import GroupState
 from kafkalite.protocol.errors import ErrorCode as E
 
-from .harness import GROUP, Harness
+from .harness import GROUP, Harness, check_replay
 
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["join", "rejoin", "rejoin_changed", "sync", "heartbeat", "leave",
-                         "advance", "static_join"]),
+                         "advance", "static_join", "commit", "simple_commit",
+                         "delete_group"]),
         st.integers(min_value=0, max_value=3),
         st.integers(min_value=1, max_value=1500),
     ),
@@ -85,4 +88,17 @@ def test_random_sequences_keep_invariants(ops: list[tuple[str, int, int]]) -> No
             h.leave((mid, None))
         elif op == "advance":
             h.advance(ms)
+        elif op == "commit" and mid and g is not None:
+            inst = g.members[mid].group_instance_id if mid in g.members else None
+            h.run(h.core.commit_offsets(h.now, CommitRequest(
+                GROUP, mid, inst, g.generation,
+                topics=[("t", [PartitionCommit(who, ms)])])))
+        elif op == "simple_commit":
+            h.run(h.core.commit_offsets(h.now, CommitRequest(
+                f"simple-{who}", topics=[("t", [PartitionCommit(0, ms, -1, "md")])])))
+        elif op == "delete_group":
+            h.run(h.core.delete_group(h.now, f"simple-{who}" if ms % 2 else GROUP))
         gen = _check(h, gen)
+        if ms % 7 == 0:
+            check_replay(h)
+    check_replay(h)

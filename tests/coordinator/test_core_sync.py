@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from kafkalite.coordinator.core import CoreConfig, GroupCoordinatorCore
-from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.states import GroupState
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 
-from .harness import GROUP, REBALANCE, SESSION, Harness
+from .harness import GROUP, REBALANCE, SESSION, Harness, check_replay
 
 # --- SyncGroup ---------------------------------------------------------------------------
 
@@ -266,34 +265,21 @@ def test_last_leave_empties_group() -> None:
 # --- replay ------------------------------------------------------------------------------
 
 
-def _reloaded(h: Harness, now: int) -> GroupCoordinatorCore:
-    core = GroupCoordinatorCore(CoreConfig(num_partitions=4, min_session_timeout_ms=10))
-    for p in range(4):
-        core.begin_load(p)
-    for records in h.written:
-        for k, v in records:
-            # Through the wire format, as the runtime's loader does.
-            raw_k, raw_v = co.encode_key(k), co.encode_value(v)
-            key = co.decode_key(raw_k)
-            core.replay(h.core.partition_for(GROUP), key, co.decode_value(key, raw_v))
-    for p in range(4):
-        core.finish_load(p, now)
-    return core
-
-
 def test_replay_restores_stable_group_with_timers() -> None:
     h = Harness.make()
     leader, follower = h.stable_group(2)
-    core = _reloaded(h, h.now)
-    g = core.group(GROUP)
+    check_replay(h)
+    r = h.reload()
+    g = r.group()
     assert g is not None and g.state is GroupState.STABLE and g.generation == 1
     assert g.leader_id == leader and g.protocol_name == "range"
     assert {m: x.assignment for m, x in g.members.items()} == {
         leader: leader.encode(), follower: follower.encode()}
-    assert core.heartbeat(h.now + 10, GROUP, follower, None, 1) is E.none
-    assert core.timers.deadline(("heartbeat", GROUP, leader)) == h.now + SESSION
+    r.now += 10
+    assert r.heartbeat(follower, 1) is E.none
+    assert r.core.timers.deadline(("heartbeat", GROUP, leader)) == h.now + SESSION
     # The leader never heartbeats after the reload: it expires and the group rebalances.
-    core.expire(h.now + SESSION)
+    r.advance(SESSION - 10)
     assert leader not in g.members and g.state is GroupState.PREPARING_REBALANCE
 
 
@@ -301,28 +287,26 @@ def test_replay_empty_group_and_tombstone() -> None:
     h = Harness.make()
     [m] = h.stable_group(1)
     h.leave((m, None))
-    core = _reloaded(h, h.now)
-    g = core.group(GROUP)
+    check_replay(h)
+    r = h.reload()
+    g = r.group()
     assert g is not None and g.state is GroupState.EMPTY and g.generation == 2
-    p = core.partition_for(GROUP)
-    core.begin_load(p)
-    core.replay(p, co.GroupMetadataKey(GROUP), None)
-    core.finish_load(p, 0)
-    assert core.group(GROUP) is None
+    assert r.run(r.core.delete_group(r.now, GROUP)) is E.none
+    assert r.written == [[(co.GroupMetadataKey(GROUP), None)]]
+    assert r.group() is None
+    assert r.reload().group() is None
 
 
-def test_offset_commit_records_go_to_the_offsets_hook() -> None:
+def test_state_table_refuses_an_illegal_transition() -> None:
+    from kafkalite.coordinator.states import IllegalStateTransition
+
     h = Harness.make()
-    seen: list[object] = []
-
-    class Hook:
-        def replay(self, partition: int, key: co.OffsetCommitKey, value: object) -> None:
-            seen.append((partition, key, value))
-
-    h.core.offsets = Hook()
-    key = co.OffsetCommitKey(GROUP, "t", 0)
-    value = co.OffsetCommitValue(5, "", 1)
-    h.core.replay(1, key, value)
-    assert seen == [(1, key, value)]
-
-
+    h.stable_group(1)
+    g = h.group()
+    try:
+        g.transition(GroupState.COMPLETING_REBALANCE, h.now)
+    except IllegalStateTransition as e:
+        assert "PreparingRebalance" in str(e) and "Stable" in str(e)
+    else:
+        raise AssertionError("Stable -> CompletingRebalance must be refused")
+    assert g.state is GroupState.STABLE

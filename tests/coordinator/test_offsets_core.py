@@ -6,16 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkalite.coordinator.offsets import (
-    COMPLETING_REBALANCE,
-    DEAD,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
     CommitRequest,
     OffsetStore,
     PartitionCommit,
     subscribed_topics_of,
 )
+from kafkalite.coordinator.states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 
@@ -24,17 +20,19 @@ DAY = 86_400_000
 
 @dataclass
 class FakeGroup:
-    state_name: str = STABLE
-    generation_id: int = 3
+    """A ``GroupView``: the part of a group the offset logic reads."""
+
+    state: GroupState = STABLE
+    generation: int = 3
     protocol_type: str | None = "consumer"
-    state_timestamp: int = 0
+    current_state_timestamp: int = 0
     members: dict[str, str | None] = field(default_factory=lambda: {"m1": None, "m2": "i2"})
     topics: set[str] | None = field(default_factory=lambda: {"t"})
 
-    def has_member(self, member_id: str) -> bool:
+    def has(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def static_member_id(self, instance_id: str) -> str | None:
+    def static_member_id(self, instance_id: str | None) -> str | None:
         for m, i in self.members.items():
             if i == instance_id:
                 return m
@@ -60,7 +58,7 @@ def test_member_commit_writes_v3_record_and_rearms_heartbeat() -> None:
     store = OffsetStore()
     r = store.commit(FakeGroup(), req(), now=1000)
     assert r.errors == {("t", 0): E.none}
-    assert r.heartbeat_member == "m1" and not r.create_simple_group
+    assert r.heartbeat_member == "m1"
     assert r.records == [(co.OffsetCommitKey("g", "t", 0), co.OffsetCommitValue(10, "md", 1000, 2))]
     k, v = r.records[0]
     assert co.encode_key(k)[:2] == b"\x00\x01"
@@ -78,9 +76,10 @@ def test_retention_time_writes_v1_with_expire_timestamp() -> None:
     assert co.encode_value(v)[:2] == b"\x00\x01"
 
 
-def test_simple_commit_to_missing_group_creates_simple_group() -> None:
+def test_simple_commit_to_missing_group_is_accepted() -> None:
+    # The simple group itself is made when the record is replayed (test_group_admin).
     r = OffsetStore().commit(None, req(member_id="", generation_id=-1), now=5)
-    assert r.create_simple_group and r.errors == {("t", 0): E.none} and len(r.records) == 1
+    assert r.errors == {("t", 0): E.none} and len(r.records) == 1
     assert r.heartbeat_member is None
 
 
@@ -92,20 +91,20 @@ def test_member_commit_to_missing_group() -> None:
 
 
 def test_simple_commit_to_empty_group_is_accepted() -> None:
-    r = OffsetStore().commit(FakeGroup(state_name=EMPTY, members={}),
+    r = OffsetStore().commit(FakeGroup(state=EMPTY, members={}),
                              req(member_id="", generation_id=-1), 0)
-    assert r.errors == {("t", 0): E.none} and not r.create_simple_group
+    assert r.errors == {("t", 0): E.none}
 
 
 def test_validation_errors() -> None:
     s = OffsetStore()
     cases = [
-        (FakeGroup(state_name=DEAD), req(), E.coordinator_not_available),
+        (FakeGroup(state=DEAD), req(), E.coordinator_not_available),
         (FakeGroup(), req(member_id="nobody"), E.unknown_member_id),
         (FakeGroup(), req(generation_id=2), E.illegal_generation),
         (FakeGroup(), req(member_id="m1", instance_id="i2"), E.fenced_instance_id),
         (FakeGroup(), req(member_id="m2", instance_id="i9"), E.unknown_member_id),
-        (FakeGroup(state_name=COMPLETING_REBALANCE), req(), E.rebalance_in_progress),
+        (FakeGroup(state=COMPLETING), req(), E.rebalance_in_progress),
         (FakeGroup(), req(member_id="", generation_id=-1), E.unknown_member_id),
     ]
     for group, request, error in cases:
@@ -114,7 +113,7 @@ def test_validation_errors() -> None:
         assert r.records == [] and r.heartbeat_member is None
     ok = s.commit(FakeGroup(), req(member_id="m2", instance_id="i2"), 0)
     assert ok.errors == {("t", 0): E.none}
-    pr = s.commit(FakeGroup(state_name=PREPARING_REBALANCE), req(), 0)
+    pr = s.commit(FakeGroup(state=PREPARING), req(), 0)
     assert pr.errors == {("t", 0): E.none} and pr.heartbeat_member == "m1"
 
 
@@ -133,7 +132,7 @@ def test_fetch_all_topics_and_dead_group() -> None:
     assert s.fetch(FakeGroup(), "g", None) == [
         ("a", [(0, 3, -1, "", E.none)]), ("b", [(1, 7, -1, "", E.none)])]
     assert s.fetch(None, "g", None)[0][0] == "a"
-    assert s.fetch(FakeGroup(state_name=DEAD), "g", None) == []
+    assert s.fetch(FakeGroup(state=DEAD), "g", None) == []
     assert s.fetch(None, "other", None) == []
 
 
@@ -154,7 +153,7 @@ def test_delete_group() -> None:
     apply(s, s.commit(FakeGroup(), req(), 0).records)
     assert s.validate_delete_group(None) == E.group_id_not_found
     assert s.validate_delete_group(FakeGroup()) == E.non_empty_group
-    assert s.validate_delete_group(FakeGroup(state_name=EMPTY)) == E.none
+    assert s.validate_delete_group(FakeGroup(state=EMPTY)) == E.none
     assert s.delete_group_records("g") == [(co.OffsetCommitKey("g", "t", 0), None),
                                            (co.GroupMetadataKey("g"), None)]
 
@@ -162,7 +161,7 @@ def test_delete_group() -> None:
 def test_retention_of_an_empty_group_counts_from_when_it_became_empty() -> None:
     s = OffsetStore(retention_ms=DAY)
     apply(s, s.commit(FakeGroup(), req(), now=0).records)
-    empty = FakeGroup(state_name=EMPTY, members={}, topics=set(), state_timestamp=10 * DAY)
+    empty = FakeGroup(state=EMPTY, members={}, topics=set(), current_state_timestamp=10 * DAY)
     assert s.expire("g", empty, now=10 * DAY + DAY - 1) == ([], False)
     records, remove = s.expire("g", empty, now=11 * DAY)
     assert records == [(co.OffsetCommitKey("g", "t", 0), None)] and remove
@@ -175,8 +174,8 @@ def test_retention_of_an_empty_group_counts_from_when_it_became_empty() -> None:
 
 def test_retention_of_a_simple_group_counts_from_commit_time() -> None:
     s = OffsetStore(retention_ms=DAY)
-    simple = FakeGroup(state_name=EMPTY, protocol_type=None, members={}, topics=None,
-                       state_timestamp=0)
+    simple = FakeGroup(state=EMPTY, protocol_type=None, members={}, topics=None,
+                       current_state_timestamp=0)
     apply(s, s.commit(simple, req(member_id="", generation_id=-1), now=5 * DAY).records)
     apply(s, s.commit(simple, req(member_id="", generation_id=-1,
                                   topics=[("t", [PartitionCommit(1, 1)])]), now=6 * DAY).records)
@@ -189,7 +188,7 @@ def test_retention_of_a_simple_group_counts_from_commit_time() -> None:
 
 def test_explicit_expire_timestamp_wins() -> None:
     s = OffsetStore(retention_ms=100 * DAY)
-    simple = FakeGroup(state_name=EMPTY, protocol_type=None, members={}, topics=None)
+    simple = FakeGroup(state=EMPTY, protocol_type=None, members={}, topics=None)
     apply(s, s.commit(simple, req(member_id="", generation_id=-1, retention_time_ms=1000),
                       now=0).records)
     assert s.expire("g", simple, now=999) == ([], False)

@@ -1,15 +1,19 @@
-"""The runtime on a real event loop over an in-memory log: one timer handle, heartbeats
-that do not touch it, expiry off that handle, and loading the log back."""
+"""The runtime and scheduler on a real event loop with the system clock: one loop timer
+armed for the earliest deadline, heartbeats that do not touch it, expiry off that timer,
+and the log loaded back."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from kafkalite.coordinator.core import CoreConfig
-from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.clock import SystemClock
+from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.scheduler import Scheduler
+from kafkalite.coordinator.states import GroupState
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch
@@ -17,9 +21,17 @@ from kafkalite.protocol.records import decode_batch
 CFG = dict(num_partitions=2, min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
 
 
-async def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
+def make(logs: MemoryLogs) -> CoordinatorRuntime:
+    scheduler = Scheduler(SystemClock())
+    rt = CoordinatorRuntime(GroupCoordinatorCore(CoreConfig(**CFG), scheduler.timers),
+                            logs, scheduler)
+    scheduler.start()
+    return rt
+
+
+def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
     answers: list[Any] = []
-    rt.process(rt.core.join(
+    rt.run(rt.core.join(
         rt.now(), answers.append, group_id="g", member_id="", group_instance_id=None,
         require_known_member_id=False, client_id="c", client_host="/h",
         rebalance_timeout_ms=session_ms, session_timeout_ms=session_ms,
@@ -28,7 +40,7 @@ async def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
     [join] = answers
     assert join.error is E.none
     mid: str = join.member_id
-    rt.process(rt.core.sync(
+    rt.run(rt.core.sync(
         rt.now(), answers.append, group_id="g", generation=join.generation, member_id=mid,
         group_instance_id=None, protocol_type=None, protocol_name=None,
         assignments={mid: b"assigned"},
@@ -37,23 +49,23 @@ async def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
     return mid
 
 
-def test_heartbeats_leave_the_timer_handle_alone_and_expiry_fires() -> None:
+def test_heartbeats_leave_the_loop_timer_alone_and_expiry_fires() -> None:
     async def run() -> None:
-        logs = MemoryLogs()
-        rt = CoordinatorRuntime(CoreConfig(**CFG), logs)
+        rt = make(MemoryLogs())
         await rt.load_all(exists=False)
-        mid = await _stable_member(rt, 150)
-        handle = rt._handle
+        mid = _stable_member(rt, 150)
+        handle = rt.scheduler._handle
         assert handle is not None
         core = rt.core
         for _ in range(1000):
             pushes = core.timers.pushes
             assert core.heartbeat(rt.now(), "g", mid, None, 1) is E.none
             assert core.timers.pushes == pushes
-        assert rt._handle is handle  # no re-arm, no task per heartbeat
-        await asyncio.sleep(0.4)  # the member stops heartbeating: expired off the handle
+        assert rt.scheduler._handle is handle  # no re-arm, no task per heartbeat
+        await asyncio.sleep(0.4)  # the member stops heartbeating: expired off the timer
         g = core.group("g")
         assert g is not None and g.state is GroupState.EMPTY and not g.members
+        rt.scheduler.stop()
         await rt.stop()
 
     asyncio.run(run())
@@ -62,24 +74,24 @@ def test_heartbeats_leave_the_timer_handle_alone_and_expiry_fires() -> None:
 def test_records_in_the_log_load_back_into_a_stable_group() -> None:
     async def run() -> None:
         logs = MemoryLogs()
-        rt = CoordinatorRuntime(CoreConfig(**CFG), logs)
+        rt = make(logs)
         await rt.load_all(exists=False)
-        mid = await _stable_member(rt, 30000)
+        mid = _stable_member(rt, 30000)
         p = rt.core.partition_for("g")
         batches = list(logs.get_or_create(OFFSETS_TOPIC, p).iter_batches())
         assert len(batches) == 1
         _h, [rec] = decode_batch(batches[0])
         assert rec.key == b"\x00\x02\x00\x01g" and rec.value is not None
+        rt.scheduler.stop()
         await rt.stop()
 
-        again = CoordinatorRuntime(CoreConfig(**CFG), logs)
+        again = make(logs)
         await again.load_all(exists=True)
         g = again.core.group("g")
         assert g is not None and g.state is GroupState.STABLE and g.generation == 1
         assert g.members[mid].assignment == b"assigned"
         assert again.core.heartbeat(again.now(), "g", mid, None, 1) is E.none
-        fut = again.append("g", [])
-        assert fut.done() and fut.result() is E.none
+        again.scheduler.stop()
         await again.stop()
 
     asyncio.run(run())

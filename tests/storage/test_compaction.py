@@ -120,7 +120,7 @@ def test_partition_log_compacts_100k_commits_and_reloads_same_state(tmp_path: Pa
     assert len(plog.segments) > 5
     before = _replay(list(plog.iter_batches(0)))
     end = plog.log_end_offset
-    cleaner = LogCleaner(lambda: [(plog, DAY)], backoff_ms=15000, clock=lambda: 2 * DAY)
+    cleaner = LogCleaner(lambda: [(plog, DAY)], clock=lambda: 2 * DAY)
     stats = asyncio.run(cleaner.clean_once_async())
     assert stats.records_read > 90_000
     assert cleaner.clean_once().records_read == 0  # nothing rolled since

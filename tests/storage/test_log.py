@@ -322,9 +322,9 @@ def test_flush_messages_and_flush_ms(tmp_path: Path) -> None:
     plog.clock = clock
     plog.last_flush_ms = clock.now
     plog.append(batch(0))
-    assert mgr.flush_due() == 1.0 and plog.unflushed_messages == 1
+    assert mgr.flush_due() == 1000 and plog.unflushed_messages == 1
     clock.now += 1000
-    assert mgr.flush_due() == 1.0 and plog.unflushed_messages == 0
+    assert mgr.flush_due() == 1000 and plog.unflushed_messages == 0
 
 
 def test_producer_state_survives_restart_through_snapshot(tmp_path: Path) -> None:

@@ -1,0 +1,88 @@
+"""Which groups this coordinator holds: the state of each ``__consumer_offsets`` partition,
+the lookups every request starts with, and the clock-free pieces the request families
+(membership, rebalancing, offsets) share."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kafkalite.protocol.consumer_offsets import group_partition
+from kafkalite.protocol.errors import ErrorCode
+
+from .config import CoreConfig
+from .group import GroupMetadata
+from .offsets import OffsetStore
+from .timers import Timers
+
+
+@dataclass(slots=True)
+class PartitionState:
+    partition: int
+    #: While its records are replayed, the partition's groups answer LOAD_IN_PROGRESS.
+    loading: bool = True
+    groups: dict[str, GroupMetadata] = field(default_factory=dict)
+
+
+def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A member's session deadline (and, before its first join completes, the new-member
+    join timeout) in the timers."""
+    return ("heartbeat", group_id, member_id)
+
+
+def join_key(group_id: str) -> tuple[str, str]:
+    return ("join", group_id)
+
+
+def sync_key(group_id: str) -> tuple[str, str]:
+    return ("sync", group_id)
+
+
+#: Timer kinds of the group core (the scheduler routes their keys to ``on_timer``).
+GROUP_TIMER_KINDS = ("heartbeat", "join", "sync")
+
+
+class Partitions:
+    """State and lookups shared by the core's request families."""
+
+    def __init__(
+        self,
+        config: CoreConfig,
+        timers: Timers | None = None,
+        new_id: Callable[[], str] | None = None,
+    ) -> None:
+        self.config = config
+        self.timers = Timers() if timers is None else timers
+        self.partitions: dict[int, PartitionState] = {}
+        #: Committed offsets of every group held here (changed only by replay).
+        self.offsets = OffsetStore(config.max_metadata_bytes, config.offsets_retention_ms)
+        self._new_id = new_id or (lambda: str(uuid.uuid4()))
+        self._partition_of: dict[str, int] = {}
+
+    def partition_for(self, group_id: str) -> int:
+        p = self._partition_of.get(group_id)
+        if p is None:
+            p = self._partition_of[group_id] = group_partition(group_id, self.config.num_partitions)
+        return p
+
+    def group(self, group_id: str) -> GroupMetadata | None:
+        ps = self.partitions.get(self.partition_for(group_id))
+        return None if ps is None else ps.groups.get(group_id)
+
+    def groups(self) -> list[GroupMetadata]:
+        return [g for ps in self.partitions.values() for g in ps.groups.values()]
+
+    def group_status(self, group_id: str) -> ErrorCode:
+        """Kafka's validateGroupStatus: group id, ownership and loading."""
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        return self.partition_status(self.partition_for(group_id))
+
+    def partition_status(self, partition: int) -> ErrorCode:
+        ps = self.partitions.get(partition)
+        if ps is None:
+            return ErrorCode.not_coordinator
+        if ps.loading:
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.none
