@@ -2,11 +2,12 @@
 
     python -m benchmarks.offsets [--brokers kafkalite,tansu] [--seconds 5] [--records 1000000]
 
-1. Commits per second from one client: OffsetCommit (v8, one partition, a simple group)
-   sent one at a time for ``--seconds`` (the rate of a consumer calling ``commitSync`` in a
-   loop) and ``--pipelined`` of them with 64 in flight, on kafkalite and on Tansu in the
-   same run.
-2. OffsetFetch per second the same two ways.
+1. Commits per second from one client, for OffsetCommit v8 requests of 1 and of 64
+   partitions (a simple group; ``--partitions`` changes the sizes): sent one at a time for
+   ``--seconds`` (a consumer calling ``commitSync`` in a loop) and ``--pipelined`` of them
+   with 64 in flight, on kafkalite and on Tansu in the same run, with the broker's CPU time
+   per committed offset.
+2. OffsetFetch per second the same two ways (one partition).
 3. Reload: a ``__consumer_offsets`` partition holding ``--records`` commit records over
    1,000 keys is loaded by a starting broker, before and after compaction (start-up time
    to listening).
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
+    Broker,
     Kafkalite,
     broker_args,
     create_topic,
     parse_sets,
     percentile,
+    ratio,
     running,
     table,
 )
@@ -36,17 +39,18 @@ from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, re
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 TOPIC = "bench-offsets"
 GROUP = "bench-offsets-group"
+TOPIC_PARTITIONS = 64
 
 
-def _commit_request(version: int, offset: int) -> Any:
+def _commit_request(version: int, offset: int, partitions: int = 1) -> Any:
     topic_t = request_class(OFFSET_COMMIT, version, "OffsetCommitRequestTopic")
     part_t = request_class(OFFSET_COMMIT, version, "OffsetCommitRequestPartition")
     return request(
         OFFSET_COMMIT, version, group_id=GROUP, generation_id_or_member_epoch=-1,
         member_id="", group_instance_id=None,
-        topics=(topic_t(name=TOPIC, partitions=(part_t(
-            partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
-            committed_metadata=""),)),),
+        topics=(topic_t(name=TOPIC, partitions=tuple(part_t(
+            partition_index=p, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata="") for p in range(partitions))),),
     )
 
 
@@ -59,7 +63,8 @@ def _fetch_request(version: int) -> Any:
 
 
 def _commit_error_offset() -> int:
-    # correlation id, header tags, throttle, topics count, name, partitions count, index
+    # correlation id, header tags, throttle, topics count, name, partitions count, index:
+    # the first partition's error.
     return 4 + 1 + 4 + 1 + 1 + len(TOPIC) + 1 + 4
 
 
@@ -68,37 +73,56 @@ def _fetch_error_offset() -> int:
     return 4 + 1 + 4 + 1 + 1 + len(GROUP) + 1 + 1 + len(TOPIC) + 1 + 4 + 8 + 4 + 1
 
 
-def rates(name: str, seconds: float, pipelined: int, overrides: dict[str, str]
-          ) -> dict[str, float]:
+def _cpu_us_per(broker: Broker, before: float, count: int) -> float:
+    return (broker.cpu_seconds() - before) * 1e6 / count if count else float("nan")
+
+
+def commit_rates(broker: Broker, conn: RawConnection, version: int, partitions: int,
+                 seconds: float, pipelined: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    first = conn.call(_commit_request(version, 1, partitions))
+    errs = {int(p.error_code) for p in first.topics[0].partitions}
+    assert errs == {0}, f"{broker.name}: commit failed with {errs}"
+    frames = conn.frames(_commit_request(version, 42, partitions), 200_000)
+    cpu = broker.cpu_seconds()
+    lat = one_at_a_time(conn, frames, seconds)
+    out["seq"] = len(lat) / (sum(lat) / 1000)
+    out["p50_ms"] = percentile(lat, 50)
+    out["p99_ms"] = percentile(lat, 99)
+    out["seq_cpu_us"] = _cpu_us_per(broker, cpu, len(lat) * partitions)
+    # A fixed count, all sent before the time limit: the rate is count / time.
+    cpu = broker.cpu_seconds()
+    p = pipeline(conn, conn.frames(_commit_request(version, 43, partitions), pipelined),
+                 _commit_error_offset(), 64, 120)
+    assert set(p.errors) == {0}, f"{broker.name}: commit errors {p.errors}"
+    out["pipe"] = p.per_second
+    out["pipe_cpu_us"] = _cpu_us_per(broker, cpu, p.count * partitions)
+    return out
+
+
+def rates(name: str, seconds: float, pipelined: int, sizes: list[int],
+          overrides: dict[str, str]) -> dict[str, dict[str, float]]:
+    """{"commit-<n>": {...}, "fetch": {...}} for one broker."""
     with running(name, overrides) as broker:
-        create_topic(broker.bootstrap, TOPIC, 1)
+        create_topic(broker.bootstrap, TOPIC, TOPIC_PARTITIONS)
         conn = RawConnection(broker.bootstrap)
         try:
             cv = conn.version(OFFSET_COMMIT, 8)
             fv = conn.version(OFFSET_FETCH, 8)
             assert cv == 8 and fv == 8, f"{name}: OffsetCommit v{cv}, OffsetFetch v{fv}"
-            first = conn.call(_commit_request(cv, 1))
-            err = first.topics[0].partitions[0].error_code
-            assert int(err) == 0, f"{name}: commit failed with {err}"
-            out: dict[str, float] = {}
-            frames = conn.frames(_commit_request(cv, 42), 200_000)
-            lat = one_at_a_time(conn, frames, seconds)
-            out["commit_seq"] = len(lat) / (sum(lat) / 1000)
-            out["commit_p50_ms"] = percentile(lat, 50)
-            out["commit_p99_ms"] = percentile(lat, 99)
-            # A fixed count, all sent before the time limit: the rate is count / time.
-            p = pipeline(conn, conn.frames(_commit_request(cv, 43), pipelined),
-                         _commit_error_offset(), 64, 120)
-            assert set(p.errors) == {0}, f"{name}: commit errors {p.errors}"
-            out["commit_pipe"] = p.per_second
+            out = {f"commit-{n}": commit_rates(broker, conn, cv, n, seconds,
+                                               max(pipelined // n, 500))
+                   for n in sizes}
+            fetch: dict[str, float] = {}
             frames = conn.frames(_fetch_request(fv), 200_000)
             lat = one_at_a_time(conn, frames, seconds)
-            out["fetch_seq"] = len(lat) / (sum(lat) / 1000)
-            out["fetch_p50_ms"] = percentile(lat, 50)
+            fetch["seq"] = len(lat) / (sum(lat) / 1000)
+            fetch["p50_ms"] = percentile(lat, 50)
             p = pipeline(conn, conn.frames(_fetch_request(fv), pipelined),
                          _fetch_error_offset(), 64, 120)
             assert set(p.errors) == {0}, f"{name}: fetch errors {p.errors}"
-            out["fetch_pipe"] = p.per_second
+            fetch["pipe"] = p.per_second
+            out["fetch"] = fetch
             return out
         finally:
             conn.close()
@@ -190,21 +214,44 @@ def main(argv: list[str] | None = None) -> None:
     broker_args(ap)
     ap.add_argument("--seconds", type=float, default=5.0, help="time per measurement")
     ap.add_argument("--pipelined", type=int, default=20_000,
-                    help="requests sent with 64 in flight")
+                    help="one-partition requests sent with 64 in flight (fewer for larger)")
+    ap.add_argument("--partitions", default="1,64",
+                    help="partitions per OffsetCommit request, comma-separated")
     ap.add_argument("--records", type=int, default=1_000_000,
                     help="records in the __consumer_offsets partition to reload")
     ap.add_argument("--skip-reload", action="store_true")
     args = ap.parse_args(argv)
     overrides = parse_sets(args.set)
+    sizes = [int(n) for n in args.partitions.split(",")]
+    results = {name: rates(name, args.seconds, args.pipelined, sizes, overrides)
+               for name in args.brokers.split(",")}
     rows = []
-    for name in args.brokers.split(","):
-        r = rates(name, args.seconds, args.pipelined, overrides)
-        rows.append([name, r["commit_seq"], r["commit_p50_ms"], r["commit_p99_ms"],
-                     r["commit_pipe"], r["fetch_seq"], r["fetch_p50_ms"], r["fetch_pipe"]])
-    print(table(["broker", "commits/s (1 at a time)", "p50 ms", "p99 ms",
-                 "commits/s (64 in flight)", "fetches/s (1 at a time)", "p50 ms",
-                 "fetches/s (64 in flight)"], rows))
-    if not args.skip_reload and "kafkalite" in args.brokers.split(","):
+    for name, r in results.items():
+        for n in sizes:
+            c = r[f"commit-{n}"]
+            rows.append([name, n, c["seq"], c["p50_ms"], c["p99_ms"], c["seq_cpu_us"],
+                         c["pipe"], c["pipe_cpu_us"]])
+    print(table(["broker", "partitions per commit", "commits/s (1 at a time)", "p50 ms",
+                 "p99 ms", "broker CPU µs per offset", "commits/s (64 in flight)",
+                 "broker CPU µs per offset"], rows))
+    print()
+    print(table(["broker", "fetches/s (1 at a time)", "p50 ms", "fetches/s (64 in flight)"],
+                [[name, r["fetch"]["seq"], r["fetch"]["p50_ms"], r["fetch"]["pipe"]]
+                 for name, r in results.items()]))
+    k, t = results.get("kafkalite"), results.get("tansu")
+    if k is not None and t is not None:
+        ratios = []
+        for n in sizes:
+            ratios.append([f"commits/s, {n} partition(s), 1 at a time",
+                           ratio(k[f"commit-{n}"]["seq"], t[f"commit-{n}"]["seq"])])
+            ratios.append([f"commits/s, {n} partition(s), 64 in flight",
+                           ratio(k[f"commit-{n}"]["pipe"], t[f"commit-{n}"]["pipe"])])
+        ratios.append(["OffsetFetch/s, 1 at a time", ratio(k["fetch"]["seq"], t["fetch"]["seq"])])
+        ratios.append(["OffsetFetch/s, 64 in flight",
+                       ratio(k["fetch"]["pipe"], t["fetch"]["pipe"])])
+        print()
+        print(table(["kafkalite / tansu", "ratio"], ratios))
+    if not args.skip_reload and "kafkalite" in results:
         print()
         print(table(["__consumer_offsets reload", "value", "note"],
                     reload(args.records, overrides)))

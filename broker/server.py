@@ -7,7 +7,7 @@ import asyncio
 import signal
 import ssl
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -136,7 +136,8 @@ class Broker:
 
             make: Callable[[], asyncio.Protocol] = factory
             if sec.ssl_context is not None:
-                def make(ctx: ssl.SSLContext = sec.ssl_context, factory: Any = factory,
+                def make(ctx: ssl.SSLContext = sec.ssl_context,
+                         factory: Callable[[], KafkaConnection] = factory,
                          name: str = lst.name) -> asyncio.Protocol:
                     return TlsAcceptor(ctx, factory, name)
 

@@ -35,12 +35,25 @@ class GroupCoordinatorCore(Membership, GroupAdmin):
         ps = self.partitions[partition] = PartitionState(partition, loading=True)
         return ps
 
+    def replay_all(self, partition: int, records: list[tuple[Key, Value | None]]) -> None:
+        """``replay`` each record in order (a commit's offsets in one loop)."""
+        ps = self.partitions.get(partition)
+        if ps is None:
+            return
+        apply = self.offsets.apply
+        groups = ps.groups
+        for key, value in records:
+            if type(key) is OffsetCommitKey and (value is None or key.group in groups):
+                apply(key, value)  # type: ignore[arg-type]
+            else:
+                self.replay(partition, key, value)
+
     def replay(self, partition: int, key: Key, value: Value | None) -> None:
         """Apply one ``__consumer_offsets`` record: the only way persisted state changes."""
         ps = self.partitions.get(partition)
         if ps is None:
             return
-        if isinstance(key, OffsetCommitKey):
+        if type(key) is OffsetCommitKey:
             assert not isinstance(value, GroupMetadataValue)
             self.offsets.apply(key, value)
             if value is not None and key.group not in ps.groups:

@@ -44,7 +44,7 @@ class GroupAdmin(Partitions):
         """Response: (topic, partition) -> error, in request order."""
         err = self.group_status(req.group_id)
         if err is not ErrorCode.none:
-            return Outcome({(t, p.partition): err for t, parts in req.topics for p in parts})
+            return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
         group = self.group(req.group_id)
         result = self.offsets.commit(group, req, now)
         if result.heartbeat_member is not None and group is not None:

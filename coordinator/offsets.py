@@ -57,31 +57,44 @@ class GroupView(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
+#: A committed offset is kept as the value of its record (offset, metadata, commit and
+#: expire timestamps, leader epoch).
+CommittedOffset = co.OffsetCommitValue
 
 
-@dataclass(frozen=True, slots=True)
+class PartitionCommitView(Protocol):
+    """One partition of an OffsetCommit, with the request's own field names: the handler
+    passes the decoded request's partitions through (v6+) instead of copying them."""
+
+    @property
+    def partition_index(self) -> int: ...
+
+    @property
+    def committed_offset(self) -> int: ...
+
+    @property
+    def committed_leader_epoch(self) -> int: ...
+
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+@dataclass(slots=True)
 class PartitionCommit:
-    partition: int
-    offset: int
-    leader_epoch: int = -1
-    metadata: str | None = ""
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CommitRequest:
     group_id: str
     member_id: str = ""
     instance_id: str | None = None
     generation_id: int = -1
     retention_time_ms: int = DEFAULT_RETENTION_TIME
-    topics: Sequence[tuple[str, Sequence[PartitionCommit]]] = ()
+    topics: Sequence[tuple[str, Sequence[PartitionCommitView]]] = ()
     api_version: int = 8
 
 
@@ -141,9 +154,10 @@ class OffsetStore:
                 if not offsets:
                     del self.by_group[key.group]
             return
-        self.by_group.setdefault(key.group, {})[tp] = CommittedOffset(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
-            value.expire_timestamp)
+        offsets = self.by_group.get(key.group)
+        if offsets is None:
+            offsets = self.by_group[key.group] = {}
+        offsets[tp] = value
 
     def replay_record(self, key: co.Key, value: co.Value | None) -> None:
         """Apply a record of any type (group metadata records are not ours: ignored)."""
@@ -201,24 +215,30 @@ class OffsetStore:
         if error is not ErrorCode.none:
             for topic, parts in req.topics:
                 for p in parts:
-                    result.errors[(topic, p.partition)] = error
+                    result.errors[(topic, p.partition_index)] = error
             return result
         if group is not None and group.state in (STABLE, PREPARING) \
                 and group.has(req.member_id):
             result.heartbeat_member = req.member_id
         expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME \
             else now + req.retention_time_ms
+        limit = self.max_metadata_bytes
+        errors, records = result.errors, result.records
+        ok = ErrorCode.none
+        group_id = req.group_id
+        Key, Value = co.OffsetCommitKey, co.OffsetCommitValue
         for topic, parts in req.topics:
             for p in parts:
-                metadata = p.metadata or ""
-                if len(metadata.encode("utf-8")) > self.max_metadata_bytes:
-                    result.errors[(topic, p.partition)] = ErrorCode.offset_metadata_too_large
+                index = p.partition_index
+                metadata = p.committed_metadata or ""
+                # A UTF-8 character is at most 4 bytes: short metadata needs no encoding.
+                if len(metadata) * 4 > limit and len(metadata.encode("utf-8")) > limit:
+                    errors[(topic, index)] = ErrorCode.offset_metadata_too_large
                     continue
-                result.errors[(topic, p.partition)] = ErrorCode.none
-                result.records.append((
-                    co.OffsetCommitKey(req.group_id, topic, p.partition),
-                    co.OffsetCommitValue(p.offset, metadata, now, p.leader_epoch, expire),
-                ))
+                errors[(topic, index)] = ok
+                records.append((Key(group_id, topic, index),
+                                Value(p.committed_offset, metadata, now,
+                                      p.committed_leader_epoch, expire)))
         return result
 
     # --- OffsetFetch --------------------------------------------------------------------

@@ -30,7 +30,15 @@ from kafkalite.protocol.consumer_offsets import (
 )
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
-from kafkalite.protocol.records import NewRecord, build_batch, decode_batch, iter_batch_headers
+from kafkalite.protocol.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchHeader,
+    decode_batch,
+    encode_batch,
+    iter_batch_headers,
+)
 from kafkalite.storage.errors import RecordTooLargeError
 
 from .core import GroupCoordinatorCore
@@ -118,8 +126,9 @@ class CoordinatorRuntime:
             return ErrorCode.none
         now = self.now()
         self.ensure_topic()
-        batch = build_batch(
-            [NewRecord(encode_key(k), encode_value(v), now) for k, v in w.records], timestamp=now)
+        batch = encode_batch(_header(now, len(w.records)),
+                             [(0, i, encode_key(k), encode_value(v), ())
+                              for i, (k, v) in enumerate(w.records)])
         try:
             self.logs.get_or_create(w.topic, w.partition).append(batch)
         except Exception as e:
@@ -127,8 +136,7 @@ class CoordinatorRuntime:
             log.warning("offsets.append_failed", partition=w.partition, group=w.group_id,
                         error=repr(e), mapped=err.name)
             return err
-        for k, v in w.records:
-            core.replay(w.partition, k, v)
+        core.replay_all(w.partition, w.records)
         return ErrorCode.none
 
     def _on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> None:
@@ -183,6 +191,15 @@ class CoordinatorRuntime:
         self.stopped = True
         for p in list(self.core.partitions):
             self.core.unload(p)
+
+
+def _header(now: int, count: int) -> BatchHeader:
+    """The batch header of a coordinator write: every record stamped ``now``."""
+    # base offset, length, leader epoch, magic, crc, attributes, last offset delta,
+    # base and max timestamp, producer id, epoch and base sequence, record count
+    # (positional: keywords cost more than the rest of a one-offset commit's batch).
+    return BatchHeader(0, 0, 0, 2, 0, 0, count - 1, now, now, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+                       NO_SEQUENCE, count)
 
 
 def _latest_per_key(batches: Iterator[bytes], partition: int) -> dict[bytes, bytes | None]:

@@ -160,7 +160,9 @@ class _Reader:
 # --- keys ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Offset commit keys and values are made once per committed partition: plain slotted
+# classes (a frozen dataclass costs four times as much to create). Treat them as values.
+@dataclass(slots=True, unsafe_hash=True)
 class OffsetCommitKey:
     group: str
     topic: str
@@ -176,7 +178,26 @@ class GroupMetadataKey:
 Key = OffsetCommitKey | GroupMetadataKey
 
 
+#: Encoded (version, group, topic) prefixes of offset commit keys: a commit repeats them.
+_KEY_PREFIXES: dict[tuple[str, str], bytes] = {}
+
+
+def _key_prefix(group: str, topic: str) -> bytes:
+    prefix = _KEY_PREFIXES.get((group, topic))
+    if prefix is None:
+        if len(_KEY_PREFIXES) >= 4096:
+            _KEY_PREFIXES.clear()
+        w = _Writer()
+        w.i16(OFFSET_COMMIT_KEY_V1)
+        w.string(group)
+        w.string(topic)
+        prefix = _KEY_PREFIXES[(group, topic)] = bytes(w.buf)
+    return prefix
+
+
 def encode_key(key: Key) -> bytes:
+    if type(key) is OffsetCommitKey and key.version == OFFSET_COMMIT_KEY_V1:
+        return _key_prefix(key.group, key.topic) + _I32.pack(key.partition)
     w = _Writer()
     if isinstance(key, GroupMetadataKey):
         w.i16(GROUP_METADATA_KEY)
@@ -206,7 +227,7 @@ def decode_key(data: bytes) -> Key:
 # --- offset commit value ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OffsetCommitValue:
     offset: int
     metadata: str
@@ -220,8 +241,14 @@ def offset_value_version(value: OffsetCommitValue) -> int:
     return 1 if value.expire_timestamp >= 0 else 3
 
 
+_V3_HEAD = struct.Struct(">hqi")
+
+
 def encode_offset_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
     v = offset_value_version(value) if version is None else version
+    if v == 3 and not value.metadata:  # the usual commit: one pack, no writer
+        return (_V3_HEAD.pack(3, value.offset, value.leader_epoch) + b"\x00\x00"
+                + _I64.pack(value.commit_timestamp))
     w = _Writer(flexible=v >= 4)
     w.i16(v)
     w.i64(value.offset)
@@ -342,6 +369,11 @@ Value = OffsetCommitValue | GroupMetadataValue
 
 def encode_value(value: Value | None) -> bytes | None:
     """Encode a value in the version Kafka writes; None stays None (a tombstone)."""
+    if type(value) is OffsetCommitValue:
+        if value.expire_timestamp < 0 and not value.metadata:  # the usual commit, inline
+            return (_V3_HEAD.pack(3, value.offset, value.leader_epoch) + b"\x00\x00"
+                    + _I64.pack(value.commit_timestamp))
+        return encode_offset_value(value)
     if value is None:
         return None
     if isinstance(value, GroupMetadataValue):

@@ -325,12 +325,27 @@ class NewRecord:
 RecordFields = tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]
 
 
-def _put_varbytes(out: bytearray, b: bytes | None) -> None:
+def _zigzag_bytes(v: int) -> bytes:
+    out = bytearray()
+    put_varint(out, v)
+    return bytes(out)
+
+
+#: Signed varints of the small non-negative values most record fields hold (deltas and
+#: lengths), ready to join.
+_SMALL = tuple(_zigzag_bytes(v) for v in range(1024))
+
+
+def _varint(v: int) -> bytes:
+    return _SMALL[v] if 0 <= v < 1024 else _zigzag_bytes(v)
+
+
+def _varbytes(parts: list[bytes], b: bytes | None) -> None:
     if b is None:
-        out.append(1)  # -1 as a zigzag varint
+        parts.append(b"\x01")  # -1 as a zigzag varint
     else:
-        put_varint(out, len(b))
-        out += b
+        parts.append(_varint(len(b)))
+        parts.append(b)
 
 
 def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields]) -> bytes:
@@ -339,17 +354,27 @@ def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields]) -> by
     CRC and record count are computed; the header's own are ignored."""
     body = bytearray()
     count = 0
+    small = _SMALL
     for ts_delta, offset_delta, key, value, headers in records:
-        rec = bytearray(b"\x00")  # record attributes: unused
-        put_varint(rec, ts_delta)
-        put_varint(rec, offset_delta)
-        _put_varbytes(rec, key)
-        _put_varbytes(rec, value)
-        put_varint(rec, len(headers))
+        if (not headers and key is not None and value is not None
+                and 0 <= ts_delta < 1024 and 0 <= offset_delta < 1024
+                and len(key) < 1024 and len(value) < 1024):
+            # The common record: every field a one- or two-byte varint from the table.
+            rec = b"".join((b"\x00", small[ts_delta], small[offset_delta], small[len(key)],
+                            key, small[len(value)], value, b"\x00"))
+            body += small[len(rec)] if len(rec) < 1024 else _zigzag_bytes(len(rec))
+            body += rec
+            count += 1
+            continue
+        parts = [b"\x00", _varint(ts_delta), _varint(offset_delta)]  # attributes: unused
+        _varbytes(parts, key)
+        _varbytes(parts, value)
+        parts.append(_varint(len(headers)))
         for hk, hv in headers:
-            _put_varbytes(rec, hk.encode())
-            _put_varbytes(rec, hv)
-        put_varint(body, len(rec))
+            _varbytes(parts, hk.encode())
+            _varbytes(parts, hv)
+        rec = b"".join(parts)
+        body += _varint(len(rec))
         body += rec
         count += 1
     codec = header[ATTRIBUTES] & ATTR_COMPRESSION_MASK

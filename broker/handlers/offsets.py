@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import datetime
+import struct
+from collections.abc import Sequence
 from typing import Any
 
 from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit, PartitionCommitView
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.varint import put_uvarint
 
 from ..auth import Access, Action, Operation, ResourceType
 from ..context import RequestContext
@@ -29,73 +32,91 @@ def _ms(td: Any) -> int:
     return int(td)
 
 
-def respond_all(resp_t: type[Any], req: Any, error: ErrorCode) -> Any:
-    """An OffsetCommit answer with ``error`` on every partition (Kafka's getErrorResponse)."""
-    topic_t = nested(resp_t, "OffsetCommitResponseTopic")
-    part_t = nested(resp_t, "OffsetCommitResponsePartition")
-    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(
-        build(topic_t, name=t.name, partitions=tuple(
-            build(part_t, partition_index=p.partition_index, error_code=error)
-            for p in t.partitions))
-        for t in req.topics))
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PARTITION = struct.Struct(">ih")
+
+
+def _put_len(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
+    if flexible:
+        put_uvarint(out, n + 1)
+    else:
+        out += (_I32 if wide else _I16).pack(n)
+
+
+def encode_commit_response(version: int, topics: Any, errors: dict[tuple[str, int], int],
+                           default: int = 0) -> bytes:
+    """The OffsetCommit response body for ``topics`` of the request, in request order, with
+    each partition's error from ``errors`` (else ``default``). Encoded by hand: a commit of
+    many partitions spent more on building kio's response objects than on committing."""
+    flexible = version >= 8
+    out = bytearray(b"\x00\x00\x00\x00" if version >= 3 else b"")  # throttle_time_ms
+    _put_len(out, len(topics), flexible, True)
+    pack = _PARTITION.pack
+    for t in topics:
+        name = t.name
+        raw = name.encode("utf-8")
+        _put_len(out, len(raw), flexible, False)
+        out += raw
+        parts = t.partitions
+        _put_len(out, len(parts), flexible, True)
+        get = errors.get
+        for p in parts:
+            index = p.partition_index
+            out += pack(index, get((name, index), default))
+            if flexible:
+                out.append(0)  # tagged fields
+        if flexible:
+            out.append(0)
+    if flexible:
+        out.append(0)
+    return bytes(out)
 
 
 def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
-                  ctx: RequestContext, req: Any) -> Any:
+                  ctx: RequestContext, req: Any) -> bytes:
     v = ctx.api_version
-    resp_t = codecs.codec(OFFSET_COMMIT, v).response_type
-    topic_t = nested(resp_t, "OffsetCommitResponseTopic")
-    part_t = nested(resp_t, "OffsetCommitResponsePartition")
     # As KafkaApis: partitions of unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
     # and not committed.
     unknown: dict[tuple[str, int], int] = {}
-    topics: list[tuple[str, list[PartitionCommit]]] = []
+    topics: list[tuple[str, Sequence[PartitionCommitView]]] = []
     catalog = storage.catalog
     if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
-        return respond_all(resp_t, req, ErrorCode.group_authorization_failed)
+        return encode_commit_response(v, req.topics, {}, ErrorCode.group_authorization_failed)
     for t in req.topics:
         if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
             for p in t.partitions:
                 unknown[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
             continue
         info = catalog.get(t.name)
-        valid: list[PartitionCommit] = []
-        for p in t.partitions:
-            if info is None or not 0 <= p.partition_index < info.partitions:
-                unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
-                continue
-            valid.append(PartitionCommit(p.partition_index, p.committed_offset,
-                                         getattr(p, "committed_leader_epoch", -1),
-                                         p.committed_metadata))
-        if valid:
-            topics.append((t.name, valid))
+        count = -1 if info is None else info.partitions
+        parts: Sequence[PartitionCommitView] = t.partitions
+        if v < 6:  # no leader epoch before v6
+            parts = [PartitionCommit(p.partition_index, p.committed_offset, -1,
+                                     p.committed_metadata) for p in parts]
+        if not all(0 <= p.partition_index < count for p in parts):
+            for p in parts:
+                if not 0 <= p.partition_index < count:
+                    unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            parts = [p for p in parts if 0 <= p.partition_index < count]
+        if parts:
+            topics.append((t.name, parts))
+    if not topics:
+        return encode_commit_response(v, req.topics, unknown)
     request = CommitRequest(
         group_id=req.group_id,
         member_id=req.member_id,
-        instance_id=getattr(req, "group_instance_id", None),
+        instance_id=req.group_instance_id if v >= 7 else None,
         generation_id=req.generation_id_or_member_epoch,
-        retention_time_ms=_ms(getattr(req, "retention_time", -1)),
+        retention_time_ms=_ms(req.retention_time) if 2 <= v <= 4 else -1,
         topics=topics,
         api_version=v,
     )
-
-    def respond(errors: dict[tuple[str, int], int]) -> Any:
-        return build(
-            resp_t,
-            throttle_time=NO_THROTTLE,
-            topics=tuple(
-                build(topic_t, name=t.name, partitions=tuple(
-                    build(part_t, partition_index=p.partition_index,
-                          error_code=ErrorCode(errors.get((t.name, p.partition_index), 0)))
-                    for p in t.partitions))
-                for t in req.topics),
-        )
-
-    if not topics:
-        return respond(unknown)
     result: dict[tuple[str, int], int] = runtime.run(
         runtime.core.commit_offsets(runtime.now(), request))
-    return respond({**unknown, **result})
+    if unknown:
+        result = {**unknown, **result}
+    return encode_commit_response(v, req.topics, result)
 
 
 def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, v: int,
