@@ -4,22 +4,26 @@
 from __future__ import annotations
 
 import datetime
-import struct
 from collections.abc import Sequence
 from typing import Any
 
 from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit, PartitionCommitView
+from kafkalite.coordinator.offsets import (
+    CommitRequest,
+    OffsetRow,
+    PartitionCommit,
+    PartitionCommitView,
+)
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
-from kafkalite.protocol.varint import put_uvarint
 
 from ..auth import Access, Action, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
+from .offsets_wire import encode_commit_response, encode_fetch_response
 
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
@@ -30,47 +34,6 @@ def _ms(td: Any) -> int:
     if isinstance(td, datetime.timedelta):
         return int(td / datetime.timedelta(milliseconds=1))
     return int(td)
-
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_PARTITION = struct.Struct(">ih")
-
-
-def _put_len(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
-    if flexible:
-        put_uvarint(out, n + 1)
-    else:
-        out += (_I32 if wide else _I16).pack(n)
-
-
-def encode_commit_response(version: int, topics: Any, errors: dict[tuple[str, int], int],
-                           default: int = 0) -> bytes:
-    """The OffsetCommit response body for ``topics`` of the request, in request order, with
-    each partition's error from ``errors`` (else ``default``). Encoded by hand: a commit of
-    many partitions spent more on building kio's response objects than on committing."""
-    flexible = version >= 8
-    out = bytearray(b"\x00\x00\x00\x00" if version >= 3 else b"")  # throttle_time_ms
-    _put_len(out, len(topics), flexible, True)
-    pack = _PARTITION.pack
-    for t in topics:
-        name = t.name
-        raw = name.encode("utf-8")
-        _put_len(out, len(raw), flexible, False)
-        out += raw
-        parts = t.partitions
-        _put_len(out, len(parts), flexible, True)
-        get = errors.get
-        for p in parts:
-            index = p.partition_index
-            out += pack(index, get((name, index), default))
-            if flexible:
-                out.append(0)  # tagged fields
-        if flexible:
-            out.append(0)
-    if flexible:
-        out.append(0)
-    return bytes(out)
 
 
 def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
@@ -120,20 +83,14 @@ def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
 
 
 def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, v: int,
-                 resp_t: type[Any], group_id: str, topics: Any, require_stable: bool,
-                 grouped: bool) -> tuple[int, tuple[Any, ...]]:
-    topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
-                     else "OffsetFetchResponseTopic")
-    part_t = nested(resp_t, "OffsetFetchResponsePartitions" if grouped
-                    else "OffsetFetchResponsePartition")
+                 group_id: str, topics: Any, require_stable: bool
+                 ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
     if not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
         denied = ErrorCode.group_authorization_failed
         if v <= 1:
-            return denied, tuple(build(topic_t, name=t.name, partitions=tuple(
-                build(part_t, partition_index=p, committed_offset=-1,
-                      committed_leader_epoch=-1, metadata="", error_code=denied)
-                for p in t.partition_indexes)) for t in topics or ())
-        return denied, ()
+            return denied, [(t.name, [(p, -1, -1, "", denied) for p in t.partition_indexes])
+                            for t in topics or ()]
+        return denied, []
 
     def may_describe(topic: str) -> bool:
         return access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, topic)
@@ -145,7 +102,8 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
     error, rows = fetched
     # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;
     # named topics it may not describe are answered TOPIC_AUTHORIZATION_FAILED.
-    rows = [(t, parts) for t, parts in rows if may_describe(t)]
+    if topics is None:
+        rows = [(t, parts) for t, parts in rows if may_describe(t)]
     for t in topics or ():
         if not may_describe(t.name):
             rows.append((t.name, [(p, -1, -1, "", int(ErrorCode.topic_authorization_failed))
@@ -153,34 +111,21 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
     if error != ErrorCode.none and v <= 1:
         # v0-v1 have no top-level error: put it on every partition.
         rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
-    out = tuple(
-        build(topic_t, name=topic, partitions=tuple(
-            build(part_t, partition_index=p, committed_offset=off, committed_leader_epoch=le,
-                  metadata=md, error_code=ErrorCode(err))
-            for p, off, le, md, err in parts))
-        for topic, parts in rows)
-    return error, out
+    return error, rows
 
 
 def offset_fetch(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
-                 req: Any) -> Any:
+                 req: Any) -> bytes:
     v = ctx.api_version
-    resp_t = codecs.codec(OFFSET_FETCH, v).response_type
     require_stable = bool(getattr(req, "require_stable", False))
     if v >= 8:
-        group_t = nested(resp_t, "OffsetFetchResponseGroup")
-        groups = []
-        for g in req.groups:
-            err, topics = _fetch_group(runtime, access, ctx, v, resp_t, g.group_id, g.topics,
-                                       require_stable, True)
-            groups.append(build(group_t, group_id=g.group_id, topics=topics,
-                                error_code=ErrorCode(err)))
-        return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(groups))
+        return encode_fetch_response(v, [
+            (g.group_id, *_fetch_group(runtime, access, ctx, v, g.group_id, g.topics,
+                                       require_stable))
+            for g in req.groups])
     topics_req = req.topics if v >= 2 else req.topics or ()
-    err, topics = _fetch_group(runtime, access, ctx, v, resp_t, req.group_id, topics_req,
-                               require_stable, False)
-    return build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
-                 error_code=ErrorCode(err))
+    err, rows = _fetch_group(runtime, access, ctx, v, req.group_id, topics_req, require_stable)
+    return encode_fetch_response(v, [(req.group_id, err, rows)])
 
 
 def offset_delete(storage: Storage, runtime: CoordinatorRuntime, access: Access,

@@ -1,10 +1,12 @@
-"""The hand-encoded OffsetCommit response is byte for byte what kio encodes, v2 to v9."""
+"""The hand-encoded OffsetCommit and OffsetFetch responses are byte for byte what kio
+encodes, for every version served."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.handlers.offsets import OFFSET_COMMIT, encode_commit_response
+from kafkalite.broker.handlers.offsets import OFFSET_COMMIT, OFFSET_FETCH
+from kafkalite.broker.handlers.offsets_wire import encode_commit_response, encode_fetch_response
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
@@ -44,3 +46,34 @@ def test_commit_response_matches_kio(version: int) -> None:
         for t in req.topics))
     assert encode_commit_response(version, req.topics, {},
                                   ErrorCode.group_authorization_failed) == c.encode_response(denied)
+
+
+ROWS = [("orders", [(0, 42, 3, "", 0), (5, -1, -1, "", 0)]),
+        ("émoji", [(1, 7, -1, "some metadata", int(ErrorCode.unstable_offset_commit))])]
+
+
+@pytest.mark.parametrize("version", range(1, 10))
+def test_fetch_response_matches_kio(version: int) -> None:
+    c = codecs.codec(OFFSET_FETCH, version)
+    resp_t = c.response_type
+    grouped = version >= 8
+    topic_t = nested(resp_t, "OffsetFetchResponseTopics" if grouped
+                     else "OffsetFetchResponseTopic")
+    part_t = nested(resp_t, "OffsetFetchResponsePartitions" if grouped
+                    else "OffsetFetchResponsePartition")
+    topics = tuple(build(topic_t, name=t, partitions=tuple(
+        build(part_t, partition_index=p, committed_offset=o, committed_leader_epoch=e,
+              metadata=m, error_code=ErrorCode(err)) for p, o, e, m, err in parts))
+        for t, parts in ROWS)
+    if grouped:
+        group_t = nested(resp_t, "OffsetFetchResponseGroup")
+        expected = build(resp_t, throttle_time=NO_THROTTLE, groups=(
+            build(group_t, group_id="g1", topics=topics, error_code=ErrorCode.none),
+            build(group_t, group_id="g2", topics=(),
+                  error_code=ErrorCode.group_authorization_failed)))
+        groups = [("g1", 0, ROWS), ("g2", int(ErrorCode.group_authorization_failed), [])]
+    else:
+        expected = build(resp_t, throttle_time=NO_THROTTLE, topics=topics,
+                         error_code=ErrorCode.coordinator_load_in_progress)
+        groups = [("g1", int(ErrorCode.coordinator_load_in_progress), ROWS)]
+    assert encode_fetch_response(version, groups) == c.encode_response(expected)

@@ -1,0 +1,112 @@
+"""Hand-encoded OffsetCommit and OffsetFetch response bodies, every version served.
+
+Committing or fetching many partitions spent more on building kio's response objects than
+on the work itself, so these two hot responses are written directly; tests check them
+against kio's encoder byte for byte.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from kafkalite.coordinator.offsets import OffsetRow
+from kafkalite.protocol.varint import put_uvarint
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PARTITION = struct.Struct(">ih")
+
+
+def _put_len(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
+    if flexible:
+        put_uvarint(out, n + 1)
+    else:
+        out += (_I32 if wide else _I16).pack(n)
+
+
+def encode_commit_response(version: int, topics: Sequence[Any], errors: dict[tuple[str, int], int],
+                           default: int = 0) -> bytes:
+    """The OffsetCommit response body for ``topics`` of the request, in request order, with
+    each partition's error from ``errors`` (else ``default``). Encoded by hand: a commit of
+    many partitions spent more on building kio's response objects than on committing."""
+    flexible = version >= 8
+    out = bytearray(b"\x00\x00\x00\x00" if version >= 3 else b"")  # throttle_time_ms
+    _put_len(out, len(topics), flexible, True)
+    pack = _PARTITION.pack
+    for t in topics:
+        name = t.name
+        raw = name.encode("utf-8")
+        _put_len(out, len(raw), flexible, False)
+        out += raw
+        parts = t.partitions
+        _put_len(out, len(parts), flexible, True)
+        get = errors.get
+        for p in parts:
+            index = p.partition_index
+            out += pack(index, get((name, index), default))
+            if flexible:
+                out.append(0)  # tagged fields
+        if flexible:
+            out.append(0)
+    if flexible:
+        out.append(0)
+    return bytes(out)
+
+
+_FETCHED = struct.Struct(">iq")
+
+
+def _put_str(out: bytearray, s: str | None, flexible: bool) -> None:
+    if s is None:
+        out += b"\x00" if flexible else b"\xff\xff"
+        return
+    raw = s.encode("utf-8")
+    _put_len(out, len(raw), flexible, False)
+    out += raw
+
+
+def _put_fetch_topics(out: bytearray, version: int, rows: Sequence[tuple[str, Sequence[OffsetRow]]],
+                      flexible: bool) -> None:
+    _put_len(out, len(rows), flexible, True)
+    epoch = version >= 5
+    for topic, parts in rows:
+        _put_str(out, topic, flexible)
+        _put_len(out, len(parts), flexible, True)
+        for index, offset, leader_epoch, metadata, error in parts:
+            out += _FETCHED.pack(index, offset)
+            if epoch:
+                out += _I32.pack(leader_epoch)
+            _put_str(out, metadata, flexible)
+            out += _I16.pack(error)
+            if flexible:
+                out.append(0)
+        if flexible:
+            out.append(0)
+
+
+def encode_fetch_response(version: int, groups: Sequence[tuple[str, int, Sequence[
+        tuple[str, Sequence[OffsetRow]]]]]) -> bytes:
+    """The OffsetFetch response body: ``groups`` is [(group id, error, topic rows)], one
+    group before v8 (whose id is not written)."""
+    flexible = version >= 6
+    out = bytearray(b"\x00\x00\x00\x00" if version >= 3 else b"")  # throttle_time_ms
+    if version >= 8:
+        _put_len(out, len(groups), flexible, True)
+        for group_id, error, rows in groups:
+            _put_str(out, group_id, flexible)
+            _put_fetch_topics(out, version, rows, flexible)
+            out += _I16.pack(error)
+            out.append(0)
+    else:
+        [(_group_id, error, rows)] = groups
+        _put_fetch_topics(out, version, rows, flexible)
+        if version >= 2:
+            out += _I16.pack(error)
+    if flexible:
+        out.append(0)
+    return bytes(out)
+
+
+__all__ = ["encode_commit_response", "encode_fetch_response"]
