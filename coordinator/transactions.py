@@ -12,7 +12,10 @@ Methods take ``now`` (ms) and, when a record may be written, an opaque waiter. A
 answered at once has the Outcome's ``response`` set; otherwise the response is PARKED and
 arrives as a reply once the record is appended and replayed. Records go to
 ``__transaction_state`` (``Write.topic``); markers go through the injected MarkerWriter;
-new producer ids come from the injected allocator. Timers: see ``txn_base``.
+new producer ids come from the injected allocator. Deadlines are keys of the injected
+timers (``timer_kinds``: ``("txn-timeout", id)``, ``("txn-expire", id)``, and the
+marker/completion retries ``("txn-markers", id)``, ``("txn-complete", id)``); the
+scheduler hands each due key to ``on_timer``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
@@ -246,7 +248,7 @@ class TransactionCoordinatorCore(TxnCompletion):
         """AddOffsetsToTxn: adds the group's ``__consumer_offsets`` partition. Response:
         ErrorCode."""
         call = Call(waiter)
-        tp = (OFFSETS_TOPIC, group_partition(group_id, self.config.offsets_partitions))
+        tp = (OFFSETS_TOPIC, self.group_partition_for(group_id))
 
         def answer(err: ErrorCode, _t: int) -> Outcome:
             return call.answer(_fenced_for(version, 2, err))

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.transaction_log import TransactionLogKey, TransactionLogValue, txn_partition
@@ -33,12 +34,12 @@ log = structlog.get_logger("kafkalite.coordinator.transactions")
 E = ErrorCode
 S = TxnState
 
-#: Timer keys are (kind, transactional id).
+#: Timer keys are (kind, transactional id); the scheduler routes them to ``on_timer``.
 TIMEOUT_TIMER = "txn-timeout"  # an Ongoing transaction passes its transaction.timeout.ms
 EXPIRE_TIMER = "txn-expire"  # an idle id passes transactional.id.expiration.ms
 MARKERS_TIMER = "txn-markers"  # retry markers that failed with a retriable error
 COMPLETE_TIMER = "txn-complete"  # retry the CompleteCommit/CompleteAbort record
-TIMER_KINDS = frozenset({TIMEOUT_TIMER, EXPIRE_TIMER, MARKERS_TIMER, COMPLETE_TIMER})
+TXN_TIMER_KINDS = (TIMEOUT_TIMER, EXPIRE_TIMER, MARKERS_TIMER, COMPLETE_TIMER)
 
 Done = Callable[[ErrorCode, int], Outcome]
 
@@ -54,8 +55,9 @@ class TxnConfig:
     #: The cluster's finalized ``transaction.version`` feature level (Kafka 4.x: 2): picks
     #: the record version (1 from level 1) and how the coordinator's own aborts bump epochs.
     transaction_version: int = 2
-    #: offsets.topic.num.partitions: AddOffsetsToTxn adds the group's partition.
-    offsets_partitions: int = 50
+    #: offsets.topic.num.partitions, for AddOffsetsToTxn's group partition when the core
+    #: is given no ``group_partition_for``.
+    offsets_partitions: int = 8
     #: Pause before a marker or a completion record that failed is tried again.
     retry_backoff_ms: int = 100
     #: transaction.abort.timed.out.transaction.cleanup.interval.ms: retry of a timeout
@@ -102,19 +104,28 @@ class Call:
 
 
 class TxnCoreBase:
+    timer_kinds = TXN_TIMER_KINDS
+
     def __init__(
         self,
         config: TxnConfig,
+        timers: Timers | None = None,
+        *,
         allocate_producer_id: Callable[[], int],
         markers: MarkerWriter,
-        timers: Timers | None = None,
+        group_partition_for: Callable[[str], int] | None = None,
     ) -> None:
+        """``allocate_producer_id``: a new producer id (storage owns them; may raise).
+        ``markers``: writes COMMIT/ABORT markers (``txn_markers``). ``group_partition_for``:
+        the ``__consumer_offsets`` partition of a group, as the group coordinator maps it."""
         self.config = config
         self.timers = timers if timers is not None else Timers()
         self.partitions: dict[int, TxnPartition] = {}
         self.markers = markers
         self._allocate = allocate_producer_id
         self._partition_of: dict[str, int] = {}
+        self.group_partition_for = group_partition_for or (
+            lambda group_id: group_partition(group_id, config.offsets_partitions))
 
     # --- lookup ----------------------------------------------------------------------
 
@@ -236,5 +247,5 @@ class TxnCoreBase:
             self.timers.cancel((EXPIRE_TIMER, tid))
 
     def _cancel_timers(self, tid: str) -> None:
-        for kind in TIMER_KINDS:
+        for kind in TXN_TIMER_KINDS:
             self.timers.cancel((kind, tid))

@@ -9,7 +9,7 @@ TransactionStateManager (timed-out transactions, expired transactional ids, load
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from kafkalite.protocol.errors import ErrorCode
 
@@ -19,7 +19,6 @@ from .txn_base import (
     EXPIRE_TIMER,
     MARKERS_TIMER,
     TIMEOUT_TIMER,
-    TIMER_KINDS,
     Done,
     E,
     S,
@@ -278,20 +277,10 @@ class TxnCompletion(TxnCoreBase):
 
     # --- timers ------------------------------------------------------------------------
 
-    def expire(self, now: int) -> Outcome:
-        """Run every timer due at ``now``."""
-        out = Outcome()
-        for key, _deadline in self.timers.pop_due(now):
-            if key in self.timers:
-                continue  # re-scheduled by an earlier timer of this pass
-            out.add(self.fire(key, now))
-        return out
-
-    def fire(self, key: object, now: int) -> Outcome:
-        """One due timer (for a runtime that shares one Timers between cores)."""
-        if not isinstance(key, tuple) or len(key) != 2 or key[0] not in TIMER_KINDS:
-            return Outcome()
-        kind, tid = key
+    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
+        """A transaction deadline passed (the scheduler removed ``key`` from the timers)."""
+        kind, tid = key[0], key[1]
+        assert isinstance(tid, str)
         _err, ps = self._lookup(tid)
         meta = None if ps is None else ps.txns.get(tid)
         if ps is None or meta is None:
@@ -302,9 +291,9 @@ class TxnCompletion(TxnCoreBase):
             return self._expire_id(ps, meta, now)
         if kind == MARKERS_TIMER:
             return self._write_markers(ps, meta, now)
-        transit = meta.pending  # COMPLETE_TIMER
-        if transit is not None and transit.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) \
-                and meta.marker_partitions == set():
+        transit = meta.pending
+        if kind == COMPLETE_TIMER and transit is not None and meta.marker_partitions == set() \
+                and transit.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             return self._write_completion(ps, meta, transit)
         return Outcome()
 

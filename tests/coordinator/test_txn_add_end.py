@@ -19,7 +19,7 @@ T0, T1, T2 = ("t", 0), ("t", 1), ("u", 0)
 def ready(**cfg: int) -> TxnHarness:
     h = TxnHarness.make(**cfg)
     h.init()
-    h.now += 100
+    h.wait(100)
     return h
 
 
@@ -28,7 +28,7 @@ def test_add_partitions_writes_ongoing_then_only_what_is_new() -> None:
     assert h.add(1000, 0, T0, T2) == AddPartitionsResult(TXN, {T0: E.none, T2: E.none})
     t = START + 100
     assert h.records(1) == [(TXN, val(1000, 0, S.ONGOING, [T0, T2], last=t, start=t))]
-    h.now += 5
+    h.wait(5)
     h.add(1000, 0, T0)  # already in: no record
     assert len(h.written) == 2
     h.add(1000, 0, T0, T1)
@@ -77,7 +77,7 @@ def test_add_offsets_adds_the_groups_offsets_partition() -> None:
 def test_commit_prepares_writes_markers_then_completes() -> None:
     h = ready()
     h.add(1000, 0, T0, T2)
-    h.now += 50
+    h.wait(50)
     box = Box()
     out = h.core.end_txn(h.now, box, transactional_id=TXN, producer_id=1000,
                          producer_epoch=0, committed=True, version=3)
@@ -91,7 +91,7 @@ def test_commit_prepares_writes_markers_then_completes() -> None:
     ]
     assert h.markers.calls == [(1000, 0, 0, True, (T0, T2))]
     # The next transaction starts from CompleteCommit.
-    h.now += 10
+    h.wait(10)
     h.add(1000, 0, T1)
     assert h.records(4) == [(TXN, val(1000, 0, S.ONGOING, [T1], last=t + 10, start=t + 10))]
     assert h.core.snapshot() == h.rebuilt().snapshot()

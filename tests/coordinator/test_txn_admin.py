@@ -17,11 +17,11 @@ def three() -> TxnHarness:
     h.init("txn-a")
     h.init("txn-b")
     h.init("txn-c")
-    h.now += 100
+    h.wait(100)
     h.add(1001, 0, ("t", 2), ("t", 0), ("s", 5), tid="txn-b")
     h.add(1002, 0, ("t", 0), tid="txn-c")
     h.end(1002, 0, True, tid="txn-c")
-    h.now += 1000
+    h.wait(1000)
     return h
 
 

@@ -16,7 +16,7 @@ def test_new_transactional_id_gets_a_producer_id_and_epoch_0() -> None:
     assert h.init() == R(E.none, 1000, 0)
     assert h.records() == [(TXN, val(1000, 0, S.EMPTY, last=START))]
     # Again: the same producer id, the next epoch (the previous producer is fenced).
-    h.now += 5
+    h.wait(5)
     assert h.init() == R(E.none, 1000, 1)
     assert h.records(1) == [(TXN, val(1000, 1, S.EMPTY, last=START + 5))]
     assert h.core.snapshot() == h.rebuilt().snapshot()
@@ -55,9 +55,9 @@ def test_ongoing_transaction_is_aborted_first_with_a_fenced_epoch() -> None:
     """Kafka 4.x (transaction.version 2): the fence bumps the epoch, the abort bumps again."""
     h = TxnHarness.make()
     h.init()
-    h.now += 10
+    h.wait(10)
     h.add(1000, 0, T0)
-    h.now += 10
+    h.wait(10)
     n = len(h.written)
     assert h.init() == R(E.concurrent_transactions)
     started = START + 10

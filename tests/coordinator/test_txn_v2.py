@@ -21,7 +21,7 @@ def ongoing() -> TxnHarness:
     h = TxnHarness.make()
     h.init()
     h.add(1000, 0, T0)
-    h.now += 10
+    h.wait(10)
     return h
 
 
@@ -51,7 +51,7 @@ def test_retry_table_after_commit() -> None:
     assert h.end(1000, 0, False, version=V5) == End(E.invalid_txn_state)
     assert h.end(1000, 7, True, version=V5) == End(E.producer_fenced)
     assert len(h.written) == n
-    h.now += 5
+    h.wait(5)
     assert h.end(1000, 1, False, version=V5) == End(E.none, 1000, 2)
     t = START + 15
     assert h.records(n) == [

@@ -1,14 +1,17 @@
-"""A thin fake-clock driver for the transaction coordinator core: append to a list (as
-bytes, read back as the log would be), replay, answer. No sockets, no sleeps."""
+"""A thin driver for the transaction coordinator core on the broker's scheduler and a
+manual clock: append to a list (as bytes, read back as the log would be), replay, answer.
+No sockets, no sleeps. (The runtime takes this role in the broker.)"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.results import PARKED, Outcome
+from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
 from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol import transaction_log as tl
@@ -48,7 +51,7 @@ class FakeMarkers:
 class TxnHarness:
     core: TransactionCoordinatorCore
     markers: FakeMarkers
-    now: int = START
+    scheduler: Scheduler
     #: Every record appended, in order: (partition, key, value).
     written: list[Record] = field(default_factory=list)
     #: The outcome of the next appends, in order (then they succeed): ``ErrorCode.none``
@@ -62,8 +65,14 @@ class TxnHarness:
         base.update(cfg)
         pids = itertools.count(first_pid)
         markers = FakeMarkers()
-        core = TransactionCoordinatorCore(TxnConfig(**base), lambda: next(pids), markers)
-        h = cls(core, markers)
+        scheduler = Scheduler(ManualClock(START))
+        core = TransactionCoordinatorCore(TxnConfig(**base), scheduler.timers,
+                                          allocate_producer_id=lambda: next(pids),
+                                          markers=markers)
+        h = cls(core, markers, scheduler)
+        for kind in core.timer_kinds:
+            scheduler.handle(kind, lambda key, deadline, now: h.run(
+                core.on_timer(key, deadline, now)))
         for p in range(base["num_partitions"]):
             core.begin_load(p)
             h.run(core.finish_load(p, h.now))
@@ -86,16 +95,27 @@ class TxnHarness:
                 self.run(w.then(err, self.now))
         return out.response
 
-    def call(self, out: Outcome) -> Box:
+    def ask(self, request: Callable[[Box], Outcome]) -> Any:
+        """Run one request (given its waiter); its answer, now or from a later reply."""
         box = Box()
-        resp = self.run(out)
+        resp = self.run(request(box))
         if resp is not PARKED:
             box(resp)
-        return box
+        assert box.calls == 1
+        return box.value
+
+    @property
+    def now(self) -> int:
+        return self.scheduler.now()
+
+    def wait(self, ms: int) -> None:
+        """Let time pass without running deadlines (requests arrive at the new time)."""
+        assert isinstance(self.scheduler.clock, ManualClock)
+        self.scheduler.clock.advance(ms)
 
     def advance(self, ms: int) -> None:
-        self.now += ms
-        self.run(self.core.expire(self.now))
+        """Let time pass and run every deadline it crosses."""
+        self.scheduler.advance(ms)
 
     def records(self, since: int = 0) -> list[tuple[str, tl.TransactionLogValue | None]]:
         return [(k.transactional_id, v) for _p, k, v in self.written[since:]]
@@ -104,47 +124,27 @@ class TxnHarness:
 
     def init(self, tid: str | None = TXN, *, timeout: int = TIMEOUT, pid: int = -1,
              epoch: int = -1, version: int = 4) -> Any:
-        box = Box()
-        resp = self.run(self.core.init_producer_id(
+        return self.ask(lambda box: self.core.init_producer_id(
             self.now, box, transactional_id=tid, transaction_timeout_ms=timeout,
             producer_id=pid, producer_epoch=epoch, version=version))
-        if resp is not PARKED:
-            box(resp)
-        assert box.done
-        return box.value
 
     def add(self, pid: int, epoch: int, *parts: TopicPartition, tid: str = TXN,
             version: int = 3) -> Any:
-        box = Box()
-        resp = self.run(self.core.add_partitions(
+        return self.ask(lambda box: self.core.add_partitions(
             self.now, box, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
             partitions=parts, version=version))
-        if resp is not PARKED:
-            box(resp)
-        assert box.done
-        return box.value
 
     def add_offsets(self, pid: int, epoch: int, group: str, *, tid: str = TXN,
                     version: int = 3) -> Any:
-        box = Box()
-        resp = self.run(self.core.add_offsets(
+        return self.ask(lambda box: self.core.add_offsets(
             self.now, box, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
             group_id=group, version=version))
-        if resp is not PARKED:
-            box(resp)
-        assert box.done
-        return box.value
 
     def end(self, pid: int, epoch: int, commit: bool, *, tid: str = TXN,
             version: int = 4) -> Any:
-        box = Box()
-        resp = self.run(self.core.end_txn(
+        return self.ask(lambda box: self.core.end_txn(
             self.now, box, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
             committed=commit, version=version))
-        if resp is not PARKED:
-            box(resp)
-        assert box.done
-        return box.value
 
     def describe(self, *tids: str) -> Any:
         return self.run(self.core.describe_transactions(tids))
@@ -169,7 +169,8 @@ class TxnHarness:
 
     def rebuilt(self) -> TransactionCoordinatorCore:
         """A fresh core loaded from the written records (no markers are due)."""
-        core = TransactionCoordinatorCore(self.core.config, lambda: -1, FakeMarkers())
+        core = TransactionCoordinatorCore(self.core.config, allocate_producer_id=lambda: -1,
+                                          markers=FakeMarkers())
         for p in range(self.core.config.num_partitions):
             core.begin_load(p)
         for p, k, v in self.written:

@@ -8,7 +8,7 @@ import json
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalite.protocol import transaction_log as tl
@@ -122,6 +122,7 @@ partitions = st.none() | st.lists(
     max_size=4).map(tuple)
 
 
+@settings(max_examples=60, deadline=None)
 @given(
     pid=st.integers(-1, 2**63 - 1), epoch=st.integers(-1, 32767),
     timeout=st.integers(0, 2**31 - 1), status=st.integers(0, 7), parts=partitions,
