@@ -328,7 +328,7 @@ class TxnMetadata:
                 or (t.producer_epoch == 0 and t.producer_id != self.producer_id))
 
     def persisted(self) -> tuple[object, ...]:
-        """The fields a record carries (what a reload restores), for comparisons."""
+        """The fields a v1 record carries (what a reload restores), for comparisons."""
         return (self.transactional_id, self.producer_id, self.prev_producer_id,
                 self.next_producer_id, self.producer_epoch, self.timeout_ms, self.state,
                 frozenset(self.partitions), self.start_ts, self.last_update_ts, self.client_tv)
