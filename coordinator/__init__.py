@@ -29,6 +29,15 @@ Modules, in reading order:
     scheduler    every deadline of the broker on that clock, on the event loop
     runtime      the only driver of the core: append, replay, answer
     memlog       in-memory partition logs for tests
+
+The transaction coordinator (Kafka's TransactionCoordinator) is a second pure core of the
+same shape, over ``__transaction_state``:
+    txn_state       the transaction states, their valid previous states, TransactionMetadata
+    txn_results     what its requests answer
+    txn_markers     the COMMIT/ABORT marker writer it calls, and the local implementation
+    txn_base        its partitions, lookups, write path, replay and timers
+    txn_completion  EndTxn, markers, completion, timeouts, expiry, loading
+    transactions    TransactionCoordinatorCore: the request methods
 """
 
 from .states import VALID_PREVIOUS_STATES, GroupState

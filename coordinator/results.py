@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.protocol.consumer_offsets import Key, Value
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
@@ -90,12 +89,16 @@ class ListedGroup:
 class Write:
     """Records to append to a partition of an internal topic; ``then`` runs with the
     append's outcome (``ErrorCode.none`` or the error mapped as Kafka maps a failed
-    coordinator write) and the time."""
+    coordinator write) and the time.
+
+    ``records`` are (key, value) pairs of ``topic``'s codec: ``protocol.consumer_offsets``
+    Key/Value for ``__consumer_offsets``, ``protocol.transaction_log`` TransactionLogKey/
+    TransactionLogValue for ``__transaction_state``; a value None is a tombstone."""
 
     partition: int
     #: The group (or transactional id) the records belong to, for logs and errors.
     group_id: str
-    records: list[tuple[Key, Value | None]]
+    records: list[tuple[Any, Any]]
     then: Callable[[ErrorCode, int], Outcome] | None = None
     topic: str = OFFSETS_TOPIC
 

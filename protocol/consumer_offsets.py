@@ -90,7 +90,7 @@ class _Reader:
 
     def _need(self, n: int) -> None:
         if self.pos + n > len(self.buf):
-            raise ProtocolError("truncated __consumer_offsets record")
+            raise ProtocolError("truncated coordinator record")
 
     def i16(self) -> int:
         self._need(2)
