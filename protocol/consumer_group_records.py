@@ -111,6 +111,13 @@ KEY_CLASSES = (
 
 KEY_TYPES = frozenset(k.record_type for k in KEY_CLASSES)
 
+#: The keys of per-member records.
+MEMBER_KEY_CLASSES = (
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+
 
 def encode_key(key: ConsumerGroupKey) -> bytes:
     w = Writer()
@@ -118,8 +125,7 @@ def encode_key(key: ConsumerGroupKey) -> bytes:
     w.string(key.group)
     if isinstance(key, ConsumerGroupRegularExpressionKey):
         w.string(key.regular_expression)
-    elif isinstance(key, ConsumerGroupMemberMetadataKey | ConsumerGroupTargetAssignmentMemberKey
-                    | ConsumerGroupCurrentMemberAssignmentKey):
+    elif isinstance(key, MEMBER_KEY_CLASSES):
         w.string(key.member_id)
     return bytes(w.buf)
 

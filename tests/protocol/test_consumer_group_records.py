@@ -173,7 +173,8 @@ def test_tombstones_and_bad_input() -> None:
     with pytest.raises(ProtocolError):
         co.decode_value(cg.ConsumerGroupMetadataKey("g"), _h("0001", "00000001", "00"))
     with pytest.raises(ProtocolError):  # truncated uuid
-        co.decode_value(cg.ConsumerGroupTargetAssignmentMemberKey("g", "m"), _h("0000", "02", "0011"))
+        co.decode_value(cg.ConsumerGroupTargetAssignmentMemberKey("g", "m"),
+                        _h("0000", "02", "0011"))
     with pytest.raises(ProtocolError):  # member key without member id
         co.decode_key(_h("0005", "000167"), consumer_groups=True)
 
@@ -210,8 +211,10 @@ _KEY_FOR: dict[type, cg.ConsumerGroupKey] = {
     cg.ConsumerGroupMetadataValue: cg.ConsumerGroupMetadataKey("g"),
     cg.ConsumerGroupPartitionMetadataValue: cg.ConsumerGroupPartitionMetadataKey("g"),
     cg.ConsumerGroupMemberMetadataValue: cg.ConsumerGroupMemberMetadataKey("g", "m"),
-    cg.ConsumerGroupTargetAssignmentMetadataValue: cg.ConsumerGroupTargetAssignmentMetadataKey("g"),
-    cg.ConsumerGroupTargetAssignmentMemberValue: cg.ConsumerGroupTargetAssignmentMemberKey("g", "m"),
+    cg.ConsumerGroupTargetAssignmentMetadataValue:
+        cg.ConsumerGroupTargetAssignmentMetadataKey("g"),
+    cg.ConsumerGroupTargetAssignmentMemberValue:
+        cg.ConsumerGroupTargetAssignmentMemberKey("g", "m"),
     cg.ConsumerGroupCurrentMemberAssignmentValue:
         cg.ConsumerGroupCurrentMemberAssignmentKey("g", "m"),
     cg.ConsumerGroupRegularExpressionValue: cg.ConsumerGroupRegularExpressionKey("g", "r"),
