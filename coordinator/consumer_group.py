@@ -12,13 +12,14 @@ How these pieces sit in the one coordinator core (Kafka's ``GroupMetadataManager
    :func:`.reconciliation.validate_member_epoch` (FENCED_MEMBER_EPOCH, the lost-response
    rule); GROUP_MAX_SIZE_REACHED before a new member is added.
 2. update the member's subscription (a copy with the request's fields); if it differs,
-   :func:`.consumer_records.member_subscription_record`. A changed topic list or regex,
-   or subscription metadata that no longer matches the topics
+   :func:`.consumer_records.member_subscription_record`. A new group (epoch 0), a changed
+   topic list or regex, or subscription metadata that no longer matches the topics
    (:meth:`ConsumerGroup.compute_subscription_metadata`, also after topics are created,
-   deleted or grow), bumps the group epoch: a ConsumerGroupPartitionMetadata record when
-   the metadata changed and a ConsumerGroupMetadata record with epoch + 1. A new or
-   changed regex is resolved (:class:`.topic_regex.TopicRegexResolver`) and written as a
-   ConsumerGroupRegularExpression record first, with its own epoch bump.
+   deleted or grow) bumps the group epoch: a ConsumerGroupPartitionMetadata record when
+   the metadata changed and a ConsumerGroupMetadata record with epoch + 1. A new regex,
+   or one resolved before the topic set changed, is resolved
+   (:class:`.topic_regex.TopicRegexResolver`) and written as a
+   ConsumerGroupRegularExpression record, with an epoch bump when its topics changed.
 3. if the group epoch is above the target assignment epoch, compute a new target
    assignment (:func:`.reconciliation.build_target_assignment` with the group's preferred
    assignor): a ConsumerGroupTargetAssignmentMember record per member whose target
@@ -34,8 +35,9 @@ How these pieces sit in the one coordinator core (Kafka's ``GroupMetadataManager
 The runtime appends the records, replays them through :func:`replay` (the same function
 that loads the log at start-up) and only then answers. Leaving (epoch -1), session and
 rebalance timeouts write :func:`.consumer_records.remove_member_records` plus a group
-epoch bump; a static member leaving with epoch -2 keeps its assignment and writes its
-current assignment with epoch -2.
+epoch bump (and the tombstone of a regex whose last subscriber left); a static member
+leaving with epoch -2 keeps its assignment and writes its current assignment with epoch
+-2. ``tests/coordinator/kip848_sim.py`` runs this loop over these functions.
 
 Fields follow Kafka's ``ConsumerGroup``/``ConsumerGroupMember`` (``modern.consumer``).
 """
@@ -288,14 +290,16 @@ class ConsumerGroup:
         """The metadata of the subscribed topics that exist, from the broker's topics."""
         return {name: topics[name] for name in subscribed if name in topics}
 
-    def subscribed_topic_ids(self, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
+    def subscribed_topic_ids(self, member: ConsumerGroupMember,
+                             topics: Mapping[str, TopicMetadata] | None = None
+                             ) -> frozenset[uuid.UUID]:
         """The ids of the topics ``member`` subscribes to, by name or by its resolved regex,
-        among the subscription metadata."""
+        among ``topics`` (the broker's topics; the subscription metadata by default)."""
         names: set[str] = set(member.subscribed_topic_names)
         regex = member.regex
         if regex is not None and regex in self.resolved_regexes:
             names |= self.resolved_regexes[regex].topics
-        meta = self.subscription_metadata
+        meta = self.subscription_metadata if topics is None else topics
         return frozenset(meta[n].topic_id for n in names if n in meta)
 
     # --- mutation: only replay calls these ----------------------------------------------
