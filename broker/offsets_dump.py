@@ -3,9 +3,11 @@
 Each key and value has the shape Kafka's ``kafka-dump-log --offsets-decoder`` prints
 (``DumpLogSegments.OffsetsMessageParser``): the key as ``{"type": "<key version>", "data":
 {...}}``, the value as ``{"version": "<value version>", "data": {...}}`` with field names
-as Kafka's generated JSON converters write them (camelCase, bytes in base64), and, for
-groups of protocol type ``consumer``, each member's subscription and assignment decoded.
-A tombstone's value is ``null`` (Kafka prints ``<DELETE>``).
+as Kafka's generated JSON converters write them (camelCase, bytes in base64, topic ids
+as Kafka's ``Uuid.toString``, tagged fields only when they differ from their default),
+and, for groups of protocol type ``consumer``, each member's subscription and assignment
+decoded. KIP-848 consumer group records (types 3-8 and 16) are decoded too. A
+tombstone's value is ``null`` (Kafka prints ``<DELETE>``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import base64
 import json
 import re
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
@@ -49,7 +53,23 @@ def assignment_json(a: co.ConsumerProtocolAssignment) -> dict[str, Any]:
     return {"assignedPartitions": _tps(a.assigned_partitions), "userData": _b64(a.user_data)}
 
 
-def key_json(key: co.Key) -> dict[str, Any]:
+def uuid_json(u: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode("ascii").rstrip("=")
+
+
+def _cg_key_data(key: cg.ConsumerGroupKey) -> dict[str, Any]:
+    data: dict[str, Any] = {"groupId": key.group}
+    if isinstance(key, cg.ConsumerGroupRegularExpressionKey):
+        data["regularExpression"] = key.regular_expression
+    elif isinstance(key, cg.MEMBER_KEY_CLASSES):
+        data["memberId"] = key.member_id
+    return data
+
+
+def key_json(key: co.RecordKey) -> dict[str, Any]:
+    if isinstance(key, cg.KEY_CLASSES):
+        return {"type": str(key.record_type), "data": _cg_key_data(key)}
     if isinstance(key, co.GroupMetadataKey):
         return {"type": str(co.GROUP_METADATA_KEY), "data": {"group": key.group}}
     return {"type": str(key.version),
@@ -110,12 +130,61 @@ def group_value_json(g: co.GroupMetadataValue, version: int) -> dict[str, Any]:
     return {"version": str(version), "data": data}
 
 
+def _id_partitions(tps: tuple[cg.TopicIdPartitions, ...]) -> list[dict[str, Any]]:
+    return [{"topicId": uuid_json(tp.topic_id), "partitions": list(tp.partitions)} for tp in tps]
+
+
+def consumer_group_value_json(v: cg.ConsumerGroupValue) -> dict[str, Any]:
+    """The ``data`` of a KIP-848 record value, as Kafka's JSON converters write it."""
+    data: dict[str, Any]
+    if isinstance(v, cg.ConsumerGroupMetadataValue):
+        data = {"epoch": v.epoch}
+        if v.metadata_hash != 0:
+            data["metadataHash"] = v.metadata_hash
+        if v.creation_time_ms != -1:
+            data["creationTimeMs"] = v.creation_time_ms
+    elif isinstance(v, cg.ConsumerGroupPartitionMetadataValue):
+        data = {"topics": [{
+            "topicId": uuid_json(t.topic_id), "topicName": t.topic_name,
+            "numPartitions": t.num_partitions,
+            "partitionMetadata": [{"partition": pm.partition, "racks": list(pm.racks)}
+                                  for pm in t.partition_metadata],
+        } for t in v.topics]}
+    elif isinstance(v, cg.ConsumerGroupMemberMetadataValue):
+        data = {
+            "instanceId": v.instance_id, "rackId": v.rack_id, "clientId": v.client_id,
+            "clientHost": v.client_host, "subscribedTopicNames": list(v.subscribed_topic_names),
+            "subscribedTopicRegex": v.subscribed_topic_regex,
+            "rebalanceTimeoutMs": v.rebalance_timeout_ms, "serverAssignor": v.server_assignor,
+        }
+        c = v.classic_member_metadata
+        if c is not None:
+            data["classicMemberMetadata"] = {
+                "sessionTimeoutMs": c.session_timeout_ms,
+                "supportedProtocols": [{"name": p.name, "metadata": _b64(p.metadata)}
+                                       for p in c.supported_protocols],
+            }
+    elif isinstance(v, cg.ConsumerGroupTargetAssignmentMetadataValue):
+        data = {"assignmentEpoch": v.assignment_epoch}
+    elif isinstance(v, cg.ConsumerGroupTargetAssignmentMemberValue):
+        data = {"topicPartitions": _id_partitions(v.topic_partitions)}
+    elif isinstance(v, cg.ConsumerGroupCurrentMemberAssignmentValue):
+        data = {
+            "memberEpoch": v.member_epoch, "previousMemberEpoch": v.previous_member_epoch,
+            "state": v.state, "assignedPartitions": _id_partitions(v.assigned_partitions),
+            "partitionsPendingRevocation": _id_partitions(v.partitions_pending_revocation),
+        }
+    else:
+        data = {"topics": list(v.topics), "version": v.version, "timestamp": v.timestamp}
+    return {"version": str(cg.VALUE_VERSION), "data": data}
+
+
 def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str, Any]:
     """``{"key": ..., "value": ...}`` for one record, as the offsets decoder shows it."""
     if key_bytes is None:
         return {"key": None, "value": None, "error": "record has no key"}
     try:
-        key = co.decode_key(key_bytes)
+        key = co.decode_key(key_bytes, consumer_groups=True)
     except co.UnknownRecordType:
         version = int.from_bytes(key_bytes[:2], "big", signed=True)
         return {"key": f"Unknown record type {version}", "value": None}
@@ -131,6 +200,8 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
             out["value"] = group_value_json(value, version)
         elif isinstance(value, co.OffsetCommitValue):
             out["value"] = offset_value_json(value, version)
+        elif value is not None:
+            out["value"] = consumer_group_value_json(value)
     except Exception as e:
         out["error"] = str(e)
     return out

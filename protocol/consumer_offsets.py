@@ -12,149 +12,19 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
+from . import consumer_group_records as cg
 from .errors import ProtocolError
-from .varint import put_uvarint, read_uvarint
+from .schema_io import Reader as _Reader
+from .schema_io import Writer as _Writer
 
 OFFSET_COMMIT_KEY_V0 = 0
 OFFSET_COMMIT_KEY_V1 = 1
 GROUP_METADATA_KEY = 2
 
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-
-
-# --- primitive writer / reader ----------------------------------------------------------
-
-
-class _Writer:
-    __slots__ = ("buf", "flexible")
-
-    def __init__(self, flexible: bool = False) -> None:
-        self.buf = bytearray()
-        self.flexible = flexible
-
-    def i16(self, v: int) -> None:
-        self.buf += _I16.pack(v)
-
-    def i32(self, v: int) -> None:
-        self.buf += _I32.pack(v)
-
-    def i64(self, v: int) -> None:
-        self.buf += _I64.pack(v)
-
-    def uvarint(self, v: int) -> None:
-        put_uvarint(self.buf, v)
-
-    def _len(self, n: int | None) -> None:
-        if self.flexible:
-            self.uvarint(0 if n is None else n + 1)
-        else:
-            self.i16(-1 if n is None else n)
-
-    def string(self, s: str | None) -> None:
-        if s is None:
-            self._len(None)
-            return
-        b = s.encode("utf-8")
-        self._len(len(b))
-        self.buf += b
-
-    def bytes_(self, b: bytes | None) -> None:
-        if self.flexible:
-            self.uvarint(0 if b is None else len(b) + 1)
-        else:
-            self.i32(-1 if b is None else len(b))
-        if b is not None:
-            self.buf += b
-
-    def array_len(self, n: int | None) -> None:
-        if self.flexible:
-            self.uvarint(0 if n is None else n + 1)
-        else:
-            self.i32(-1 if n is None else n)
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.buf.append(0)
-
-
-class _Reader:
-    __slots__ = ("buf", "flexible", "pos")
-
-    def __init__(self, buf: bytes, pos: int = 0, flexible: bool = False) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.flexible = flexible
-
-    def _need(self, n: int) -> None:
-        if self.pos + n > len(self.buf):
-            raise ProtocolError("truncated coordinator record")
-
-    def i16(self) -> int:
-        self._need(2)
-        (v,) = _I16.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return int(v)
-
-    def i32(self) -> int:
-        self._need(4)
-        (v,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return int(v)
-
-    def i64(self) -> int:
-        self._need(8)
-        (v,) = _I64.unpack_from(self.buf, self.pos)
-        self.pos += 8
-        return int(v)
-
-    def uvarint(self) -> int:
-        v, self.pos = read_uvarint(self.buf, self.pos)
-        return v
-
-    def _raw(self, n: int) -> bytes:
-        self._need(n)
-        out = bytes(self.buf[self.pos : self.pos + n])
-        self.pos += n
-        return out
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.i16()
-        if n < 0:
-            return None
-        try:
-            return self._raw(n).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ProtocolError("string is not utf-8") from e
-
-    def req_string(self) -> str:
-        s = self.string()
-        if s is None:
-            raise ProtocolError("null string in a non-nullable field")
-        return s
-
-    def bytes_(self) -> bytes | None:
-        n = self.uvarint() - 1 if self.flexible else self.i32()
-        if n < 0:
-            return None
-        return self._raw(n)
-
-    def array_len(self) -> int:
-        n = self.uvarint() - 1 if self.flexible else self.i32()
-        return max(n, 0)
-
-    def tags(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.pos += self.uvarint()
-
-    @property
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
 
 
 # --- keys ---------------------------------------------------------------------------------
@@ -175,7 +45,10 @@ class GroupMetadataKey:
     group: str
 
 
+#: The classic records: offset commits and classic group metadata.
 Key = OffsetCommitKey | GroupMetadataKey
+#: Any record this broker knows, KIP-848 consumer group keys (types 3-8, 16) included.
+RecordKey = Key | cg.ConsumerGroupKey
 
 
 #: Encoded (version, group, topic) prefixes of offset commit keys: a commit repeats them.
@@ -195,9 +68,11 @@ def _key_prefix(group: str, topic: str) -> bytes:
     return prefix
 
 
-def encode_key(key: Key) -> bytes:
+def encode_key(key: RecordKey) -> bytes:
     if type(key) is OffsetCommitKey and key.version == OFFSET_COMMIT_KEY_V1:
         return _key_prefix(key.group, key.topic) + _I32.pack(key.partition)
+    if isinstance(key, cg.KEY_CLASSES):
+        return cg.encode_key(key)
     w = _Writer()
     if isinstance(key, GroupMetadataKey):
         w.i16(GROUP_METADATA_KEY)
@@ -211,16 +86,29 @@ def encode_key(key: Key) -> bytes:
 
 
 class UnknownRecordType(ProtocolError):
-    """A key of a record type this broker does not know (newer group types): skip it."""
+    """A key of a record type this broker does not know (share or streams groups): skip it."""
 
 
-def decode_key(data: bytes) -> Key:
+@overload
+def decode_key(data: bytes, consumer_groups: Literal[False] = False) -> Key: ...
+
+
+@overload
+def decode_key(data: bytes, consumer_groups: Literal[True]) -> RecordKey: ...
+
+
+def decode_key(data: bytes, consumer_groups: bool = False) -> RecordKey:
+    """The key of a record. KIP-848 consumer group keys are decoded when
+    ``consumer_groups`` is set and raise :class:`UnknownRecordType` otherwise, so readers
+    that handle classic groups only skip them as before."""
     r = _Reader(data)
     version = r.i16()
     if version in (OFFSET_COMMIT_KEY_V0, OFFSET_COMMIT_KEY_V1):
         return OffsetCommitKey(r.req_string(), r.req_string(), r.i32(), version)
     if version == GROUP_METADATA_KEY:
         return GroupMetadataKey(r.req_string())
+    if consumer_groups and version in cg.KEY_TYPES:
+        return cg.decode_key_fields(version, r)
     raise UnknownRecordType(f"unknown __consumer_offsets key type {version}")
 
 
@@ -365,9 +253,10 @@ def decode_group_value(data: bytes) -> GroupMetadataValue:
 
 
 Value = OffsetCommitValue | GroupMetadataValue
+RecordValue = Value | cg.ConsumerGroupValue
 
 
-def encode_value(value: Value | None) -> bytes | None:
+def encode_value(value: RecordValue | None) -> bytes | None:
     """Encode a value in the version Kafka writes; None stays None (a tombstone)."""
     if type(value) is OffsetCommitValue:
         if value.expire_timestamp < 0 and not value.metadata:  # the usual commit, inline
@@ -376,15 +265,31 @@ def encode_value(value: Value | None) -> bytes | None:
         return encode_offset_value(value)
     if value is None:
         return None
+    if isinstance(value, cg.VALUE_CLASSES):
+        return cg.encode_value(value)
     if isinstance(value, GroupMetadataValue):
         return encode_group_value(value)
     return encode_offset_value(value)
 
 
-def decode_value(key: Key, data: bytes | None) -> Value | None:
+@overload
+def decode_value(key: Key, data: bytes | None) -> Value | None: ...
+
+
+@overload
+def decode_value(key: cg.ConsumerGroupKey, data: bytes | None) -> cg.ConsumerGroupValue | None: ...
+
+
+@overload
+def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None: ...
+
+
+def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
     """Decode the value belonging to ``key``; None for a tombstone."""
     if data is None:
         return None
+    if isinstance(key, cg.KEY_CLASSES):
+        return cg.decode_value(key, data)
     if isinstance(key, GroupMetadataKey):
         return decode_group_value(data)
     return decode_offset_value(data)

@@ -25,8 +25,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from .consumer_offsets import _Reader, _Writer, group_partition
+from .consumer_offsets import group_partition
 from .errors import ProtocolError
+from .schema_io import Reader as _Reader
+from .schema_io import Writer as _Writer
 from .varint import put_uvarint
 
 #: CoordinatorRecordType.TRANSACTION_LOG: the key's int16 prefix.

@@ -51,3 +51,64 @@ def test_dump_shapes(tmp_path: Path) -> None:
     assert rows[2]["value"] == {"version": "1", "data": {
         "offset": 7, "metadata": "", "commitTimestamp": 1000, "expireTimestamp": 2000}}
     assert rows[3]["value"] is None
+
+
+def test_dump_consumer_group_records(tmp_path: Path) -> None:
+    import uuid
+
+    from kafkalite.broker.offsets_dump import iter_dump, uuid_json
+    from kafkalite.protocol import consumer_group_records as cg
+
+    t = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+    tps = (cg.TopicIdPartitions(t, (0, 1)),)
+    recs = [
+        (cg.ConsumerGroupMetadataKey("g"), cg.ConsumerGroupMetadataValue(4)),
+        (cg.ConsumerGroupPartitionMetadataKey("g"),
+         cg.ConsumerGroupPartitionMetadataValue((cg.TopicMetadata(t, "foo", 2),))),
+        (cg.ConsumerGroupMemberMetadataKey("g", "m1"), cg.ConsumerGroupMemberMetadataValue(
+            None, None, "cli", "/127.0.0.1", ("foo",), "", 45000, "uniform")),
+        (cg.ConsumerGroupTargetAssignmentMemberKey("g", "m1"),
+         cg.ConsumerGroupTargetAssignmentMemberValue(tps)),
+        (cg.ConsumerGroupTargetAssignmentMetadataKey("g"),
+         cg.ConsumerGroupTargetAssignmentMetadataValue(4)),
+        (cg.ConsumerGroupCurrentMemberAssignmentKey("g", "m1"),
+         cg.ConsumerGroupCurrentMemberAssignmentValue(4, 3, 0, tps, ())),
+        (cg.ConsumerGroupRegularExpressionKey("g", "fo.*"),
+         cg.ConsumerGroupRegularExpressionValue(("foo",), 7, 1000)),
+        (cg.ConsumerGroupCurrentMemberAssignmentKey("g", "m1"), None),
+    ]
+    part = tmp_path / "__consumer_offsets-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(build_batch(
+        [NewRecord(co.encode_key(k), co.encode_value(v)) for k, v in recs], timestamp=1000))
+    rows = list(iter_dump(tmp_path))
+    # Kafka's Uuid.toString: URL-safe base64 without padding.
+    tid = uuid_json(t)
+    assert tid == "ABEiM0RVZneImaq7zN3u_w"
+    assert [(r["key"]["type"], r["key"]["data"]) for r in rows] == [
+        ("3", {"groupId": "g"}),
+        ("4", {"groupId": "g"}),
+        ("5", {"groupId": "g", "memberId": "m1"}),
+        ("7", {"groupId": "g", "memberId": "m1"}),
+        ("6", {"groupId": "g"}),
+        ("8", {"groupId": "g", "memberId": "m1"}),
+        ("16", {"groupId": "g", "regularExpression": "fo.*"}),
+        ("8", {"groupId": "g", "memberId": "m1"}),
+    ]
+    assert [r["value"] for r in rows] == [
+        {"version": "0", "data": {"epoch": 4}},
+        {"version": "0", "data": {"topics": [{"topicId": tid, "topicName": "foo",
+                                              "numPartitions": 2, "partitionMetadata": []}]}},
+        {"version": "0", "data": {
+            "instanceId": None, "rackId": None, "clientId": "cli", "clientHost": "/127.0.0.1",
+            "subscribedTopicNames": ["foo"], "subscribedTopicRegex": "",
+            "rebalanceTimeoutMs": 45000, "serverAssignor": "uniform"}},
+        {"version": "0", "data": {"topicPartitions": [{"topicId": tid, "partitions": [0, 1]}]}},
+        {"version": "0", "data": {"assignmentEpoch": 4}},
+        {"version": "0", "data": {
+            "memberEpoch": 4, "previousMemberEpoch": 3, "state": 0,
+            "assignedPartitions": [{"topicId": tid, "partitions": [0, 1]}],
+            "partitionsPendingRevocation": []}},
+        {"version": "0", "data": {"topics": ["foo"], "version": 7, "timestamp": 1000}},
+        None,
+    ]

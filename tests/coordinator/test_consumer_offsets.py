@@ -30,8 +30,10 @@ def test_group_metadata_key_bytes() -> None:
     data = co.encode_key(co.GroupMetadataKey("grp"))
     assert data == b"\x00\x02\x00\x03grp"
     assert co.decode_key(data) == co.GroupMetadataKey("grp")
-    with pytest.raises(co.UnknownRecordType):
-        co.decode_key(b"\x00\x05\x00\x01g")
+    with pytest.raises(co.UnknownRecordType):  # a share group key
+        co.decode_key(b"\x00\x09\x00\x01g", consumer_groups=True)
+    with pytest.raises(co.UnknownRecordType):  # KIP-848 keys only when asked for
+        co.decode_key(b"\x00\x05\x00\x01g\x00\x01m")
 
 
 def test_offset_value_versions() -> None:
