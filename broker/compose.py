@@ -49,7 +49,7 @@ class CoordinatorLoader:
         self.catalog = catalog
 
     async def start(self) -> None:
-        await self.runtime.load_all(exists=self.catalog.get(OFFSETS_TOPIC) is not None)
+        await self.runtime.load_all(exists=lambda name: self.catalog.get(name) is not None)
 
     async def stop(self) -> None:
         await self.runtime.stop()

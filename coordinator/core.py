@@ -15,6 +15,8 @@ as in Kafka, are documented in ``membership`` (classic group membership) and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kafkalite.protocol.consumer_offsets import GroupMetadataValue, Key, OffsetCommitKey, Value
 
 from .group import GroupMetadata
@@ -35,7 +37,7 @@ class GroupCoordinatorCore(Membership, GroupAdmin):
         ps = self.partitions[partition] = PartitionState(partition, loading=True)
         return ps
 
-    def replay_all(self, partition: int, records: list[tuple[Key, Value | None]]) -> None:
+    def replay_all(self, partition: int, records: Sequence[tuple[Key, Value | None]]) -> None:
         """``replay`` each record in order (a commit's offsets in one loop)."""
         ps = self.partitions.get(partition)
         if ps is None:

@@ -40,7 +40,7 @@ def sync_key(group_id: str) -> tuple[str, str]:
 
 
 #: Timer kinds of the group core (the scheduler routes their keys to ``on_timer``).
-GROUP_TIMER_KINDS = ("heartbeat", "join", "sync")
+GROUP_TIMER_KINDS: tuple[str, ...] = ("heartbeat", "join", "sync")
 
 
 class Partitions:

@@ -1,16 +1,18 @@
-"""The coordinator runtime: the only driver of the pure core.
+"""The coordinator runtime: the only driver of the pure cores.
 
 It runs on the broker's event loop and is called synchronously from request handlers and
-from the scheduler: the core decides and returns an ``Outcome``; the runtime appends the
-outcome's records to their ``__consumer_offsets`` partition, replays them into the core
-and only then answers (``run``). Appends are synchronous writes to the partition log (the
-OS buffers them; ``--durable`` and the topic's flush settings decide fsync), so a request
-that writes is still answered in the same loop iteration, with no task switch. A failed
-append is mapped to the coordinator error Kafka's group store answers with, and nothing is
-replayed, so the core's persisted state stays what the log says.
+from the scheduler: a core decides and returns an ``Outcome``; the runtime appends the
+outcome's records to their internal topic's partition (``__consumer_offsets`` for the
+group coordinator, ``__transaction_state`` for the transaction coordinator), replays them
+into the core that owns the topic and only then answers (``run``). Appends are synchronous
+writes to the partition log (the OS buffers them; ``--durable`` and the topic's flush
+settings decide fsync), so a request that writes is still answered in the same loop
+iteration, with no task switch. A failed append is mapped to the coordinator error Kafka's
+stores answer with, and nothing is replayed, so a core's persisted state stays what the
+log says.
 
-Time comes from the scheduler's clock; group deadlines (sessions, joins, syncs) are keys
-in the scheduler, routed back to ``core.on_timer``.
+Time comes from the scheduler's clock; each core's deadlines are keys in the scheduler,
+routed back to that core's ``on_timer``.
 """
 
 from __future__ import annotations
@@ -21,13 +23,6 @@ from typing import Any, Protocol
 
 import structlog
 
-from kafkalite.protocol.consumer_offsets import (
-    UnknownRecordType,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
-)
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import (
@@ -44,6 +39,7 @@ from kafkalite.storage.errors import RecordTooLargeError
 from .core import GroupCoordinatorCore
 from .results import AFTER_WRITE, Outcome, Write
 from .scheduler import Scheduler
+from .state_topics import OFFSETS_CODEC, SkipRecord, StateCore, StateTopic
 
 log = structlog.get_logger("kafkalite.coordinator")
 
@@ -81,16 +77,31 @@ class CoordinatorRuntime:
         ensure_topic: Callable[[], None] = lambda: None,
         retention_check_interval_ms: int | Callable[[], int] = 600_000,
     ) -> None:
+        #: The group coordinator (classic groups, offsets).
         self.core = core
         self.logs = logs
         self.scheduler = scheduler
-        #: Creates ``__consumer_offsets`` in the catalogue before its first write.
-        self.ensure_topic = ensure_topic
         self.stopped = False
-        for kind in core.timer_kinds:
-            scheduler.handle(kind, self._on_timer)
+        self.topics: dict[str, StateTopic] = {}
+        self.serve(StateTopic(OFFSETS_TOPIC, core.config.num_partitions, core, OFFSETS_CODEC,
+                              ensure_topic))
         # offsets.retention.check.interval.ms: a pass of offset expiration.
         scheduler.every("offsets-retention", retention_check_interval_ms, self._expire_offsets)
+
+    def serve(self, topic: StateTopic) -> None:
+        """Drive another core over its internal topic (loaded by ``load_all``)."""
+        self.topics[topic.name] = topic
+        core = topic.core
+
+        def on_timer(key: tuple[Hashable, ...], deadline: int, now: int) -> None:
+            self.run(core.on_timer(key, deadline, now))
+
+        for kind in core.timer_kinds:
+            self.scheduler.handle(kind, on_timer)
+
+    def ensure_topic(self, name: str = OFFSETS_TOPIC) -> None:
+        """Create an internal topic on first use (FindCoordinator, or a core's first write)."""
+        self.topics[name].ensure()
 
     @property
     def clock_now(self) -> Callable[[], int]:
@@ -119,13 +130,15 @@ class CoordinatorRuntime:
 
     def _append(self, w: Write) -> ErrorCode:
         """Append a write's records and replay them; the error Kafka would map to."""
-        core = self.core
+        topic = self.topics[w.topic]
+        core = topic.core
         if self.stopped or w.partition not in core.partitions:
             return ErrorCode.not_coordinator
         if not w.records:
             return ErrorCode.none
         now = self.now()
-        self.ensure_topic()
+        topic.ensure()
+        encode_key, encode_value = topic.codec.encode_key, topic.codec.encode_value
         batch = encode_batch(_header(now, len(w.records)),
                              [(0, i, encode_key(k), encode_value(v), ())
                               for i, (k, v) in enumerate(w.records)])
@@ -133,14 +146,11 @@ class CoordinatorRuntime:
             self.logs.get_or_create(w.topic, w.partition).append(batch)
         except Exception as e:
             err = store_error(e)
-            log.warning("offsets.append_failed", partition=w.partition, group=w.group_id,
-                        error=repr(e), mapped=err.name)
+            log.warning("coordinator.append_failed", topic=w.topic, partition=w.partition,
+                        owner=w.group_id, error=repr(e), mapped=err.name)
             return err
         core.replay_all(w.partition, w.records)
         return ErrorCode.none
-
-    def _on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> None:
-        self.run(self.core.on_timer(key, deadline, now))
 
     def _expire_offsets(self, now: int) -> None:
         if not self.stopped:
@@ -152,45 +162,53 @@ class CoordinatorRuntime:
 
     # --- life cycle ----------------------------------------------------------------------
 
-    async def load_all(self, exists: bool = True) -> None:
-        """Replay every partition of ``__consumer_offsets``; while a partition loads its
-        groups answer COORDINATOR_LOAD_IN_PROGRESS."""
-        core = self.core
-        n = core.config.num_partitions
-        for p in range(n):
-            core.begin_load(p)
-        for p in range(n):
-            if exists:
-                self.load_partition(p)
-            else:
-                core.finish_load(p, self.now())
-            await asyncio.sleep(0)
+    async def load_all(self, exists: Callable[[str], bool] | bool = True) -> None:
+        """Replay every partition of every internal topic; while a partition loads, its
+        groups (or transactional ids) answer COORDINATOR_LOAD_IN_PROGRESS. ``exists``: does
+        the topic have logs yet (a new broker has none)."""
+        for topic in self.topics.values():
+            there = exists(topic.name) if callable(exists) else exists
+            for p in range(topic.num_partitions):
+                topic.core.begin_load(p)
+            for p in range(topic.num_partitions):
+                if there:
+                    self.load_partition(topic, p)
+                else:
+                    self._finish_load(topic, p)
+                await asyncio.sleep(0)
         self.scheduler.rearm()
 
-    def load_partition(self, p: int) -> None:
-        core = self.core
+    def load_partition(self, topic: StateTopic, p: int) -> None:
+        core = topic.core
         if p not in core.partitions:
             core.begin_load(p)
-        records = 0
-        latest = _latest_per_key(self.logs.get_or_create(OFFSETS_TOPIC, p).iter_batches(0), p)
+        decode = topic.codec.decode
+        latest = _latest_per_key(self.logs.get_or_create(topic.name, p).iter_batches(0),
+                                 topic.name, p)
+        records: list[tuple[Any, Any]] = []
         for raw_key, raw_value in latest.items():
-            records += 1
             try:
-                key = decode_key(raw_key)
-                value = decode_value(key, raw_value)
-            except UnknownRecordType:
+                records.append(decode(raw_key, raw_value))
+            except SkipRecord:
                 continue
             except ProtocolError as e:
-                log.warning("offsets.record_unreadable", partition=p, error=str(e))
-                continue
-            core.replay(p, key, value)
-        core.finish_load(p, self.now())
-        log.info("offsets.partition_loaded", partition=p, keys=records)
+                log.warning("coordinator.record_unreadable", topic=topic.name, partition=p,
+                            error=str(e))
+        core.replay_all(p, records)
+        self._finish_load(topic, p)
+        log.info("coordinator.partition_loaded", topic=topic.name, partition=p,
+                 keys=len(latest))
+
+    def _finish_load(self, topic: StateTopic, p: int) -> None:
+        out = topic.core.finish_load(p, self.now())
+        if out is not None:
+            self.run(out)
 
     async def stop(self) -> None:
         self.stopped = True
-        for p in list(self.core.partitions):
-            self.core.unload(p)
+        for topic in self.topics.values():
+            for p in list(topic.core.partitions):
+                topic.core.unload(p)
 
 
 def _header(now: int, count: int) -> BatchHeader:
@@ -202,7 +220,8 @@ def _header(now: int, count: int) -> BatchHeader:
                        NO_SEQUENCE, count)
 
 
-def _latest_per_key(batches: Iterator[bytes], partition: int) -> dict[bytes, bytes | None]:
+def _latest_per_key(batches: Iterator[bytes], topic: str, partition: int
+                    ) -> dict[bytes, bytes | None]:
     """The last record of each key, in the order of those last records: only it decides the
     loaded state, so a log that has not been compacted yet loads in time proportional to
     its keys, and only those records are decoded."""
@@ -214,7 +233,8 @@ def _latest_per_key(batches: Iterator[bytes], partition: int) -> dict[bytes, byt
             try:
                 _h, recs = decode_batch(batch, pos)
             except ProtocolError as e:
-                log.warning("offsets.batch_unreadable", partition=partition, error=str(e))
+                log.warning("coordinator.batch_unreadable", topic=topic, partition=partition,
+                            error=str(e))
                 continue
             for r in recs:
                 if r.key is None:
@@ -224,4 +244,4 @@ def _latest_per_key(batches: Iterator[bytes], partition: int) -> dict[bytes, byt
     return latest
 
 
-__all__ = ["CoordinatorRuntime", "StateLog", "StateLogs", "Write", "store_error"]
+__all__ = ["CoordinatorRuntime", "StateCore", "StateLog", "StateLogs", "Write", "store_error"]

@@ -13,7 +13,7 @@ tracked in memory while a transaction completes, as Kafka does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,6 +200,12 @@ class TxnCoreBase:
         self.unload(partition)
         ps = self.partitions[partition] = TxnPartition(partition, coordinator_epoch)
         return ps
+
+    def replay_all(self, partition: int,
+                   records: Sequence[tuple[TransactionLogKey, TransactionLogValue | None]]
+                   ) -> None:
+        for key, value in records:
+            self.replay(partition, key, value)
 
     def replay(self, partition: int, key: TransactionLogKey,
                value: TransactionLogValue | None) -> None:

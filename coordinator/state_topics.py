@@ -1,0 +1,84 @@
+"""The internal topics a coordinator core keeps its state in, and how the runtime reads and
+writes their records: ``__consumer_offsets`` for groups and offsets, and
+``__transaction_state`` for transactions.
+
+A ``StateTopic`` names the topic, its partition count, the core that owns it (anything
+with the ``StateCore`` shape) and the codec of its records. The runtime appends encoded
+records to the topic's partition logs and hands the typed records back to the core's
+``replay_all``; at start-up it decodes the log with the same codec and replays it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol import transaction_log as tl
+
+from .results import Outcome
+
+
+class StateCore(Protocol):
+    """A pure coordinator core over the partitions of one internal topic."""
+
+    timer_kinds: tuple[str, ...]
+
+    @property
+    def partitions(self) -> Mapping[int, object]:
+        """The partitions this core holds (loaded or loading)."""
+        ...
+
+    def begin_load(self, partition: int) -> object: ...
+
+    def replay_all(self, partition: int, records: Sequence[tuple[Any, Any]]) -> None: ...
+
+    def finish_load(self, partition: int, now: int) -> Outcome | None: ...
+
+    def unload(self, partition: int) -> None: ...
+
+    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome: ...
+
+
+class SkipRecord(Exception):
+    """A record of a type this broker does not read (a newer group type): skipped on load."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordCodec:
+    encode_key: Callable[[Any], bytes]
+    encode_value: Callable[[Any], bytes | None]
+    #: (key bytes, value bytes) -> (key, value); raises ``SkipRecord`` or ProtocolError.
+    decode: Callable[[bytes, bytes | None], tuple[Any, Any]]
+
+
+@dataclass(slots=True)
+class StateTopic:
+    name: str
+    num_partitions: int
+    core: StateCore
+    codec: RecordCodec
+    #: Creates the topic in the catalogue before its first write (and FindCoordinator).
+    ensure: Callable[[], None]
+
+
+def _decode_offsets(key: bytes, value: bytes | None) -> tuple[Any, Any]:
+    try:
+        k = co.decode_key(key)
+    except co.UnknownRecordType as e:
+        raise SkipRecord(str(e)) from e
+    return k, co.decode_value(k, value)
+
+
+def _decode_txn(key: bytes, value: bytes | None) -> tuple[Any, Any]:
+    try:
+        k = tl.decode_key(key)
+    except tl.UnknownTxnRecordType as e:
+        raise SkipRecord(str(e)) from e
+    return k, None if value is None else tl.decode_value(value)
+
+
+OFFSETS_CODEC = RecordCodec(co.encode_key, co.encode_value, _decode_offsets)
+TRANSACTION_CODEC = RecordCodec(
+    tl.encode_key, lambda v: None if v is None else tl.encode_value(v), _decode_txn)
