@@ -14,6 +14,7 @@ from kafkalite.broker.compose import build_broker
 from kafkalite.broker.config import Config
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.server import Broker
+from kafkalite.coordinator.clock import Clock
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build
 from kafkalite.protocol.headers import RequestHeader
@@ -26,10 +27,11 @@ DEFAULTS = {
 
 
 class Handlers:
-    def __init__(self, data_dir: Path, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, overrides: Mapping[str, str] | None = None,
+                 clock: Clock | None = None) -> None:
         config = Config.build(environ={}, overrides={**DEFAULTS, **(overrides or {}),
                                                      "log.dirs": str(data_dir)})
-        self.broker: Broker = build_broker(config)
+        self.broker: Broker = build_broker(config, clock)
         # What Metadata and FindCoordinator advertise; nothing listens there.
         self.broker.cluster.listeners.append(
             BoundListener("PLAINTEXT", "127.0.0.1", 9092, "127.0.0.1", 9092))
