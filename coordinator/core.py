@@ -18,17 +18,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kafkalite.protocol.consumer_offsets import GroupMetadataValue, Key, OffsetCommitKey, Value
+from kafkalite.protocol.errors import ErrorCode
 
 from .group import GroupMetadata
 from .group_admin import GroupAdmin
 from .group_records import group_from_record
-from .membership import Membership
 from .partitions import GROUP_TIMER_KINDS, PartitionState, hb_key, join_key, sync_key
 from .rebalance import log
+from .results import JoinResult, Outcome, SyncResult
+from .scenarios import Scenarios
 from .states import DEAD
 
 
-class GroupCoordinatorCore(Membership, GroupAdmin):
+class GroupCoordinatorCore(Scenarios, GroupAdmin):
     timer_kinds = GROUP_TIMER_KINDS
 
     # --- replay and loading ------------------------------------------------------------
@@ -89,14 +91,26 @@ class GroupCoordinatorCore(Membership, GroupAdmin):
                                      now + m.session_timeout_ms)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups))
 
-    def unload(self, partition: int) -> None:
+    def unload(self, partition: int) -> Outcome:
+        """Give up a partition (the broker stops, or a test moves it away): its parked
+        JoinGroup and SyncGroup requests are answered NOT_COORDINATOR, as Kafka does."""
+        out = Outcome(None)
         ps = self.partitions.pop(partition, None)
         if ps is None:
-            return
+            return out
         for gid, group in ps.groups.items():
+            for m in group.members.values():
+                if m.join_waiter is not None:
+                    out.replies.append((m.join_waiter,
+                                        JoinResult(ErrorCode.not_coordinator, m.member_id)))
+                    m.join_waiter = None
+                if m.sync_waiter is not None:
+                    out.replies.append((m.sync_waiter, SyncResult(ErrorCode.not_coordinator)))
+                    m.sync_waiter = None
             self.timers.cancel(join_key(gid))
             self.timers.cancel(sync_key(gid))
             for mid in list(group.members) + list(group.pending_members):
                 self.timers.cancel(hb_key(gid, mid))
             for tp in list(self.offsets.offsets(gid)):
                 self.offsets.apply(OffsetCommitKey(gid, *tp), None)
+        return out

@@ -87,6 +87,7 @@ class CoordinatorRuntime:
                               ensure_topic))
         # offsets.retention.check.interval.ms: a pass of offset expiration.
         scheduler.every("offsets-retention", retention_check_interval_ms, self._expire_offsets)
+        scheduler.handle("partition-reload", self._reload)
 
     def serve(self, topic: StateTopic) -> None:
         """Drive another core over its internal topic (loaded by ``load_all``)."""
@@ -204,11 +205,37 @@ class CoordinatorRuntime:
         if out is not None:
             self.run(out)
 
+    def hold_partition(self, name: str, partition: int, for_ms: int, moved: bool) -> None:
+        """Test control: a partition of an internal topic answers NOT_COORDINATOR (``moved``:
+        the coordinator went elsewhere) or COORDINATOR_LOAD_IN_PROGRESS (loading) for
+        ``for_ms``, then is loaded again from its log, as after a coordinator move."""
+        topic = self.topics[name]
+        out = topic.core.unload(partition)
+        if out is not None:
+            self.run(out)
+        if not moved:
+            topic.core.begin_load(partition)
+        log.info("coordinator.partition_held", topic=name, partition=partition,
+                 for_ms=for_ms, answers="NOT_COORDINATOR" if moved else "LOAD_IN_PROGRESS")
+        self.scheduler.timers.schedule(("partition-reload", name, partition),
+                                       self.now() + for_ms)
+        self.scheduler.rearm()
+
+    def _reload(self, key: tuple[Hashable, ...], _deadline: int, _now: int) -> None:
+        name, partition = key[1], key[2]
+        assert isinstance(name, str) and isinstance(partition, int)
+        topic = self.topics.get(name)
+        if topic is not None and not self.stopped:
+            self.load_partition(topic, partition)
+
     async def stop(self) -> None:
         self.stopped = True
         for topic in self.topics.values():
             for p in list(topic.core.partitions):
-                topic.core.unload(p)
+                out = topic.core.unload(p)
+                if out is not None:
+                    for waiter, resp in out.replies:
+                        waiter(resp)
 
 
 def _header(now: int, count: int) -> BatchHeader:
