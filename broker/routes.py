@@ -24,6 +24,7 @@ from .handlers import (
     find_coordinator,
     group_admin,
     groups,
+    leader_epochs,
     list_offsets,
     metadata,
     offsets,
@@ -56,6 +57,9 @@ def routes(
               partial(list_offsets.delete_records, storage, access)),
         Route(producer_ids.INIT_PRODUCER_ID,
               partial(producer_ids.init_producer_id, storage.logs, access)),
+        Route(leader_epochs.OFFSET_FOR_LEADER_EPOCH,
+              partial(leader_epochs.offset_for_leader_epoch, storage, access),
+              min_version=2, max_version=4),
         # --- metadata, topics and configs -----------------------------------------------
         Route(metadata.METADATA, partial(metadata.metadata, cluster, storage, access),
               min_version=0, max_version=12),

@@ -36,6 +36,7 @@ from kafkalite.protocol.records import (
     MAGIC,
     MAX_TIMESTAMP,
     MIN_BATCH_LENGTH,
+    PARTITION_LEADER_EPOCH,
     PRODUCER_EPOCH,
     PRODUCER_ID,
     RECORD_COUNT,
@@ -47,12 +48,12 @@ from kafkalite.protocol.records import (
 
 from .errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
 from .index import MAX_RELATIVE_OFFSET
+from .leader_epoch import LeaderEpochCache
 from .producer_state import ProducerStateTable, decode_snapshot, write_snapshot
 from .segment import Segment
 
 log = structlog.get_logger("kafkalite.storage")
 
-LEADER_EPOCH = 0
 NEVER = 2**63 - 1
 #: DeleteRecords' offset meaning "up to the high watermark".
 HIGH_WATERMARK = -1
@@ -102,6 +103,9 @@ class PartitionLog:
         self.unflushed_messages = 0
         self.last_flush_ms = clock()
         self.closed = False
+        #: Leader epochs and where each began; the last is the partition's current one.
+        self.epochs = LeaderEpochCache(directory)
+        self.leader_epoch = 0
         directory.mkdir(parents=True, exist_ok=True)
         self._load()
 
@@ -118,10 +122,13 @@ class PartitionLog:
         interval = self.config.index_interval_bytes
         if not bases:
             bases = [self.log_start_offset]
+        had_checkpoint = self.epochs.load()
         for i, base in enumerate(bases):
             seg = Segment(self.dir, base, self.clock())
             if i < len(bases) - 1:
                 seg.load_closed(interval)
+                if i == 0 and not had_checkpoint:
+                    self._first_epoch(seg)
             else:
                 self._load_snapshot(seg.base_offset)
                 self._recover(seg)
@@ -132,6 +139,39 @@ class PartitionLog:
             self.log_start_offset = self.segments[0].base_offset
         if self.log_start_offset > self.log_end_offset:
             self.log_start_offset = self.log_end_offset
+        self._load_epochs(had_checkpoint)
+
+    def _first_epoch(self, seg: Segment) -> None:
+        """Without a checkpoint (an older data directory, or one lost in a crash) the log's
+        first batch tells the epoch it began in; recovery adds the active segment's."""
+        if seg.size >= HEADER_SIZE:
+            h = BATCH_HEADER.unpack(seg.pread(HEADER_SIZE, 0))
+            if h[PARTITION_LEADER_EPOCH] >= 0:
+                self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
+
+    def _load_epochs(self, had_checkpoint: bool) -> None:
+        """The epoch cache as of the recovered log, then this broker's leadership of the
+        partition: it keeps the newest epoch found (0 for a new partition), as a one-node
+        cluster's restart does not move leadership in kafkalite (docs/compatibility.md)."""
+        cache = self.epochs
+        changed = cache.truncate_from_end(self.log_end_offset)
+        changed = cache.truncate_from_start(self.log_start_offset) or changed
+        if self.become_leader(max(cache.latest_epoch, 0), save=False) or changed \
+                or not had_checkpoint:
+            cache.save()
+
+    def become_leader(self, epoch: int, save: bool = True) -> bool:
+        """Lead the partition in ``epoch`` from the log end on (Kafka's
+        ``maybeAssignEpochStartOffset``); True if the cache changed."""
+        if epoch < self.leader_epoch:
+            raise ValueError(f"leader epoch {epoch} is older than {self.leader_epoch}")
+        self.leader_epoch = epoch
+        changed = self.epochs.assign(epoch, self.log_end_offset)
+        if changed and save:
+            self.epochs.save()
+            log.info("log.leader_epoch", topic=self.topic, partition=self.partition,
+                     epoch=epoch, start_offset=self.log_end_offset)
+        return changed
 
     def _load_snapshot(self, offset: int) -> None:
         """Producer state as of ``offset`` from the snapshot taken when that segment began."""
@@ -169,6 +209,8 @@ class PartitionLog:
         seg.index.write_pending()
         seg.time_index.write_pending()
         for h in headers:
+            if h[PARTITION_LEADER_EPOCH] >= 0:
+                self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
             pid, seq = h[PRODUCER_ID], h[BASE_SEQUENCE]
             if pid >= 0 and seq >= 0:
                 base, delta = h[BASE_OFFSET], h[LAST_OFFSET_DELTA]
@@ -251,7 +293,7 @@ class PartitionLog:
             stamped = bytearray(batch)
             set_log_append_time(stamped, 0, max_ts)
             batch = memoryview(stamped)
-        parts = assigned_parts(batch, base, LEADER_EPOCH)
+        parts = assigned_parts(batch, base, self.leader_epoch)
         seg.append_parts(parts, size, base, last, max_ts, self.config.index_interval_bytes)
         self.log_end_offset = last + 1
         if idempotent:
@@ -407,7 +449,12 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self._drop_segments_below(offset)
+            self._start_moved()
         return self.log_start_offset
+
+    def _start_moved(self) -> None:
+        if self.epochs.truncate_from_start(self.log_start_offset):
+            self.epochs.save()
 
     def _drop_segments_below(self, offset: int) -> None:
         while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
@@ -419,6 +466,7 @@ class PartitionLog:
         seg.delete()
         if self.log_start_offset < self.segments[0].base_offset:
             self.log_start_offset = self.segments[0].base_offset
+            self._start_moved()
         log.info("log.segment_deleted", topic=self.topic, partition=self.partition,
                  base_offset=seg.base_offset, reason=reason,
                  log_start_offset=self.log_start_offset)
@@ -466,6 +514,10 @@ class PartitionLog:
         self.log_end_offset = seg.next_offset
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.producers.clear()
+        # The leader keeps its epoch; it begins again at the new log end if it was cut.
+        if self.epochs.truncate_from_end(self.log_end_offset):
+            self.epochs.assign(self.leader_epoch, self.log_end_offset)
+            self.epochs.save()
 
     def close(self) -> None:
         if self.closed:

@@ -28,6 +28,7 @@ from kafkalite.storage.log import PartitionLog
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
+from .leader_epochs import epoch_error
 
 log = structlog.get_logger("kafkalite.fetch")
 
@@ -147,7 +148,12 @@ class FetchPlan:
             for p in t.partitions:
                 want = (p.partition, p.fetch_offset, p.partition_max_bytes)
                 plog = logs.get(info.name, p.partition) if info is not None else None
-                entries.append((want, plog, E_NONE if plog is not None else missing))
+                err = E_NONE if plog is not None else missing
+                if plog is not None and version >= 9:
+                    err = epoch_error(plog, p.current_leader_epoch).value
+                    if err != E_NONE:
+                        plog = None
+                entries.append((want, plog, err))
             self.topics.append((key, entries))
 
     def logs(self) -> list[PartitionLog]:

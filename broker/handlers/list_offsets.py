@@ -9,11 +9,12 @@ from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.errors import OffsetOutOfRangeError
-from kafkalite.storage.log import LEADER_EPOCH, PartitionLog
+from kafkalite.storage.log import PartitionLog
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
+from .leader_epochs import NO_EPOCH, epoch_error
 
 LIST_OFFSETS = 2
 DELETE_RECORDS = 21
@@ -42,6 +43,18 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
+def epoch_of(plog: PartitionLog, timestamp: int, offset: int) -> int:
+    """The leader epoch ListOffsets reports with ``offset``, as Kafka's UnifiedLog does."""
+    if offset < 0:
+        return -1
+    if timestamp == LATEST:
+        return plog.leader_epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        first = plog.epochs.earliest
+        return first[0] if first is not None and first[1] <= offset else -1
+    return plog.epochs.epoch_for_offset(offset)
+
+
 def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_OFFSETS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ListOffsetsTopicResponse")
@@ -60,10 +73,16 @@ def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any
                                    timestamp=-1, offset=-1, leader_epoch=-1,
                                    old_style_offsets=()))
                 continue
+            err = epoch_error(plog, getattr(p, "current_leader_epoch", NO_EPOCH))
+            if err is not ErrorCode.none:
+                parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
+                                   timestamp=-1, offset=-1, leader_epoch=-1,
+                                   old_style_offsets=()))
+                continue
             offset, ts = lookup(plog, p.timestamp)
             parts.append(build(part_t, partition_index=p.partition_index,
                                error_code=ErrorCode.none, timestamp=ts, offset=offset,
-                               leader_epoch=LEADER_EPOCH if offset >= 0 else -1,
+                               leader_epoch=epoch_of(plog, p.timestamp, offset),
                                old_style_offsets=()))
         topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
     return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics))

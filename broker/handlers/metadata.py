@@ -33,7 +33,14 @@ OPS_OMITTED = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
 
-def partition_entries(me: int, resp_t: type[Any], info: TopicInfo) -> tuple[Any, ...]:
+def leader_epoch(storage: Storage, topic: str, partition: int) -> int:
+    """The partition's current leader epoch (0, where it starts, if its log is not open)."""
+    plog = storage.logs.get(topic, partition)
+    return plog.leader_epoch if plog is not None else 0
+
+
+def partition_entries(me: int, resp_t: type[Any], info: TopicInfo,
+                      storage: Storage) -> tuple[Any, ...]:
     part_t = nested(resp_t, "MetadataResponsePartition")
     return tuple(
         build(
@@ -41,7 +48,7 @@ def partition_entries(me: int, resp_t: type[Any], info: TopicInfo) -> tuple[Any,
             error_code=ErrorCode.none,
             partition_index=p,
             leader_id=me,
-            leader_epoch=0,
+            leader_epoch=leader_epoch(storage, info.name, p),
             replica_nodes=(me,),
             isr_nodes=(me,),
             offline_replicas=(),
@@ -129,7 +136,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
                 name=info.name,
                 topic_id=info.topic_id,
                 is_internal=info.internal,
-                partitions=partition_entries(cluster.node_id, c_resp, info),
+                partitions=partition_entries(cluster.node_id, c_resp, info, storage),
                 topic_authorized_operations=topic_ops(info.name),
             )
         )

@@ -73,8 +73,10 @@ def test_on_disk_format_is_kafkas(tmp_path: Path) -> None:
     d = tmp_path / "t-0"
     assert sorted(p.name for p in d.iterdir()) == [
         "00000000000000000000.index", "00000000000000000000.log",
-        "00000000000000000000.timeindex",
+        "00000000000000000000.timeindex", "leader-epoch-checkpoint",
     ]
+    # The partition was created in leader epoch 0, starting at offset 0.
+    assert (d / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
     data = (d / "00000000000000000000.log").read_bytes()
     # Base offsets written into each header, partition leader epoch 0, CRC still valid.
     pos, offsets = 0, []
