@@ -34,6 +34,7 @@ from .apis import KafkaApis
 from .auth import Access
 from .cluster import Cluster
 from .config import Config
+from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.setup import build_security
 from .server import Broker
@@ -122,7 +123,8 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     security, authorizer = build_security(config)
     access = Access(authorizer)
     apis = KafkaApis(access)
-    for route in routes(cluster, storage, access, runtime, apis, security):
+    quotas = ClientQuotaStore(config.data_dir)
+    for route in routes(cluster, storage, access, runtime, apis, security, quotas):
         apis.register(route)
     return Broker(
         config, cluster, storage, runtime, cleaner, apis, scheduler,

@@ -30,6 +30,7 @@ DEFAULTS: dict[str, tuple[str, type]] = {
     # connection stops reading while this many response bytes wait to be sent.
     "connections.max.partial.request.ms": ("30000", int),
     "connections.max.buffered.response.bytes": ("4194304", int),
+    "max.request.partition.size.limit": ("2000", int),
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),
     "auto.create.topics.enable": ("true", bool),

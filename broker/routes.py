@@ -18,8 +18,12 @@ from .cluster import Cluster
 from .handlers import (
     acls,
     api_versions,
+    client_quotas,
     cluster_admin,
+    config_resources,
     configs,
+    describe_topics,
+    features,
     fetch,
     find_coordinator,
     group_admin,
@@ -30,10 +34,12 @@ from .handlers import (
     offsets,
     produce,
     producer_ids,
+    quorum,
     sasl,
     scram_credentials,
     topics,
 )
+from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
 from .storage import Storage
 
@@ -45,6 +51,7 @@ def routes(
     runtime: CoordinatorRuntime,
     apis: KafkaApis,
     security: SecurityState,
+    quotas: ClientQuotaStore,
 ) -> list[Route]:
     group_acl = groups.GroupAcl()
     return [
@@ -63,6 +70,9 @@ def routes(
         # --- metadata, topics and configs -----------------------------------------------
         Route(metadata.METADATA, partial(metadata.metadata, cluster, storage, access),
               min_version=0, max_version=12),
+        Route(describe_topics.DESCRIBE_TOPIC_PARTITIONS,
+              partial(describe_topics.describe_topic_partitions, cluster, storage, access),
+              min_version=0, max_version=0),
         Route(topics.CREATE_TOPICS, partial(topics.create_topics, cluster, storage, access),
               min_version=2, max_version=7),
         Route(topics.DELETE_TOPICS, partial(topics.delete_topics, storage, access),
@@ -78,6 +88,15 @@ def routes(
         Route(configs.INCREMENTAL_ALTER_CONFIGS,
               partial(configs.incremental_alter_configs, cluster, storage, access),
               min_version=0, max_version=1),
+        Route(config_resources.LIST_CONFIG_RESOURCES,
+              partial(config_resources.list_config_resources, cluster, storage),
+              min_version=0, max_version=1, acl=cluster_admin.cluster_describe_configs_acl),
+        Route(client_quotas.DESCRIBE_CLIENT_QUOTAS,
+              partial(client_quotas.describe_client_quotas, quotas),
+              min_version=0, max_version=1, acl=cluster_admin.cluster_describe_configs_acl),
+        Route(client_quotas.ALTER_CLIENT_QUOTAS,
+              partial(client_quotas.alter_client_quotas, quotas, access),
+              min_version=0, max_version=1),
         # --- cluster --------------------------------------------------------------------
         Route(cluster_admin.DESCRIBE_CLUSTER,
               partial(cluster_admin.describe_cluster, cluster, access),
@@ -85,6 +104,13 @@ def routes(
         Route(cluster_admin.DESCRIBE_LOG_DIRS,
               partial(cluster_admin.describe_log_dirs, cluster, storage),
               min_version=1, max_version=4, acl=cluster_admin.cluster_describe_acl),
+        Route(cluster_admin.ALTER_REPLICA_LOG_DIRS,
+              partial(cluster_admin.alter_replica_log_dirs, cluster, storage, access),
+              min_version=1, max_version=2),
+        Route(quorum.DESCRIBE_QUORUM, partial(quorum.describe_quorum, cluster),
+              min_version=0, max_version=2, acl=cluster_admin.cluster_describe_acl),
+        Route(features.UPDATE_FEATURES, partial(features.update_features, cluster),
+              min_version=0, max_version=2, acl=cluster_admin.cluster_alter_acl),
         Route(cluster_admin.ELECT_LEADERS, partial(cluster_admin.elect_leaders, storage),
               min_version=0, max_version=2, acl=cluster_admin.cluster_alter_acl),
         Route(cluster_admin.LIST_PARTITION_REASSIGNMENTS, cluster_admin.list_reassignments,

@@ -1,6 +1,6 @@
 """The cluster as a one-broker Kafka describes it (DescribeCluster), and admin APIs that mean
 little on one broker, answered as a one-broker Kafka answers them: DescribeLogDirs,
-ElectLeaders, ListPartitionReassignments, AlterPartitionReassignments."""
+AlterReplicaLogDirs, ElectLeaders, ListPartitionReassignments, AlterPartitionReassignments."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..cluster import Cluster
 from ..context import RequestContext
 from ..storage import Storage
 
+ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 ELECT_LEADERS = 43
 ALTER_PARTITION_REASSIGNMENTS = 45
@@ -26,6 +27,8 @@ DESCRIBE_CLUSTER = 60
 
 _CLUSTER_DESCRIBE = (Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME),)
 _CLUSTER_ALTER = (Action(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME),)
+_CLUSTER_DESCRIBE_CONFIGS = (
+    Action(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME),)
 
 
 def cluster_describe_acl(_req: Any) -> tuple[Action, ...]:
@@ -36,10 +39,19 @@ def cluster_alter_acl(_req: Any) -> tuple[Action, ...]:
     return _CLUSTER_ALTER
 
 
+def cluster_describe_configs_acl(_req: Any) -> tuple[Action, ...]:
+    return _CLUSTER_DESCRIBE_CONFIGS
+
+
 def partition_size(storage: Storage, topic: str, partition: int) -> int:
     """Bytes of a partition's segments."""
     plog = storage.logs.get(topic, partition)
     return 0 if plog is None else plog.size_bytes
+
+
+def log_dir(cluster: Cluster) -> Path:
+    """The one log directory, as DescribeLogDirs names it."""
+    return Path(cluster.data_dir).resolve()
 
 
 def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
@@ -65,16 +77,56 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
         ))
         for name, parts in wanted if parts
     )
-    log_dir = Path(cluster.data_dir).resolve()
+    where = log_dir(cluster)
     try:
-        usage = shutil.disk_usage(log_dir)
+        usage = shutil.disk_usage(where)
         total, usable = usage.total, usage.free
     except OSError:
         total = usable = -1
-    result = build(result_t, error_code=ErrorCode.none, log_dir=str(log_dir), topics=topics,
+    result = build(result_t, error_code=ErrorCode.none, log_dir=str(where), topics=topics,
                    total_bytes=total, usable_bytes=usable, is_cordoned=False)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                  results=(result,))
+
+
+#: A partition's future directory name is ``<topic>-<n>.<32 hex digits>-future``.
+_FUTURE_SUFFIX_LENGTH = 1 + 32 + len("-future")
+
+
+def alter_replica_log_dirs(cluster: Cluster, storage: Storage, access: Access,
+                           ctx: RequestContext, req: Any) -> Any:
+    """Every replica already lives in the one log directory: moving it there is done at
+    once; any other directory is LOG_DIR_NOT_FOUND, as Kafka answers for a directory
+    that is not one of its ``log.dirs``."""
+    resp_t = codecs.codec(ALTER_REPLICA_LOG_DIRS, ctx.api_version).response_type
+    topic_t = nested(resp_t, "AlterReplicaLogDirTopicResult")
+    part_t = nested(resp_t, "AlterReplicaLogDirPartitionResult")
+    allowed = access.permits(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
+    here = log_dir(cluster)
+    ours = {str(here), str(Path(cluster.data_dir).absolute())}
+    # Kafka reads the request into a map: a partition named twice takes the last directory.
+    wanted: dict[tuple[str, int], str] = {}
+    for d in req.dirs:
+        for t in d.topics:
+            for p in t.partitions:
+                wanted[(t.name, int(p))] = d.path
+    results: dict[str, list[Any]] = {}
+    for (topic, partition), path in wanted.items():
+        if not allowed:
+            err = ErrorCode.cluster_authorization_failed
+        elif len(f"{topic}-{partition}") + _FUTURE_SUFFIX_LENGTH > 255:
+            err = ErrorCode.invalid_topic_exception
+        elif path not in ours:
+            err = ErrorCode.log_dir_not_found
+        elif storage.logs.get(topic, partition) is None:
+            err = ErrorCode.replica_not_available
+        else:
+            err = ErrorCode.none
+        results.setdefault(topic, []).append(build(part_t, partition_index=partition,
+                                                   error_code=err))
+    return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(
+        build(topic_t, topic_name=topic, partitions=tuple(parts))
+        for topic, parts in results.items()))
 
 
 def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:

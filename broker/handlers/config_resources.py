@@ -1,0 +1,51 @@
+"""ListConfigResources (API key 74; v0 is Kafka 3.7-4.0's ListClientMetricsResources,
+v1 is KIP-1142's ListConfigResources of Kafka 4.1): the resources that have configs.
+
+v0 lists client-metrics subscriptions only. v1 lists the resource types asked for, or all
+of Kafka 4.1's when none is named: groups with configs, client-metrics subscriptions,
+broker loggers, brokers and topics; a type outside those is UNSUPPORTED_VERSION, as in
+Kafka. kafkalite has neither group configs nor client-metrics subscriptions (KIP-714),
+so those lists are empty. Authorization (DescribeConfigs on the cluster) is checked
+before the handler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
+
+from ..cluster import Cluster
+from ..context import RequestContext
+from ..storage import Storage
+
+LIST_CONFIG_RESOURCES = 74
+#: ConfigResource.Type ids.
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
+
+
+def list_config_resources(cluster: Cluster, storage: Storage, ctx: RequestContext,
+                          req: Any) -> Any:
+    resp_t = codecs.codec(LIST_CONFIG_RESOURCES, ctx.api_version).response_type
+    resource_t = nested(resp_t, "ConfigResource")
+    if ctx.api_version == 0:
+        wanted: tuple[int, ...] = (CLIENT_METRICS,)
+    else:
+        wanted = tuple(int(t) for t in req.resource_types) or SUPPORTED_TYPES
+        if any(t not in SUPPORTED_TYPES for t in wanted):
+            return build(resp_t, throttle_time=NO_THROTTLE,
+                         error_code=ErrorCode.unsupported_version, config_resources=())
+    found: list[tuple[str, int]] = []
+    if BROKER_LOGGER in wanted:
+        found.append((str(cluster.node_id), BROKER_LOGGER))
+    if BROKER in wanted:
+        found.append((str(cluster.node_id), BROKER))
+    if TOPIC in wanted:
+        found.extend((t.name, TOPIC) for t in storage.catalog)
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                 config_resources=tuple(build(resource_t, resource_name=name, resource_type=rt)
+                                        for name, rt in found))

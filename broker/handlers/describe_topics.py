@@ -1,0 +1,107 @@
+"""DescribeTopicPartitions v0 (KIP-966), what the Java Admin's ``describeTopics`` sends
+since 3.8: topics in name order, at most ``response_partition_limit`` partitions per
+response (capped by ``max.request.partition.size.limit``), and a cursor naming the first
+partition left out. As Kafka's ``DescribeTopicPartitionsRequestHandler``: an empty topic
+list means every topic the principal may describe; a named topic it may not describe is
+answered TOPIC_AUTHORIZATION_FAILED without saying whether it exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
+from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
+
+from ..auth import Access, Operation, ResourceType
+from ..cluster import Cluster
+from ..context import RequestContext
+from ..storage import Storage
+from .metadata import leader_epoch
+
+DESCRIBE_TOPIC_PARTITIONS = 75
+NULL_UUID = uuid.UUID(int=0)
+
+
+def _error_response(resp_t: type[Any], req: Any, err: ErrorCode) -> Any:
+    """Kafka's answer to a request it cannot serve: each named topic with the error."""
+    topic_t = nested(resp_t, "DescribeTopicPartitionsResponseTopic")
+    return build(resp_t, throttle_time=NO_THROTTLE, next_cursor=None, topics=tuple(
+        build(topic_t, error_code=err, name=t.name, topic_id=NULL_UUID, is_internal=False,
+              partitions=()) for t in req.topics))
+
+
+def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access,
+                              ctx: RequestContext, req: Any) -> Any:
+    resp_t = codecs.codec(DESCRIBE_TOPIC_PARTITIONS, ctx.api_version).response_type
+    topic_t = nested(resp_t, "DescribeTopicPartitionsResponseTopic")
+    part_t = nested(resp_t, "DescribeTopicPartitionsResponsePartition")
+    cursor_t = nested(resp_t, "Cursor")
+    catalog = storage.catalog
+    cursor = req.cursor
+    after = cursor.topic_name if cursor is not None else ""
+    fetch_all = not req.topics
+    names = {t.name for t in catalog} if fetch_all else {t.name for t in req.topics}
+    names = {n for n in names if n >= after}
+    if cursor is not None and (cursor.partition_index < 0
+                               or (not fetch_all and cursor.topic_name not in names)):
+        return _error_response(resp_t, req, ErrorCode.invalid_request)
+    remaining = max(min(storage.config.int("max.request.partition.size.limit"),
+                        int(req.response_partition_limit)), 1)
+    me = cluster.node_id
+    topics: list[Any] = []
+    denied: list[Any] = []
+    next_cursor = None
+    for name in sorted(names):
+        if not access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
+            if not fetch_all:
+                denied.append(build(topic_t, error_code=ErrorCode.topic_authorization_failed,
+                                    name=name, topic_id=NULL_UUID, is_internal=False,
+                                    partitions=()))
+            continue
+        if remaining == 0:
+            # Every partition of the topics before fitted: the next page starts here.
+            next_cursor = build(cursor_t, topic_name=name, partition_index=0)
+            break
+        info = catalog.get(name)
+        if info is None:
+            if not fetch_all:
+                topics.append(build(topic_t, error_code=_missing_error(name), name=name,
+                                    topic_id=NULL_UUID, is_internal=name in INTERNAL_TOPICS,
+                                    partitions=()))
+            continue
+        start = cursor.partition_index if cursor is not None and name == after else 0
+        end = min(info.partitions, start + remaining)
+        topics.append(build(
+            topic_t, error_code=ErrorCode.none, name=name, topic_id=info.topic_id,
+            is_internal=info.internal, partitions=_partitions(part_t, me, storage, info,
+                                                              start, end),
+            topic_authorized_operations=access.operations_for(ctx, ResourceType.TOPIC, name)))
+        if end < info.partitions:
+            next_cursor = build(cursor_t, topic_name=name, partition_index=end)
+            break
+        remaining -= max(end - start, 0)
+    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics + denied),
+                 next_cursor=next_cursor)
+
+
+def _missing_error(name: str) -> ErrorCode:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicName:
+        return ErrorCode.invalid_topic_exception
+    return ErrorCode.unknown_topic_or_partition
+
+
+def _partitions(part_t: type[Any], me: int, storage: Storage, info: TopicInfo, start: int,
+                end: int) -> tuple[Any, ...]:
+    return tuple(
+        build(part_t, error_code=ErrorCode.none, partition_index=p, leader_id=me,
+              leader_epoch=leader_epoch(storage, info.name, p), replica_nodes=(me,),
+              isr_nodes=(me,), eligible_leader_replicas=(), last_known_elr=(),
+              offline_replicas=())
+        for p in range(start, end))

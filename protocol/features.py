@@ -1,0 +1,53 @@
+"""The feature levels (KIP-584) this broker runs at: what ApiVersions v3+ reports as
+supported and finalized, what DescribeFeatures shows and what UpdateFeatures checks.
+
+A level says which behaviour is in force, so each one here is the level kafkalite
+implements, and its supported range is exactly that level: a broker cannot be switched
+to behaviour it lacks, and UpdateFeatures answers a change with Kafka's
+INVALID_UPDATE_VERSION. When work lands that implements a new level, change the entry:
+
+- ``group.version``: 1 once KIP-848 consumer groups (ConsumerGroupHeartbeat) are served.
+- ``transaction.version``: 1 or 2 once KIP-890 transactions (issue 11) are; 0 until
+  transactions exist at all. Java producers from 4.0 use the new transaction protocol
+  only when this is 2.
+
+A feature at level 0 is left out of the finalized list, and one whose supported range
+starts at 0 out of ApiVersions below v4, as Kafka does (KAFKA-17492).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    name: str
+    #: The level in force.
+    level: int
+    #: The levels this broker could run at (min, max).
+    supported: tuple[int, int]
+
+
+#: Kafka 4.0's metadata.version 4.0-IV3: the record formats of a 4.0 cluster.
+METADATA_VERSION = Feature("metadata.version", 25, (25, 25))
+#: A static voter set (controller.quorum.voters); see DescribeQuorum.
+KRAFT_VERSION = Feature("kraft.version", 0, (0, 0))
+#: 0: the classic group protocol only.
+GROUP_VERSION = Feature("group.version", 0, (0, 0))
+#: 0: no transaction coordinator.
+TRANSACTION_VERSION = Feature("transaction.version", 0, (0, 0))
+
+FEATURES: tuple[Feature, ...] = (METADATA_VERSION, KRAFT_VERSION, GROUP_VERSION,
+                                 TRANSACTION_VERSION)
+BY_NAME: dict[str, Feature] = {f.name: f for f in FEATURES}
+
+#: The metadata offset at which the levels were finalized (ApiVersions'
+#: finalized_features_epoch): they are set when the cluster is formatted and never change.
+FINALIZED_EPOCH = 0
+
+
+def level(name: str) -> int:
+    """The finalized level of ``name`` (0, as in Kafka, for a feature not known)."""
+    found = BY_NAME.get(name)
+    return found.level if found is not None else 0
