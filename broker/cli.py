@@ -130,8 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=_scram)
 
     from .ctl import register as register_ctl
+    from .groups_cli import register as register_groups
 
     register_ctl(sub)
+    register_groups(sub)
 
     # Only argparse at build time; Spark and pyarrow load when a pipeline job runs.
     from kafkalite.pipeline.cli import register as register_pipeline
