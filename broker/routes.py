@@ -107,7 +107,7 @@ def routes(
         Route(cluster_admin.ALTER_REPLICA_LOG_DIRS,
               partial(cluster_admin.alter_replica_log_dirs, cluster, storage, access),
               min_version=1, max_version=2),
-        Route(quorum.DESCRIBE_QUORUM, partial(quorum.describe_quorum, cluster),
+        Route(quorum.DESCRIBE_QUORUM, partial(quorum.describe_quorum, cluster, runtime.now),
               min_version=0, max_version=2, acl=cluster_admin.cluster_describe_acl),
         Route(features.UPDATE_FEATURES, partial(features.update_features, cluster),
               min_version=0, max_version=2, acl=cluster_admin.cluster_alter_acl),

@@ -11,12 +11,12 @@ election writes (docs/compatibility.md).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.storage.log import now_ms
 
 from ..cluster import Cluster
 from ..context import RequestContext
@@ -31,7 +31,8 @@ NO_DIRECTORY_ID = uuid.UUID(int=0)
 _UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
 
 
-def describe_quorum(cluster: Cluster, ctx: RequestContext, req: Any) -> Any:
+def describe_quorum(cluster: Cluster, now_ms: Callable[[], int], ctx: RequestContext,
+                    req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_QUORUM, ctx.api_version).response_type
     topic_t = nested(resp_t, "TopicData")
     part_t = nested(resp_t, "PartitionData")
