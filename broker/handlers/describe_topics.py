@@ -36,7 +36,8 @@ def _error_response(resp_t: type[Any], req: Any, err: ErrorCode) -> Any:
 
 
 def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access,
-                              ctx: RequestContext, req: Any) -> Any:
+                              partition_limit: int, ctx: RequestContext, req: Any) -> Any:
+    """``partition_limit``: ``max.request.partition.size.limit``."""
     resp_t = codecs.codec(DESCRIBE_TOPIC_PARTITIONS, ctx.api_version).response_type
     topic_t = nested(resp_t, "DescribeTopicPartitionsResponseTopic")
     part_t = nested(resp_t, "DescribeTopicPartitionsResponsePartition")
@@ -50,8 +51,7 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
     if cursor is not None and (cursor.partition_index < 0
                                or (not fetch_all and cursor.topic_name not in names)):
         return _error_response(resp_t, req, ErrorCode.invalid_request)
-    remaining = max(min(storage.config.int("max.request.partition.size.limit"),
-                        int(req.response_partition_limit)), 1)
+    remaining = max(min(partition_limit, int(req.response_partition_limit)), 1)
     me = cluster.node_id
     topics: list[Any] = []
     denied: list[Any] = []
