@@ -151,13 +151,15 @@ class PartitionLog:
 
     def _load_epochs(self, had_checkpoint: bool) -> None:
         """The epoch cache as of the recovered log, then this broker's leadership of the
-        partition: it keeps the newest epoch found (0 for a new partition), as a one-node
-        cluster's restart does not move leadership in kafkalite (docs/compatibility.md)."""
+        partition: a new partition starts in epoch 0; a partition that existed before
+        takes the next epoch, as a Kafka broker's restart moves leadership away and back
+        (docs/compatibility.md), so clients re-validate their positions."""
         cache = self.epochs
         changed = cache.truncate_from_end(self.log_end_offset)
         changed = cache.truncate_from_start(self.log_start_offset) or changed
-        if self.become_leader(max(cache.latest_epoch, 0), save=False) or changed \
-                or not had_checkpoint:
+        existed = had_checkpoint or self.log_end_offset > 0 or cache.latest_epoch >= 0
+        epoch = cache.latest_epoch + 1 if existed else 0
+        if self.become_leader(max(epoch, 0), save=False) or changed or not had_checkpoint:
             cache.save()
 
     def become_leader(self, epoch: int, save: bool = True) -> bool:

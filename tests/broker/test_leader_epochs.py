@@ -168,7 +168,7 @@ async def test_metadata_list_offsets_and_fetch_agree_on_the_epoch(handlers: Hand
     assert (await fetch(handlers, "agree", -1))[:2] == (0, 3)  # no epoch given: no check
 
 
-async def test_epochs_survive_a_restart(tmp_path: Any) -> None:
+async def test_epochs_survive_a_restart_which_starts_the_next(tmp_path: Any) -> None:
     first = Handlers(tmp_path / "data")
     await first.open()
     await create(first, "kept")
@@ -182,8 +182,12 @@ async def test_epochs_survive_a_restart(tmp_path: Any) -> None:
     again = Handlers(tmp_path / "data")
     await again.open()
     try:
-        assert await metadata_epochs(again, "kept") == [1]
-        assert await end_offsets(again, "kept", (1, 0), (1, 1)) == [
-            (ErrorCode.none, 0, 2), (ErrorCode.none, 1, 4)]
+        # As after a Kafka broker's restart: leadership came back in a new epoch.
+        assert await metadata_epochs(again, "kept") == [2]
+        assert await end_offsets(again, "kept", (2, 0), (2, 1), (2, 2)) == [
+            (ErrorCode.none, 0, 2), (ErrorCode.none, 1, 4), (ErrorCode.none, 2, 4)]
+        await produce(again, "kept", 1)
     finally:
         await again.close()
+    assert (tmp_path / "data" / "kept-0" / "leader-epoch-checkpoint").read_text() == \
+        "0\n3\n0 0\n1 2\n2 4\n"

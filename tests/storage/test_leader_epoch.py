@@ -82,11 +82,12 @@ def test_new_partition_starts_in_epoch_zero_and_stamps_batches(tmp_path: Path) -
     with pytest.raises(ValueError):
         log.become_leader(1)
     log.close()
-    # A restart keeps the epoch (one broker: leadership does not move).
+    # A restart takes the next epoch, from the log end (leadership came back, as after
+    # a Kafka broker's restart).
     again = open_log(tmp_path)
-    assert again.leader_epoch == 2
-    assert again.epochs.entries() == [(0, 0), (2, 3)]
-    assert checkpoint(tmp_path) == "0\n2\n0 0\n2 3\n"
+    assert again.leader_epoch == 3
+    assert again.epochs.entries() == [(0, 0), (2, 3), (3, 5)]
+    assert checkpoint(tmp_path) == "0\n3\n0 0\n2 3\n3 5\n"
 
 
 def test_epochs_rebuilt_from_batches_without_a_checkpoint(tmp_path: Path) -> None:
@@ -103,8 +104,8 @@ def test_epochs_rebuilt_from_batches_without_a_checkpoint(tmp_path: Path) -> Non
     again = open_log(tmp_path, segment_bytes=300)
     # The first batch and the recovered active segment give what the batches hold.
     assert again.epochs.entries()[0] == (0, 0)
-    assert again.epochs.entries()[-1] == (5, 8)
-    assert again.leader_epoch == 5
+    assert again.epochs.entries()[-2:] == [(5, 8), (6, 10)]
+    assert again.leader_epoch == 6
     assert checkpoint(tmp_path).startswith("0\n")
 
 
@@ -135,5 +136,5 @@ def test_a_loaded_log_start_beyond_old_epochs_trims_them(tmp_path: Path) -> None
     log.append(batch(4))
     log.close()
     again = PartitionLog(tmp_path / "t-0", "t", 0, LogConfig(), log_start_offset=5)
-    assert again.epochs.entries() == [(1, 5)]
-    assert checkpoint(tmp_path) == "0\n1\n1 5\n"
+    assert again.epochs.entries() == [(1, 5), (2, 8)]
+    assert checkpoint(tmp_path) == "0\n2\n1 5\n2 8\n"
