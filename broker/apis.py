@@ -169,6 +169,7 @@ class KafkaApis:
                 if not authorizer.authorize(ctx.principal, action, ctx.client_host):
                     log.info(
                         "request.denied",
+                        api=codecs.API_NAMES.get(api_key),
                         principal=ctx.principal,
                         operation=action.operation.value,
                         resource=action.resource_type.value,

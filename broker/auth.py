@@ -126,3 +126,10 @@ class Access:
 
     def operations_for(self, who: Requester, rtype: ResourceType, name: str) -> int:
         return self.operations(who.principal, rtype, name, who.client_host)
+
+    def cluster_operations_for(self, who: Requester) -> int:
+        """The cluster's authorized operations as Metadata and DescribeCluster answer
+        them: 0 without Describe on the cluster (Kafka's AuthHelper)."""
+        if not self.permits(who, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return 0
+        return self.operations_for(who, ResourceType.CLUSTER, CLUSTER_NAME)

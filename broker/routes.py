@@ -101,7 +101,7 @@ def routes(
         # --- cluster --------------------------------------------------------------------
         Route(cluster_admin.DESCRIBE_CLUSTER,
               partial(cluster_admin.describe_cluster, cluster, access),
-              min_version=0, max_version=2, acl=cluster_admin.cluster_describe_acl),
+              min_version=0, max_version=2),
         Route(cluster_admin.DESCRIBE_LOG_DIRS,
               partial(cluster_admin.describe_log_dirs, cluster, storage),
               min_version=1, max_version=4, acl=cluster_admin.cluster_describe_acl),

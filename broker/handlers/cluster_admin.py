@@ -212,9 +212,10 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
               port=b.advertised_port, rack=None, is_fenced=False)
         for b in cluster.listeners if b.name == ctx.listener
     )
+    # As Kafka, served to anyone: only the authorized operations need Describe.
     ops = -2147483648
     if req.include_cluster_authorized_operations:
-        ops = access.operations_for(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+        ops = access.cluster_operations_for(ctx)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                  error_message=None, endpoint_type=1, cluster_id=cluster.cluster_id,
                  controller_id=cluster.node_id,

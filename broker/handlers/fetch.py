@@ -25,7 +25,7 @@ from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import PartitionLog
 
-from ..auth import Access, Operation, ResourceType
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
 from .leader_epochs import epoch_error
@@ -246,8 +246,18 @@ def fetch(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> An
     if version >= 7 and req.session_id != 0:
         # No session was ever handed out, so an incremental fetch cannot match one.
         return encode_response(version, [], E_SESSION_NOT_FOUND)
-    may_read = None if access.open else (
-        lambda topic: access.permits(ctx, Operation.READ, ResourceType.TOPIC, topic))
+    may_read: Callable[[str], bool] | None = None
+    if not access.open:
+        state = getattr(req, "replica_state", None)
+        replica = state.replica_id if state is not None else getattr(req, "replica_id", -1)
+        if replica >= 0:
+            # A follower's fetch needs ClusterAction on the cluster instead (KafkaApis).
+            follower = access.permits(ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                      CLUSTER_NAME)
+            may_read = lambda _topic: follower  # noqa: E731
+        else:
+            may_read = lambda topic: access.permits(  # noqa: E731
+                ctx, Operation.READ, ResourceType.TOPIC, topic)
     plan = FetchPlan(storage, req, version, may_read)
     topics, total, errored = plan.read()
     wait_ms = int(req.max_wait.total_seconds() * 1000)

@@ -84,9 +84,10 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
             return OPS_OMITTED
         return access.operations_for(ctx, ResourceType.TOPIC, name)
 
-    def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None) -> Any:
+    def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None,
+                ops: int = OPS_OMITTED) -> Any:
         return build(topic_t, error_code=err, name=name, topic_id=tid or NULL_UUID,
-                     is_internal=False, partitions=(), topic_authorized_operations=OPS_OMITTED)
+                     is_internal=False, partitions=(), topic_authorized_operations=ops)
 
     topics_out: list[Any] = []
     named: list[str] = []
@@ -117,10 +118,13 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
                 if storage.name_collision(name) is not None:
                     raise InvalidTopicName(name)
             except InvalidTopicName:
-                topics_out.append(errored(ErrorCode.invalid_topic_exception, name, None))
+                topics_out.append(errored(ErrorCode.invalid_topic_exception, name, None,
+                                          topic_ops(name)))
                 continue
             if not allow_create:
-                topics_out.append(errored(ErrorCode.unknown_topic_or_partition, name, None))
+                # Kafka computes the operations of every topic the principal may describe.
+                topics_out.append(errored(ErrorCode.unknown_topic_or_partition, name, None,
+                                          topic_ops(name)))
                 continue
             if not (allowed(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
                     or allowed(Operation.CREATE, ResourceType.TOPIC, name)):
@@ -142,7 +146,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         )
     cluster_ops = OPS_OMITTED
     if getattr(req, "include_cluster_authorized_operations", False):
-        cluster_ops = access.operations_for(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+        cluster_ops = access.cluster_operations_for(ctx)
     return build(
         c_resp,
         throttle_time=NO_THROTTLE,

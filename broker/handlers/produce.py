@@ -29,7 +29,7 @@ from kafkalite.storage.errors import (
 from kafkalite.storage.log import PartitionLog
 
 from ..apis import NO_RESPONSE
-from ..auth import Access, Operation, ResourceType
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..storage import Storage
 
@@ -48,9 +48,16 @@ def _fsync_all(fds: list[int]) -> None:
             os.close(fd)
 
 
-def _resolve(storage: Storage, name: str) -> TopicInfo | ErrorCode:
-    """The topic to write to, auto-created where the broker allows it."""
-    found = storage.resolve_topic(name, allow_create=True)
+def _resolve(storage: Storage, access: Access, ctx: RequestContext, name: str
+             ) -> TopicInfo | ErrorCode:
+    """The topic to write to, auto-created where the broker allows it and the principal
+    may create it (Create on the cluster or the topic, as Metadata's auto-creation)."""
+    existing = storage.catalog.get(name)
+    if existing is not None:
+        return existing
+    may_create = (access.permits(ctx, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                  or access.permits(ctx, Operation.CREATE, ResourceType.TOPIC, name))
+    found = storage.resolve_topic(name, allow_create=may_create)
     if found is None:
         return _E.unknown_topic_or_partition
     if isinstance(found, InvalidTopicName):
@@ -95,7 +102,7 @@ def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> 
             # Checked before the topic is looked up (or auto-created), as KafkaApis.
             info = _E.topic_authorization_failed
         else:
-            info = _resolve(storage, name)
+            info = _resolve(storage, access, ctx, name)
         if (isinstance(info, ErrorCode) or transactional or info.internal
                 or acks not in (0, 1, -1)):
             err = (

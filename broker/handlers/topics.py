@@ -93,15 +93,16 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
     for t in req.topics:
         name = t.name
         try:
-            if not cluster_create and not access.permits(ctx, Operation.CREATE,
-                                                  ResourceType.TOPIC, name):
-                raise TopicError(ErrorCode.topic_authorization_failed,
-                                 "Authorization failed.")
+            # Duplicates first, then authorization, as Kafka.
             if name in dupes:
                 raise TopicError(ErrorCode.invalid_request,
                                  f"Create topics request from client `{ctx.client_id}` "
                                  f"contains multiple entries for the following topics: "
                                  f"{name}")
+            if not cluster_create and not access.permits(ctx, Operation.CREATE,
+                                                         ResourceType.TOPIC, name):
+                raise TopicError(ErrorCode.topic_authorization_failed,
+                                 "Authorization failed.")
             try:
                 validate_topic_name(name)
             except InvalidTopicName as e:
@@ -129,7 +130,12 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
                                            internal=name in INTERNAL_TOPICS)
                 topic_id = info.topic_id
             entries: tuple[Any, ...] | None = None
-            if cfg_t is not None:
+            # v5+ return the topic's configs only to a principal that may describe them
+            # (Kafka's ReplicationControlManager), else TOPIC_AUTHORIZATION_FAILED in
+            # topic_config_error_code and no partition count.
+            describable = cfg_t is None or access.permits(
+                ctx, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+            if cfg_t is not None and describable:
                 entries = tuple(
                     build(cfg_t, name=r.name,
                           value=None if r.definition.sensitive else r.value,
@@ -140,8 +146,10 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
                 )
             results.append(build(
                 result_t, name=name, topic_id=topic_id, error_code=ErrorCode.none,
-                error_message=None, num_partitions=n, replication_factor=rf,
-                configs=entries,
+                error_message=None, num_partitions=n if describable else -1,
+                replication_factor=rf if describable else -1, configs=entries or (),
+                topic_config_error_code=ErrorCode.none if describable
+                else ErrorCode.topic_authorization_failed,
             ))
         except TopicError as e:
             results.append(build(
@@ -163,6 +171,11 @@ def _delete_one(storage: Storage, access: Access, ctx: RequestContext, name: str
             return None, tid or NULL_UUID, ErrorCode.unknown_topic_id, \
                 "This server does not host this topic ID."
     else:
+        # A name is authorized before it is looked up, so a denied principal cannot
+        # learn which topics exist (Kafka's ControllerApis.deleteTopics).
+        if not access.permits(ctx, Operation.DELETE, ResourceType.TOPIC, name):
+            return name, NULL_UUID, ErrorCode.topic_authorization_failed, \
+                "Authorization failed."
         info = storage.catalog.get(name)
         if info is None:
             return name, NULL_UUID, ErrorCode.unknown_topic_or_partition, \

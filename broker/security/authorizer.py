@@ -7,9 +7,9 @@
 - Any matching DENY wins. An ALLOW on the operation, or on ``ALL``, allows; an ALLOW on
   Read, Write, Delete or Alter also allows Describe, an ALLOW on AlterConfigs allows
   DescribeConfigs (DENY implies nothing).
-- Nothing matching: ``allow.everyone.if.no.acl.found`` decides. StandardAuthorizer
-  counts only ACLs matching the principal, host and operation; the older AclAuthorizer
-  counts any ACL on the resource, so one ACL for someone else already denies.
+- No ALLOW: when the resource has no ACL at all (for anyone), ``allow.everyone.if.no.acl.found``
+  decides; one ACL for someone else already denies. Both class names behave so
+  (StandardAuthorizer since Kafka 3.5, KAFKA-14435; AclAuthorizer always).
 
 Decisions are cached per (principal, host, operation, resource) until the ACLs change,
 which keeps the heartbeat path one dictionary lookup however many ACLs exist.
@@ -83,7 +83,7 @@ class AclAuthorizer:
         self.store = store
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
-        self.resource_scoped_default = class_name != STANDARD
+        self.class_name = class_name
         self._version = -1
         self._index: dict[AclResourceType, _TypeIndex] = {}
         self._cache: dict[tuple[str, str, int], tuple[Action, bool]] = {}
@@ -123,27 +123,43 @@ class AclAuthorizer:
 
     def authorize_any(self, principal: str, host: str, operation: Operation,
                       resource_type: ResourceType) -> bool:
-        """Whether some resource of the type allows the operation (Kafka's
-        authorizeByResourceType, used for idempotent producers): an ALLOW that no DENY
-        on the same pattern or on ``*`` cancels."""
-        if principal in self.super_users:
-            return True
+        """Whether some resource of the type allows the operation: Kafka's
+        ``Authorizer.authorizeByResourceType`` (InitProducerId of an idempotent producer
+        asks it for Write on any topic). First the operation on a resource named
+        ``hardcode`` (super users, ``*`` ACLs and the no-ACL default pass there), then
+        an ALLOW pattern no DENY dominates: a LITERAL ALLOW fails on a LITERAL DENY of
+        the same name, any ALLOW on a PREFIXED DENY that is a prefix of its name."""
+        op, rtype = OP_CODES[operation], TYPE_CODES[resource_type]
         if self._version != self.store.version:
             self._rebuild()
-        op, rtype = OP_CODES[operation], TYPE_CODES[resource_type]
-        acls = [b for b in self.store.all() if b.resource_type == rtype
-                and b.principal in (principal, WILDCARD_PRINCIPAL)
-                and b.host in (WILDCARD, host)
-                and b.operation in (op, AclOperation.ALL)]
-        denied = {(b.pattern_type, b.name) for b in acls if b.permission == AclPermission.DENY}
-        if (PatternType.LITERAL, WILDCARD) in denied:
-            return False
-        allows = [b for b in acls if b.permission == AclPermission.ALLOW
-                  and (b.pattern_type, b.name) not in denied]
-        if allows:
+        if self._decide(principal, host, op, rtype, "hardcode"):
             return True
-        return self.allow_if_no_acl and not any(
-            b.resource_type == rtype for b in self.store.all())
+        deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(),
+                                             PatternType.PREFIXED: set()}
+        allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(),
+                                              PatternType.PREFIXED: set()}
+        for b in self.store.all():
+            if (b.resource_type != rtype or b.host not in (WILDCARD, host)
+                    or b.principal not in (principal, WILDCARD_PRINCIPAL)
+                    or b.operation not in (op, AclOperation.ALL)
+                    or b.pattern_type not in deny):
+                continue
+            if b.permission == AclPermission.DENY:
+                if b.pattern_type == PatternType.LITERAL and b.name == WILDCARD:
+                    return False
+                deny[b.pattern_type].add(b.name)
+            elif b.permission == AclPermission.ALLOW:
+                if b.pattern_type == PatternType.LITERAL and b.name == WILDCARD:
+                    return True
+                allow[b.pattern_type].add(b.name)
+        denied_prefixes = deny[PatternType.PREFIXED]
+        for pattern_type, names in allow.items():
+            for name in names:
+                if pattern_type == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
+                    continue
+                if not any(name[:n] in denied_prefixes for n in range(1, len(name) + 1)):
+                    return True
+        return False
 
     def _decide(self, principal: str, host: str, op: AclOperation, rtype: AclResourceType,
                 name: str) -> bool:
@@ -167,6 +183,5 @@ class AclAuthorizer:
                 allowed = True
         if allowed:
             return True
-        if self.resource_scoped_default and acls:
-            return False
-        return self.allow_if_no_acl
+        # Any ACL on the resource, whoever it names, takes the no-ACL default away.
+        return self.allow_if_no_acl and not acls

@@ -87,14 +87,44 @@ def test_super_users_and_default_rules() -> None:
     a = authz(*base, super_users={"User:root"})
     assert can(a, Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster", principal="User:root")
     assert not can(a, Operation.READ, ResourceType.TOPIC, "other")
-    std = authz(*base, allow_if_no_acl=True, class_name=STANDARD)
-    legacy = authz(*base, allow_if_no_acl=True, class_name=LEGACY)
-    assert can(std, Operation.READ, ResourceType.TOPIC, "other")
-    assert can(legacy, Operation.READ, ResourceType.TOPIC, "other")
-    # An ACL for someone else on the resource: StandardAuthorizer still falls back to the
-    # default; AclAuthorizer counts it and denies.
-    assert can(std, Operation.READ, ResourceType.TOPIC, "t")
-    assert not can(legacy, Operation.READ, ResourceType.TOPIC, "t")
+    for name in (STANDARD, LEGACY):
+        a = authz(*base, acl(T, "w-", O.WRITE, principal="User:bob", pt=PRE),
+                  allow_if_no_acl=True, class_name=name)
+        assert can(a, Operation.READ, ResourceType.TOPIC, "other")
+        # An ACL for someone else on the resource (literal or by prefix) takes the
+        # default away: Kafka's StandardAuthorizer since 3.5 (KAFKA-14435) and AclAuthorizer.
+        assert not can(a, Operation.READ, ResourceType.TOPIC, "t")
+        assert not can(a, Operation.READ, ResourceType.TOPIC, "w-1")
+        assert can(a, Operation.READ, ResourceType.GROUP, "t")
+
+
+@pytest.mark.parametrize(("acls", "allow_if_no_acl", "expected"), [
+    ((), False, False),
+    ((), True, True),  # nothing on "hardcode": the default rule answers
+    ((acl(T, "orders", O.WRITE),), False, True),
+    ((acl(T, "orders", O.READ),), False, False),  # the operation itself, nothing implied
+    ((acl(T, "orders", O.ALL),), False, True),
+    ((acl(T, "*", O.WRITE),), False, True),
+    ((acl(T, "orders", O.WRITE), acl(T, "orders", O.WRITE, DENY)), False, False),
+    ((acl(T, "orders", O.WRITE), acl(T, "ord", O.WRITE, DENY, pt=PRE)), False, False),
+    ((acl(T, "ord", O.WRITE, pt=PRE), acl(T, "ord", O.WRITE, DENY)), False, True),
+    ((acl(T, "ord", O.WRITE, pt=PRE), acl(T, "o", O.ALL, DENY, pt=PRE)), False, False),
+    ((acl(T, "orders", O.WRITE), acl(T, "*", O.WRITE, DENY)), False, False),
+    ((acl(T, "orders", O.WRITE, principal="User:bob"),), False, False),
+    ((acl(T, "orders", O.WRITE, host="10.0.0.2"),), False, False),
+    ((acl(T, "h", O.READ, principal="User:bob", pt=PRE),), True, False),  # covers "hardcode"
+    ((acl(T, "x", O.READ, principal="User:bob"),), True, True),
+])
+def test_authorize_by_resource_type(acls: tuple[AclBinding, ...], allow_if_no_acl: bool,
+                                    expected: bool) -> None:
+    """Kafka's Authorizer.authorizeByResourceType: Write on any topic, as InitProducerId
+    of an idempotent producer asks it."""
+    a = authz(*acls, allow_if_no_acl=allow_if_no_acl)
+    got = a.authorize_any("User:alice", "10.0.0.1", Operation.WRITE, ResourceType.TOPIC)
+    assert got is expected
+    root = authz(*acls, acl(T, "*", O.WRITE, DENY, principal="User:root"),
+                 super_users={"User:root"})
+    assert root.authorize_any("User:root", "10.0.0.1", Operation.WRITE, ResourceType.TOPIC)
 
 
 def test_decisions_follow_changes_to_the_store() -> None:
