@@ -63,7 +63,8 @@ MechanismFactory = Callable[[], SaslServer]
 
 
 class SaslAuthenticator:
-    def __init__(self, mechanisms: Mapping[str, MechanismFactory], reauth_ms: int = 0,
+    def __init__(self, mechanisms: Mapping[str, MechanismFactory],
+                 reauth_ms: int | Mapping[str, int] = 0,
                  peer: str = "", listener: str = "",
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.mechanisms = mechanisms
@@ -195,8 +196,10 @@ class SaslAuthenticator:
         self.state = State.AUTHENTICATED
         now = self.clock_ms()
         expiry = 0
-        if self.reauth_ms > 0:
-            expiry = now + self.reauth_ms
+        lifetime = self.reauth_ms if isinstance(self.reauth_ms, int) else \
+            self.reauth_ms.get(self.mechanism or "", 0)
+        if lifetime > 0:
+            expiry = now + lifetime
         if server.credential_expiry_ms is not None:
             expiry = min(expiry, server.credential_expiry_ms) if expiry else \
                 server.credential_expiry_ms
@@ -205,8 +208,10 @@ class SaslAuthenticator:
                  peer=self.peer, listener=self.listener, reauthentication=reauth)
 
     def _fail_log(self, e: SaslFailure) -> None:
+        # The reason never holds a password: mechanisms keep secrets out of it.
         log.warning("sasl.authentication_failed", mechanism=self.mechanism,
-                    user=e.user, peer=self.peer, listener=self.listener, reason=e.reason)
+                    principal=f"User:{e.user}" if e.user else None, peer=self.peer,
+                    listener=self.listener, reason=e.reason)
 
     def _authenticate(self, frame: bytes) -> bytes:
         c, _corr, req = self._decode(frame)

@@ -85,6 +85,10 @@ class ListenerProps:
     def is_set(self, prop: str) -> bool:
         return self.prefix + prop in self.values or prop in self.values
 
+    def is_set_for_listener(self, prop: str) -> bool:
+        """Set as ``listener.name.<listener>.<prop>`` (not merely broker-wide)."""
+        return self.prefix + prop in self.values
+
     def mechanism_get(self, mechanism: str, prop: str) -> str | None:
         """A SASL property: per listener and mechanism, then per listener, then global."""
         key = f"{self.prefix}{mechanism.lower()}.{prop}"
@@ -92,14 +96,20 @@ class ListenerProps:
             return self.values[key]
         return self.get(prop)
 
+    def mechanism_int(self, mechanism: str, prop: str, default: int) -> int:
+        return _to_int(self.prefix + prop, self.mechanism_get(mechanism, prop), default)
+
     def int(self, prop: str, default: int) -> int:
-        v = self.get(prop)
-        if v is None or v == "":
-            return default
-        try:
-            return int(v)
-        except ValueError as e:
-            raise ConfigError(f"{self.prefix}{prop}: not an integer: {v!r}") from e
+        return _to_int(self.prefix + prop, self.get(prop), default)
 
     def list(self, prop: str, default: str = "") -> list[str]:
         return [s.strip() for s in self.text(prop, default).split(",") if s.strip()]
+
+
+def _to_int(key: str, v: str | None, default: int) -> int:
+    if v is None or v == "":
+        return default
+    try:
+        return int(v)
+    except ValueError as e:
+        raise ConfigError(f"{key}: not an integer: {v!r}") from e

@@ -58,13 +58,13 @@ class PlainServer(SaslServer):
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
             raise SaslFailure("PLAIN exchange already complete")
-        try:
-            text = token.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise SaslFailure("PLAIN response is not UTF-8") from e
-        parts = text.split("\x00")
+        # Java decodes with replacement characters: bad UTF-8 fails the checks below.
+        text = token.decode("utf-8", errors="replace")
+        parts = text.split("\x00", 3)
         if len(parts) != 3:
-            raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+            # Kafka counts at most four tokens and tells the client how many it found.
+            msg = f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}"
+            raise SaslFailure(msg, msg)
         authzid, username, password = parts
         if not username:
             raise SaslFailure("username not specified",

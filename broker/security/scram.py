@@ -146,7 +146,7 @@ class ScramServer(SaslServer):
         super().__init__()
         self.mechanism = mechanism
         self.store = store
-        self._missing_user: str | None = None
+        self._unknown = False
         self._server = ScramMechanism(mechanism).make_server(self._credentials)
         self._step = 0
 
@@ -155,10 +155,11 @@ class ScramServer(SaslServer):
         self.user = user
         cred = self.store.get(user, self.mechanism)
         if cred is None:
-            # Continue with a throwaway credential, as Kafka does not reveal at this
-            # step whether the user exists; the proof can never match.
-            self._missing_user = user
-            cred = credential_from_password(self.mechanism, os.urandom(16).hex())
+            # As Kafka's ScramSaslServer: refused at the client-first message, with the
+            # generic message (which does not say whether the user exists). scramp
+            # wraps what this raises; ``evaluate`` tells the cause by ``_unknown``.
+            self._unknown = True
+            raise KeyError(user)
         return cred.salt, cred.stored_key, cred.server_key, cred.iterations
 
     def _accept_suffix_nonce(self, client_final: str) -> None:
@@ -183,14 +184,15 @@ class ScramServer(SaslServer):
                 return str(self._server.get_server_first()).encode()
             if self._step == 1:
                 self._step = 2
-                if self._missing_user is not None:
-                    raise SaslFailure("Invalid user credentials", user=self._missing_user)
                 self._accept_suffix_nonce(text)
                 self._server.set_client_final(text)
                 out = str(self._server.get_server_final()).encode()
                 self.complete = True
                 return out
         except ScramException as e:
+            if self._unknown:
+                raise SaslFailure("Authentication failed: Invalid user credentials",
+                                  user=self.user) from e
             raise SaslFailure(f"{self.mechanism}: {e}", user=self.user) from e
         except (ValueError, KeyError, IndexError, TypeError) as e:  # malformed messages
             raise SaslFailure(f"{self.mechanism}: malformed message: {e}", user=self.user) \

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import structlog
 
 from ..auth import Authorizer
 from ..config import DEFAULTS, Config, ConfigError
@@ -24,6 +26,8 @@ from .principal_rules import PrincipalMapper
 from .sasl import SaslServer
 from .scram import ScramStore
 from .tls import server_context
+
+log = structlog.get_logger("kafkalite.security")
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     principal_mapper: PrincipalMapper | None = None
     mechanisms: dict[str, Callable[[], SaslServer]] | None = None
-    reauth_ms: int = 0
+    #: ``connections.max.reauth.ms`` per mechanism (0: sessions do not expire).
+    reauth_ms: dict[str, int] = field(default_factory=dict)
     #: Largest frame accepted before authentication (``sasl.server.max.receive.size``).
     max_receive_before_auth: int = 524288
 
@@ -70,14 +75,32 @@ def listener_security(config: Config, listener: str, scram: ScramStore) -> Liste
         return ListenerSecurity(listener, protocol)
     props = listener_props(config, listener)
     ctx = mapper = mechs = None
+    reauth: dict[str, int] = {}
     if protocol.uses_tls:
-        ctx = server_context(props)
+        ctx = server_context(props, _client_auth_override(props, protocol))
         mapper = PrincipalMapper(props.get("ssl.principal.mapping.rules"))
     if protocol.uses_sasl:
         mechs = listener_mechanisms(props, scram)
-    return ListenerSecurity(listener, protocol, ctx, mapper, mechs,
-                            props.int("connections.max.reauth.ms", 0),
+        # As Kafka: listener.name.<l>.<mechanism>.connections.max.reauth.ms first.
+        reauth = {m: props.mechanism_int(m, "connections.max.reauth.ms", 0) for m in mechs}
+    return ListenerSecurity(listener, protocol, ctx, mapper, mechs, reauth,
                             props.int("sasl.server.max.receive.size", 524288))
+
+
+def _client_auth_override(props: ListenerProps, protocol: SecurityProtocol) -> str | None:
+    """Kafka asks SASL_SSL clients for a certificate only when ``ssl.client.auth`` is
+    set for that listener (``listener.name.<l>.ssl.client.auth``, KIP-684); the
+    broker-wide setting applies to SSL listeners alone."""
+    if protocol is not SecurityProtocol.SASL_SSL or props.is_set_for_listener(
+            "ssl.client.auth"):
+        return None
+    configured = props.values.get("ssl.client.auth", "none")
+    if configured.lower() != "none":
+        log.warning("security.ssl_client_auth_ignored", listener=props.listener,
+                    configured=configured,
+                    reason="ssl.client.auth applies to SSL listeners only; set "
+                    f"listener.name.{props.listener.lower()}.ssl.client.auth for SASL_SSL")
+    return "none"
 
 
 def build_authorizer(config: Config, data_dir: Path) -> tuple[Authorizer | None, AclStore | None]:

@@ -172,7 +172,8 @@ def openssl_cipher(name: str) -> str:
     return f"{kx}-{cipher}" if kx else cipher
 
 
-def server_context(props: ListenerProps) -> ssl.SSLContext:
+def server_context(props: ListenerProps, client_auth: str | None = None) -> ssl.SSLContext:
+    """The listener's TLS context; ``client_auth`` overrides ``ssl.client.auth``."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     protocols = props.list("ssl.enabled.protocols", "TLSv1.2,TLSv1.3")
     versions = []
@@ -190,7 +191,7 @@ def server_context(props: ListenerProps) -> ssl.SSLContext:
         except ssl.SSLError as e:
             raise ConfigError(f"ssl.cipher.suites: {e}") from e
     _load_keystore(ctx, props)
-    mode = props.text("ssl.client.auth", "none").lower()
+    mode = (client_auth or props.text("ssl.client.auth", "none")).lower()
     if mode not in _CLIENT_AUTH:
         raise ConfigError(f"ssl.client.auth must be none, requested or required, not {mode!r}")
     trusted = _load_truststore(ctx, props)

@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from kafkalite.broker.config import ConfigError
+from kafkalite.broker.config import Config, ConfigError
 from kafkalite.broker.security.certs import CertFiles, broker_properties, make_certs
 from kafkalite.broker.security.listeners import (
     ListenerProps,
@@ -18,6 +18,8 @@ from kafkalite.broker.security.listeners import (
     protocol_for,
 )
 from kafkalite.broker.security.principal_rules import NoMatchingRule, PrincipalMapper
+from kafkalite.broker.security.scram import ScramStore
+from kafkalite.broker.security.setup import ListenerSecurity, listener_security
 from kafkalite.broker.security.tls import openssl_cipher, principal_for, server_context
 
 
@@ -169,3 +171,37 @@ def test_enabled_protocols_limit_versions(certs: CertFiles) -> None:
     client.maximum_version = ssl.TLSVersion.TLSv1_2
     with pytest.raises(ssl.SSLError):
         _handshake(ctx, client)
+
+
+def _listener(certs: CertFiles, tmp_path: Path, name: str, **props: str) -> ListenerSecurity:
+    values = {"log.dirs": str(tmp_path), "ssl.keystore.location": str(certs.broker_keystore),
+              "ssl.truststore.location": str(certs.ca),
+              "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512", **props}
+    config = Config.build(environ={}, overrides=values)
+    return listener_security(config, name, ScramStore(tmp_path))
+
+
+def test_sasl_ssl_asks_for_certificates_only_when_its_listener_says_so(
+        certs: CertFiles, tmp_path: Path) -> None:
+    """As Kafka (KIP-684): the broker-wide ssl.client.auth applies to SSL listeners; a
+    SASL_SSL listener needs listener.name.<l>.ssl.client.auth."""
+    def mode(name: str, **props: str) -> ssl.VerifyMode:
+        ctx = _listener(certs, tmp_path, name, **props).ssl_context
+        assert ctx is not None
+        return ctx.verify_mode
+
+    assert mode("SSL", **{"ssl.client.auth": "required"}) == ssl.CERT_REQUIRED
+    assert mode("SASL_SSL", **{"ssl.client.auth": "required"}) == ssl.CERT_NONE
+    assert mode("SASL_SSL", **{"ssl.client.auth": "required",
+                               "listener.name.sasl_ssl.ssl.client.auth": "requested"}) == \
+        ssl.CERT_OPTIONAL
+
+
+def test_reauth_lifetime_per_mechanism(certs: CertFiles, tmp_path: Path) -> None:
+    sec = _listener(certs, tmp_path, "SASL_PLAINTEXT", **{
+        "connections.max.reauth.ms": "60000",
+        "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": "5000"})
+    assert sec.reauth_ms == {"SCRAM-SHA-256": 60000, "SCRAM-SHA-512": 5000}
+    with pytest.raises(ConfigError, match="not an integer"):
+        _listener(certs, tmp_path, "SASL_PLAINTEXT", **{
+            "listener.name.sasl_plaintext.connections.max.reauth.ms": "soon"})

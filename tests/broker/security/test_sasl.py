@@ -51,8 +51,11 @@ def test_jaas_parsing() -> None:
     (b"\x00\x00secret", "Authentication failed: username not specified"),
     (b"bob\x00alice\x00secret", "Authentication failed: Client requested an authorization id "
                                 "that is different from username"),
-    (b"alice-secret", "generic"),
-    (b"\xff\xfe", "generic"),
+    (b"alice-secret", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+    (b"\x00alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 2"),
+    (b"\x00alice\x00secret\x00more", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+    (b"\xff\xfe", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+    (b"\x00alice\x00secre\xff", "Authentication failed: Invalid username or password"),
 ])
 def test_plain(token: bytes, message: str | None) -> None:
     server = PlainServer({"alice": "secret"})
@@ -84,6 +87,10 @@ def test_scram_exchange_and_failures(mech: str, tmp_path: Path) -> None:
         with pytest.raises(SaslFailure) as e:
             _scram(ScramServer(mech, store), mech, user, password)
         assert e.value.client_message is None and e.value.user == user
+    # As Kafka, an unknown user is refused at the client-first message already.
+    with pytest.raises(SaslFailure, match="Invalid user credentials"):
+        ScramServer(mech, store).evaluate(ScramClient([mech], "nobody", "x")
+                                          .get_client_first().encode())
     # Malformed client messages fail the exchange, never escape as another exception.
     for first in (b"garbage", b"n,,n=alice", b"p=tls-unique,,n=alice,r=abc", b"\xff"):
         with pytest.raises(SaslFailure):
@@ -186,7 +193,8 @@ def _answer(api_key: int, version: int, out: bytes) -> Any:
     return decode_response(api_key, version, body, off)
 
 
-def _auth(reauth_ms: int = 0, clock: Clock | None = None) -> SaslAuthenticator:
+def _auth(reauth_ms: int | dict[str, int] = 0, clock: Clock | None = None
+          ) -> SaslAuthenticator:
     users = {"alice": "secret", "bob": "pw"}
     return SaslAuthenticator({"PLAIN": lambda: PlainServer(users)}, reauth_ms, "peer:1", "L",
                              clock or Clock())
@@ -227,8 +235,7 @@ def test_authenticator_failures_answer_then_close() -> None:
     with pytest.raises(Close) as e:
         a.handle(_frame(36, 1, auth_bytes=b"only-one-token"))
     assert _answer(36, 1, e.value.response).error_message == (  # type: ignore[arg-type]
-        "Authentication failed during authentication due to invalid credentials with SASL "
-        "mechanism PLAIN")
+        "Invalid SASL/PLAIN response: expected 3 tokens, got 1")
     with pytest.raises(Close):
         a2 = _auth()
         a2.handle(_frame(17, 1, mechanism="PLAIN"))
@@ -249,7 +256,7 @@ def test_authenticator_v0_raw_tokens() -> None:
 
 def test_reauthentication_and_expiry() -> None:
     clock = Clock()
-    a = _auth(reauth_ms=5000, clock=clock)
+    a = _auth(reauth_ms={"PLAIN": 5000, "SCRAM-SHA-256": 1}, clock=clock)  # per mechanism
     a.handle(_frame(17, 1, mechanism="PLAIN"))
     resp = _answer(36, 1, a.handle(_frame(36, 1, auth_bytes=b"\x00alice\x00secret")))  # type: ignore[arg-type]
     assert resp.session_lifetime.total_seconds() == 5
