@@ -103,13 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
     od.set_defaults(func=_offsets_dump)
 
     c = sub.add_parser("certs", help="make a development CA, broker and client certificates "
-                       "(PEM) for TLS listeners")
-    c.add_argument("--out", required=True, help="directory to write the PEM files to")
+                       "(PEM, and PKCS12 keystores and truststore) for TLS listeners")
+    c.add_argument("--out", required=True, help="directory to write the files to")
     c.add_argument("--host", action="append", metavar="NAME",
                    help="a host name or address the broker certificate covers; repeatable "
                    "(default: localhost, 127.0.0.1, ::1)")
     c.add_argument("--client", default="client", help="the client certificate's common name")
     c.add_argument("--days", type=int, default=825, help="validity in days")
+    c.add_argument("--p12-password", default="kafkalite",
+                   help="password of the PKCS12 keystores and truststore")
     c.set_defaults(func=_certs)
 
     sc = sub.add_parser("scram", help="manage SCRAM credentials in a data directory")
@@ -152,16 +154,21 @@ def _offsets_dump(args: argparse.Namespace) -> int:
 def _certs(args: argparse.Namespace) -> int:
     from .security.certs import make_certs
 
-    files = make_certs(Path(args.out), args.host, client=args.client, days=args.days)
-    print(f"wrote {files.ca.name}, {files.broker_cert.name}, {files.broker_key.name}, "
-          f"{files.broker_keystore.name}, {files.client_cert.name}, {files.client_key.name}, "
-          f"{files.client_keystore.name} to {files.dir}")
+    files = make_certs(Path(args.out), args.host, client=args.client, days=args.days,
+                       p12_password=args.p12_password)
+    written = (files.ca, files.broker_cert, files.broker_key, files.broker_keystore,
+               files.client_cert, files.client_key, files.client_keystore, files.broker_p12,
+               files.client_p12, files.truststore_p12)
+    print(f"wrote {', '.join(f.name for f in written)} to {files.dir}")
     print("broker (server.properties):")
     print("  listeners=SSL://127.0.0.1:9093")
     print("  ssl.keystore.type=PEM")
     print(f"  ssl.keystore.location={files.broker_keystore.resolve()}")
     print("  ssl.truststore.type=PEM")
     print(f"  ssl.truststore.location={files.ca.resolve()}")
+    print(f"  (or PKCS12: ssl.keystore.location={files.broker_p12.resolve()}, "
+          f"ssl.truststore.location={files.truststore_p12.resolve()}, "
+          "ssl.*.type=PKCS12 and ssl.*.password set to the --p12-password)")
     print("client: security.protocol=SSL, ssl.ca.location (librdkafka) or "
           f"ssl.truststore.location with ssl.truststore.type=PEM (Java) = {files.ca.resolve()}")
     return 0

@@ -123,6 +123,7 @@ class BrokerThread:
         with_cert = (sec.client_auth != "none") if certificate is None else certificate
         name = user or next(iter(sec.users))
         sasl = sec.protocol.startswith("SASL")
+        p12 = tls and sec.store_type == "PKCS12"
         return ClientSettings(
             self.bootstrap, sec.protocol,
             ca_file=str(certs.ca) if tls else None,
@@ -131,6 +132,9 @@ class BrokerThread:
             mechanism=(mechanism or sec.mechanisms[0]) if sasl else None,
             username=name if sasl else None,
             password=sec.users.get(name) if sasl else None,
+            keystore_p12=str(certs.client_p12) if p12 and with_cert else None,
+            truststore_p12=str(certs.truststore_p12) if p12 else None,
+            p12_password=certs.p12_password if p12 else None,
         )
 
     def stop(self, timeout: float = 30) -> None:

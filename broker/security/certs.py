@@ -1,8 +1,11 @@
-"""Development certificates: a CA, a broker certificate and client certificates, as PEM.
+"""Development certificates: a CA, a broker certificate and client certificates, as PEM
+and as PKCS12 keystores and truststore.
 
 ``kafkalite certs --out DIR`` writes them so TLS can be turned on in one step; the test
 fixtures use the same function. Keys are P-256 EC (fast to make) in PKCS#8, the form
-Kafka's PEM keystores (KIP-651) read.
+Kafka's PEM keystores (KIP-651) read. The PKCS12 files (``*.p12``, protected by
+``p12_password``) are what a Java client configured with ``ssl.keystore.type=PKCS12``
+reads; the truststore marks the CA trusted the way Java's keytool does.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -32,6 +36,11 @@ class CertFiles:
     #: Key and chain in one file: Kafka's file-based PEM keystore (ssl.keystore.location).
     broker_keystore: Path
     client_keystore: Path
+    #: PKCS12 keystores (key and chain) and a truststore holding the CA.
+    broker_p12: Path
+    client_p12: Path
+    truststore_p12: Path
+    p12_password: str
 
     def text(self, which: str) -> str:
         path: Path = getattr(self, which)
@@ -98,9 +107,10 @@ def _issue(subject: x509.Name, key: ec.EllipticCurvePrivateKey, issuer: x509.Nam
 
 
 def make_certs(out: Path, hosts: list[str] | None = None, *, client: str = "client",
-               days: int = 825) -> CertFiles:
-    """Write ca.pem/ca.key, broker.pem/broker.key (chain: broker, CA) and
-    client.pem/client.key (chain: client, CA; subject ``CN=<client>,O=kafkalite``)."""
+               days: int = 825, p12_password: str = "kafkalite") -> CertFiles:
+    """Write ca.pem/ca.key, broker.pem/broker.key (chain: broker, CA),
+    client.pem/client.key (chain: client, CA; subject ``CN=<client>,O=kafkalite``), the
+    same as PEM keystores, and broker.p12, client.p12 and truststore.p12."""
     out.mkdir(parents=True, exist_ok=True)
     hosts = list(hosts or DEFAULT_HOSTS)
     ca_key = _key()
@@ -114,7 +124,9 @@ def make_certs(out: Path, hosts: list[str] | None = None, *, client: str = "clie
                          usage=[ExtendedKeyUsageOID.CLIENT_AUTH])
     files = CertFiles(out, out / "ca.pem", out / "ca.key", out / "broker.pem",
                       out / "broker.key", out / "client.pem", out / "client.key",
-                      out / "broker-keystore.pem", out / "client-keystore.pem")
+                      out / "broker-keystore.pem", out / "client-keystore.pem",
+                      out / "broker.p12", out / "client.p12", out / "truststore.p12",
+                      p12_password)
     files.ca.write_bytes(_pem(ca))
     _private(files.ca_key, _pem_key(ca_key))
     files.broker_cert.write_bytes(_pem(broker) + _pem(ca))
@@ -123,6 +135,12 @@ def make_certs(out: Path, hosts: list[str] | None = None, *, client: str = "clie
     _private(files.client_key, _pem_key(client_key))
     _private(files.broker_keystore, _pem_key(broker_key) + _pem(broker) + _pem(ca))
     _private(files.client_keystore, _pem_key(client_key) + _pem(client_cert) + _pem(ca))
+    secret = serialization.BestAvailableEncryption(p12_password.encode())
+    for path, name, key, cert in ((files.broker_p12, b"broker", broker_key, broker),
+                                  (files.client_p12, client.encode(), client_key, client_cert)):
+        _private(path, pkcs12.serialize_key_and_certificates(name, key, cert, [ca], secret))
+    files.truststore_p12.write_bytes(pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca, b"ca")], secret))
     return files
 
 

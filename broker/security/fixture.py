@@ -7,6 +7,7 @@ Used by ``BrokerThread(security=...)`` and the pytest fixtures.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -40,6 +41,11 @@ class SecuritySetup:
     allow_everyone_if_no_acl: bool = False
     #: Client certificate common name.
     client_cn: str = "client"
+    #: The format of the TLS listener's keystore and truststore, and of the client
+    #: keystore the client settings name: PEM or PKCS12.
+    store_type: str = "PEM"
+    #: ``ssl.principal.mapping.rules`` of the TLS listener (None: Kafka's DEFAULT).
+    principal_mapping_rules: str | None = None
 
     @property
     def listener(self) -> str:
@@ -52,13 +58,25 @@ class SecuritySetup:
         p = f"listener.name.{name}."
         props: dict[str, str] = {}
         if self.protocol in ("SSL", "SASL_SSL"):
-            props.update({
-                p + "ssl.keystore.type": "PEM",
-                p + "ssl.keystore.location": str(files.broker_keystore),
-                p + "ssl.truststore.type": "PEM",
-                p + "ssl.truststore.location": str(files.ca),
-                p + "ssl.client.auth": self.client_auth,
-            })
+            if self.store_type == "PKCS12":
+                props.update({
+                    p + "ssl.keystore.type": "PKCS12",
+                    p + "ssl.keystore.location": str(files.broker_p12),
+                    p + "ssl.keystore.password": files.p12_password,
+                    p + "ssl.truststore.type": "PKCS12",
+                    p + "ssl.truststore.location": str(files.truststore_p12),
+                    p + "ssl.truststore.password": files.p12_password,
+                })
+            else:
+                props.update({
+                    p + "ssl.keystore.type": "PEM",
+                    p + "ssl.keystore.location": str(files.broker_keystore),
+                    p + "ssl.truststore.type": "PEM",
+                    p + "ssl.truststore.location": str(files.ca),
+                })
+            props[p + "ssl.client.auth"] = self.client_auth
+            if self.principal_mapping_rules is not None:
+                props[p + "ssl.principal.mapping.rules"] = self.principal_mapping_rules
         if self.protocol.startswith("SASL"):
             props[p + "sasl.enabled.mechanisms"] = ",".join(self.mechanisms)
             if "PLAIN" in self.mechanisms:
@@ -91,17 +109,19 @@ class ClientSettings:
     mechanism: str | None = None
     username: str | None = None
     password: str | None = None
+    #: PKCS12 client keystore (with the certificate of cert_file) and Java truststore,
+    #: used instead of the PEM files when set.
+    keystore_p12: str | None = None
+    truststore_p12: str | None = None
+    p12_password: str | None = None
 
     def as_user(self, username: str, password: str | None = None,
                 mechanism: str | None = None) -> ClientSettings:
-        return ClientSettings(self.bootstrap, self.security_protocol, self.ca_file,
-                              self.cert_file, self.key_file, mechanism or self.mechanism,
-                              username, password)
+        return dataclasses.replace(self, mechanism=mechanism or self.mechanism,
+                                   username=username, password=password)
 
     def with_mechanism(self, mechanism: str) -> ClientSettings:
-        return ClientSettings(self.bootstrap, self.security_protocol, self.ca_file,
-                              self.cert_file, self.key_file, mechanism, self.username,
-                              self.password)
+        return dataclasses.replace(self, mechanism=mechanism)
 
     def librdkafka(self) -> dict[str, Any]:
         """confluent-kafka / kcat (``-X``) settings."""
@@ -109,7 +129,10 @@ class ClientSettings:
                                "security.protocol": self.security_protocol}
         if self.ca_file:
             out["ssl.ca.location"] = self.ca_file
-        if self.cert_file and self.key_file:
+        if self.cert_file and self.key_file and self.keystore_p12:
+            out["ssl.keystore.location"] = self.keystore_p12
+            out["ssl.keystore.password"] = self.p12_password
+        elif self.cert_file and self.key_file:
             out["ssl.certificate.location"] = self.cert_file
             out["ssl.key.location"] = self.key_file
         if self.mechanism == "OAUTHBEARER":
@@ -151,10 +174,18 @@ class ClientSettings:
     def java(self) -> dict[str, str]:
         """Java client properties (PEM trust and key stores, KIP-651)."""
         out = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
-        if self.ca_file:
+        if self.truststore_p12 and self.p12_password:
+            out["ssl.truststore.type"] = "PKCS12"
+            out["ssl.truststore.location"] = self.truststore_p12
+            out["ssl.truststore.password"] = self.p12_password
+        elif self.ca_file:
             out["ssl.truststore.type"] = "PEM"
             out["ssl.truststore.location"] = self.ca_file
-        if self.cert_file and self.key_file:
+        if self.cert_file and self.key_file and self.keystore_p12 and self.p12_password:
+            out["ssl.keystore.type"] = "PKCS12"
+            out["ssl.keystore.location"] = self.keystore_p12
+            out["ssl.keystore.password"] = self.p12_password
+        elif self.cert_file and self.key_file:
             out["ssl.keystore.type"] = "PEM"
             out["ssl.keystore.certificate.chain"] = Path(self.cert_file).read_text()
             out["ssl.keystore.key"] = Path(self.key_file).read_text()

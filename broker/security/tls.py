@@ -13,10 +13,12 @@ import os
 import ssl
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
+from cryptography.x509.oid import NameOID
 
 from ..config import ConfigError
 from .listeners import ListenerProps
@@ -172,6 +174,33 @@ def openssl_cipher(name: str) -> str:
     return f"{kx}-{cipher}" if kx else cipher
 
 
+#: TLS 1.3's suites: Python's ``ssl`` offers all OpenSSL enables and cannot narrow them.
+TLS13_SUITES = frozenset({"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                          "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256",
+                          "TLS_AES_128_CCM_8_SHA256"})
+
+
+def _cipher_suites(ctx: ssl.SSLContext, suites: list[str], low: ssl.TLSVersion,
+                   high: ssl.TLSVersion) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """Apply ``ssl.cipher.suites``; returns the protocol range it leaves. As with Java, a
+    list without TLS 1.3 suites rules TLS 1.3 out, and one with only TLS 1.3 suites
+    rules out the versions before it."""
+    older = [s for s in suites if s not in TLS13_SUITES]
+    if older:
+        try:
+            ctx.set_ciphers(":".join(openssl_cipher(s) for s in older))
+        except ssl.SSLError as e:
+            raise ConfigError(f"ssl.cipher.suites: no usable suite in {older}: {e}") from e
+    else:
+        low = max(low, ssl.TLSVersion.TLSv1_3)
+    if len(older) == len(suites):
+        high = min(high, ssl.TLSVersion.TLSv1_2)
+    if low > high:
+        raise ConfigError(f"ssl.cipher.suites {suites} leave no protocol of "
+                          "ssl.enabled.protocols usable")
+    return low, high
+
+
 def server_context(props: ListenerProps, client_auth: str | None = None) -> ssl.SSLContext:
     """The listener's TLS context; ``client_auth`` overrides ``ssl.client.auth``."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -181,15 +210,13 @@ def server_context(props: ListenerProps, client_auth: str | None = None) -> ssl.
         if p not in _PROTOCOLS:
             raise ConfigError(f"ssl.enabled.protocols: unknown protocol {p!r}")
         versions.append(_PROTOCOLS[p])
-    if versions:
-        ctx.minimum_version = min(versions)
-        ctx.maximum_version = max(versions)
+    if not versions:
+        raise ConfigError("ssl.enabled.protocols is empty")
+    low, high = min(versions), max(versions)
     suites = props.list("ssl.cipher.suites")
     if suites:
-        try:
-            ctx.set_ciphers(":".join(openssl_cipher(s) for s in suites))
-        except ssl.SSLError as e:
-            raise ConfigError(f"ssl.cipher.suites: {e}") from e
+        low, high = _cipher_suites(ctx, suites, low, high)
+    ctx.minimum_version, ctx.maximum_version = low, high
     _load_keystore(ctx, props)
     mode = (client_auth or props.text("ssl.client.auth", "none")).lower()
     if mode not in _CLIENT_AUTH:
@@ -202,6 +229,62 @@ def server_context(props: ListenerProps, client_auth: str | None = None) -> ssl.
     return ctx
 
 
+#: The attribute types Java's X500Principal.getName() (RFC 2253) prints by keyword; any
+#: other prints as its OID and the value's DER in hex.
+_RFC2253_KEYWORDS = {
+    NameOID.COMMON_NAME: "CN", NameOID.COUNTRY_NAME: "C", NameOID.LOCALITY_NAME: "L",
+    NameOID.STATE_OR_PROVINCE_NAME: "ST", NameOID.ORGANIZATION_NAME: "O",
+    NameOID.ORGANIZATIONAL_UNIT_NAME: "OU", NameOID.STREET_ADDRESS: "STREET",
+    NameOID.DOMAIN_COMPONENT: "DC", NameOID.USER_ID: "UID",
+}
+_SPECIAL = frozenset(',=+<>#;\\"')
+
+
+def _escape(value: str) -> str:
+    """Java's RFC 2253 escaping: its special characters anywhere, a space at either end."""
+    chars = ["\\" + c if c in _SPECIAL else c for c in value]
+    if chars and value[0] == " ":
+        chars[0] = "\\ "
+    if chars and value[-1] == " ":
+        chars[-1] = "\\ "
+    return "".join(chars)
+
+
+_ENCODINGS = {30: "utf-16-be", 28: "utf-32-be"}  # BMPString, UniversalString
+
+
+def _der_value(attr: x509.NameAttribute[Any]) -> bytes:
+    tag = int(getattr(getattr(attr, "_type", None), "value", 12))  # UTF8String by default
+    raw = attr.value if isinstance(attr.value, bytes) else \
+        attr.value.encode(_ENCODINGS.get(tag, "utf-8"))
+    n = len(raw)
+    length = bytes([n]) if n < 128 else \
+        bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8)
+    return bytes([tag]) + length + raw
+
+
+def java_dn(name: x509.Name) -> str:
+    """A distinguished name as Java's X500Principal.getName() prints it (RFC 2253, the
+    form Kafka's principal builder and ssl.principal.mapping.rules see)."""
+    rdns = []
+    for rdn in reversed(name.rdns):
+        avas: list[tuple[tuple[int, str, tuple[int, ...]], str]] = []
+        for attr in rdn:
+            keyword = _RFC2253_KEYWORDS.get(attr.oid)
+            if keyword is not None and isinstance(attr.value, str):
+                # Java sorts a multi-valued RDN: keywords first (by canonical form),
+                # then OIDs numerically.
+                key: tuple[int, str, tuple[int, ...]] = (
+                    0, f"{keyword}={attr.value}".lower(), ())
+                avas.append((key, f"{keyword}={_escape(attr.value)}"))
+            else:
+                oid = attr.oid.dotted_string
+                key = (1, "", tuple(int(x) for x in oid.split(".")))
+                avas.append((key, f"{oid}=#{_der_value(attr).hex()}"))
+        rdns.append("+".join(text for _k, text in sorted(avas)))
+    return ",".join(rdns)
+
+
 def peer_dn(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | None:
     """The client certificate's subject DN as Java prints it (RFC 2253), or None."""
     if ssl_object is None:
@@ -209,8 +292,7 @@ def peer_dn(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | None:
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
-    cert = x509.load_der_x509_certificate(der)
-    return cert.subject.rfc4514_string()
+    return java_dn(x509.load_der_x509_certificate(der).subject)
 
 
 def principal_for(ssl_object: ssl.SSLObject | ssl.SSLSocket | None,

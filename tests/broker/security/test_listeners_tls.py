@@ -6,8 +6,10 @@ import ssl
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
+from cryptography.x509.oid import NameOID
 
 from kafkalite.broker.config import Config, ConfigError
 from kafkalite.broker.security.certs import CertFiles, broker_properties, make_certs
@@ -20,7 +22,12 @@ from kafkalite.broker.security.listeners import (
 from kafkalite.broker.security.principal_rules import NoMatchingRule, PrincipalMapper
 from kafkalite.broker.security.scram import ScramStore
 from kafkalite.broker.security.setup import ListenerSecurity, listener_security
-from kafkalite.broker.security.tls import openssl_cipher, principal_for, server_context
+from kafkalite.broker.security.tls import (
+    java_dn,
+    openssl_cipher,
+    principal_for,
+    server_context,
+)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +135,6 @@ def test_pem_files_and_requested_client_auth(certs: CertFiles) -> None:
 
 def test_pkcs12_keystore_and_truststore(certs: CertFiles, tmp_path: Path) -> None:
     key = serialization.load_pem_private_key(certs.broker_key.read_bytes(), None)
-    from cryptography import x509
     chain = x509.load_pem_x509_certificates(certs.broker_cert.read_bytes())
     ks = tmp_path / "broker.p12"
     ks.write_bytes(pkcs12.serialize_key_and_certificates(
@@ -205,3 +211,50 @@ def test_reauth_lifetime_per_mechanism(certs: CertFiles, tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="not an integer"):
         _listener(certs, tmp_path, "SASL_PLAINTEXT", **{
             "listener.name.sasl_plaintext.connections.max.reauth.ms": "soon"})
+
+
+def _name(*rdns: list[tuple[x509.ObjectIdentifier, str]]) -> x509.Name:
+    return x509.Name([x509.RelativeDistinguishedName([x509.NameAttribute(o, v) for o, v in r])
+                      for r in rdns])
+
+
+@pytest.mark.parametrize(("name", "java"), [
+    # Expected strings are what Java's X500Principal.getName() printed for these names.
+    (_name([(NameOID.DOMAIN_COMPONENT, "org")], [(NameOID.COUNTRY_NAME, "GB")],
+           [(NameOID.ORGANIZATION_NAME, "A, B+C")], [(NameOID.COMMON_NAME, " lead#")],
+           [(NameOID.EMAIL_ADDRESS, "a@b.c")], [(NameOID.SERIAL_NUMBER, "123")],
+           [(NameOID.TITLE, "Ünï")]),
+     "2.5.4.12=#0c05c39c6ec3af,2.5.4.5=#1303313233,1.2.840.113549.1.9.1=#16056140622e63,"
+     "CN=\\ lead\\#,O=A\\, B\\+C,C=GB,DC=org"),
+    (_name([(NameOID.COMMON_NAME, "#a#b=c d ")], [(NameOID.ORGANIZATIONAL_UNIT_NAME,
+                                                    'Ünï;<>"\\x')],
+           [(NameOID.LOCALITY_NAME, "tab\tnul")]),
+     'L=tab\tnul,OU=Ünï\\;\\<\\>\\"\\\\x,CN=\\#a\\#b\\=c d\\ '),
+    (_name([(NameOID.USER_ID, "u1"), (NameOID.COMMON_NAME, "x")],
+           [(NameOID.ORGANIZATION_NAME, "o")]), "O=o,CN=x+UID=u1"),
+])
+def test_distinguished_names_print_as_java_does(name: x509.Name, java: str) -> None:
+    """The mTLS principal is ``User:`` + this string: mapping rules written for Kafka
+    must see what Kafka sees."""
+    assert java_dn(name) == java
+
+
+def test_cipher_suites_choose_protocol_versions(certs: CertFiles) -> None:
+    def ctx(**props: str) -> ssl.SSLContext:
+        return server_context(ListenerProps("SSL", {
+            "ssl.keystore.location": str(certs.broker_keystore), **props}))
+
+    # Only TLS 1.2 suites: TLS 1.3 is ruled out, as Java's engine leaves it.
+    c = ctx(**{"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"})
+    assert (c.minimum_version, c.maximum_version) == (ssl.TLSVersion.TLSv1_2,
+                                                     ssl.TLSVersion.TLSv1_2)
+    assert {s["name"] for s in c.get_ciphers() if s["protocol"] != "TLSv1.3"} == \
+        {"ECDHE-ECDSA-AES256-GCM-SHA384"}
+    # Only TLS 1.3 suites: the versions before it are ruled out.
+    c = ctx(**{"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"})
+    assert c.minimum_version == ssl.TLSVersion.TLSv1_3
+    for bad in ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256",
+                 "ssl.enabled.protocols": "TLSv1.2"},
+                {"ssl.cipher.suites": "NO-SUCH-SUITE"}):
+        with pytest.raises(ConfigError, match=r"ssl\.cipher\.suites"):
+            ctx(**bad)
