@@ -5,7 +5,12 @@
 Kafka property overrides. ``kafkalite_factory(security=SecuritySetup("SASL_SSL"))``
 starts a secured one (certificates, users, optionally ACLs); ``broker.client()`` then
 gives the settings a client needs (bootstrap, CA, credentials), e.g.
-``Producer(broker.client().librdkafka())``.
+``Producer(broker.client().librdkafka())``. To secure ``kafkalite_broker`` itself,
+override ``kafkalite_security`` in a test module or conftest::
+
+    @pytest.fixture
+    def kafkalite_security() -> SecuritySetup:
+        return SecuritySetup("SASL_SSL", mechanisms=("SCRAM-SHA-512",))
 """
 
 from __future__ import annotations
@@ -35,5 +40,12 @@ def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
 
 
 @pytest.fixture
-def kafkalite_broker(kafkalite_factory: Callable[..., BrokerThread]) -> BrokerThread:
-    return kafkalite_factory()
+def kafkalite_security() -> SecuritySetup | None:
+    """The security of ``kafkalite_broker``: none unless a test module overrides this."""
+    return None
+
+
+@pytest.fixture
+def kafkalite_broker(kafkalite_factory: Callable[..., BrokerThread],
+                     kafkalite_security: SecuritySetup | None) -> BrokerThread:
+    return kafkalite_factory(security=kafkalite_security)
