@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import struct
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,7 @@ _I32 = struct.Struct(">i")
 
 _compiled: dict[type[object], Step | None] = {}
 _ids = itertools.count()
+_generating = threading.Lock()
 
 
 def _too_many(n: int, left: int) -> None:
@@ -72,11 +74,12 @@ class _Gen:
         name = self.names.get(cls)
         if name is not None:
             return name
-        name = self.names[cls] = f"_e{next(_ids)}"
+        name = f"_e{next(_ids)}"
         lines = [f"def {name}(buf, pos, end):"]
         lines += self.entity(cls, "    ", 0, (cls,))
         lines.append("    return pos")
         exec("\n".join(lines), self.ns)  # generated from the schema, not from input
+        self.names[cls] = name  # only once the function exists
         return name
 
     def entity(self, cls: type[object], ind: str, depth: int,
@@ -226,8 +229,13 @@ def request_guard(cls: type[object]) -> Step | None:
     cut short (callers report those as malformed requests too)."""
     if cls in _compiled:
         return _compiled[cls]
-    guard: Step | None = None
-    if _has_array(cls):
-        guard = _gen.ns[_gen.function(cls)]
-    _compiled[cls] = guard
+    # Brokers on several threads of one process (test fixtures) may meet a request class
+    # for the first time together: one generates, the others wait for it.
+    with _generating:
+        if cls in _compiled:
+            return _compiled[cls]
+        guard: Step | None = None
+        if _has_array(cls):
+            guard = _gen.ns[_gen.function(cls)]
+        _compiled[cls] = guard
     return guard
