@@ -1,6 +1,11 @@
 """Real clients over SSL, SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256/512), mTLS and
-OAUTHBEARER: each produces, then consumes in a group and commits. One broker per
-security mode for the module."""
+OAUTHBEARER: each produces, then consumes in a group and commits, and the group's
+committed offset is read back. One broker per security mode for the module.
+
+The two mTLS brokers run the StandardAuthorizer with no ACL and one super user, so a
+client gets through only as the principal its certificate maps to: the DN itself
+(Kafka's DEFAULT rule), or ``User:client`` through ``ssl.principal.mapping.rules``
+(that broker and its clients also use PKCS12 keystores and truststores)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
 from kafkalite.broker.testing import BrokerThread
@@ -26,6 +31,10 @@ SETUPS = {
     # The certificate's DN is the principal: the only super user, with no ACLs otherwise.
     "mtls": SecuritySetup("SSL", client_auth="required", authorizer=True,
                           super_users=(MTLS_DN,)),
+    "mtls_rules": SecuritySetup("SSL", client_auth="required", authorizer=True,
+                                super_users=("User:client",), store_type="PKCS12",
+                                principal_mapping_rules="RULE:^CN=([^,]+),O=kafkalite$/$1/L,"
+                                                        "DEFAULT"),
 }
 CASES = [("ssl", None), *[(mode, m) for mode in ("sasl_plaintext", "sasl_ssl")
                           for m in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")]]
@@ -49,6 +58,16 @@ def _id(mode: str, mech: str | None) -> str:
     return f"{mode}-{mech or 'cert'}".lower()
 
 
+def committed(s: ClientSettings, group: str, topic: str) -> int:
+    """The offset ``group`` committed on partition 0 of ``topic`` (OffsetFetch)."""
+    c = Consumer({**s.librdkafka(), "group.id": group})
+    try:
+        (tp,) = c.committed([TopicPartition(topic, 0)], timeout=10)
+    finally:
+        c.close()
+    return int(tp.offset)
+
+
 def confluent_round_trip(s: ClientSettings, name: str) -> None:
     conf = s.librdkafka()
     p = Producer(conf)
@@ -66,9 +85,13 @@ def confluent_round_trip(s: ClientSettings, name: str) -> None:
     c.commit(asynchronous=False)
     c.close()
     assert seen == N
+    assert committed(s, name, name) == N
 
 
-@pytest.mark.parametrize(("mode", "mech"), [*CASES, ("sasl_ssl", "OAUTHBEARER"), ("mtls", None)],
+MTLS_CASES = [("mtls", None), ("mtls_rules", None)]
+
+
+@pytest.mark.parametrize(("mode", "mech"), [*CASES, ("sasl_ssl", "OAUTHBEARER"), *MTLS_CASES],
                          ids=lambda v: str(v))
 def test_confluent(brokers: dict[str, BrokerThread], mode: str, mech: str | None) -> None:
     confluent_round_trip(settings(brokers, mode, mech), "ck-" + _id(mode, mech))
@@ -94,6 +117,7 @@ def test_kafka_python(brokers: dict[str, BrokerThread], mode: str, mech: str | N
     consumer.commit()
     consumer.close()
     assert seen == N
+    assert committed(s, name, name) == N
 
 
 @pytest.mark.parametrize(("mode", "mech"), CASES, ids=lambda v: str(v))
@@ -127,6 +151,7 @@ def test_aiokafka(brokers: dict[str, BrokerThread], mode: str, mech: str | None)
         return seen
 
     assert asyncio.run(run()) == N
+    assert committed(s, name, name) == N
 
 
 @pytest.mark.parametrize(("mode", "mech"), CASES, ids=lambda v: str(v))
@@ -145,6 +170,7 @@ def test_kcat(brokers: dict[str, BrokerThread], mode: str, mech: str | None) -> 
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [f"v{i}" for i in range(N)]
+    assert committed(s, name, name) == N  # the balanced consumer commits as it closes
 
 
 def _classpath() -> str:
@@ -175,7 +201,7 @@ def test_java(brokers: dict[str, BrokerThread], tmp_path: Path) -> None:
     """One JVM runs every mode in turn (a JVM start costs more than a round trip)."""
     java, cp = java_classes(tmp_path)
     runs = []
-    for mode, mech in [*CASES, ("mtls", None)]:
+    for mode, mech in [*CASES, *MTLS_CASES]:
         props = settings(brokers, mode, mech).java()
         props["request.timeout.ms"] = "20000"
         name = _id(mode, mech)
@@ -185,6 +211,9 @@ def test_java(brokers: dict[str, BrokerThread], tmp_path: Path) -> None:
     results = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     expected = {r.split("=", 1)[0]: "ok" for r in runs}
     assert results == expected, out.stdout + out.stderr[-3000:]
+    for mode, mech in [*CASES, *MTLS_CASES]:
+        name = "java-" + _id(mode, mech)
+        assert committed(settings(brokers, mode, mech), name, name) == 5, name
 
 
 def test_confluent_reauthenticates_live_connection(tmp_path: Path,
