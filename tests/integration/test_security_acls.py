@@ -1,12 +1,16 @@
 """ACLs through the admin clients of confluent-kafka, kafka-python and Java, and their
-enforcement on real clients: Write denied on produce, Read on the group denied at join,
-and a Stable member losing its group ACL answered GROUP_AUTHORIZATION_FAILED on its next
-Heartbeat. ACLs and SCRAM credentials survive a restart. One broker for the module
-(SASL_PLAINTEXT, the StandardAuthorizer, ``User:admin`` the super user)."""
+enforcement on real clients: Write denied on produce (and Write alone enough for an
+idempotent producer), Read on the group denied at join, and a Stable member losing its
+group ACL answered GROUP_AUTHORIZATION_FAILED on its next Heartbeat, which each Python
+client surfaces as its documented error. super.users and
+allow.everyone.if.no.acl.found as Kafka's; ACLs and SCRAM credentials survive a restart.
+One broker for the module (SASL_PLAINTEXT, the StandardAuthorizer, ``User:admin`` the
+super user)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,7 +30,9 @@ from confluent_kafka.admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
+from structlog.testing import capture_logs
 
+from kafkalite.broker.cli import main as cli_main
 from kafkalite.broker.security.acl import (
     AclBinding as Binding,
 )
@@ -39,13 +45,31 @@ from kafkalite.broker.security.acl import (
 from kafkalite.broker.security.acl import (
     AclOperation as Op,
 )
-from kafkalite.broker.security.fixture import SecuritySetup
+from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
 from kafkalite.broker.testing import BrokerThread
 
 from .test_security_clients import java_classes, write_properties
 
 SETUP = SecuritySetup("SASL_PLAINTEXT", mechanisms=("PLAIN", "SCRAM-SHA-256"),
-                      users={"admin": "admin-secret", "alice": "alice-secret"}, authorizer=True)
+                      users={"admin": "admin-secret", "alice": "alice-secret",
+                             "bob": "bob-secret"}, authorizer=True)
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Path]:
+    """(java, classpath, a directory) with SecureClients compiled once for the module."""
+    out = tmp_path_factory.mktemp("java")
+    java_bin, cp = java_classes(out)
+    return java_bin, cp, out
+
+
+def run_java(java: tuple[str, str, Path], *args: str) -> dict[str, str]:
+    java_bin, cp, _ = java
+    out = subprocess.run([java_bin, "-cp", cp, "SecureClients", *args],
+                         capture_output=True, text=True, timeout=180)
+    lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    lines["_output"] = out.stdout + out.stderr[-2000:]
+    return lines
 
 
 @pytest.fixture(scope="module")
@@ -126,15 +150,48 @@ def test_kafka_python_admin_acls(broker: BrokerThread) -> None:
     admin.close()
 
 
-def test_java_admin_acls(broker: BrokerThread, tmp_path: Path) -> None:
-    java, cp = java_classes(tmp_path)
-    props = write_properties(tmp_path / "admin.properties",
+def test_java_admin_acls(broker: BrokerThread, java: tuple[str, str, Path]) -> None:
+    props = write_properties(java[2] / "admin.properties",
                              broker.client("admin", "SCRAM-SHA-256").java())
-    out = subprocess.run([java, "-cp", cp, "SecureClients", "acl", str(props), "User:bob"],
-                         capture_output=True, text=True, timeout=180)
-    lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    lines = run_java(java, "acl", str(props), "User:bob")
+    output = lines.pop("_output")
     assert lines == {"described": "1", "principal": "User:bob", "deleted": "1", "after": "0"}, \
-        out.stdout + out.stderr[-2000:]
+        output
+
+
+def test_idempotent_producers_need_write_on_a_topic_only(
+        broker: BrokerThread, java: tuple[str, str, Path]) -> None:
+    """Kafka 2.8+ (KIP-679): InitProducerId of an idempotent producer needs
+    IdempotentWrite on the cluster or Write on any topic. The Java producer is idempotent
+    by default; librdkafka when asked."""
+    topic(broker, "idem")
+    grant(broker, allow(AclResourceType.TOPIC, "idem", Op.WRITE))
+    with capture_logs() as logs:
+        errors: list[KafkaError | None] = []
+        p = Producer({**alice(broker), "enable.idempotence": True})
+        p.produce("idem", b"x", on_delivery=lambda err, _m: errors.append(err))
+        p.flush(15)
+        assert errors == [None]
+        props = write_properties(java[2] / "alice.properties",
+                                 broker.client("alice", "PLAIN").java())
+        lines = run_java(java, "produce", str(props), "idem")
+        assert lines.get("produced") == "3", lines["_output"]
+    clients = [e.get("client_id") for e in logs if e["event"] == "producer_id.allocated"]
+    assert len(clients) == 2 and any(str(c).startswith("producer-") for c in clients), clients
+    # Without Write anywhere (and no IdempotentWrite), InitProducerId is refused: fatal to
+    # librdkafka's idempotent producer.
+    fatal: list[KafkaError] = []
+    bob = Producer({**broker.client("bob", "PLAIN").librdkafka(), "enable.idempotence": True,
+                    "error_cb": fatal.append, "message.timeout.ms": 5000})
+    deadline = time.monotonic() + 10
+    try:
+        bob.produce("idem", b"x")
+        while not fatal and time.monotonic() < deadline:
+            bob.poll(0.1)
+    except KafkaException as e:  # once fatal, produce() and poll() raise it
+        fatal.append(e.args[0])
+    assert fatal and fatal[0].fatal()
+    assert fatal[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED, fatal[0]
 
 
 def _produce(b: BrokerThread, user: str, topic: str) -> KafkaError | None:
@@ -165,17 +222,54 @@ def test_produce_without_write_is_refused(broker: BrokerThread) -> None:
 def test_join_without_read_on_group_is_refused(broker: BrokerThread) -> None:
     # Describe on the group lets FindCoordinator through; JoinGroup needs Read.
     topic(broker, "open")
-    grant(broker, allow(AclResourceType.TOPIC, "open", Op.ALL),
-          allow(AclResourceType.GROUP, "nogroup", Op.DESCRIBE))
-    c = Consumer({**alice(broker), "group.id": "nogroup", "auto.offset.reset": "earliest"})
-    c.subscribe(["open"])
-    deadline, err = time.monotonic() + 20, None
-    while err is None and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is not None:
-            err = m.error()
-    c.close()
-    assert err is not None and err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    grant(broker, allow(AclResourceType.TOPIC, "open", Op.ALL))
+    for g in ("nogroup", "nogroup-kp", "nogroup-aio"):
+        grant(broker, allow(AclResourceType.GROUP, g, Op.DESCRIBE))
+    settings = broker.client("alice", "PLAIN")
+    with capture_logs() as logs:
+        c = Consumer({**alice(broker), "group.id": "nogroup", "auto.offset.reset": "earliest"})
+        c.subscribe(["open"])
+        deadline, err = time.monotonic() + 20, None
+        while err is None and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is not None:
+                err = m.error()
+        c.close()
+        assert err is not None and err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+        from kafka import KafkaConsumer
+        from kafka.errors import GroupAuthorizationFailedError
+
+        kc = KafkaConsumer("open", group_id="nogroup-kp", **settings.kafka_python())
+        with pytest.raises(GroupAuthorizationFailedError):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                kc.poll(200)
+        kc.close(autocommit=False)
+
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.errors import GroupAuthorizationFailedError as AioGroupAuthFailed
+
+        async def aio() -> None:
+            ac = AIOKafkaConsumer("open", group_id="nogroup-aio", **aio_kwargs(settings))
+            try:
+                with pytest.raises(AioGroupAuthFailed):  # start() joins, and raises
+                    await ac.start()
+                    deadline = time.monotonic() + 20
+                    while time.monotonic() < deadline:
+                        await ac.getmany(timeout_ms=200)
+            finally:
+                await ac.stop()
+
+        asyncio.run(aio())
+    # Each was refused at JoinGroup itself (not at FindCoordinator).
+    denied = {e["name"] for e in logs if e["event"] == "request.denied"
+              and e["api"] == "join_group"}
+    assert denied == {"nogroup", "nogroup-kp", "nogroup-aio"}
+
+
+def aio_kwargs(settings: ClientSettings) -> dict[str, object]:
+    return {k: v for k, v in settings.kafka_python().items() if not k.startswith("ssl_")}
 
 
 def topic(b: BrokerThread, name: str) -> None:
@@ -188,9 +282,19 @@ def _stable_then_revoked(broker: BrokerThread, group: str) -> None:
     revoke(broker, AclResourceType.GROUP, group, "User:alice")
 
 
-def test_heartbeat_after_group_acl_deleted(broker: BrokerThread) -> None:
+def test_heartbeat_after_group_acl_deleted(broker: BrokerThread,
+                                           caplog: pytest.LogCaptureFixture) -> None:
     """Each Python client, Stable in its group, gets GROUP_AUTHORIZATION_FAILED on the next
     Heartbeat once its Read ACL on the group is deleted, and surfaces it as documented."""
+    with capture_logs() as logs:
+        _heartbeats_refused(broker, caplog)
+    # The broker answered a Heartbeat of each group with GROUP_AUTHORIZATION_FAILED.
+    refused = {e["name"] for e in logs if e["event"] == "request.denied"
+               and e["api"] == "heartbeat"}
+    assert refused == {"hb-ck", "hb-kp", "hb-aio"}
+
+
+def _heartbeats_refused(broker: BrokerThread, caplog: pytest.LogCaptureFixture) -> None:
     topic(broker, "hb")
     grant(broker, allow(AclResourceType.TOPIC, "hb", Op.ALL))
     for g in ("hb-ck", "hb-kp", "hb-aio"):
@@ -199,7 +303,7 @@ def test_heartbeat_after_group_acl_deleted(broker: BrokerThread) -> None:
 
     # confluent-kafka: the error comes out of poll() as a KafkaError.
     c = Consumer({**settings.librdkafka(), "group.id": "hb-ck", "enable.auto.commit": False,
-                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+                  "session.timeout.ms": 1500, "heartbeat.interval.ms": 100})
     assigned: list[int] = []
     c.subscribe(["hb"], on_assign=lambda _c, parts: assigned.extend(p.partition for p in parts))
     deadline = time.monotonic() + 20
@@ -221,29 +325,32 @@ def test_heartbeat_after_group_acl_deleted(broker: BrokerThread) -> None:
     from kafka.errors import GroupAuthorizationFailedError
 
     kc = KafkaConsumer("hb", group_id="hb-kp", enable_auto_commit=False,
-                       heartbeat_interval_ms=200, session_timeout_ms=3000,
+                       heartbeat_interval_ms=100, session_timeout_ms=1000,
                        **settings.kafka_python())
     deadline = time.monotonic() + 20
     while not kc.assignment() and time.monotonic() < deadline:
         kc.poll(200)
     assert kc.assignment()
     _stable_then_revoked(broker, "hb-kp")
-    # Its heartbeat thread logs the heartbeat's error ("Heartbeat failed: authorization
+    # Its heartbeat loop logs the heartbeat's error ("Heartbeat failed: authorization
     # error"); poll() raises it once the group's coordinator is looked up again.
-    with pytest.raises(GroupAuthorizationFailedError):
+    with caplog.at_level(logging.ERROR, logger="kafka.coordinator.heartbeat"), \
+            pytest.raises(GroupAuthorizationFailedError):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             kc.poll(200)
     kc.close(autocommit=False)
+    assert any("Heartbeat failed: authorization error" in r.getMessage()
+               for r in caplog.records)
 
     # aiokafka: getmany() raises GroupAuthorizationFailedError.
     from aiokafka import AIOKafkaConsumer
     from aiokafka.errors import GroupAuthorizationFailedError as AioGroupAuthFailed
 
     async def aio() -> None:
-        kw = {k: v for k, v in settings.kafka_python().items() if not k.startswith("ssl_")}
         ac = AIOKafkaConsumer("hb", group_id="hb-aio", enable_auto_commit=False,
-                              heartbeat_interval_ms=200, session_timeout_ms=3000, **kw)
+                              heartbeat_interval_ms=100, session_timeout_ms=1000,
+                              **aio_kwargs(settings))
         await ac.start()
         try:
             deadline = time.monotonic() + 20
@@ -261,9 +368,10 @@ def test_heartbeat_after_group_acl_deleted(broker: BrokerThread) -> None:
     asyncio.run(aio())
 
 
-def test_super_users_and_default_rules(make_broker: object, tmp_path: Path) -> None:
+def test_super_users_and_default_rules(tmp_path: Path) -> None:
     """Without ACLs: super users may do anything, others nothing, unless
-    allow.everyone.if.no.acl.found."""
+    allow.everyone.if.no.acl.found; then any ACL on a resource, even for someone else,
+    takes the default away there (Kafka's StandardAuthorizer since 3.5)."""
     closed = BrokerThread(tmp_path / "closed", security=SETUP).start()
     opened = BrokerThread(tmp_path / "open", security=SecuritySetup(
         "SASL_PLAINTEXT", mechanisms=("PLAIN",), authorizer=True,
@@ -273,6 +381,11 @@ def test_super_users_and_default_rules(make_broker: object, tmp_path: Path) -> N
             for user, ok in (("admin", True), ("alice", alice_ok)):
                 err = _produce(b, user, f"t-{user}")
                 assert (err is None) is ok, (user, err)
+        topic(opened, "bobs")
+        grant(opened, allow(AclResourceType.TOPIC, "bobs", Op.WRITE, "User:bob"))
+        err = _produce(opened, "alice", "bobs")
+        assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert _produce(opened, "admin", "bobs") is None  # super users pass any ACL
     finally:
         closed.stop()
         opened.stop()
@@ -301,5 +414,10 @@ def test_acls_and_scram_credentials_survive_restart(tmp_path: Path) -> None:
         conf = {**carol.librdkafka(), "sasl.password": "carol-pw"}
         md = AdminClient(conf).list_topics(timeout=10)
         assert list(md.brokers) == [1]
+        # `kafkalite scram set` on the running broker's data directory: dave logs in.
+        assert cli_main(["scram", "set", "--data-dir", str(b.data_dir), "--user", "dave",
+                         "--password", "dave-pw", "--mechanism", "SCRAM-SHA-256"]) == 0
+        dave = {**b.client("dave", "SCRAM-SHA-256").librdkafka(), "sasl.password": "dave-pw"}
+        assert list(AdminClient(dave).list_topics(timeout=10).brokers) == [1]
     finally:
         b.stop()

@@ -27,6 +27,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   SecureClients run NAME=PROPS...   per NAME: produce 5 records to java-NAME and consume
  *                                     them in group java-NAME; prints NAME=ok or the error
  *   SecureClients acl PROPS PRINCIPAL create, list and delete a Read ACL on topic acl-java
+ *   SecureClients produce PROPS TOPIC send 3 records with the producer's defaults (idempotent
+ *                                     since Kafka 3.0); prints produced=3 or error=CLASS
  */
 public class SecureClients {
     static Properties load(String path) throws Exception {
@@ -40,6 +42,10 @@ public class SecureClients {
     public static void main(String[] args) throws Exception {
         if (args[0].equals("acl")) {
             acl(load(args[1]), args[2]);
+            return;
+        }
+        if (args[0].equals("produce")) {
+            produce(load(args[1]), args[2]);
             return;
         }
         // The modes run side by side: each waits mostly on the network, not the CPU.
@@ -94,6 +100,25 @@ public class SecureClients {
         }
         if (seen != 5) {
             throw new IllegalStateException("consumed " + seen + " of 5");
+        }
+    }
+
+    static void produce(Properties base, String topic) {
+        Properties p = new Properties();
+        p.putAll(base);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        p.put("max.block.ms", "15000");
+        p.put("delivery.timeout.ms", "15000");
+        p.put("request.timeout.ms", "10000");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < 3; i++) {
+                producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i)).get();
+            }
+            System.out.println("produced=3");
+        } catch (Exception e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            System.out.println("error=" + cause.getClass().getSimpleName());
         }
     }
 
