@@ -3,7 +3,7 @@
 - ``super.users`` (``User:alice;User:bob``) may do anything.
 - An ACL applies when its resource type matches and its pattern does: LITERAL by equal
   name, LITERAL ``*`` for every name, PREFIXED by prefix; its principal is the request's
-  or ``User:*``; its host is the client's address or ``*``.
+  or ``User:*``; its host is the client's address (as Java prints it) or ``*``.
 - Any matching DENY wins. An ALLOW on the operation, or on ``ALL``, allows; an ALLOW on
   Read, Write, Delete or Alter also allows Describe, an ALLOW on AlterConfigs allows
   DescribeConfigs (DENY implies nothing).
@@ -17,6 +17,7 @@ which keeps the heartbeat path one dictionary lookup however many ACLs exist.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 
 from ..auth import Action, Operation, ResourceType
@@ -48,6 +49,24 @@ OP_CODES: dict[Operation, AclOperation] = {op: AclOperation[op.name] for op in O
 TYPE_CODES: dict[ResourceType, AclResourceType] = {
     rt: AclResourceType[rt.name] for rt in ResourceType}
 _CACHE_LIMIT = 100_000
+
+
+def java_host(host: str) -> str:
+    """A client address as Java's InetAddress.getHostAddress() prints it, the string
+    Kafka compares an ACL's host with: IPv6 uncompressed (``0:0:0:0:0:0:0:1``), an
+    IPv4-mapped IPv6 address as IPv4."""
+    if ":" not in host:
+        return host
+    addr, pct, scope = host.partition("%")
+    try:
+        ip = ipaddress.IPv6Address(addr)
+    except ValueError:
+        return host
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    groups = ip.packed
+    text = ":".join(f"{int.from_bytes(groups[i:i + 2]):x}" for i in range(0, 16, 2))
+    return text + pct + scope
 
 
 def parse_super_users(raw: str) -> frozenset[str]:
@@ -134,6 +153,7 @@ class AclAuthorizer:
             self._rebuild()
         if self._decide(principal, host, op, rtype, "hardcode"):
             return True
+        host = java_host(host)
         deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(),
                                              PatternType.PREFIXED: set()}
         allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(),
@@ -165,6 +185,7 @@ class AclAuthorizer:
                 name: str) -> bool:
         if principal in self.super_users:
             return True
+        host = java_host(host)
         ti = self._index.get(rtype)
         acls = ti.matching(name) if ti is not None else []
         allowed = False

@@ -17,7 +17,7 @@ from kafkalite.broker.security.acl import (
     validate_new,
 )
 from kafkalite.broker.security.acl_store import AclStore
-from kafkalite.broker.security.authorizer import LEGACY, STANDARD, AclAuthorizer
+from kafkalite.broker.security.authorizer import LEGACY, STANDARD, AclAuthorizer, java_host
 
 T, G, C = AclResourceType.TOPIC, AclResourceType.GROUP, AclResourceType.CLUSTER
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
@@ -192,3 +192,17 @@ def test_many_acls_stay_indexed() -> None:
     assert not can(a, Operation.READ, ResourceType.TOPIC, "topic-7", principal="User:u8")
     assert can(a, Operation.READ, ResourceType.GROUP, "prefix-3-x", principal="User:u3")
     assert not can(a, Operation.READ, ResourceType.GROUP, "prefix-3", principal="User:u3")
+
+
+@pytest.mark.parametrize(("peer", "java"), [
+    ("10.0.0.1", "10.0.0.1"),
+    ("::1", "0:0:0:0:0:0:0:1"),
+    ("2001:db8::a:0", "2001:db8:0:0:0:0:a:0"),
+    ("::ffff:127.0.0.1", "127.0.0.1"),  # Java turns IPv4-mapped addresses into IPv4
+    ("fe80::1%eth0", "fe80:0:0:0:0:0:0:1%eth0"),
+])
+def test_hosts_match_as_java_prints_them(peer: str, java: str) -> None:
+    assert java_host(peer) == java
+    a = authz(acl(T, "t", O.READ, host=java))
+    assert can(a, Operation.READ, ResourceType.TOPIC, "t", host=peer)
+    assert not can(a, Operation.READ, ResourceType.TOPIC, "t", host="10.9.9.9")
