@@ -1,13 +1,14 @@
 """ACLs kept in ``<data dir>/__acls.json``, rewritten atomically on every change.
 
 Kafka keeps ACLs in its metadata log; here a file is enough for one node. ``version``
-rises on every change so the authorizer knows to rebuild its index.
+rises on every change, and ``listeners`` are called (the authorizer drops its index and
+cached decisions).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kafkalite.storage.fsutil import atomic_write
@@ -22,6 +23,7 @@ class AclStore:
         self.path = data_dir / FILE_NAME if data_dir is not None else None
         self._acls: dict[AclBinding, None] = {}  # insertion ordered
         self.version = 0
+        self.listeners: list[Callable[[], None]] = []
         if self.path is not None and self.path.exists():
             for row in json.loads(self.path.read_text()).get("acls", []):
                 self._acls[AclBinding.from_json(row)] = None
@@ -34,6 +36,8 @@ class AclStore:
 
     def _changed(self) -> None:
         self.version += 1
+        for listener in self.listeners:
+            listener()
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             data = {"version": 1, "acls": [b.to_json() for b in self._acls]}

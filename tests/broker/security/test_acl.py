@@ -206,3 +206,21 @@ def test_hosts_match_as_java_prints_them(peer: str, java: str) -> None:
     a = authz(acl(T, "t", O.READ, host=java))
     assert can(a, Operation.READ, ResourceType.TOPIC, "t", host=peer)
     assert not can(a, Operation.READ, ResourceType.TOPIC, "t", host="10.9.9.9")
+
+
+def test_repeated_action_follows_changes_and_principals() -> None:
+    """The heartbeat path's memo (same Action, principal and host objects) never outlives
+    an ACL change, nor answers for another principal or host."""
+    store = AclStore(None)
+    a = AclAuthorizer(store)
+    action = Action(Operation.READ, ResourceType.GROUP, "g")
+    alice, bob, host = "User:alice", "User:bob", "10.0.0.1"
+    assert not a.authorize(alice, action, host)
+    store.add([acl(G, "g", O.READ)])
+    assert a.authorize(alice, action, host) and a.authorize(alice, action, host)
+    assert not a.authorize(bob, action, host)
+    assert a.authorize(alice, action, host)
+    store.add([acl(G, "g", O.READ, DENY, host="10.0.0.2")])
+    assert a.authorize(alice, action, host) and not a.authorize(alice, action, "10.0.0.2")
+    store.delete([AclFilter(G, "g", PatternType.ANY, None, None, O.ANY, AclPermission.ANY)])
+    assert not a.authorize(alice, action, host)
