@@ -69,9 +69,9 @@ class Api:
     def req(self, api: int, version: int, **fields: Any) -> Any:
         return build(codecs.codec(api, version).request_type, **fields)
 
-    def n(self, api: int, version: int, entity: str, **fields: Any) -> Any:
+    def n(self, api: int, version: int, entity_name: str, /, **fields: Any) -> Any:
         """A nested request entity of that API version."""
-        return build(nested(codecs.codec(api, version).request_type, entity), **fields)
+        return build(nested(codecs.codec(api, version).request_type, entity_name), **fields)
 
     async def call(self, api: int, version: int, **fields: Any) -> Any:
         c = codecs.codec(api, version)
@@ -222,7 +222,35 @@ async def init_producer_id(a: Api) -> None:
     assert (await a.call(22, 4, **fields)).error_code == TXN_DENIED
 
 
+@case(23)
+async def offset_for_leader_epoch(a: Api) -> None:
+    part = a.n(23, 4, "OffsetForLeaderPartition", partition=0, current_leader_epoch=-1,
+               leader_epoch=0)
+    fields = dict(replica_id=-1, topics=(a.n(23, 4, "OffsetForLeaderTopic", topic="t",
+                                             partitions=(part,)),))
+    path = ("topics", "partitions", "error_code")
+    assert codes_of(await a.call(23, 4, **fields), *path) == [TOPIC_DENIED]
+    a.allow(T, "t", O.DESCRIBE)  # a consumer's check (KIP-320)
+    assert codes_of(await a.call(23, 4, **fields), *path) == [0]
+    a.revoke_all()
+    a.allow(C, "kafka-cluster", O.CLUSTER_ACTION)  # a broker's
+    assert codes_of(await a.call(23, 4, **fields), *path) == [0]
+
+
 # --- metadata, topics and configs --------------------------------------------------------
+
+@case(75)
+async def describe_topic_partitions(a: Api) -> None:
+    def request(*names: str) -> dict[str, Any]:
+        return dict(topics=tuple(a.n(75, 0, "TopicRequest", name=n) for n in names),
+                    response_partition_limit=100, cursor=None)
+
+    (t,) = (await a.call(75, 0, **request("t"))).topics
+    assert (t.name, t.error_code) == ("t", TOPIC_DENIED)
+    assert (await a.call(75, 0, **request())).topics == ()  # all topics: denied ones out
+    a.allow(T, "t", O.DESCRIBE)
+    (t,) = (await a.call(75, 0, **request("t"))).topics
+    assert (t.error_code, t.topic_authorized_operations) == (0, 1 << 8)
 
 @case(3)
 async def metadata(a: Api) -> None:
@@ -346,6 +374,30 @@ async def _alter_configs(a: Api, api: int, version: int) -> None:
     assert codes_of(await a.call(api, version, **fields), *path) == [0, 0]
 
 
+@case(74)
+async def list_config_resources(a: Api) -> None:
+    await _cluster_op(a, 74, 1, O.DESCRIBE_CONFIGS, resource_types=())
+
+
+@case(48)
+async def describe_client_quotas(a: Api) -> None:
+    await _cluster_op(a, 48, 1, O.DESCRIBE_CONFIGS, components=(), strict=False)
+
+
+@case(49)
+async def alter_client_quotas(a: Api) -> None:
+    entity = a.n(49, 1, "EntityData", entity_type="client-id", entity_name="app")
+    op = a.n(49, 1, "OpData", key="producer_byte_rate", value=1024.0, remove=False)
+    fields = dict(validate_only=True, entries=(a.n(49, 1, "EntryData", entity=(entity,),
+                                                   ops=(op,)),))
+    path = ("entries", "error_code")
+    assert codes_of(await a.call(49, 1, **fields), *path) == [CLUSTER_DENIED]
+    a.allow(C, "kafka-cluster", O.DESCRIBE_CONFIGS)  # not enough
+    assert codes_of(await a.call(49, 1, **fields), *path) == [CLUSTER_DENIED]
+    a.allow(C, "kafka-cluster", O.ALTER_CONFIGS)
+    assert codes_of(await a.call(49, 1, **fields), *path) == [0]
+
+
 @case(33)
 async def alter_configs(a: Api) -> None:
     await _alter_configs(a, 33, 2)
@@ -374,6 +426,30 @@ async def _cluster_op(a: Api, api: int, version: int, op: AclOperation,
     assert (await a.call(api, version, **fields)).error_code == CLUSTER_DENIED
     a.allow(C, "kafka-cluster", op)
     assert (await a.call(api, version, **fields)).error_code == 0
+
+
+@case(34)
+async def alter_replica_log_dirs(a: Api) -> None:
+    log_dir = str(a.broker.data_dir)
+    fields = dict(dirs=(a.n(34, 2, "AlterReplicaLogDir", path=log_dir, topics=(
+        a.n(34, 2, "AlterReplicaLogDirTopic", name="t", partitions=(0,)),)),))
+    path = ("results", "partitions", "error_code")
+    assert codes_of(await a.call(34, 2, **fields), *path) == [CLUSTER_DENIED]
+    a.allow(C, "kafka-cluster", O.ALTER)
+    assert codes_of(await a.call(34, 2, **fields), *path) == [0]
+
+
+@case(55)
+async def describe_quorum(a: Api) -> None:
+    part = a.n(55, 2, "PartitionData", partition_index=0)
+    await _cluster_op(a, 55, 2, O.DESCRIBE, topics=(
+        a.n(55, 2, "TopicData", topic_name="__cluster_metadata", partitions=(part,)),))
+
+
+@case(57)
+async def update_features(a: Api) -> None:
+    await _cluster_op(a, 57, 2, O.ALTER, timeout=SECOND, feature_updates=(),
+                      validate_only=True)
 
 
 @case(35)
