@@ -174,8 +174,8 @@ class TlsAcceptor(asyncio.Protocol):
             self.transport.write(self.outgoing.read())
 
     def send(self, data: bytes) -> None:
-        if self.transport is None:
-            return
+        if self.transport is None or self.transport.is_closing():
+            return  # closing (our close_notify may be out): nothing more to say
         try:
             self.sslobj.write(data)
         except ssl.SSLError as e:
