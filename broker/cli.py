@@ -131,9 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--iterations", type=int, default=4096)
         sp.set_defaults(func=_scram)
 
+    from .configs_cli import register as register_configs
     from .ctl import register as register_ctl
     from .groups_cli import register as register_groups
 
+    register_configs(sub)
     register_ctl(sub)
     register_groups(sub)
 

@@ -1,6 +1,7 @@
 """The composition root: the one place that builds a broker, in dependency order.
 
-1. configuration (given) and the broker's one clock (the system clock, or a manual one
+1. configuration (given), with the dynamic broker configs persisted in the data
+   directory merged in, and the broker's one clock (the system clock, or a manual one
    for tests) with the scheduler that holds every deadline on it;
 2. storage: the data directory's cluster id, the topic catalogue, topic config
    resolution, the partition logs (kept in step with the catalogue by its events) and
@@ -34,6 +35,7 @@ from .apis import KafkaApis
 from .auth import Access
 from .cluster import Cluster
 from .config import Config
+from .dynamic_config import DynamicBrokerConfig, LogDefaults
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.setup import build_security
@@ -117,18 +119,23 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
+    # The dynamic broker configs first: every component below reads the merged values
+    # (the scheduler reads its intervals, log.cleaner.backoff.ms among them, anew each time).
+    dynamic = DynamicBrokerConfig(config, config.int("node.id"), config.data_dir)
+    dynamic.load()
     scheduler = Scheduler(clock or SystemClock())
     cluster, storage, cleaner = build_storage(config, scheduler)
+    dynamic.reconfigurables.append(LogDefaults(storage))
     runtime = build_coordinator(config, storage, scheduler)
     security, authorizer = build_security(config)
     access = Access(authorizer)
     apis = KafkaApis(access)
     quotas = ClientQuotaStore(config.data_dir)
-    for route in routes(cluster, storage, access, runtime, apis, security, quotas):
+    for route in routes(cluster, storage, access, runtime, apis, security, quotas, dynamic):
         apis.register(route)
     return Broker(
         config, cluster, storage, runtime, cleaner, apis, scheduler,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
-        security=security,
+        security=security, dynamic=dynamic,
     )

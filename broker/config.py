@@ -12,10 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalite.storage.topic_config import (
+    BROKER_SYNONYM_GROUPS,
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG,
+)
+
 ENV_PREFIX = "KAFKALITE_"
 
-# name -> (default, type). Types: int, bool, str, float, list (comma separated).
-DEFAULTS: dict[str, tuple[str, type]] = {
+# name -> (default, type). Types: int, bool, str, float, list (comma separated). A default of
+# None: no value unless set (Kafka's null defaults).
+DEFAULTS: dict[str, tuple[str | None, type]] = {
     "node.id": ("1", int),
     "listeners": ("PLAINTEXT://127.0.0.1:9092", str),
     "advertised.listeners": ("", str),
@@ -37,22 +46,44 @@ DEFAULTS: dict[str, tuple[str, type]] = {
     "delete.topic.enable": ("true", bool),
     "message.max.bytes": ("1048588", int),
     "log.segment.bytes": ("1073741824", int),
-    "log.roll.ms": ("604800000", int),
-    "log.retention.ms": ("604800000", int),
+    # Kafka's unit synonyms: the first one set wins (log.retention.ms, then .minutes, then
+    # .hours); with none set, the hours default applies.
+    "log.roll.ms": (None, int),
+    "log.roll.hours": ("168", int),
+    "log.roll.jitter.ms": (None, int),
+    "log.roll.jitter.hours": ("0", int),
+    "log.retention.ms": (None, int),
+    "log.retention.minutes": (None, int),
+    "log.retention.hours": ("168", int),
     "log.retention.bytes": ("-1", int),
     "log.retention.check.interval.ms": ("300000", int),
     "log.index.interval.bytes": ("4096", int),
     "log.index.size.max.bytes": ("10485760", int),
+    "log.segment.delete.delay.ms": ("60000", int),
+    "log.preallocate": ("false", bool),
     "log.cleanup.policy": ("delete", str),
     "log.cleaner.delete.retention.ms": ("86400000", int),
     "log.cleaner.min.cleanable.ratio": ("0.5", float),
+    "log.cleaner.min.compaction.lag.ms": ("0", int),
+    "log.cleaner.max.compaction.lag.ms": ("9223372036854775807", int),
     "log.cleaner.backoff.ms": ("15000", int),
     "log.message.timestamp.type": ("CreateTime", str),
+    "log.message.timestamp.before.max.ms": ("9223372036854775807", int),
+    "log.message.timestamp.after.max.ms": ("9223372036854775807", int),
+    "log.message.timestamp.difference.max.ms": ("9223372036854775807", int),
+    "log.message.format.version": ("3.0-IV1", str),
+    "log.message.downconversion.enable": ("true", bool),
     "log.flush.interval.messages": ("9223372036854775807", int),
-    "log.flush.interval.ms": ("9223372036854775807", int),
+    "log.flush.interval.ms": (None, int),
+    "log.flush.scheduler.interval.ms": ("9223372036854775807", int),
     "log.durable": ("false", bool),
     "compression.type": ("producer", str),
+    "compression.gzip.level": ("-1", int),
+    "compression.lz4.level": ("9", int),
+    "compression.zstd.level": ("3", int),
     "min.insync.replicas": ("1", int),
+    "unclean.leader.election.enable": ("false", bool),
+    "max.incremental.fetch.session.cache.slots": ("1000", int),
     "group.min.session.timeout.ms": ("6000", int),
     "group.max.session.timeout.ms": ("1800000", int),
     "group.max.size": ("2147483647", int),
@@ -77,6 +108,10 @@ DEFAULTS: dict[str, tuple[str, type]] = {
     "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", str),
     "ssl.principal.mapping.rules": ("DEFAULT", str),
 }
+
+
+#: The defaults that have a value, as strings (DescribeConfigs' DEFAULT_CONFIG level).
+DEFAULT_VALUES: dict[str, str] = {k: v for k, (v, _t) in DEFAULTS.items() if v is not None}
 
 
 class ConfigError(ValueError):
@@ -117,11 +152,20 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass
 class Config:
-    """Resolved broker properties; unknown keys are kept (and shown by DescribeConfigs)."""
+    """Resolved broker properties; unknown keys are kept (and shown by DescribeConfigs).
+
+    Three layers of explicitly set values, as Kafka's KIP-226 levels: the static ones
+    (file, environment, CLI), the cluster-wide dynamic defaults and this broker's dynamic
+    values. ``values`` is their merge (the more specific winning, and a key set at a
+    higher level hiding its unit synonyms below), which every reader sees.
+    """
 
     values: dict[str, str] = field(default_factory=dict)
-    #: Which source set each explicitly given key ("file", "env", "cli").
+    #: Which source set each statically given key ("file", "env", "cli").
     sources: dict[str, str] = field(default_factory=dict)
+    static: dict[str, str] = field(default_factory=dict)
+    dynamic_default: dict[str, str] = field(default_factory=dict)
+    dynamic_broker: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -140,9 +184,38 @@ class Config:
         return cfg
 
     def update(self, values: Mapping[str, str], source: str = "cli") -> None:
+        """Set static values (later sources win)."""
         for k, v in values.items():
-            self.values[k] = str(v)
+            self.static[k] = str(v)
             self.sources[k] = source
+        self._merge()
+
+    def set_dynamic(self, *, default: Mapping[str, str] | None = None,
+                    broker: Mapping[str, str] | None = None) -> None:
+        """Replace the cluster-default and/or per-broker dynamic layer."""
+        if default is not None:
+            self.dynamic_default = dict(default)
+        if broker is not None:
+            self.dynamic_broker = dict(broker)
+        self._merge()
+
+    def _merge(self) -> None:
+        merged = dict(self.static)
+        for layer in (self.dynamic_default, self.dynamic_broker):
+            for k, v in layer.items():
+                # A dynamic log.retention.ms hides a static log.retention.hours, as in
+                # Kafka's DynamicBrokerConfig.overrideProps.
+                for syn in BROKER_SYNONYM_GROUPS.get(k, ()):
+                    merged.pop(syn, None)
+                merged[k] = v
+        self.values = merged
+
+    def levels(self) -> list[tuple[int, Mapping[str, str]]]:
+        """(ConfigSource code, values) from the most specific level to the defaults."""
+        return [(DYNAMIC_BROKER_CONFIG, self.dynamic_broker),
+                (DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default),
+                (STATIC_BROKER_CONFIG, self.static),
+                (DEFAULT_CONFIG, DEFAULT_VALUES)]
 
     def validate(self) -> None:
         for k in self.values:
@@ -150,11 +223,17 @@ class Config:
                 self.get(k)
 
     def raw(self, key: str) -> str:
+        found = self.raw_or_none(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def raw_or_none(self, key: str) -> str | None:
         if key in self.values:
             return self.values[key]
         if key in DEFAULTS:
             return DEFAULTS[key][0]
-        raise KeyError(key)
+        return None
 
     def is_default(self, key: str) -> bool:
         return key not in self.values
@@ -195,8 +274,9 @@ class Config:
     def data_dir(self) -> Path:
         return Path(self.raw("log.dirs").split(",")[0])
 
-    def all_items(self) -> dict[str, str]:
-        out = {k: v[0] for k, v in DEFAULTS.items()}
+    def all_items(self) -> dict[str, str | None]:
+        """Every known property (None: Kafka's null default) and every one set."""
+        out: dict[str, str | None] = {k: v[0] for k, v in DEFAULTS.items()}
         out.update(self.values)
         return out
 

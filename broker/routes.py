@@ -15,6 +15,7 @@ from kafkalite.protocol import apis as codecs
 from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
+from .dynamic_config import DynamicBrokerConfig
 from .handlers import (
     acls,
     api_versions,
@@ -52,6 +53,7 @@ def routes(
     apis: KafkaApis,
     security: SecurityState,
     quotas: ClientQuotaStore,
+    dynamic: DynamicBrokerConfig,
 ) -> list[Route]:
     group_acl = groups.GroupAcl()
     return [
@@ -84,10 +86,11 @@ def routes(
         Route(configs.DESCRIBE_CONFIGS,
               partial(configs.describe_configs, cluster, storage, access),
               min_version=1, max_version=4),
-        Route(configs.ALTER_CONFIGS, partial(configs.alter_configs, cluster, storage, access),
+        Route(configs.ALTER_CONFIGS,
+              partial(configs.alter_configs, cluster, storage, dynamic, access),
               min_version=0, max_version=2),
         Route(configs.INCREMENTAL_ALTER_CONFIGS,
-              partial(configs.incremental_alter_configs, cluster, storage, access),
+              partial(configs.incremental_alter_configs, cluster, storage, dynamic, access),
               min_version=0, max_version=1),
         Route(config_resources.LIST_CONFIG_RESOURCES,
               partial(config_resources.list_config_resources, cluster, storage),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import ssl
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -21,8 +20,10 @@ from .apis import KafkaApis
 from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
 from .connection import KafkaConnection
+from .dynamic_config import DynamicBrokerConfig
 from .limits import ConnectionQuotas, IdleReaper, Limits
-from .security.setup import ListenerSecurity, SecurityState, listener_security
+from .listener_configs import ConnectionLimitsConfigs, ListenerSecurityMap
+from .security.setup import SecurityState
 from .security.tls_accept import TlsAcceptor
 from .storage import Storage
 
@@ -51,6 +52,7 @@ class Broker:
         scheduler: Scheduler,
         services: Sequence[Service],
         security: SecurityState | None = None,
+        dynamic: DynamicBrokerConfig | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -68,6 +70,12 @@ class Broker:
         self.security = security or SecurityState.empty(config.data_dir)
         self.scram = self.security.scram
         self.acls = self.security.acls
+        #: The KIP-226 dynamic broker configs and what applies them.
+        self.dynamic = dynamic or DynamicBrokerConfig(config, cluster.node_id, cluster.data_dir)
+        self.listener_security = ListenerSecurityMap(config, self.scram)
+        self.quotas: ConnectionQuotas | None = None
+        self.dynamic.reconfigurables += [self.listener_security,
+                                         ConnectionLimitsConfigs(lambda: self.quotas)]
         self._started: list[Service] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
@@ -123,22 +131,26 @@ class Broker:
         advertised = {a.name: a for a in parse_listeners(advertised_raw)} if advertised_raw else {}
         max_size = self.config.int("socket.request.max.bytes")
         limits = Limits.from_config(self.config)
-        quotas = ConnectionQuotas(limits)
+        quotas = self.quotas = ConnectionQuotas(limits)
         self._reaper = IdleReaper(limits, lambda: self._connections)
         await self._reaper.start()
         # Every listener's TLS and SASL settings are checked before any binds.
-        securities = [listener_security(self.config, lst.name, self.scram) for lst in configured]
+        securities = self.listener_security.load([lst.name for lst in configured])
+        # A new connection takes its listener's security as it is now: dynamic configs
+        # may have replaced it (a rotated keystore, another JAAS config).
+        current = self.listener_security
         for lst, sec in zip(configured, securities, strict=True):
 
-            def factory(name: str = lst.name, sec: ListenerSecurity = sec) -> KafkaConnection:
+            def factory(name: str = lst.name) -> KafkaConnection:
                 return KafkaConnection(self.apis, max_size, name, self._connections, limits,
-                                       quotas, sec)
+                                       quotas, current[name])
 
             make: Callable[[], asyncio.Protocol] = factory
             if sec.ssl_context is not None:
-                def make(ctx: ssl.SSLContext = sec.ssl_context,
-                         factory: Callable[[], KafkaConnection] = factory,
+                def make(factory: Callable[[], KafkaConnection] = factory,
                          name: str = lst.name) -> asyncio.Protocol:
+                    ctx = current[name].ssl_context
+                    assert ctx is not None
                     return TlsAcceptor(ctx, factory, name)
 
             server = await loop.create_server(

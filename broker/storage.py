@@ -9,7 +9,7 @@ from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.storage.catalog import InvalidTopicName, TopicCatalog, TopicInfo, validate_topic_name
 from kafkalite.storage.log import PartitionLog
 from kafkalite.storage.manager import LogManager
-from kafkalite.storage.topic_config import resolve
+from kafkalite.storage.topic_config import BrokerLevels, ResolvedConfig, resolve
 
 from .config import Config
 
@@ -25,13 +25,19 @@ class TopicConfigs:
         self.config = config
         self.catalog = catalog
 
-    def broker_value(self, prop: str) -> str | None:
-        """A broker property the operator set explicitly (for topic config synonyms)."""
-        return None if self.config.is_default(prop) else self.config.raw(prop)
+    def levels(self) -> BrokerLevels:
+        """The broker levels topic configs fall back to (dynamic, static, defaults)."""
+        return self.config.levels()
+
+    def overrides(self, topic: str) -> dict[str, str]:
+        info = self.catalog.get(topic)
+        return info.configs if info else {}
+
+    def resolved(self, topic: str, name: str) -> ResolvedConfig:
+        return resolve(self.overrides(topic), self.config.levels(), name)
 
     def value(self, topic: str, name: str) -> str:
-        info = self.catalog.get(topic)
-        return resolve(info.configs if info else {}, self.broker_value, name).value
+        return self.resolved(topic, name).value
 
 
 class Storage:

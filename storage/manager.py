@@ -15,7 +15,7 @@ from pathlib import Path
 
 import structlog
 
-from .fsutil import atomic_write
+from .fsutil import DirLock, atomic_write
 from .log import NEVER, LogConfig, PartitionLog, now_ms
 from .producer_state import ProducerIdAllocator
 
@@ -68,6 +68,7 @@ class LogManager:
         self._start_offsets: dict[tuple[str, int], int] = {}
         self._overrides: dict[str, dict[str, str]] = {}
         data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = DirLock(data_dir)
 
     # --- the interface other components use ---------------------------------------------
 
@@ -128,6 +129,7 @@ class LogManager:
 
     def load(self, topics: dict[str, int]) -> None:
         """Open (and recover) the logs of the given topics: name -> partition count."""
+        self._lock.acquire()
         self._read_start_checkpoint()
         started = time.monotonic()
         for d in sorted(self.data_dir.iterdir()):
@@ -155,6 +157,7 @@ class LogManager:
             plog.close()
         self.write_start_checkpoint()
         self.logs.clear()
+        self._lock.release()
 
     def apply_retention(self) -> int:
         deleted = 0

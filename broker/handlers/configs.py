@@ -1,14 +1,15 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Topic configs are applied live through the catalogue (storage listens to its events).
-Broker properties are static here: they are described with Kafka's names and sources,
-and attempts to change them dynamically are refused as Kafka refuses a property that is
-not dynamically updatable.
+Broker configs follow KIP-226: this broker's dynamic values (resource name = node id) and
+the cluster-wide defaults (empty name) change through ``DynamicBrokerConfig``, which
+validates, persists and applies them; read-only properties are refused with Kafka's
+messages. Errors on broker resources are INVALID_REQUEST, as a KRaft broker answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import structlog
@@ -19,19 +20,28 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.topic_config import (
     DEFAULT_CONFIG,
-    DYNAMIC_TOPIC_CONFIG,
-    STATIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
     TOPIC_CONFIGS,
     InvalidConfig,
     ResolvedConfig,
     resolve_all,
+    synonyms,
     validate,
 )
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
+from ..broker_configs import (
+    ALL_DYNAMIC,
+    DynamicConfigError,
+    broker_synonyms,
+    config_type,
+    is_dynamic,
+    is_sensitive,
+)
 from ..cluster import Cluster
-from ..config import DEFAULTS, Config
+from ..config import DEFAULT_VALUES, DEFAULTS, Config
 from ..context import RequestContext
+from ..dynamic_config import DynamicBrokerConfig
 from ..storage import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
@@ -51,11 +61,9 @@ CONFIG_TYPES = {
     "BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
     "CLASS": 8, "PASSWORD": 9,
 }
-_PY_TYPES = {int: "LONG", bool: "BOOLEAN", float: "DOUBLE", str: "STRING"}
 
 #: IncrementalAlterConfigs operations.
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
-
 
 
 class ConfigRequestError(Exception):
@@ -67,56 +75,12 @@ class ConfigRequestError(Exception):
 
 def topic_configs(configs: TopicConfigs, overrides: dict[str, str]) -> list[ResolvedConfig]:
     """Every topic config's effective value for a topic with ``overrides``."""
-    return list(resolve_all(overrides, configs.broker_value).values())
-
-
-def _topic_synonyms(configs: TopicConfigs, overrides: dict[str, str], r: ResolvedConfig) -> list[
-    tuple[str, str, int]
-]:
-    """(name, value, source) from most to least specific, as Kafka lists synonyms."""
-    out: list[tuple[str, str, int]] = []
-    if r.name in overrides:
-        out.append((r.name, overrides[r.name], DYNAMIC_TOPIC_CONFIG))
-    syn = r.definition.broker_synonym
-    if syn:
-        v = configs.broker_value(syn)
-        if v is not None:
-            out.append((syn, v, STATIC_BROKER_CONFIG))
-        default = DEFAULTS.get(syn, (r.definition.default, str))[0]
-        out.append((syn, default, DEFAULT_CONFIG))
-    else:
-        out.append((r.name, r.definition.default, DEFAULT_CONFIG))
-    return out
-
-
-def _broker_type(name: str) -> str:
-    if name in ("listeners", "advertised.listeners", "log.dirs", "log.cleanup.policy"):
-        return "LIST"
-    if name == "authorizer.class.name":
-        return "STRING"
-    typ = DEFAULTS[name][1] if name in DEFAULTS else str
-    if typ is int and name in ("node.id", "num.partitions", "message.max.bytes",
-                               "socket.request.max.bytes", "min.insync.replicas",
-                               "log.segment.bytes", "log.index.interval.bytes",
-                               "log.index.size.max.bytes", "group.min.session.timeout.ms",
-                               "group.max.session.timeout.ms", "group.max.size",
-                               "group.initial.rebalance.delay.ms", "offsets.topic.num.partitions",
-                               "offsets.topic.segment.bytes", "offsets.retention.minutes",
-                               "offsets.commit.timeout.ms", "offset.metadata.max.bytes",
-                               "transactional.id.expiration.ms", "producer.id.expiration.ms"):
-        return "INT"
-    if name == "offsets.topic.replication.factor" or name == "default.replication.factor":
-        return "SHORT" if name.startswith("offsets") else "INT"
-    return _PY_TYPES.get(typ, "STRING")
-
-
-def _is_sensitive(name: str) -> bool:
-    return ("password" in name or "secret" in name or name.endswith(".jaas.config")
-            or name.endswith("ssl.keystore.key"))
+    return list(resolve_all(overrides, configs.levels()).values())
 
 
 def _describe_topic(
-    storage: Storage, resp_t: type[Any], name: str, keys: Iterable[str] | None, synonyms: bool
+    storage: Storage, resp_t: type[Any], name: str, keys: Iterable[str] | None,
+    include_synonyms: bool,
 ) -> tuple[Any, ...]:
     info = storage.catalog.get(name)
     if info is None:
@@ -124,61 +88,78 @@ def _describe_topic(
                                  "The topic does not exist.")
     entry_t = nested(resp_t, "DescribeConfigsResourceResult")
     syn_t = nested(resp_t, "DescribeConfigsSynonym")
-    wanted = set(keys) if keys is not None else None
+    wanted = set(keys) if keys else None
+    levels = storage.topic_configs.levels()
     out = []
     for r in topic_configs(storage.topic_configs, info.configs):
         if wanted is not None and r.name not in wanted:
             continue
+        sensitive = r.definition.sensitive
         syns = tuple(
-            build(syn_t, name=n, value=v, source=s)
-            for n, v, s in _topic_synonyms(storage.topic_configs, info.configs, r)
-        ) if synonyms else ()
+            build(syn_t, name=n, value=None if sensitive else v, source=s)
+            for n, v, s in synonyms(info.configs, levels, r.name)
+        ) if include_synonyms else ()
         out.append(build(
-            entry_t, name=r.name, value=None if r.definition.sensitive else r.value,
+            entry_t, name=r.name, value=None if sensitive else r.value,
             read_only=False, config_source=r.source, is_default=r.source == DEFAULT_CONFIG,
-            is_sensitive=r.definition.sensitive, synonyms=syns,
+            is_sensitive=sensitive, synonyms=syns,
             config_type=CONFIG_TYPES.get(r.definition.type, 0), documentation=None,
         ))
     return tuple(out)
 
 
-def _check_broker_name(node_id: int, name: str) -> None:
-    if name and name != str(node_id):
-        raise ConfigRequestError(
-            ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {node_id} or empty string, but received "
-            f"{name}",
-        )
+def _broker_id(node_id: int, name: str, describe: bool) -> None:
+    """Check a non-empty broker resource name names this broker (Kafka's messages)."""
+    try:
+        n = int(name)
+    except ValueError:
+        who = "Broker" if describe else "Node"
+        raise ConfigRequestError(ErrorCode.invalid_request,
+                                 f"{who} id must be an integer, but it is: {name}") from None
+    if n != node_id:
+        expected = f"{node_id} or empty string" if describe else str(node_id)
+        raise ConfigRequestError(ErrorCode.invalid_request,
+                                 f"Unexpected broker id, expected {expected}, but received {name}")
+
+
+def broker_synonym_chain(cfg: Config, name: str) -> list[tuple[str, str, int]]:
+    """(name, value, source) of a broker property and its synonyms over every level, as
+    Kafka's ``ConfigHelper.configSynonyms``: level by level, synonyms in precedence order,
+    then everything before the first entry for ``name`` itself dropped."""
+    names = broker_synonyms(name)
+    out = [(n, values[n], source) for source, values in cfg.levels() for n in names
+           if values.get(n) is not None]
+    while out and out[0][0] != name:
+        out.pop(0)
+    return out
 
 
 def _describe_broker(
-    node_id: int, cfg: Config, resp_t: type[Any], name: str, keys: Iterable[str] | None,
-    synonyms: bool,
+    cfg: Config, resp_t: type[Any], per_broker: bool, keys: Iterable[str] | None,
+    include_synonyms: bool,
 ) -> tuple[Any, ...]:
-    _check_broker_name(node_id, name)
-    if not name:
-        # The cluster-wide dynamic defaults: none are set on this broker.
-        return ()
     entry_t = nested(resp_t, "DescribeConfigsResourceResult")
     syn_t = nested(resp_t, "DescribeConfigsSynonym")
-    wanted = set(keys) if keys is not None else None
+    wanted = set(keys) if keys else None
+    # This broker: every property; the cluster level: only the defaults set dynamically.
+    items: Mapping[str, str | None] = (cfg.all_items() if per_broker
+                                       else dict(cfg.dynamic_default))
     out = []
-    for key, value in sorted(cfg.all_items().items()):
+    for key, value in sorted(items.items()):
         if wanted is not None and key not in wanted:
             continue
-        source = DEFAULT_CONFIG if cfg.is_default(key) else STATIC_BROKER_CONFIG
-        sensitive = _is_sensitive(key)
-        syns: tuple[Any, ...] = ()
-        if synonyms:
-            chain = [(key, value, source)]
-            if source != DEFAULT_CONFIG and key in DEFAULTS:
-                chain.append((key, DEFAULTS[key][0], DEFAULT_CONFIG))
-            syns = tuple(build(syn_t, name=n, value=None if sensitive else v, source=s)
-                         for n, v, s in chain)
+        sensitive = is_sensitive(key)
+        chain = [(n, None if sensitive else v, s) for n, v, s in broker_synonym_chain(cfg, key)
+                 if per_broker or s == DYNAMIC_DEFAULT_BROKER_CONFIG]
+        source = chain[0][2] if chain else DEFAULT_CONFIG
+        syns = tuple(build(syn_t, name=n, value=v, source=s) for n, v, s in chain
+                     ) if include_synonyms else ()
+        typ = config_type(key)
         out.append(build(
-            entry_t, name=key, value=None if sensitive else value, read_only=True,
+            entry_t, name=key, value=None if sensitive else value, read_only=not is_dynamic(key),
             config_source=source, is_default=source == DEFAULT_CONFIG, is_sensitive=sensitive,
-            synonyms=syns, config_type=CONFIG_TYPES[_broker_type(key)], documentation=None,
+            synonyms=syns, config_type=CONFIG_TYPES.get(typ, 0) if typ else 0,
+            documentation=None,
         ))
     return tuple(out)
 
@@ -196,49 +177,32 @@ def _apply_topic(
         log.info("topic.configs_altered", topic=name, configs=new)
 
 
-def _broker_alter(node_id: int, name: str, keys: list[str]) -> None:
-    _check_broker_name(node_id, name)
-    if keys:
-        # No broker property is dynamically updatable here, as for Kafka's read-only ones.
-        raise ConfigRequestError(
-            ErrorCode.invalid_config,
-            f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): "
-            f"Cannot update these configs dynamically: {sorted(keys)}",
-        )
-
-
-def _incremental(current: dict[str, str], configs: Iterable[Any]) -> dict[str, str]:
+def _incremental(current: Mapping[str, str], configs: Iterable[Any],
+                 known: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """``current`` after the operations of an IncrementalAlterConfigs resource. ``known``:
+    name -> (type, default) of the names APPEND/SUBTRACT may apply to; None: any name."""
     new = dict(current)
-    seen: set[str] = set()
     for c in configs:
-        if c.name in seen:
-            raise ConfigRequestError(ErrorCode.invalid_request,
-                                     f"Error due to duplicate config keys: {c.name}")
-        seen.add(c.name)
         op = int(c.config_operation)
         if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
             raise ConfigRequestError(ErrorCode.invalid_request,
                                      f"Unknown config operation {op}")
-        d = TOPIC_CONFIGS.get(c.name)
         if op == OP_DELETE:
             new.pop(c.name, None)
             continue
-        if d is None:
-            raise ConfigRequestError(ErrorCode.invalid_config,
-                                     f"Unknown topic config name: {c.name}")
         if op == OP_SET:
-            if c.value is None:
-                raise ConfigRequestError(ErrorCode.invalid_request,
-                                         f"Null value not supported for : {c.name}")
             new[c.name] = c.value
             continue
-        if d.type != "LIST":
+        if c.name not in known:
+            raise ConfigRequestError(ErrorCode.invalid_config, f"Unknown config name: {c.name}")
+        typ, default = known[c.name]
+        if typ != "LIST":
             verb = "append" if op == OP_APPEND else "subtract"
             raise ConfigRequestError(
                 ErrorCode.invalid_config,
                 f"Config value {verb} is not allowed for config key: {c.name}",
             )
-        base = new.get(c.name, d.default)
+        base = new.get(c.name, default)
         items = [s.strip() for s in base.split(",") if s.strip()]
         values = [s.strip() for s in (c.value or "").split(",") if s.strip()]
         if op == OP_APPEND:
@@ -247,6 +211,56 @@ def _incremental(current: dict[str, str], configs: Iterable[Any]) -> dict[str, s
             items = [i for i in items if i not in values]
         new[c.name] = ",".join(items)
     return new
+
+
+_TOPIC_KNOWN = {d.name: (d.type, d.default) for d in TOPIC_CONFIGS.values()}
+_BROKER_KNOWN = {k: (config_type(k) or "STRING", DEFAULT_VALUES.get(k, ""))
+                 for k in DEFAULTS.keys() | ALL_DYNAMIC.keys()}
+
+
+def _check_request_configs(configs: Iterable[Any], incremental: bool) -> None:
+    """Duplicate names and null values, refused before anything else (Kafka's
+    ``ConfigAdminManager.preprocess``)."""
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise ConfigRequestError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    nulls = [c.name for c in configs if c.value is None
+             and not (incremental and int(c.config_operation) == OP_DELETE)]
+    if nulls:
+        raise ConfigRequestError(ErrorCode.invalid_request,
+                                 f"Null value not supported for : {', '.join(nulls)}")
+
+
+def _alter_topic(storage: Storage, name: str, res: Any, incremental: bool,
+                 validate_only: bool) -> None:
+    info = storage.catalog.get(name)
+    if info is None:
+        raise ConfigRequestError(ErrorCode.unknown_topic_or_partition,
+                                 "The topic does not exist.")
+    if incremental:
+        for c in res.configs:
+            if int(c.config_operation) != OP_DELETE and c.name not in TOPIC_CONFIGS:
+                raise ConfigRequestError(ErrorCode.invalid_config,
+                                         f"Unknown topic config name: {c.name}")
+        new = _incremental(info.configs, res.configs, _TOPIC_KNOWN)
+    else:
+        new = {c.name: c.value for c in res.configs}
+    _apply_topic(storage, name, new, validate_only)
+
+
+def _alter_broker(node_id: int, dynamic: DynamicBrokerConfig, name: str, res: Any,
+                  incremental: bool, validate_only: bool) -> None:
+    per_broker = name != ""
+    if per_broker:
+        _broker_id(node_id, name, describe=False)
+    if incremental:
+        new = _incremental(dynamic.current(per_broker), res.configs, _BROKER_KNOWN)
+    else:
+        new = {c.name: c.value for c in res.configs}
+    try:
+        dynamic.alter(per_broker, new, validate_only)
+    except DynamicConfigError as e:
+        raise ConfigRequestError(ErrorCode.invalid_request, str(e)) from e
 
 
 def _authorize(access: Access, ctx: RequestContext, op: Operation, rtype: int,
@@ -265,7 +279,7 @@ def describe_configs(cluster: Cluster, storage: Storage, access: Access,
                      ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_CONFIGS, ctx.api_version).response_type
     result_t = nested(resp_t, "DescribeConfigsResult")
-    synonyms = bool(getattr(req, "include_synonyms", False))
+    include_synonyms = bool(getattr(req, "include_synonyms", False))
     results = []
     for res in req.resources:
         rtype, rname = int(res.resource_type), res.resource_name
@@ -273,10 +287,12 @@ def describe_configs(cluster: Cluster, storage: Storage, access: Access,
         try:
             _authorize(access, ctx, Operation.DESCRIBE_CONFIGS, rtype, rname)
             if rtype == RESOURCE_TOPIC:
-                configs = _describe_topic(storage, resp_t, rname, keys, synonyms)
+                configs = _describe_topic(storage, resp_t, rname, keys, include_synonyms)
             elif rtype == RESOURCE_BROKER:
-                configs = _describe_broker(cluster.node_id, storage.config, resp_t, rname, keys,
-                                       synonyms)
+                if rname:
+                    _broker_id(cluster.node_id, rname, describe=True)
+                configs = _describe_broker(storage.config, resp_t, rname != "", keys,
+                                           include_synonyms)
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          f"Unsupported resource type {rtype}")
@@ -288,8 +304,9 @@ def describe_configs(cluster: Cluster, storage: Storage, access: Access,
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
-def _alter_response(cluster: Cluster, storage: Storage, access: Access, api_key: int,
-                    ctx: RequestContext, req: Any, incremental: bool) -> Any:
+def _alter_response(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerConfig,
+                    access: Access, api_key: int, ctx: RequestContext, req: Any,
+                    incremental: bool) -> Any:
     resp_t = codecs.codec(api_key, ctx.api_version).response_type
     item_t = nested(resp_t, "AlterConfigsResourceResponse")
     counts: dict[tuple[int, str], int] = {}
@@ -302,32 +319,20 @@ def _alter_response(cluster: Cluster, storage: Storage, access: Access, api_key:
         try:
             if counts[(rtype, rname)] > 1:
                 raise ConfigRequestError(ErrorCode.invalid_request,
-                                         "Error due to duplicate resources")
+                                         "Each resource must appear at most once.")
             _authorize(access, ctx, Operation.ALTER_CONFIGS, rtype, rname)
+            _check_request_configs(res.configs, incremental)
             if rtype == RESOURCE_TOPIC:
-                info = storage.catalog.get(rname)
-                if info is None:
-                    raise ConfigRequestError(ErrorCode.unknown_topic_or_partition,
-                                             "The topic does not exist.")
-                if incremental:
-                    new = _incremental(info.configs, res.configs)
-                else:
-                    new = {}
-                    for c in res.configs:
-                        if c.value is None:
-                            raise ConfigRequestError(
-                                ErrorCode.invalid_request,
-                                f"Null value not supported for : {c.name}")
-                        new[c.name] = c.value
-                _apply_topic(storage, rname, new, bool(req.validate_only))
+                _alter_topic(storage, rname, res, incremental, bool(req.validate_only))
             elif rtype == RESOURCE_BROKER:
-                _broker_alter(cluster.node_id, rname, [c.name for c in res.configs])
+                _alter_broker(cluster.node_id, dynamic, rname, res, incremental,
+                              bool(req.validate_only))
             elif rtype == RESOURCE_BROKER_LOGGER and incremental:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          "Broker logger levels cannot be altered here")
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
-                                         f"Unsupported resource type {rtype}")
+                                         f"Unknown resource type {rtype}")
             err, msg = ErrorCode.none, None
         except ConfigRequestError as e:
             err, msg = e.code, e.message
@@ -336,13 +341,13 @@ def _alter_response(cluster: Cluster, storage: Storage, access: Access, api_key:
     return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
 
 
-def alter_configs(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
-                  req: Any) -> Any:
-    return _alter_response(cluster, storage, access, ALTER_CONFIGS, ctx, req,
+def alter_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerConfig,
+                  access: Access, ctx: RequestContext, req: Any) -> Any:
+    return _alter_response(cluster, storage, dynamic, access, ALTER_CONFIGS, ctx, req,
                            incremental=False)
 
 
-def incremental_alter_configs(cluster: Cluster, storage: Storage, access: Access,
-                              ctx: RequestContext, req: Any) -> Any:
-    return _alter_response(cluster, storage, access, INCREMENTAL_ALTER_CONFIGS, ctx, req,
-                           incremental=True)
+def incremental_alter_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerConfig,
+                              access: Access, ctx: RequestContext, req: Any) -> Any:
+    return _alter_response(cluster, storage, dynamic, access, INCREMENTAL_ALTER_CONFIGS, ctx,
+                           req, incremental=True)

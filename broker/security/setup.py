@@ -11,7 +11,7 @@ from pathlib import Path
 import structlog
 
 from ..auth import Authorizer
-from ..config import DEFAULTS, Config, ConfigError
+from ..config import DEFAULT_VALUES, Config, ConfigError
 from .acl_store import AclStore
 from .authorizer import CLASS_NAMES, AclAuthorizer, parse_super_users
 from .listeners import (
@@ -65,7 +65,7 @@ PLAINTEXT = ListenerSecurity("PLAINTEXT", SecurityProtocol.PLAINTEXT)
 
 
 def listener_props(config: Config, listener: str) -> ListenerProps:
-    return ListenerProps(listener, config.values, {k: v[0] for k, v in DEFAULTS.items()})
+    return ListenerProps(listener, config.values, DEFAULT_VALUES)
 
 
 def listener_security(config: Config, listener: str, scram: ScramStore) -> ListenerSecurity:

@@ -84,13 +84,17 @@ def test_legacy_alter_configs_replaces_the_set(kp: KafkaAdminClient) -> None:
 def test_describe_configs_synonyms_and_broker(broker: BrokerThread, kp: KafkaAdminClient
                                               ) -> None:
     got = kp.describe_configs([KpConfigResource(KpConfigResourceType.TOPIC, "t",
-                                                configs={"retention.ms": None})],
+                                                configs={"retention.ms": None,
+                                                         "segment.bytes": None})],
                               include_synonyms=True, config_filter="all")["topic"]["t"]
-    assert set(got) == {"retention.ms"}
+    assert set(got) == {"retention.ms", "segment.bytes"}
     entry = got["retention.ms"]
-    assert entry["config_type"] == "LONG"
-    assert [(s["name"], s["source"]) for s in entry["synonyms"]] == [
-        ("log.retention.ms", "DEFAULT_CONFIG")
+    assert entry["config_type"] == "LONG" and entry["value"] == "604800000"
+    # As Kafka: the default comes from log.retention.hours, and synonyms before the first
+    # log.retention.ms entry are dropped, so none are listed.
+    assert entry["synonyms"] == []
+    assert [(s["name"], s["value"], s["source"]) for s in got["segment.bytes"]["synonyms"]] == [
+        ("log.segment.bytes", "1073741824", "DEFAULT_CONFIG")
     ]
     brokers = kp.describe_configs([KpConfigResource(KpConfigResourceType.BROKER, "1")],
                                   config_filter="all")["broker"]["1"]
@@ -99,7 +103,7 @@ def test_describe_configs_synonyms_and_broker(broker: BrokerThread, kp: KafkaAdm
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     res = ConfigResource("broker", "1", incremental_configs=[
         ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)])
-    with pytest.raises(KafkaException, match="INVALID_CONFIG"):
+    with pytest.raises(KafkaException, match="Cannot update these configs dynamically"):
         admin.incremental_alter_configs([res])[res].result(10)
 
 

@@ -27,6 +27,7 @@ from kafkalite.storage.errors import (
 from kafkalite.storage.log import LogConfig, PartitionLog
 from kafkalite.storage.manager import LogManager
 from kafkalite.storage.producer_state import ProducerIdAllocator
+from kafkalite.storage.topic_config import TOPIC_CONFIGS
 
 
 class Clock:
@@ -281,6 +282,7 @@ def test_producer_ids_never_repeat_across_restarts(tmp_path: Path) -> None:
 
 
 LogConfig_defaults = {
+    **{name: d.default for name, d in TOPIC_CONFIGS.items()},
     "segment.bytes": "1073741824", "segment.ms": "604800000", "retention.ms": "-1",
     "retention.bytes": "-1", "index.interval.bytes": "4096", "max.message.bytes": "1048588",
     "message.timestamp.type": "CreateTime", "flush.messages": "9223372036854775807",
