@@ -258,18 +258,22 @@ def decompress(codec: int, data: bytes) -> bytes:
     raise ProtocolError(f"unknown compression codec {codec}")
 
 
-def compress(codec: int, data: bytes) -> bytes:
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """``data`` compressed with ``codec`` at ``level`` (None or, for gzip, -1: the codec's
+    default), as Kafka's ``compression.<codec>.level`` (KIP-390)."""
     if codec == COMPRESSION_NONE:
         return data
+    if level is not None and level < 0:
+        level = None
     if codec == COMPRESSION_GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        return bytes(cramjam.gzip.compress(data, level=level))
     if codec == COMPRESSION_SNAPPY:
         block = bytes(cramjam.snappy.compress_raw(data))
         return _XERIAL_MAGIC + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
     if codec == COMPRESSION_LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return bytes(cramjam.lz4.compress(data, level=level))
     if codec == COMPRESSION_ZSTD:
-        return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data, level=level))
     raise ValueError(f"unknown compression codec {codec}")
 
 
@@ -303,6 +307,44 @@ def decode_batch(
         ts = h.max_timestamp if h.log_append_time else h.base_timestamp + ts_delta
         records.append(Record(h.base_offset + off_delta, ts, key, value, headers))
     return h, records
+
+
+class RecordSummary(NamedTuple):
+    """What the broker's append-time validation needs of a record, without copying its
+    key, value or headers."""
+
+    timestamp: int
+    offset_delta: int
+    key_length: int  # -1: null key
+    value_length: int  # -1: null value
+
+
+def summarize_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[RecordSummary]:
+    """Timestamps, offset deltas and key/value lengths of every record of the (already
+    checked) batch at ``pos``; decompresses once, copies no record fields."""
+    h = parse_batch_header(buf, pos)
+    body: bytes | memoryview = memoryview(buf)[pos + HEADER_SIZE : pos + h.size]
+    if h.compression != COMPRESSION_NONE:
+        body = decompress(h.compression, bytes(body))
+    base_ts, append_time = h.base_timestamp, h.log_append_time
+    out: list[RecordSummary] = []
+    p = 0
+    n = len(body)
+    for _ in range(h.record_count):
+        length, p = read_varint(body, p)
+        end = p + length
+        if length < 0 or end > n:
+            raise ProtocolError("truncated record")
+        ts_delta, q = read_varint(body, p + 1)  # after the attributes byte
+        off_delta, q = read_varint(body, q)
+        key_len, q = read_varint(body, q)
+        value_len = -1
+        if q + max(key_len, 0) < end:
+            value_len, _q = read_varint(body, q + max(key_len, 0))
+        out.append(RecordSummary(h.max_timestamp if append_time else base_ts + ts_delta,
+                                 off_delta, key_len, value_len))
+        p = end
+    return out
 
 
 def iter_records(buf: bytes | bytearray | memoryview) -> Iterator[tuple[BatchHeader, Record]]:
@@ -348,10 +390,11 @@ def _varbytes(parts: list[bytes], b: bytes | None) -> None:
         parts.append(b)
 
 
-def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields]) -> bytes:
+def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields],
+                 level: int | None = None) -> bytes:
     """One magic-v2 batch of ``records`` under ``header``'s fields (a ``BatchHeader`` or a
-    plain tuple in its order), compressed as its attributes say. The batch length, magic,
-    CRC and record count are computed; the header's own are ignored."""
+    plain tuple in its order), compressed as its attributes say (at ``level``). The batch
+    length, magic, CRC and record count are computed; the header's own are ignored."""
     body = bytearray()
     count = 0
     small = _SMALL
@@ -378,7 +421,7 @@ def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields]) -> by
         body += rec
         count += 1
     codec = header[ATTRIBUTES] & ATTR_COMPRESSION_MASK
-    payload = body if codec == COMPRESSION_NONE else compress(codec, bytes(body))
+    payload = body if codec == COMPRESSION_NONE else compress(codec, bytes(body), level)
     out = bytearray(BATCH_HEADER.pack(
         header[BASE_OFFSET], MIN_BATCH_LENGTH + len(payload), header[PARTITION_LEADER_EPOCH],
         2, 0, *header[ATTRIBUTES:RECORD_COUNT], count,

@@ -34,3 +34,24 @@ class DuplicateSequenceError(StorageError):
         super().__init__(f"duplicate batch, first written at offset {base_offset}")
         self.base_offset = base_offset
         self.last_offset = last_offset
+
+
+class InvalidRecordError(StorageError):
+    """A batch Kafka's LogValidator refuses as a whole (INVALID_RECORD): a control batch or
+    several batches from a client, an idempotent batch without a sequence."""
+
+
+class RecordValidationError(StorageError):
+    """Records of a batch failed validation (KIP-467): the whole batch is refused, and
+    ``record_errors`` names each bad record by its index in the batch.
+
+    ``invalid_timestamp`` selects INVALID_TIMESTAMP over INVALID_RECORD, as Kafka's
+    ``LogValidator.processRecordErrors`` does when any record's timestamp is out of range.
+    """
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]],
+                 invalid_timestamp: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.record_errors = record_errors
+        self.invalid_timestamp = invalid_timestamp

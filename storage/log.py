@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c
@@ -46,11 +46,17 @@ from kafkalite.protocol.records import (
     set_log_append_time,
 )
 
-from .errors import CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError
+from .errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
 from .index import MAX_RELATIVE_OFFSET
 from .leader_epoch import LeaderEpochCache
 from .producer_state import ProducerStateTable, decode_snapshot, write_snapshot
 from .segment import Segment
+from .validation import RecordRules, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -77,6 +83,9 @@ class LogConfig:
     flush_messages: int = NEVER  # flush.messages
     flush_ms: int = NEVER  # flush.ms
     cleanup_policy: str = "delete"  # cleanup.policy
+    #: What a client's batches are checked against (keys on compacted topics, timestamp
+    #: bounds, the compression.type to store).
+    rules: RecordRules = field(default_factory=RecordRules)
 
     @property
     def deletes(self) -> bool:
@@ -235,25 +244,45 @@ class PartitionLog:
 
     # --- append -------------------------------------------------------------------------
 
-    def append(self, batch: bytes | bytearray | memoryview) -> tuple[int, int]:
-        """Validate and append one or more whole batches; return (base, last offset)."""
+    def append(self, batch: bytes | bytearray | memoryview,
+               from_client: bool = False) -> tuple[int, int]:
+        """Validate and append one or more whole batches; return (base, last offset).
+
+        ``from_client``: a Produce request's records, checked as Kafka's LogValidator
+        checks a client's (one batch, its records against the topic's rules, maybe
+        re-compressed) before anything is written.
+        """
         if len(batch) < HEADER_SIZE:
             raise CorruptRecordError("record set shorter than a batch header")
         n = len(batch)
         view = memoryview(batch)
         # Validate every batch before writing any, so a bad record set leaves no trace.
-        bounds = []
+        batches: list[memoryview | bytes] = []
         pos = 0
         while pos < n:
             size = self._check(view, pos)
-            bounds.append((pos, size))
+            batches.append(view[pos : pos + size])
             pos += size
+        if from_client:
+            if len(batches) > 1:
+                raise InvalidRecordError("Compressed outer record has more than one batch")
+            batches[0] = self._validate_client(view[:n])
         first = last = -1
-        for pos, size in bounds:
-            b, last = self._append_one(view[pos : pos + size])
+        for one in batches:
+            b, last = self._append_one(memoryview(one))
             if first < 0:
                 first = b
         return first, last
+
+    def _validate_client(self, batch: memoryview) -> memoryview | bytes:
+        out = validate_client_batch(batch, f"{self.topic}-{self.partition}", self.config.rules,
+                                    self.clock())
+        if out is not batch and len(out) > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"Message batch size is {len(out)} bytes in append to partition "
+                f"{self.topic}-{self.partition} which exceeds the maximum configured size of "
+                f"{self.config.max_message_bytes}.")
+        return out
 
     def _check(self, view: memoryview, pos: int) -> int:
         if len(view) - pos < HEADER_SIZE:

@@ -15,9 +15,18 @@ from pathlib import Path
 
 import structlog
 
+from kafkalite.protocol.records import (
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+)
+
 from .fsutil import DirLock, atomic_write
 from .log import NEVER, LogConfig, PartitionLog, now_ms
 from .producer_state import ProducerIdAllocator
+from .validation import RecordRules
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -32,9 +41,35 @@ def _int(v: str) -> int:
     return int(v)
 
 
+#: compression.type -> the codec to store batches with (None: as the producer sent them).
+_CODECS = {"uncompressed": COMPRESSION_NONE, "gzip": COMPRESSION_GZIP,
+           "snappy": COMPRESSION_SNAPPY, "lz4": COMPRESSION_LZ4, "zstd": COMPRESSION_ZSTD}
+_LEVELS = {COMPRESSION_GZIP: "compression.gzip.level", COMPRESSION_LZ4: "compression.lz4.level",
+           COMPRESSION_ZSTD: "compression.zstd.level"}
+
+
+def record_rules(get: Callable[[str], str]) -> RecordRules:
+    """What a client's batches are checked against, from topic config values."""
+    codec = _CODECS.get(get("compression.type"))
+    level_key = _LEVELS.get(codec) if codec is not None else None
+    difference = _int(get("message.timestamp.difference.max.ms"))
+    before = _int(get("message.timestamp.before.max.ms"))
+    after = _int(get("message.timestamp.after.max.ms"))
+    return RecordRules(
+        compact="compact" in get("cleanup.policy"),
+        log_append_time=get("message.timestamp.type") == "LogAppendTime",
+        # As Kafka 3.x: the deprecated difference bound applies while a new one is unset.
+        timestamp_before_ms=difference if before == NEVER else before,
+        timestamp_after_ms=difference if after == NEVER else after,
+        compression=codec,
+        compression_level=_int(get(level_key)) if level_key else None,
+    )
+
+
 def log_config(get: Callable[[str], str]) -> LogConfig:
     """LogConfig from a lookup of topic config values by Kafka's names."""
     return LogConfig(
+        rules=record_rules(get),
         segment_bytes=_int(get("segment.bytes")),
         segment_ms=_int(get("segment.ms")),
         retention_ms=_int(get("retention.ms")),

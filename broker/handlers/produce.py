@@ -1,6 +1,7 @@
 """Produce v3 and up: per-partition appends of whole batches, acks 0/1/-1, idempotence.
 
-Only batch headers are parsed here (storage checks magic, lengths and CRC). With
+Only batch headers are parsed here: storage checks magic, lengths and CRC, and decodes
+records only where the topic's rules need it (storage/validation.py). With
 ``log.durable`` the touched partitions are fsynced, off the event loop, before an
 acks=1/-1 response.
 """
@@ -23,8 +24,10 @@ from kafkalite.storage.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
     InvalidProducerEpochError,
+    InvalidRecordError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
+    RecordValidationError,
 )
 from kafkalite.storage.log import PartitionLog
 
@@ -69,6 +72,7 @@ def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> 
     version = ctx.api_version
     resp_t = codecs.codec(PRODUCE, version).response_type
     part_t = nested(resp_t, "PartitionProduceResponse")
+    error_t = nested(resp_t, "BatchIndexAndErrorMessage") if version >= 8 else None
     topic_t = nested(resp_t, "TopicProduceResponse")
     manager = storage.logs
     catalog = storage.catalog
@@ -78,14 +82,15 @@ def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> 
     topics_out: list[Any] = []
 
     def part(index: int, error: ErrorCode, base: int = -1, start: int = -1,
-             append_time: int = -1, message: str | None = None) -> Any:
+             append_time: int = -1, message: str | None = None,
+             record_errors: tuple[Any, ...] = ()) -> Any:
         return build(
             part_t, index=index, error_code=error, base_offset=base,
             log_append_time=(
                 datetime.datetime.fromtimestamp(append_time / 1000, datetime.UTC)
                 if append_time >= 0 else None
             ),
-            log_start_offset=start, record_errors=(), error_message=message,
+            log_start_offset=start, record_errors=record_errors, error_message=message,
         )
 
     for t in req.topic_data:
@@ -126,11 +131,24 @@ def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> 
                 parts_out.append(part(p.index, _E.invalid_record))
                 continue
             try:
-                base, _last = plog.append(records)
+                base, _last = plog.append(records, from_client=True)
             except DuplicateSequenceError as e:
                 base = e.base_offset
             except CorruptRecordError as e:
                 parts_out.append(part(p.index, _E.corrupt_message, message=str(e)))
+                continue
+            except RecordValidationError as e:
+                # KIP-467: the batch is refused whole; each bad record is named (v8+).
+                parts_out.append(part(
+                    p.index, _E.invalid_timestamp if e.invalid_timestamp else _E.invalid_record,
+                    start=plog.log_start_offset, message=e.message,
+                    record_errors=() if error_t is None else tuple(
+                        build(error_t, batch_index=i, batch_index_error_message=m)
+                        for i, m in e.record_errors)))
+                continue
+            except InvalidRecordError as e:
+                parts_out.append(part(p.index, _E.invalid_record, start=plog.log_start_offset,
+                                      message=str(e)))
                 continue
             except RecordTooLargeError as e:
                 parts_out.append(part(p.index, _E.message_too_large, message=str(e)))
