@@ -20,7 +20,7 @@ import cramjam
 import crc32c
 
 from .errors import ProtocolError
-from .varint import put_varint
+from .varint import put_varint, read_uvarint
 from .varint import read_varint as read_varint  # pipeline.segments imports it here
 
 _FORMAT = ">qiibIhiqqqhii"
@@ -316,34 +316,65 @@ class RecordSummary(NamedTuple):
     timestamp: int
     offset_delta: int
     key_length: int  # -1: null key
-    value_length: int  # -1: null value
+    value_length: int  # -1: null value; -2: not read
 
 
-def summarize_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[RecordSummary]:
-    """Timestamps, offset deltas and key/value lengths of every record of the (already
-    checked) batch at ``pos``; decompresses once, copies no record fields."""
+def summarize_records(buf: bytes | bytearray | memoryview, pos: int = 0,
+                      values: bool = False) -> list[RecordSummary]:
+    """Timestamps, offset deltas and key lengths (and, with ``values``, value lengths) of
+    every record of the (already checked) batch at ``pos``; decompresses once and copies
+    no record fields. One-byte varints, most of them, are read inline: this runs for
+    every batch written to a compacted topic."""
     h = parse_batch_header(buf, pos)
-    body: bytes | memoryview = memoryview(buf)[pos + HEADER_SIZE : pos + h.size]
     if h.compression != COMPRESSION_NONE:
-        body = decompress(h.compression, bytes(body))
-    base_ts, append_time = h.base_timestamp, h.log_append_time
+        body = decompress(h.compression, bytes(buf[pos + HEADER_SIZE : pos + h.size]))
+    else:
+        body = bytes(buf[pos + HEADER_SIZE : pos + h.size])
+    base_ts = h.max_timestamp if h.log_append_time else h.base_timestamp
+    fixed_ts = h.log_append_time
+    read = read_uvarint
     out: list[RecordSummary] = []
     p = 0
     n = len(body)
-    for _ in range(h.record_count):
-        length, p = read_varint(body, p)
-        end = p + length
-        if length < 0 or end > n:
-            raise ProtocolError("truncated record")
-        ts_delta, q = read_varint(body, p + 1)  # after the attributes byte
-        off_delta, q = read_varint(body, q)
-        key_len, q = read_varint(body, q)
-        value_len = -1
-        if q + max(key_len, 0) < end:
-            value_len, _q = read_varint(body, q + max(key_len, 0))
-        out.append(RecordSummary(h.max_timestamp if append_time else base_ts + ts_delta,
-                                 off_delta, key_len, value_len))
-        p = end
+    try:
+        for _ in range(h.record_count):
+            v = body[p]
+            if v < 0x80:
+                p += 1
+            else:
+                v, p = read(body, p)
+            end = p + ((v >> 1) ^ -(v & 1))
+            if end > n or end <= p:
+                raise ProtocolError("truncated record")
+            q = p + 1  # after the attributes byte
+            v = body[q]
+            if v < 0x80:
+                q += 1
+            else:
+                v, q = read(body, q)
+            ts_delta = (v >> 1) ^ -(v & 1)
+            v = body[q]
+            if v < 0x80:
+                q += 1
+            else:
+                v, q = read(body, q)
+            off_delta = (v >> 1) ^ -(v & 1)
+            v = body[q]
+            if v < 0x80:
+                q += 1
+            else:
+                v, q = read(body, q)
+            key_len = (v >> 1) ^ -(v & 1)
+            if q + key_len > end:
+                raise ProtocolError("record key overruns its record")
+            value_len = -2
+            if values:
+                value_len, _q = read_varint(body, q + max(key_len, 0))
+            out.append(RecordSummary(base_ts if fixed_ts else base_ts + ts_delta,
+                                     off_delta, key_len, value_len))
+            p = end
+    except IndexError:
+        raise ProtocolError("truncated record") from None
     return out
 
 

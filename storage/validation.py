@@ -84,7 +84,8 @@ def validate_client_batch(batch: memoryview, topic_partition: str, rules: Record
             or (producer_append_time and not create_time)):
         return batch
     try:
-        summaries = summarize_records(batch)
+        # Value lengths only for the message of a producer-stamped LogAppendTime (rare).
+        summaries = summarize_records(batch, values=producer_append_time)
     except ProtocolError as e:
         raise CorruptRecordError(str(e)) from e
     _check_records(summaries, h[BASE_OFFSET], producer_append_time, topic_partition, rules,

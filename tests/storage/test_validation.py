@@ -18,9 +18,14 @@ from kafkalite.protocol.records import (
     build_batch,
     decode_batch,
     iter_records,
+    set_crc,
     summarize_records,
 )
-from kafkalite.storage.errors import InvalidRecordError, RecordValidationError
+from kafkalite.storage.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordValidationError,
+)
 from kafkalite.storage.log import LogConfig, PartitionLog
 from kafkalite.storage.validation import RecordRules, validate_client_batch
 
@@ -135,10 +140,24 @@ def test_topic_compression_type_recompresses(tmp_path: Path, target: int) -> Non
 
 
 def test_summaries_match_decoded_records() -> None:
+    assert summarize_records(build_batch([NewRecord(b"k", b"v", NOW)]))[0].value_length == -2
     recs = [NewRecord(None if i % 3 == 0 else b"k" * i, None if i == 4 else b"v" * i, NOW + i)
             for i in range(10)]
     batch = build_batch(recs, compression=COMPRESSION_LZ4)
-    got = summarize_records(batch)
+    got = summarize_records(batch, values=True)
     assert [(s.timestamp, s.offset_delta, s.key_length, s.value_length) for s in got] == [
         (r.timestamp, i, -1 if r.key is None else len(r.key), -1 if r.value is None
          else len(r.value)) for i, (_h, r) in enumerate(iter_records(batch))]
+
+
+def test_garbage_records_with_a_valid_crc_are_corrupt(tmp_path: Path) -> None:
+    plog = _log(tmp_path, RecordRules(compact=True))
+    batch = bytearray(build_batch(_records([b"a", b"b", b"c"])))
+    # The first record's length, then its key length, pointing past the record.
+    for pos, value in ((61, 0x7F), (65, 0x7E)):
+        bad = bytearray(batch)
+        bad[pos] = value
+        set_crc(bad)
+        with pytest.raises(CorruptRecordError):
+            plog.append(bytes(bad), from_client=True)
+    assert plog.log_end_offset == 0
