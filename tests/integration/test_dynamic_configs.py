@@ -5,6 +5,7 @@ find it again after a restart; ``kafkalite configs`` changes them offline."""
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ from confluent_kafka.admin import (
 )
 
 from kafkalite.broker import cli
+from kafkalite.broker.security.certs import make_certs
+from kafkalite.broker.security.fixture import SecuritySetup
 from kafkalite.broker.testing import BrokerProcess, BrokerThread
 
 from .java_support import compile_java, run_java
@@ -189,3 +192,33 @@ def test_configs_cli_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         rc, _out, err = configs("set", "--data-dir", str(data), "--broker", "1",
                                 "log.retention.ms=1")
         assert rc == 1 and "a broker is running" in err
+
+
+def test_ssl_keystore_rotated_live(make_broker: Callable[..., BrokerThread],
+                                   tmp_path: Path) -> None:
+    broker = make_broker(security=SecuritySetup("SSL"))
+    address = ("127.0.0.1", broker.port)
+    before = ssl.get_server_certificate(address)
+    admin = AdminClient(broker.client().librdkafka())
+    key = "listener.name.ssl.ssl.keystore.location"
+
+    missing = ConfigResource("broker", "1", incremental_configs=[
+        ConfigEntry(key, str(tmp_path / "nope.pem"), incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException, match="Invalid dynamic configuration"):
+        admin.incremental_alter_configs([missing])[missing].result(10)
+    assert ssl.get_server_certificate(address) == before
+
+    rotated = make_certs(tmp_path / "rotated")
+    _set(admin, "1", key, str(rotated.broker_keystore))
+    # New connections get the new certificate; the admin client's own connection goes on.
+    after = ssl.get_server_certificate(address)
+    assert after != before
+    assert ssl.PEM_cert_to_DER_cert(after) == ssl.PEM_cert_to_DER_cert(
+        rotated.broker_cert.read_text().split("-----END CERTIFICATE-----")[0]
+        + "-----END CERTIFICATE-----\n")
+    entry = _describe(admin, "1")[key]
+    assert (entry.value, entry.source) == (str(rotated.broker_keystore),
+                                           ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    # A client trusting only the new CA connects (list_topics raises if it cannot).
+    fresh = AdminClient({**broker.client().librdkafka(), "ssl.ca.location": str(rotated.ca)})
+    assert list(fresh.list_topics(timeout=10).brokers) == [1]
