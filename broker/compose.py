@@ -36,6 +36,7 @@ from .auth import Access
 from .cluster import Cluster
 from .config import Config
 from .dynamic_config import DynamicBrokerConfig, LogDefaults
+from .fetch_session import FetchSessionCache
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.setup import build_security
@@ -131,11 +132,14 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     access = Access(authorizer)
     apis = KafkaApis(access)
     quotas = ClientQuotaStore(config.data_dir)
-    for route in routes(cluster, storage, access, runtime, apis, security, quotas, dynamic):
+    fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
+                                       scheduler.clock.now_ms)
+    for route in routes(cluster, storage, access, runtime, apis, security, quotas, dynamic,
+                        fetch_sessions):
         apis.register(route)
     return Broker(
         config, cluster, storage, runtime, cleaner, apis, scheduler,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
-        security=security, dynamic=dynamic,
+        security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
     )

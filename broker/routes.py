@@ -16,6 +16,7 @@ from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .dynamic_config import DynamicBrokerConfig
+from .fetch_session import FetchSessionCache
 from .handlers import (
     acls,
     api_versions,
@@ -54,12 +55,13 @@ def routes(
     security: SecurityState,
     quotas: ClientQuotaStore,
     dynamic: DynamicBrokerConfig,
+    fetch_sessions: FetchSessionCache,
 ) -> list[Route]:
     group_acl = groups.GroupAcl()
     return [
         # --- data ---------------------------------------------------------------------
         Route(produce.PRODUCE, partial(produce.produce, storage, access), min_version=3),
-        Route(fetch.FETCH, partial(fetch.fetch, storage, access), min_version=4),
+        Route(fetch.FETCH, partial(fetch.fetch, storage, access, fetch_sessions), min_version=4),
         Route(list_offsets.LIST_OFFSETS, partial(list_offsets.list_offsets, storage, access),
               min_version=1),
         Route(list_offsets.DELETE_RECORDS,

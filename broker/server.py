@@ -21,6 +21,7 @@ from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
 from .connection import KafkaConnection
 from .dynamic_config import DynamicBrokerConfig
+from .fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
 from .listener_configs import ConnectionLimitsConfigs, ListenerSecurityMap
 from .security.setup import SecurityState
@@ -53,6 +54,7 @@ class Broker:
         services: Sequence[Service],
         security: SecurityState | None = None,
         dynamic: DynamicBrokerConfig | None = None,
+        fetch_sessions: FetchSessionCache | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -70,6 +72,9 @@ class Broker:
         self.security = security or SecurityState.empty(config.data_dir)
         self.scram = self.security.scram
         self.acls = self.security.acls
+        #: Incremental fetch sessions (KIP-227).
+        self.fetch_sessions = (fetch_sessions if fetch_sessions is not None
+                               else FetchSessionCache(0))
         #: The KIP-226 dynamic broker configs and what applies them.
         self.dynamic = dynamic or DynamicBrokerConfig(config, cluster.node_id, cluster.data_dir)
         self.listener_security = ListenerSecurityMap(config, self.scram)

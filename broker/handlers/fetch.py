@@ -5,9 +5,10 @@ watcher on each partition it reads, and the append that brings enough bytes (or 
 ``max_wait_ms`` timer) completes it. There is no polling loop.
 
 The response is encoded here by hand: its bulk is record bytes that go out as read, and
-kio's general writer costs more than the whole read for large responses. Fetch sessions
-(KIP-227) are not kept: every response carries session id 0, which tells the client to
-send full fetch requests.
+kio's general writer costs more than the whole read for large responses. Incremental fetch
+sessions (KIP-227) live in ``broker/fetch_session.py``: a session's request names only what
+changed, the plan reads every partition of the session, and the response leaves out the
+partitions with nothing new.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ from kafkalite.storage.log import PartitionLog
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
+from ..fetch_session import (
+    CachedPartition,
+    FetchContext,
+    FetchSession,
+    FetchSessionCache,
+    FullFetch,
+    IncrementalFetch,
+    SessionError,
+    new_context,
+    replica_id,
+)
 from ..storage import Storage
 from .leader_epochs import epoch_error
 
@@ -43,7 +55,7 @@ E_NONE: int = ErrorCode.none.value
 E_UNKNOWN_TOPIC: int = ErrorCode.unknown_topic_or_partition.value
 E_UNKNOWN_TOPIC_ID: int = ErrorCode.unknown_topic_id.value
 E_OUT_OF_RANGE: int = ErrorCode.offset_out_of_range.value
-E_SESSION_NOT_FOUND: int = ErrorCode.fetch_session_id_not_found.value
+E_INVALID_EPOCH: int = ErrorCode.invalid_fetch_session_epoch.value
 E_STORAGE: int = ErrorCode.kafka_storage_error.value
 E_TOPIC_AUTHORIZATION: int = ErrorCode.topic_authorization_failed.value
 
@@ -68,11 +80,12 @@ def encode_response(
     topics: list[tuple[str | uuid.UUID, list[PartitionResult]]],
     error: int = E_NONE,
     read_committed: bool = False,
+    session_id: int = 0,
 ) -> bytes:
     flexible = version >= 12
     out: list[bytes] = [_I32.pack(0)]  # throttle_time_ms
     if version >= 7:
-        out.append(_I16.pack(error) + _I32.pack(0))  # error, session id 0
+        out.append(_I16.pack(error) + _I32.pack(session_id))
     out.append(write_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
     # No transactions, so the aborted list is empty (read_committed) or null.
     if read_committed:
@@ -122,11 +135,15 @@ class FetchPlan:
     """What a request asks for, resolved to logs once; ``read()`` may run again on wake."""
 
     def __init__(self, storage: Storage, req: Any, version: int,
-                 may_read: Callable[[str], bool] | None = None) -> None:
+                 may_read: Callable[[str], bool] | None = None,
+                 session: FetchSession | None = None) -> None:
         self.version = version
         self.max_bytes = req.max_bytes if version >= 3 else 0x7FFFFFFF
         self.read_committed = getattr(req, "isolation_level", 0) == 1
         self.topics: list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]] = []
+        if session is not None:
+            self.topics = session_entries(storage, session, version, may_read)
+            return
         catalog = storage.catalog
         logs = storage.logs
         for t in req.topics:
@@ -201,6 +218,86 @@ class FetchPlan:
         return out, total, errored
 
 
+# --- sessions (KIP-227) -----------------------------------------------------------------
+
+
+def session_entries(
+    storage: Storage, session: FetchSession, version: int,
+    may_read: Callable[[str], bool] | None,
+) -> list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]]:
+    """Every partition of ``session`` to read, in session order; partitions of one topic
+    that follow each other form one topic entry (Kafka groups only neighbours too)."""
+    catalog, logs = storage.catalog, storage.logs
+    topics: list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]] = []
+    resolved: dict[str | uuid.UUID, tuple[str | None, int]] = {}
+    last: str | uuid.UUID | None = None
+    entries: list[tuple[_Want, PartitionLog | None, int]] = []
+    for cp in session.partitions.values():
+        key = cp.topic
+        found = resolved.get(key)
+        if found is None:
+            info = catalog.by_id(key) if isinstance(key, uuid.UUID) else catalog.get(key)
+            missing = E_UNKNOWN_TOPIC_ID if version >= 13 else E_UNKNOWN_TOPIC
+            if info is not None and may_read is not None and not may_read(info.name):
+                info, missing = None, E_TOPIC_AUTHORIZATION
+            found = resolved[key] = (info.name if info is not None else None, missing)
+        name, missing = found
+        plog = cp.plog
+        if name is None:
+            plog = None
+        elif plog is None or plog.closed or plog.topic != name:
+            plog = cp.plog = logs.get(name, cp.partition)
+        if key != last or not entries:
+            entries = []
+            topics.append((key, entries))
+            last = key
+        entries.append(((cp.partition, cp.fetch_offset, cp.max_bytes), plog,
+                        E_NONE if plog is not None else missing))
+    return topics
+
+
+def respond(context: FetchContext, plan: FetchPlan,
+            topics: list[tuple[str | uuid.UUID, list[PartitionResult]]]) -> bytes:
+    """The response to a fetch read by ``plan``, as its session context shapes it."""
+    version, committed = plan.version, plan.read_committed
+    if isinstance(context, FullFetch):
+        cached: dict[tuple[str | uuid.UUID, int], CachedPartition] = {}
+        for (key, entries), (_k, results) in zip(plan.topics, topics, strict=True):
+            for ((partition, offset, max_bytes), plog, _err), r in zip(entries, results,
+                                                                        strict=True):
+                cp = CachedPartition(key, partition, offset, max_bytes, plog)
+                cp.high_watermark, cp.log_start = r.high_watermark, r.log_start
+                cached[(key, partition)] = cp
+        sid = context.cache.maybe_create(context.privileged, context.uses_topic_ids, cached)
+        return encode_response(version, topics, read_committed=committed, session_id=sid)
+    if isinstance(context, IncrementalFetch):
+        session = context.session
+        if session.epoch != context.expected_epoch:
+            # Another request of this session came meanwhile (a retry): as Kafka.
+            return encode_response(version, [], E_INVALID_EPOCH, session_id=session.id)
+        parts = session.partitions
+        out: list[tuple[str | uuid.UUID, list[PartitionResult]]] = []
+        moved: list[tuple[str | uuid.UUID, int]] = []
+        for key, results in topics:
+            kept = []
+            for r in results:
+                known = parts.get((key, r.partition))
+                if known is not None and known.must_respond(r.error, r.high_watermark,
+                                                            r.log_start, bool(r.records)):
+                    kept.append(r)
+                    if r.records:
+                        moved.append((key, r.partition))
+            if kept:
+                if out and out[-1][0] == key:
+                    out[-1][1].extend(kept)
+                else:
+                    out.append((key, kept))
+        for k in moved:
+            parts[k] = parts.pop(k)
+        return encode_response(version, out, read_committed=committed, session_id=session.id)
+    return encode_response(version, topics, read_committed=committed)
+
+
 class DelayedFetch:
     """A parked fetch: completes when appends bring ``min_bytes`` or the timer fires."""
 
@@ -241,16 +338,15 @@ class DelayedFetch:
         self.logs = []
 
 
-def fetch(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
+def fetch(storage: Storage, access: Access, sessions: FetchSessionCache, ctx: RequestContext,
+          req: Any) -> Any:
     version = ctx.api_version
-    if version >= 7 and req.session_id != 0:
-        # No session was ever handed out, so an incremental fetch cannot match one.
-        return encode_response(version, [], E_SESSION_NOT_FOUND)
+    context = new_context(sessions, version, req)
+    if isinstance(context, SessionError):
+        return encode_response(version, [], context.error, session_id=context.session_id)
     may_read: Callable[[str], bool] | None = None
     if not access.open:
-        state = getattr(req, "replica_state", None)
-        replica = state.replica_id if state is not None else getattr(req, "replica_id", -1)
-        if replica >= 0:
+        if replica_id(req) >= 0:
             # A follower's fetch needs ClusterAction on the cluster instead (KafkaApis).
             follower = access.permits(ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER,
                                       CLUSTER_NAME)
@@ -258,15 +354,16 @@ def fetch(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> An
         else:
             may_read = lambda topic: access.permits(  # noqa: E731
                 ctx, Operation.READ, ResourceType.TOPIC, topic)
-    plan = FetchPlan(storage, req, version, may_read)
+    plan = FetchPlan(storage, req, version, may_read,
+                     context.session if isinstance(context, IncrementalFetch) else None)
     topics, total, errored = plan.read()
     wait_ms = int(req.max_wait.total_seconds() * 1000)
     if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
-        return encode_response(version, topics, read_committed=plan.read_committed)
+        return respond(context, plan, topics)
 
     def complete() -> bytes:
         again, _n, _e = plan.read()
-        return encode_response(version, again, read_committed=plan.read_committed)
+        return respond(context, plan, again)
 
     parked = DelayedFetch(asyncio.get_running_loop(), plan.logs(), req.min_bytes, total,
                           wait_ms / 1000, complete)

@@ -17,7 +17,8 @@ TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
 @pytest.mark.parametrize("version", range(4, 19))
 @pytest.mark.parametrize("read_committed", [False, True])
-def test_matches_kio(version: int, read_committed: bool) -> None:
+@pytest.mark.parametrize("session_id", [0, 2_000_000_001])
+def test_matches_kio(version: int, read_committed: bool, session_id: int) -> None:
     resp_t = codec(1, version).response_type
     part_t = nested(resp_t, "PartitionData")
     topic_t = nested(resp_t, "FetchableTopicResponse")
@@ -33,7 +34,9 @@ def test_matches_kio(version: int, read_committed: bool) -> None:
     )
     key: str | uuid.UUID = TOPIC_ID if version >= 13 else "topic-a"
     expected = codec(1, version).encode_response(build(
-        resp_t, throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, session_id=0,
+        resp_t, throttle_time=datetime.timedelta(0), error_code=ErrorCode.none,
+        session_id=session_id,
         responses=(build(topic_t, topic="topic-a", topic_id=TOPIC_ID, partitions=parts),),
     ))
-    assert encode_response(version, [(key, rows)], read_committed=read_committed) == expected
+    assert encode_response(version, [(key, rows)], read_committed=read_committed,
+                           session_id=session_id) == expected
