@@ -46,6 +46,8 @@ E_SESSION_TOPIC_ID: int = ErrorCode.fetch_session_topic_id_error.value
 
 #: A topic as the request names it: its name (Fetch < v13) or its id (v13+).
 TopicKey = str | uuid.UUID
+#: A partition a request names: topic, partition, fetch offset, max bytes, leader epoch.
+Wanted = tuple[TopicKey, int, int, int, int]
 
 
 def next_epoch(epoch: int) -> int:
@@ -59,15 +61,17 @@ class CachedPartition:
     """What a session remembers of one partition: the request's offset and limit, and the
     high watermark and log start offset last sent (-1: send it next time)."""
 
-    __slots__ = ("fetch_offset", "high_watermark", "log_start", "max_bytes", "partition",
-                 "plog", "topic")
+    __slots__ = ("fetch_offset", "high_watermark", "leader_epoch", "log_start", "max_bytes",
+                 "partition", "plog", "topic")
 
     def __init__(self, topic: TopicKey, partition: int, fetch_offset: int, max_bytes: int,
-                 plog: PartitionLog | None = None) -> None:
+                 plog: PartitionLog | None = None, leader_epoch: int = -1) -> None:
         self.topic = topic
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.max_bytes = max_bytes
+        #: The client's current leader epoch (-1: none), checked on every read (KIP-320).
+        self.leader_epoch = leader_epoch
         self.high_watermark = -1
         self.log_start = -1
         self.plog = plog
@@ -101,16 +105,17 @@ class FetchSession:
     #: partition gets its turn under the response size limit.
     partitions: dict[tuple[TopicKey, int], CachedPartition]
 
-    def update(self, wanted: Iterable[tuple[TopicKey, int, int, int]],
-               forgotten: Iterable[tuple[TopicKey, int]]) -> None:
+    def update(self, wanted: Iterable[Wanted], forgotten: Iterable[tuple[TopicKey, int]]) -> None:
         """Add or update the partitions a request names, drop the forgotten ones."""
         parts = self.partitions
-        for topic, partition, offset, max_bytes in wanted:
+        for topic, partition, offset, max_bytes, epoch in wanted:
             cached = parts.get((topic, partition))
             if cached is None:
-                parts[(topic, partition)] = CachedPartition(topic, partition, offset, max_bytes)
+                parts[(topic, partition)] = CachedPartition(topic, partition, offset, max_bytes,
+                                                            leader_epoch=epoch)
             else:
                 cached.fetch_offset, cached.max_bytes = offset, max_bytes
+                cached.leader_epoch = epoch
         for key in forgotten:
             parts.pop(key, None)
 
@@ -221,6 +226,8 @@ class FullFetch:
     cache: FetchSessionCache
     privileged: bool
     uses_topic_ids: bool
+    #: The request's current leader epochs, kept in the session (Fetch v9+).
+    leader_epochs: dict[tuple[TopicKey, int], int]
 
 
 @dataclass(slots=True)
@@ -235,12 +242,13 @@ class IncrementalFetch:
 FetchContext = SessionError | Sessionless | FullFetch | IncrementalFetch
 
 
-def _wanted(req: Any, by_id: bool) -> list[tuple[TopicKey, int, int, int]]:
+def _wanted(req: Any, by_id: bool) -> list[Wanted]:
     out = []
     for t in req.topics:
         key: TopicKey = t.topic_id if by_id else t.topic
         for p in t.partitions:
-            out.append((key, p.partition, p.fetch_offset, p.partition_max_bytes))
+            out.append((key, p.partition, p.fetch_offset, p.partition_max_bytes,
+                        getattr(p, "current_leader_epoch", -1)))
     return out
 
 
@@ -271,7 +279,8 @@ def new_context(cache: FetchSessionCache, version: int, req: Any) -> FetchContex
             cache.stats.sessionless += 1
             return Sessionless()
         cache.stats.full += 1
-        return FullFetch(cache, replica_id(req) >= 0, version >= 13)
+        epochs = {(w[0], w[1]): w[4] for w in _wanted(req, version >= 13) if w[4] >= 0}
+        return FullFetch(cache, replica_id(req) >= 0, version >= 13, epochs)
     session = cache.get(sid)
     if session is None:
         return SessionError(E_SESSION_NOT_FOUND)

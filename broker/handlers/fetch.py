@@ -247,12 +247,16 @@ def session_entries(
             plog = None
         elif plog is None or plog.closed or plog.topic != name:
             plog = cp.plog = logs.get(name, cp.partition)
+        err = E_NONE if plog is not None else missing
+        if plog is not None and version >= 9:
+            err = epoch_error(plog, cp.leader_epoch).value
+            if err != E_NONE:
+                plog = None
         if key != last or not entries:
             entries = []
             topics.append((key, entries))
             last = key
-        entries.append(((cp.partition, cp.fetch_offset, cp.max_bytes), plog,
-                        E_NONE if plog is not None else missing))
+        entries.append(((cp.partition, cp.fetch_offset, cp.max_bytes), plog, err))
     return topics
 
 
@@ -265,7 +269,8 @@ def respond(context: FetchContext, plan: FetchPlan,
         for (key, entries), (_k, results) in zip(plan.topics, topics, strict=True):
             for ((partition, offset, max_bytes), plog, _err), r in zip(entries, results,
                                                                         strict=True):
-                cp = CachedPartition(key, partition, offset, max_bytes, plog)
+                cp = CachedPartition(key, partition, offset, max_bytes, plog,
+                                     context.leader_epochs.get((key, partition), -1))
                 cp.high_watermark, cp.log_start = r.high_watermark, r.log_start
                 cached[(key, partition)] = cp
         sid = context.cache.maybe_create(context.privileged, context.uses_topic_ids, cached)

@@ -21,13 +21,14 @@ FETCH = 1
 
 
 def fetch12(session_id: int, epoch: int, parts: dict[int, int] | None = None,
-            forgotten: tuple[int, ...] = (), topic: str = "t") -> f12.FetchRequest:
+            forgotten: tuple[int, ...] = (), topic: str = "t",
+            leader_epoch: int = -1) -> f12.FetchRequest:
     """A Fetch v12 request for ``parts`` (partition -> fetch offset) of ``topic``."""
     return f12.FetchRequest(  # type: ignore[call-arg]
         cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,  # type: ignore[arg-type]
         max_bytes=1 << 20, isolation_level=0, session_id=session_id, session_epoch=epoch,  # type: ignore[arg-type]
         topics=(f12.FetchTopic(topic=topic, partitions=tuple(  # type: ignore[arg-type]
-            f12.FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=o,  # type: ignore[arg-type]
+            f12.FetchPartition(partition=p, current_leader_epoch=leader_epoch, fetch_offset=o,  # type: ignore[arg-type]
                                last_fetched_epoch=-1, log_start_offset=-1,
                                partition_max_bytes=1 << 16)
             for p, o in (parts or {}).items())),) if parts else (),
@@ -109,6 +110,21 @@ async def test_session_errors(handlers: Handlers) -> None:
     assert resp.error_code == ErrorCode.fetch_session_topic_id_error
     # The right epoch still works after the errors.
     assert (await handlers.call(FETCH, 12, fetch12(sid, 1))).error_code == ErrorCode.none
+
+
+async def test_sessions_keep_the_clients_leader_epoch(handlers: Handlers) -> None:
+    await _setup(handlers, 1)
+    plog = handlers.broker.logs.get("t", 0)
+    assert plog is not None
+    ahead = plog.leader_epoch + 1
+    full = await handlers.call(FETCH, 12, fetch12(0, 0, {0: 0}, leader_epoch=ahead))
+    assert shape(full) == {0: (ErrorCode.unknown_leader_epoch, 0)}
+    # Not named again, the partition is read with the epoch the session remembers.
+    resp = await handlers.call(FETCH, 12, fetch12(full.session_id, 1))
+    assert shape(resp) == {0: (ErrorCode.unknown_leader_epoch, 0)}
+    resp = await handlers.call(FETCH, 12, fetch12(full.session_id, 2, {0: 0},
+                                                  leader_epoch=plog.leader_epoch))
+    assert shape(resp) == {0: (0, 0)}
 
 
 async def test_topic_id_sessions(handlers: Handlers) -> None:
