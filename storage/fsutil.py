@@ -61,7 +61,9 @@ class DirLock:
 
     @staticmethod
     def held_elsewhere(directory: Path) -> bool:
-        """Whether another process holds the lock (without taking it)."""
+        """Whether another process holds the lock (without keeping it). For processes
+        without a broker of their own: closing the probe's descriptor would drop this
+        process's own lock on the file (POSIX record-lock semantics)."""
         import fcntl
 
         path = directory / LOCK_FILE

@@ -8,8 +8,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 
 from kafkalite.broker.testing import BrokerThread
 from kafkalite.protocol.records import COMPRESSION_ZSTD, iter_batch_headers, iter_records
@@ -123,14 +130,12 @@ def test_deprecated_topic_configs_accepted_and_described(broker: BrokerThread) -
     cfg = admin.describe_configs([res])[res].result(10)
     assert cfg["message.format.version"].value == "2.8"
     assert cfg["message.downconversion.enable"].value == "false"
-    alter = ConfigResource("topic", "old", set_config={"message.format.version": "3.0-IV1"})
-    admin.alter_configs([alter])[alter].result(10)
+    alter = ConfigResource("topic", "old", incremental_configs=[ConfigEntry(
+        "message.format.version", "3.0-IV1", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([alter])[alter].result(10)
     assert admin.describe_configs([res])[res].result(10)[
         "message.format.version"].value == "3.0-IV1"
-    bad = ConfigResource("topic", "old", set_config={"message.format.version": "9.9"})
-    try:
-        admin.alter_configs([bad])[bad].result(10)
-    except Exception as e:
-        assert "Version 9.9 is not a valid version" in str(e)
-    else:
-        raise AssertionError("an unknown message.format.version was accepted")
+    bad = ConfigResource("topic", "old", incremental_configs=[ConfigEntry(
+        "message.format.version", "9.9", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException, match=r"Version 9\.9 is not a valid version"):
+        admin.incremental_alter_configs([bad])[bad].result(10)
