@@ -24,7 +24,7 @@ import structlog
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.framing import FrameDecoder
 
-from .apis import KafkaApis
+from .apis import FaultClose, KafkaApis
 from .limits import ConnectionQuotas, Limits
 from .security.authenticator import FORWARD, Close, SaslAuthenticator
 from .security.principal_rules import NoMatchingRule
@@ -187,6 +187,9 @@ class KafkaConnection(asyncio.Protocol):
             except ProtocolError as e:
                 self._abort(str(e))
                 return
+            except FaultClose as e:
+                self._fault_close(e, out)
+                return
             except Exception as e:  # a decoding bug must cost one connection, not the server
                 log.exception("connection.request_failed", connection=self.connection_id)
                 self._abort(f"{type(e).__name__}: {e}")
@@ -306,6 +309,23 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
+
+    def _fault_close(self, e: FaultClose, out: list[bytes]) -> None:
+        """A fault rule closes the connection: the answers ready before this request go
+        out first, as they would have left a real broker already."""
+        log.info("connection.closed_by_fault", peer=f"{self.peer_host}:{self.peer_port}",
+                 connection=self.connection_id, rule=e.rule.id, action=e.rule.action.value)
+        self.closed = True
+        transport = self.transport
+        assert transport is not None
+        ready = [*out]
+        for item in self._pending:
+            if not isinstance(item, bytes):
+                break
+            ready.append(item)
+        if ready:
+            transport.write(b"".join(ready))
+        transport.close()
 
     def abort_idle(self, reason: str) -> None:
         """Close for a limit the client ran into (idle, a request never completed)."""

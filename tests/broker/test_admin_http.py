@@ -8,13 +8,13 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 
-from kafkalite.broker.control import HostPort, attach, parse_admin_listener, start_admin
+from kafkalite.broker.control import HostPort, parse_admin_listener
 from kafkalite.broker.testing import BrokerThread
 
 
@@ -31,17 +31,13 @@ def call(url: str, method: str = "GET", body: Any = None, raw: bytes | None = No
 
 
 @pytest.fixture
-def admin(broker: BrokerThread) -> Iterator[str]:
-    b = broker.broker
-    assert b is not None
-    if getattr(b, "admin", None) is None:
-        def setup() -> Any:
-            if getattr(b, "faults", None) is None:
-                attach(b, b.coordinator.now, manual=False)
-            return start_admin(b, HostPort("127.0.0.1", 0))
+def broker(make_broker: Callable[..., BrokerThread]) -> BrokerThread:
+    return make_broker(admin=True)
 
-        broker.call(setup)
-    yield b.admin.url
+
+@pytest.fixture
+def admin(broker: BrokerThread) -> str:
+    return broker.admin_url
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -98,7 +94,9 @@ def test_fault_rules_over_http(admin: str) -> None:
     ("GET", "/api/v1/topics/nope", None, 404, "unknown topic 'nope'"),
     ("GET", "/api/v1/groups/nope", None, 404, "unknown group 'nope'"),
     ("GET", "/api/v1/nothing", None, 404, "no such endpoint"),
-    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "--manual-clock"),
+    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "manual clock is not available"),
+    ("POST", "/api/v1/scenarios/rebalance", {"group_id": "g"}, 404, "not available"),
+    ("POST", "/api/v1/faults/1", None, 405, "Method Not Allowed"),
     ("POST", "/api/v1/clock/advance", {"ms": "ten"}, 400, "ms must be an integer"),
 ])
 def test_bad_input_gets_a_clear_4xx(broker: BrokerThread, admin: str, method: str, path: str,
@@ -151,7 +149,7 @@ def test_ctl_fault_add_list_clear(admin: str) -> None:
     assert cleared.stdout.strip() == "removed 1 rule"
     assert ctl(admin, "fault", "list").stdout.strip() == "no fault rules"
     refused = ctl(admin, "clock", "advance", "45s")
-    assert refused.returncode == 1 and "--manual-clock" in refused.stderr
+    assert refused.returncode == 1 and "manual clock is not available" in refused.stderr
 
 
 def test_ctl_says_when_the_broker_is_unreachable() -> None:
