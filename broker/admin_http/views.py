@@ -221,18 +221,31 @@ class BrokerView:
             "group_id": g.group_id, "state": state_name(g), "generation": g.generation,
             "protocol_type": g.protocol_type, "protocol": g.protocol_name,
             "leader": g.leader_id, "partition": g.partition, "now_ms": now,
-            "members": members, "lag": self.lag(g.group_id),
+            "members": members, "lag": self.lag(g.group_id, members),
             "history": self.history(g.group_id, g.partition),
         }
 
-    def lag(self, group_id: str) -> list[dict[str, Any]]:
+    def lag(self, group_id: str, members: list[dict[str, Any]] | None = None
+            ) -> list[dict[str, Any]]:
+        """Per partition the group commits to or is assigned: committed offset, log end
+        offset, lag (None without a commit, as kafka-consumer-groups shows "-") and the
+        member that owns it."""
+        owners: dict[tuple[str, int], str] = {}
+        for m in members or ():
+            for a in m["assignment"]:
+                for p in a.get("partitions", ()):
+                    owners[(a["topic"], p)] = m["client_id"]
+        committed = self.runtime.core.offsets.offsets(group_id)
         out = []
-        for (topic, p), committed in sorted(self.runtime.core.offsets.offsets(group_id).items()):
+        for topic, p in sorted(set(committed) | set(owners)):
             plog = self.storage.logs.get(topic, p)
             end = plog.high_watermark if plog is not None else None
-            out.append({"topic": topic, "partition": p, "committed": committed.offset,
-                        "log_end_offset": end,
-                        "lag": None if end is None else max(end - committed.offset, 0)})
+            found = committed.get((topic, p))
+            offset = found.offset if found is not None else None
+            out.append({"topic": topic, "partition": p, "committed": offset,
+                        "log_end_offset": end, "owner": owners.get((topic, p)),
+                        "lag": None if end is None or offset is None
+                        else max(end - offset, 0)})
         return out
 
     def history(self, group_id: str, partition: int) -> list[dict[str, Any]]:
