@@ -16,7 +16,7 @@ from kafkalite.protocol.client import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import NewRecord, build_batch
 
-PRODUCE, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS = 0, 12, 8, 9, 19
+PRODUCE, HEARTBEAT, OFFSET_COMMIT, CREATE_TOPICS, FIND_COORDINATOR = 0, 12, 8, 19, 10
 
 
 def heartbeat(conn: RawConnection, group: str = "g") -> ErrorCode:
@@ -177,3 +177,21 @@ def test_context_manager_removes_its_rule_even_on_failure(broker: BrokerThread) 
         assert [r.id for r in broker.faults.rules()] == [rule.id]
         raise RuntimeError("the test body failed")
     assert broker.faults.rules() == []
+
+
+def test_group_rules_reach_requests_that_name_groups_elsewhere(broker: BrokerThread) -> None:
+    """FindCoordinator names its group in a key list, not a group_id field."""
+    conn = RawConnection(broker.bootstrap)
+    v = conn.version(FIND_COORDINATOR, 6)
+    assert v >= 4
+
+    def find(key: str) -> ErrorCode:
+        resp = conn.call(request(FIND_COORDINATOR, v, key_type=0, coordinator_keys=(key,)))
+        (coordinator,) = resp.coordinators
+        assert coordinator.key == key
+        return ErrorCode(coordinator.error_code)
+
+    broker.faults.add("FindCoordinator", error="COORDINATOR_NOT_AVAILABLE", group_id="g")
+    assert find("g") is ErrorCode.coordinator_not_available
+    assert find("h") is ErrorCode.none
+    conn.close()
