@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.broker.control import HostPort, parse_admin_listener
 from kafkalite.broker.testing import BrokerThread
@@ -64,6 +65,45 @@ def test_topics_partitions_and_messages(broker: BrokerThread, admin: str) -> Non
                                                        "json": 1}}]
     status, cluster = call(f"{admin}/api/v1/cluster")
     assert cluster["bootstrap"] == broker.bootstrap
+
+
+def test_groups_with_members_deadlines_lag_and_history(broker: BrokerThread,
+                                                       admin: str) -> None:
+    produce(broker.bootstrap, "orders", [b"a", b"b", b"c"])
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g1",
+                  "client.id": "reader", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000,
+                  "heartbeat.interval.ms": 200})
+    try:
+        c.subscribe(["orders"])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 3 and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            got += m is not None and m.error() is None
+        assert got == 3
+        c.commit(offsets=[TopicPartition("orders", 0, 2)], asynchronous=False)
+        status, listing = call(f"{admin}/api/v1/groups")
+        assert status == 200
+        assert [(g["group_id"], g["state"], g["members"]) for g in listing["groups"]] == \
+            [("g1", "Stable", 1)]
+        status, g = call(f"{admin}/api/v1/groups/g1")
+        assert status == 200 and g["protocol_type"] == "consumer"
+        (member,) = g["members"]
+        assert member["client_id"] == "reader" and member["leader"]
+        assert member["assignment"] == [{"topic": "orders", "partitions": [0]}]
+        assert g["now_ms"] < member["session_deadline_ms"] <= g["now_ms"] + 6000
+        assert 0 <= member["since_heartbeat_ms"] <= 6000
+        assert g["lag"] == [{"topic": "orders", "partition": 0, "committed": 2,
+                             "log_end_offset": 3, "lag": 1, "owner": "reader"}]
+        assert g["history"][0]["generation"] == g["generation"]
+        assert g["history"][0]["members"] == [member["member_id"]]
+    finally:
+        c.close()
+    status, g = call(f"{admin}/api/v1/groups/g1")
+    assert (g["state"], g["members"]) == ("Empty", [])
+    # Newest first: the group emptied after its last generation.
+    assert g["history"][0]["generation"] > g["history"][1]["generation"]
 
 
 def test_fault_rules_over_http(admin: str) -> None:
