@@ -73,6 +73,9 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._reading_paused = False
         self.last_active = time.monotonic()
+        #: When the read that brought the frames being served arrived (request times
+        #: for /metrics run from here, as Kafka's from a request's arrival).
+        self.received_at = self.last_active
         self.partial_since: float | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------
@@ -129,7 +132,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.clear()
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = now = time.monotonic()
+        self.last_active = self.received_at = now = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as e:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 #: Upper bounds (ms) of the request time histogram buckets.
 BUCKETS_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500,
                                  1000, 2500, 5000, 10000, 30000)
+#: The same in seconds, what the request path measures in (floats throughout: comparing
+#: a float with an int costs more).
+BUCKETS_S: tuple[float, ...] = tuple(b / 1000 for b in BUCKETS_MS)
+FIRST_BUCKET_S = BUCKETS_S[0]
 
 #: Group states in the order Kafka's GroupMetadataManager gauges name them.
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
@@ -40,20 +44,24 @@ class GroupRow(NamedTuple):
 
 
 class ApiStats:
-    """One API's requests: count, total time and the time histogram."""
+    """One API's requests: the time histogram's buckets and the total time. The count is
+    the buckets' sum, so the request path does two updates per request."""
 
-    __slots__ = ("api_key", "buckets", "count", "sum_ms")
+    __slots__ = ("api_key", "buckets", "sum_s")
 
     def __init__(self, api_key: int) -> None:
         self.api_key = api_key
-        self.count = 0
-        self.sum_ms = 0.0
-        self.buckets = [0] * (len(BUCKETS_MS) + 1)
+        self.sum_s = 0.0
+        self.buckets = [0] * (len(BUCKETS_S) + 1)
 
-    def observe(self, ms: float) -> None:
-        self.count += 1
-        self.sum_ms += ms
-        self.buckets[bisect_left(BUCKETS_MS, ms)] += 1
+    def observe(self, seconds: float) -> None:
+        self.sum_s += seconds
+        # Most requests (heartbeats) answer within the first bucket: skip the search.
+        self.buckets[0 if seconds <= FIRST_BUCKET_S else bisect_left(BUCKETS_S, seconds)] += 1
+
+    @property
+    def count(self) -> int:
+        return sum(self.buckets)
 
 
 class BrokerMetrics:
@@ -153,17 +161,18 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
         "RequestMetrics TotalTimeMs); request=\"Heartbeat\" is the heartbeat latency",
         labels=["request"])
     for key, a in sorted(m.apis.items()):
-        if not a.count:
+        count = a.count
+        if not count:
             continue
         name = api_display_name(key)
-        reqs.add_metric([name], a.count)
+        reqs.add_metric([name], count)
         cumulative = 0
         buckets: list[tuple[str, float]] = []
         for bound, n in zip((*BUCKETS_MS, float("inf")), a.buckets, strict=True):
             cumulative += n
             buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)),
                             cumulative))
-        hist.add_metric([name], buckets, a.sum_ms)
+        hist.add_metric([name], buckets, a.sum_s * 1000)
     yield reqs
     yield hist
     fired = CounterMetricFamily(
