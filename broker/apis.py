@@ -205,9 +205,9 @@ class KafkaApis:
         # The fault check, inline: one dict lookup unless a rule names this API, a few
         # more unless one names this request's client, principal or group.
         fi = self.faults.index.get(api_key)
-        if fi is not None and (fi.open or header.client_id in fi.by_client
-                               or ctx.principal in fi.by_principal
-                               or getattr(request, "group_id", None) in fi.groups):
+        if fi is not None and (fi.open or header.client_id in (names := fi.names)
+                               or ctx.principal in names
+                               or getattr(request, "group_id", None) in names):
             rule = self.faults.match(api_key, api_version, header.client_id, ctx.principal,
                                      request)
             if rule is not None:

@@ -196,7 +196,7 @@ class KeyIndex:
     A request looks up only its own group, client id and principal, so rules that name
     others cost a dict lookup each, however many there are."""
 
-    __slots__ = ("by_client", "by_group", "by_principal", "by_topic", "groups", "open", "rest")
+    __slots__ = ("by_client", "by_group", "by_principal", "by_topic", "names", "open", "rest")
 
     def __init__(self) -> None:
         self.by_group: dict[str, list[FaultRule]] = {}
@@ -207,15 +207,16 @@ class KeyIndex:
         #: Rules that every request must be checked against (topic rules need the
         #: request's topics, the rest name nothing to look up).
         self.open = False
-        #: The groups rules name, plus None when there are any: dispatch's quick test
-        #: ``getattr(request, "group_id", None) in groups`` then also passes requests
-        #: that name groups elsewhere (FindCoordinator, DescribeGroups) on to ``match``.
-        self.groups: frozenset[str | None] = frozenset()
+        #: Every group, client id and principal a rule names, plus None when a rule
+        #: names a group: dispatch's quick test (is the request's client id, principal
+        #: or ``group_id`` attribute in here?) then also passes requests that name
+        #: groups elsewhere (FindCoordinator, DescribeGroups) on to ``match``. A name
+        #: found under the wrong kind only costs a full ``match``.
+        self.names: frozenset[str | None] = frozenset()
 
     def add(self, rule: FaultRule) -> None:
         if rule.group_id is not None:
             self.by_group.setdefault(rule.group_id, []).append(rule)
-            self.groups = frozenset((*self.by_group, None))
         elif rule.client_id is not None:
             self.by_client.setdefault(rule.client_id, []).append(rule)
         elif rule.principal is not None:
@@ -226,6 +227,13 @@ class KeyIndex:
         else:
             self.rest.append(rule)
             self.open = True
+
+    def seal(self) -> None:
+        """Compute ``names`` once every rule is in."""
+        names: set[str | None] = {*self.by_group, *self.by_client, *self.by_principal}
+        if self.by_group:
+            names.add(None)
+        self.names = frozenset(names)
 
     def candidates(self, client_id: str | None, principal: str, request: Any
                    ) -> list[FaultRule]:
@@ -419,6 +427,8 @@ class FaultRules:
             if ki is None:
                 ki = index[rule.api_key] = KeyIndex()
             ki.add(rule)
+        for ki in index.values():
+            ki.seal()
         self.index = index
 
     # --- the dispatch path ----------------------------------------------------------------
