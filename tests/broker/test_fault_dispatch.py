@@ -157,6 +157,10 @@ def test_rules_match_client_id_and_principal(broker: BrokerThread) -> None:
                                     ErrorCode.coordinator_not_available)
     assert broker.faults.clear() == 2
     assert heartbeat(mine) is not ErrorCode.not_coordinator
+    # A plaintext listener's clients are User:ANONYMOUS, as in Kafka.
+    broker.faults.add("Heartbeat", error="COORDINATOR_NOT_AVAILABLE",
+                      principal="User:ANONYMOUS", count=1)
+    assert heartbeat(other) is ErrorCode.coordinator_not_available
     mine.close()
     other.close()
 
