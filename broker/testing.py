@@ -256,8 +256,8 @@ class BrokerThread:
         """Stop and start again on the same data directory (and, by default, the same port)."""
         assert self.broker is not None
         bound = [f"{b.name}://127.0.0.1:{b.port}" for b in self.broker.listeners]
-        self.stop()
         admin = self.broker.admin
+        self.stop()
         if keep_port:
             self.overrides["listeners"] = ",".join(bound)
             if admin is not None:

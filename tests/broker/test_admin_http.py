@@ -195,3 +195,9 @@ def test_ctl_fault_add_list_clear(admin: str) -> None:
 def test_ctl_says_when_the_broker_is_unreachable() -> None:
     out = ctl("http://127.0.0.1:9", "fault", "list")
     assert out.returncode == 1 and "cannot reach the admin listener" in out.stderr
+
+
+def test_restart_keeps_the_admin_listener_address(broker: BrokerThread, admin: str) -> None:
+    broker.restart()
+    assert broker.admin_url == admin
+    assert call(f"{admin}/api/v1/cluster")[1]["bootstrap"] == broker.bootstrap
