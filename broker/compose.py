@@ -183,6 +183,6 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
-        faults=control.faults, metrics=control.metrics, clock=control.clock,
+        faults=control.faults, metrics=control.metrics, clock_control=control.clock,
         admin=control.admin,
     )

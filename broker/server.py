@@ -76,7 +76,7 @@ class Broker:
         *,
         faults: FaultRules,
         metrics: BrokerMetrics,
-        clock: ClockControl,
+        clock_control: ClockControl,
         admin: AdminListener | None = None,
     ) -> None:
         self.config = config
@@ -94,8 +94,8 @@ class Broker:
         self.faults = faults
         #: What ``/metrics`` shows; dispatch and the data handlers bump it.
         self.metrics = metrics
-        #: The broker's clock as the admin API and the fixtures see it.
-        self.clock = clock
+        #: The broker's clock (``scheduler.clock``) as the admin API and the fixtures see it.
+        self.clock_control = clock_control
         #: The admin HTTP listener (``admin.listener``); None when it is off.
         self.admin = admin
         self._services = tuple(services)
