@@ -10,7 +10,9 @@ OffsetCommit).
    listener; one raw connection joins a group (JoinGroup, SyncGroup as leader), then
    sends ``--heartbeats`` valid Heartbeats pipelined (window 64), alternately with no
    rules and with the 100 rules (added and cleared over the admin HTTP API), ``--rounds``
-   times each; the broker's CPU per heartbeat from its process times (psutil).
+   times each; the broker's CPU per heartbeat from its process times (psutil), and from
+   it the heartbeats one broker CPU-second serves (the client shares the machine, so
+   this, not the wall-clock rate, is what compares across rounds).
 2. Dispatch CPU per Heartbeat: the broker in this process's background thread serves one
    member's Heartbeat frame through its dispatch ``--heartbeats`` times on its own loop,
    timed with the loop thread's CPU clock, alternately with no rules and with the 100
@@ -179,12 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         for name, rows in rates.items():
             per_s = [r for r, _c in rows]
             cpu = [c for _r, c in rows]
-            best[name] = max(per_s)
+            # The rate one free core would give: the client shares the machine.
+            best[name] = 1e6 / statistics.median(cpu)
             print(f"  {name:<10} best {max(per_s):9.0f}/s  "
                   f"median {statistics.median(per_s):9.0f}/s  "
-                  f"broker CPU {min(cpu):5.2f}-{max(cpu):5.2f} us/heartbeat")
+                  f"broker CPU {min(cpu):5.2f}-{max(cpu):5.2f} us/heartbeat "
+                  f"(median {statistics.median(cpu):5.2f}: {best[name]:7.0f} per CPU-second)")
         change = (best["100 rules"] / best["no rules"] - 1) * 100
-        print(f"  100 rules vs none (best): {change:+.1f}%")
+        print(f"  100 rules vs none, heartbeats per broker CPU-second: {change:+.1f}%")
         plain, ruled = dispatch_cpu(base, args.heartbeats, args.rounds)
         print("Heartbeat dispatch CPU per request (best of rounds)")
         print(f"  no rules   {plain:6.2f} us")
