@@ -220,16 +220,16 @@ class KafkaApis:
         except Exception:
             log.exception("handler.failed", api=codecs.API_NAMES.get(api_key), version=api_version)
             result = error_response(c.response_type, ErrorCode.unknown_server_error)
-        out = self._finish(c, correlation_id, result)
-        if type(out) is bytes:
-            # ApiStats.observe inlined: this is the heartbeat path.
+        if type(result) is bytes:
+            # The heartbeat path (a hand-encoded body): _finish and ApiStats.observe inlined.
+            out = self._frame(c, correlation_id, result)
             elapsed = monotonic() - t0
             stats = reg.stats
             stats.sum_s += elapsed
             stats.buckets[0 if elapsed <= FIRST_BUCKET_S
                           else bisect_left(BUCKETS_S, elapsed)] += 1
             return out
-        return self._observed(reg.stats, t0, out)
+        return self._observed(reg.stats, t0, self._finish(c, correlation_id, result))
 
     def _run(self, c: codecs.ApiCodec, reg: Registration, ctx: RequestContext,
              request: Any) -> Any:
