@@ -9,15 +9,20 @@ bound by ``functools.partial``) returning one of:
 - ``NO_RESPONSE`` (Produce with acks=0).
 
 Every request passes one authorization check, built from the registration's ``acl``
-function, before its handler runs.
+function, before its handler runs; then the fault rules (``faults.py``) may answer it
+instead of the handler, or delay, drop or close around it. Each request is counted and
+timed per API for ``/metrics``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
+from time import monotonic
 from typing import Any
 
 import structlog
@@ -36,6 +41,9 @@ from kafkalite.protocol.headers import (
 
 from .auth import DENIED_ERROR, Access, Action, Authorizer
 from .context import Peer, RequestContext
+from .fault_responses import fault_response
+from .faults import FaultAction, FaultRule, FaultRules, api_display_name
+from .metrics import BUCKETS_S, FIRST_BUCKET_S, ApiStats, BrokerMetrics
 
 log = structlog.get_logger("kafkalite.apis")
 
@@ -50,6 +58,16 @@ class _NoResponse:
 
 
 NO_RESPONSE: Any = _NoResponse()
+
+_PRODUCE = 0
+
+
+class FaultClose(Exception):
+    """A fault rule closes the request's connection (raised out of ``handle``)."""
+
+    def __init__(self, rule: FaultRule) -> None:
+        super().__init__(f"fault rule {rule.id}: {rule.action.value}")
+        self.rule = rule
 
 Handler = Callable[[RequestContext, Any], Any]
 AclFn = Callable[[Any], Iterable[Action]]
@@ -74,14 +92,18 @@ class Registration:
     max_version: int
     handler: Handler
     acl: AclFn | None
+    stats: ApiStats
 
 
 _Entry = tuple[codecs.ApiCodec, Registration]
 
 
 class KafkaApis:
-    def __init__(self, access: Access | None = None) -> None:
+    def __init__(self, access: Access | None = None, faults: FaultRules | None = None,
+                 metrics: BrokerMetrics | None = None) -> None:
         self.access = access or Access()
+        self.faults = faults if faults is not None else FaultRules()
+        self.metrics = metrics if metrics is not None else BrokerMetrics()
         self._handlers: dict[int, Registration] = {}
         self._fast: dict[tuple[int, int], _Entry] = {}
 
@@ -103,7 +125,7 @@ class KafkaApis:
         if route.api_key in self._handlers:
             raise ValueError(f"api key {route.api_key} registered twice")
         self._handlers[route.api_key] = Registration(route.api_key, lo, hi, route.handler,
-                                                     route.acl)
+                                                     route.acl, self.metrics.api(route.api_key))
         self._fast.clear()
 
     def supported(self) -> list[tuple[int, int, int]]:
@@ -125,8 +147,11 @@ class KafkaApis:
     def handle(self, conn: Peer, frame: bytes) -> Any:
         """Serve one request frame. Returns response frame bytes, a Future of them, or None.
 
-        Raises ``ProtocolError`` for input that must close the connection.
+        Raises ``ProtocolError`` for input that must close the connection, and
+        ``FaultClose`` when a fault rule closes it.
         """
+        # Request times run from the read that brought the frame: one clock call less.
+        t0 = conn.received_at
         # The header is parsed inline: this runs for every frame (heartbeats included).
         if len(frame) < 10:
             peek_api(frame)  # raises the protocol error
@@ -175,19 +200,104 @@ class KafkaApis:
                         resource=action.resource_type.value,
                         name=action.name,
                     )
-                    return self._frame(c, correlation_id, error_response(
-                        c.response_type, DENIED_ERROR[action.resource_type]
-                    ))
+                    return self._observed(reg.stats, t0, self._frame(c, correlation_id,
+                        error_response(c.response_type, DENIED_ERROR[action.resource_type])))
+        # The fault check, inline: one dict lookup unless a rule names this API, a few
+        # more unless one names this request's client, principal or group.
+        fi = self.faults.index.get(api_key)
+        if fi is not None and (fi.open or header.client_id in (names := fi.names)
+                               or ctx.principal in names
+                               or getattr(request, "group_id", None) in names):
+            rule = self.faults.match(api_key, api_version, header.client_id, ctx.principal,
+                                     request)
+            if rule is not None:
+                return self._observed(reg.stats, t0,
+                                      self._fault(rule, c, reg, ctx, request))
         try:
             result = reg.handler(ctx, request)
         except ProtocolError:
             raise
         except Exception:
             log.exception("handler.failed", api=codecs.API_NAMES.get(api_key), version=api_version)
-            return self._frame(c, correlation_id, error_response(
+            result = error_response(c.response_type, ErrorCode.unknown_server_error)
+        if type(result) is bytes:
+            # The heartbeat path (a hand-encoded body): _finish and ApiStats.observe inlined.
+            out = self._frame(c, correlation_id, result)
+            elapsed = monotonic() - t0
+            stats = reg.stats
+            stats.sum_s += elapsed
+            stats.buckets[0 if elapsed <= FIRST_BUCKET_S
+                          else bisect_left(BUCKETS_S, elapsed)] += 1
+            return out
+        return self._observed(reg.stats, t0, self._finish(c, correlation_id, result))
+
+    def _run(self, c: codecs.ApiCodec, reg: Registration, ctx: RequestContext,
+             request: Any) -> Any:
+        try:
+            result = reg.handler(ctx, request)
+        except ProtocolError:
+            raise
+        except Exception:
+            log.exception("handler.failed", api=codecs.API_NAMES.get(c.api_key),
+                          version=c.api_version)
+            return self._frame(c, ctx.header.correlation_id, error_response(
                 c.response_type, ErrorCode.unknown_server_error
             ))
-        return self._finish(c, correlation_id, result)
+        return self._finish(c, ctx.header.correlation_id, result)
+
+    @staticmethod
+    def _observed(stats: ApiStats, t0: float, out: Any) -> Any:
+        """Count the request and its time to a ready response (at once, or when a
+        parked response resolves)."""
+        if type(out) is bytes or out is None:
+            stats.observe(monotonic() - t0)
+        else:
+            out.add_done_callback(partial(_observe_later, stats, t0))
+        return out
+
+    # --- faults ---------------------------------------------------------------------------
+
+    def _fault(self, rule: FaultRule, c: codecs.ApiCodec, reg: Registration,
+               ctx: RequestContext, request: Any) -> Any:
+        action = rule.action
+        log.info("fault.fired", rule=rule.id, api=api_display_name(c.api_key),
+                 version=c.api_version, action=action.value,
+                 error=rule.error.name.upper() if rule.error is not None else None,
+                 client_id=ctx.client_id, connection=ctx.connection_id)
+        if action is FaultAction.ERROR:
+            assert rule.error is not None
+            if c.api_key == _PRODUCE and request.acks == 0:
+                return None  # acks=0 gets no answer, error or not
+            return self._frame(c, ctx.header.correlation_id,
+                               fault_response(c.response_type, request, rule.error))
+        if action is FaultAction.CLOSE_BEFORE:
+            raise FaultClose(rule)
+        out = self._run(c, reg, ctx, request)
+        if action is FaultAction.CLOSE_AFTER:
+            raise FaultClose(rule)
+        loop = asyncio.get_running_loop()
+        if action is FaultAction.DROP:
+            # Never resolved: the responses behind it wait too, as on a dead path,
+            # until the client gives up and closes the connection.
+            return loop.create_future()
+        delayed: asyncio.Future[Any] = loop.create_future()
+        delay_s = rule.delay_ms / 1000
+
+        def answer(value: Any) -> None:
+            if not delayed.done():
+                delayed.set_result(value)
+
+        def later(fut: asyncio.Future[Any]) -> None:
+            if fut.cancelled():
+                delayed.cancel()
+            else:
+                loop.call_later(delay_s, answer, fut.result())
+
+        if isinstance(out, asyncio.Future):
+            out.add_done_callback(later)
+        else:
+            loop.call_later(delay_s, answer, out)
+        return delayed
 
     def _finish(self, c: codecs.ApiCodec, correlation_id: int, result: Any) -> Any:
         if type(result) is bytes:
@@ -234,3 +344,7 @@ class KafkaApis:
             ),
         )
         return self._frame(codecs.codec(codecs.API_VERSIONS_KEY, 0), correlation_id, resp)
+
+
+def _observe_later(stats: ApiStats, t0: float, _fut: asyncio.Future[Any]) -> None:
+    stats.observe(monotonic() - t0)

@@ -7,10 +7,14 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkalite import __version__
 
 from .config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from .server import Broker
 
 
 def _raise_open_files_limit() -> None:
@@ -35,7 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
     _raise_open_files_limit()
     from . import logs
     from .compose import build_broker
-    from .server import Broker, new_event_loop, serve_until_signalled
+    from .server import new_event_loop, serve_until_signalled
 
     overrides: dict[str, str] = {}
     for item in args.set or []:
@@ -52,8 +56,11 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["advertised.listeners"] = f"PLAINTEXT://{args.advertise}"
     if args.durable:
         overrides["log.durable"] = "true"
+    if args.admin is not None:
+        overrides["admin.listener"] = args.admin
     try:
         config = Config.build(Path(args.config) if args.config else None, overrides=overrides)
+        broker = build_broker(config)
     except (ConfigError, OSError) as e:
         print(f"configuration error: {e}", file=sys.stderr)
         return 2
@@ -63,16 +70,26 @@ def _serve(args: argparse.Namespace) -> int:
         if args.ready_file:
             Path(args.ready_file).write_text(
                 json.dumps({"bootstrap": broker.bootstrap, "port": broker.port,
-                            "cluster_id": broker.cluster_id})
+                            "cluster_id": broker.cluster_id, "admin": broker.console_url})
             )
+        if sys.stdout.isatty():
+            print(start_line(broker), flush=True)
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(serve_until_signalled(build_broker(config), ready))
+        loop.run_until_complete(serve_until_signalled(broker, ready))
     finally:
         loop.close()
     return 0
+
+
+def start_line(broker: Broker) -> str:
+    """What a person at a terminal needs: where to connect, where the data is, where
+    to look."""
+    console = broker.console_url or "off (--admin 127.0.0.1:9644 to open it)"
+    return (f"kafkalite {__version__} ready: bootstrap {broker.bootstrap}, "
+            f"data {broker.data_dir.resolve()}, console {console}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a broker property (Kafka's names); repeatable")
     s.add_argument("--durable", action="store_true",
                    help="fsync a partition before acknowledging acks=1/-1 writes")
+    s.add_argument("--admin", metavar="HOST:PORT",
+                   help="open the admin HTTP listener (JSON API, /metrics, web console) "
+                   "here (admin.listener; default off)")
     s.add_argument("--log-format", choices=["auto", "console", "json"], default="auto")
     s.add_argument("--log-level", default="info")
     s.add_argument("--ready-file", help="write the bound address as JSON here once listening")

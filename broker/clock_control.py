@@ -1,41 +1,35 @@
-"""The broker's clock as users see it: the system clock, or a manual clock they advance.
+"""The broker's clock as users see it, for the admin API, the CLI and the test fixtures.
 
-The coordinator runtime owns the one clock every handler and timer reads; this wraps it
-for the admin API, the CLI and the test fixtures: ``advance(ms)`` moves a manual clock
-and then runs whatever became due (session expiry, join and rebalance timeouts, offset
-retention), so that time passes in milliseconds of wall time.
+``now_ms()`` shows the broker's one clock (the scheduler's) and whether it is manual.
+Advancing it from here (HTTP, ``kafkalite ctl clock advance``, the fixtures) is not
+offered yet: ``advance()`` refuses with ``ClockNotManual``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
+
+from kafkalite.coordinator.clock import Clock
 
 
 class ClockNotManual(RuntimeError):
-    pass
+    """Time cannot be advanced from outside the broker."""
 
 
 class ClockControl:
-    def __init__(self, clock: Callable[[], int], manual: bool) -> None:
-        self.clock = clock
-        self.manual = manual
-        #: Run after each advance, in order (the coordinator runtime's ``run_due``).
-        self.after_advance: list[Callable[[], Any]] = []
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+
+    @property
+    def manual(self) -> bool:
+        return self._clock.manual
 
     def now_ms(self) -> int:
-        return self.clock()
+        return self._clock.now_ms()
 
     def advance(self, ms: int) -> int:
-        if not self.manual:
-            raise ClockNotManual("the broker runs on the system clock")
-        if ms < 0:
-            raise ValueError("time only moves forward")
-        advance: Callable[[int], int] = self.clock.advance  # type: ignore[attr-defined]
-        advance(ms)
-        for fn in self.after_advance:
-            fn()
-        return self.clock()
+        raise ClockNotManual("the manual clock is not available: time cannot be advanced "
+                             "from outside this broker")
 
     def to_json(self) -> dict[str, Any]:
-        return {"manual": self.manual, "now_ms": self.clock()}
+        return {"manual": self.manual, "now_ms": self._clock.now_ms()}

@@ -8,7 +8,10 @@
    the log cleaner; retention, flushing and cleaning are scheduler tasks;
 3. the group coordinator: its pure core and the runtime that drives it over
    ``__consumer_offsets``; offset retention is a scheduler task;
-4. the handlers: every API bound to the components it uses, in one table
+4. test control and the live view: the broker's clock as users see it, the metrics, the
+   fault rules dispatch consults, and the admin HTTP listener when ``admin.listener``
+   is set;
+5. the handlers: every API bound to the components it uses, in one table
    (``routes.py``), registered with the dispatcher.
 
 Building does the disk reads that decide the shape of the broker (cluster id, the
@@ -18,6 +21,7 @@ then the coordinator, then the scheduler) and opens the listeners; ``stop()`` re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 from kafkalite.coordinator.clock import Clock, SystemClock
@@ -31,16 +35,21 @@ from kafkalite.storage.catalog import TopicCatalog
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
 
+from .admin_http.views import BrokerView
 from .apis import KafkaApis
 from .auth import Access
+from .clock_control import ClockControl
 from .cluster import Cluster
-from .config import Config
+from .config import Config, ConfigError
+from .control import parse_admin_listener
 from .dynamic_config import DynamicBrokerConfig, LogDefaults
+from .faults import FaultRules
 from .fetch_session import FetchSessionCache
+from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.setup import build_security
-from .server import Broker
+from .server import AdminListener, Broker
 from .storage import Storage, TopicConfigs
 
 
@@ -119,6 +128,37 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
         retention_check_interval_ms=lambda: config.int("offsets.retention.check.interval.ms"))
 
 
+@dataclass(frozen=True, slots=True)
+class Control:
+    """Test control and the live view: what dispatch, ``/metrics`` and the admin API share."""
+
+    clock: ClockControl
+    metrics: BrokerMetrics
+    faults: FaultRules
+    view: BrokerView
+    admin: AdminListener | None
+
+
+def build_control(config: Config, cluster: Cluster, storage: Storage,
+                  runtime: CoordinatorRuntime, scheduler: Scheduler) -> Control:
+    clock = ClockControl(scheduler.clock)
+    view = BrokerView(cluster, storage, runtime, clock)
+    metrics = BrokerMetrics(groups=view.group_rows)
+    # Rule durations run on the broker's clock, as every other deadline does.
+    faults = FaultRules(scheduler.clock.now_ms, on_fire=metrics.fault_fired)
+    try:
+        where = parse_admin_listener(config.text("admin.listener"))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    admin: AdminListener | None = None
+    if where is not None:
+        # aiohttp is imported only here, by a broker that serves HTTP.
+        from .admin_http.app import AdminServer
+
+        admin = AdminServer(where.host, where.port, view, faults, metrics, clock)
+    return Control(clock, metrics, faults, view, admin)
+
+
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     # The dynamic broker configs first: every component below reads the merged values
     # (the scheduler reads its intervals, log.cleaner.backoff.ms among them, anew each time).
@@ -128,18 +168,21 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
     runtime = build_coordinator(config, storage, scheduler)
+    control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
     access = Access(authorizer)
-    apis = KafkaApis(access)
+    apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     for route in routes(cluster, storage, access, runtime, apis, security, quotas, dynamic,
-                        fetch_sessions):
+                        fetch_sessions, control.metrics):
         apis.register(route)
     return Broker(
         config, cluster, storage, runtime, cleaner, apis, scheduler,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
+        faults=control.faults, metrics=control.metrics, clock_control=control.clock,
+        admin=control.admin,
     )

@@ -107,6 +107,9 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "ssl.client.auth": ("none", str),
     "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", str),
     "ssl.principal.mapping.rules": ("DEFAULT", str),
+    # kafkalite's own: HOST:PORT of the admin HTTP listener (JSON API, /metrics, the web
+    # console); empty: off. ":PORT" listens on loopback.
+    "admin.listener": ("", str),
 }
 
 

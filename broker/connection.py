@@ -24,7 +24,7 @@ import structlog
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.framing import FrameDecoder
 
-from .apis import KafkaApis
+from .apis import FaultClose, KafkaApis
 from .limits import ConnectionQuotas, Limits
 from .security.authenticator import FORWARD, Close, SaslAuthenticator
 from .security.principal_rules import NoMatchingRule
@@ -73,6 +73,9 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._reading_paused = False
         self.last_active = time.monotonic()
+        #: When the read that brought the frames being served arrived (request times
+        #: for /metrics run from here, as Kafka's from a request's arrival).
+        self.received_at = self.last_active
         self.partial_since: float | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------
@@ -129,7 +132,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.clear()
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = now = time.monotonic()
+        self.last_active = self.received_at = now = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as e:
@@ -186,6 +189,9 @@ class KafkaConnection(asyncio.Protocol):
                     result = self.apis.handle(self, frame)
             except ProtocolError as e:
                 self._abort(str(e))
+                return
+            except FaultClose as e:
+                self._fault_close(e, out)
                 return
             except Exception as e:  # a decoding bug must cost one connection, not the server
                 log.exception("connection.request_failed", connection=self.connection_id)
@@ -306,6 +312,23 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
+
+    def _fault_close(self, e: FaultClose, out: list[bytes]) -> None:
+        """A fault rule closes the connection: the answers ready before this request go
+        out first, as they would have left a real broker already."""
+        log.info("connection.closed_by_fault", peer=f"{self.peer_host}:{self.peer_port}",
+                 connection=self.connection_id, rule=e.rule.id, action=e.rule.action.value)
+        self.closed = True
+        transport = self.transport
+        assert transport is not None
+        ready = [*out]
+        for item in self._pending:
+            if not isinstance(item, bytes):
+                break
+            ready.append(item)
+        if ready:
+            transport.write(b"".join(ready))
+        transport.close()
 
     def abort_idle(self, reason: str) -> None:
         """Close for a limit the client ran into (idle, a request never completed)."""

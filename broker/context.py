@@ -19,6 +19,8 @@ class Peer(Protocol):
     #: The last client id seen, raw and decoded: clients send the same one every time.
     client_id_raw: bytes | None
     client_id: str | None
+    #: ``time.monotonic()`` when the read that brought this frame arrived.
+    received_at: float
 
 
 @dataclass(slots=True)

@@ -1,18 +1,9 @@
-"""Test control and the live view, attached to a broker: fault rules, the clock control,
-coordinator scenarios, metrics and the admin HTTP listener (``admin.listener``)."""
+"""The admin HTTP listener's address (``admin.listener``), parsed without importing the
+HTTP framework: a broker with the listener off never loads it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import structlog
-
-from .clock_control import ClockControl
-from .faults import FaultRules
-from .metrics import BrokerMetrics
-
-log = structlog.get_logger("kafkalite.control")
 
 
 @dataclass(frozen=True)
@@ -34,24 +25,3 @@ def parse_admin_listener(value: str) -> HostPort | None:
         raise ValueError(f"admin.listener must be HOST:PORT, got {value!r}")
     host = host.strip("[]") or "127.0.0.1"
     return HostPort(host, int(port))
-
-
-def attach(broker: Any, clock: Any, manual: bool) -> None:
-    """Give ``broker`` its ``faults``, ``metrics`` and ``clock_control``."""
-    broker.clock_control = ClockControl(clock, manual)
-    broker.faults = FaultRules(clock)
-    broker.metrics = BrokerMetrics()
-    broker.faults.on_fire = broker.metrics.fault_fired
-    from .admin_http.views import BrokerView
-
-    broker.metrics.groups = BrokerView(broker).group_rows
-
-
-async def start_admin(broker: Any, where: HostPort) -> Any:
-    from .admin_http import AdminServer
-
-    server = AdminServer(broker)
-    await server.start(where.host, where.port)
-    broker.admin = server
-    log.info("admin.listening", url=server.url)
-    return server

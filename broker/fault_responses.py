@@ -17,17 +17,18 @@ from typing import Any
 from kafkalite.protocol.defaults import _default_for, build_default
 from kafkalite.protocol.errors import ErrorCode
 
-#: Fields that name the element of a list, from the most to the least specific.
-_TOPIC_IDS = ("name", "topic", "group_id", "topic_id")
+#: Fields that name the element of a list, from the most to the least specific
+#: (``key``: FindCoordinator v4+'s coordinator keys).
+_TOPIC_IDS = ("name", "topic", "group_id", "topic_id", "key")
 _PARTITION_IDS = ("partition_index", "index", "partition")
 _IDENT = (*_TOPIC_IDS, *_PARTITION_IDS)
 #: Strings a response repeats from its request (JoinGroup's member id, ...).
 _COPIED = ("member_id", "group_id", "group_instance_id", "transactional_id", "name", "topic")
 
 
-#: Fields Kafka answers -1 in an error response.
+#: Fields Kafka answers -1 in an error response (FindCoordinator's node and port too).
 _MINUS_ONE = frozenset({"generation_id", "base_offset", "committed_offset", "offset",
-                        "high_watermark", "last_stable_offset"})
+                        "high_watermark", "last_stable_offset", "node_id", "port"})
 #: Errors about the coordinator or the group as a whole: Kafka reports them at the top
 #: where the response has a top-level code (OffsetFetch v2+), so they go on every level.
 _EVERY_LEVEL = frozenset({
@@ -47,7 +48,7 @@ def _elem_type(tp: Any) -> type[Any] | None:
 def _ident_of(obj: Any) -> dict[str, Any]:
     """The naming fields of a request element (a str or int element names itself)."""
     if isinstance(obj, str):
-        return {k: obj for k in ("name", "topic", "group_id")}
+        return {k: obj for k in ("name", "topic", "group_id", "key")}
     if isinstance(obj, int):
         return {k: obj for k in _PARTITION_IDS}
     out: dict[str, Any] = {}

@@ -7,9 +7,10 @@ connection stalls as on a dead network path until the client gives up), or close
 connection before or after handling. A rule is limited by a count, a duration and a
 probability drawn from a seeded generator, so a run repeats.
 
-Matching is on the dispatch path of every request, so rules are indexed by API key and,
-for group APIs, by group id: a heartbeat that no rule names costs two dict lookups
-whatever the number of rules installed.
+Matching is on the dispatch path of every request, so rules are indexed by API key, then
+by the group, client id, principal or topic they name: a request of an API no rule names
+costs one dict lookup, and one whose group, client and principal no rule names a few
+more, whatever the number of rules installed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import itertools
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -143,21 +144,21 @@ class FaultRule:
         return out
 
 
-def request_group(request: Any) -> str | None:
+def request_groups(request: Any) -> Iterator[str]:
+    """Group ids a request names: ``group_id`` (group and offset APIs), FindCoordinator's
+    key (v0-3, key type group) or coordinator keys (v4+), DescribeGroups' and
+    DeleteGroups' lists, OffsetFetch v8+'s groups."""
     gid = getattr(request, "group_id", None)
     if isinstance(gid, str):
-        return gid
-    key = getattr(request, "key", None)  # FindCoordinator v0-3
-    if isinstance(key, str) and getattr(request, "key_type", 0) == 0:
-        return key
-    return None
-
-
-def request_groups(request: Any) -> Iterator[str]:
-    gid = request_group(request)
-    if gid is not None:
         yield gid
         return
+    key = getattr(request, "key", None)
+    if isinstance(key, str):
+        if getattr(request, "key_type", 0) == 0:
+            yield key
+        return
+    if getattr(request, "key_type", 0) != 0:
+        return  # FindCoordinator for transactional ids
     for name in ("coordinator_keys", "groups", "groups_names"):
         items = getattr(request, name, None)
         if isinstance(items, tuple):
@@ -189,29 +190,105 @@ def request_topics(request: Any) -> Iterator[str]:
                 yield from request_topics(item)
 
 
-class _KeyIndex:
-    """The rules of one API key: those naming a group, by group; the rest in a list."""
+class KeyIndex:
+    """The rules of one API key, each filed under the most selective thing it names: its
+    group, else its client id, else its principal, else its topic; the rest in a list.
+    A request looks up only its own group, client id and principal, so rules that name
+    others cost a dict lookup each, however many there are."""
 
-    __slots__ = ("by_group", "rest")
+    __slots__ = ("by_client", "by_group", "by_principal", "by_topic", "names", "open", "rest")
 
     def __init__(self) -> None:
         self.by_group: dict[str, list[FaultRule]] = {}
+        self.by_client: dict[str | None, list[FaultRule]] = {}
+        self.by_principal: dict[str, list[FaultRule]] = {}
+        self.by_topic: dict[str, list[FaultRule]] = {}
         self.rest: list[FaultRule] = []
+        #: Rules that every request must be checked against (topic rules need the
+        #: request's topics, the rest name nothing to look up).
+        self.open = False
+        #: Every group, client id and principal a rule names, plus None when a rule
+        #: names a group: dispatch's quick test (is the request's client id, principal
+        #: or ``group_id`` attribute in here?) then also passes requests that name
+        #: groups elsewhere (FindCoordinator, DescribeGroups) on to ``match``. A name
+        #: found under the wrong kind only costs a full ``match``.
+        self.names: frozenset[str | None] = frozenset()
+
+    def add(self, rule: FaultRule) -> None:
+        if rule.group_id is not None:
+            self.by_group.setdefault(rule.group_id, []).append(rule)
+        elif rule.client_id is not None:
+            self.by_client.setdefault(rule.client_id, []).append(rule)
+        elif rule.principal is not None:
+            self.by_principal.setdefault(rule.principal, []).append(rule)
+        elif rule.topic is not None:
+            self.by_topic.setdefault(rule.topic, []).append(rule)
+            self.open = True
+        else:
+            self.rest.append(rule)
+            self.open = True
+
+    def seal(self) -> None:
+        """Compute ``names`` once every rule is in."""
+        names: set[str | None] = {*self.by_group, *self.by_client, *self.by_principal}
+        if self.by_group:
+            names.add(None)
+        self.names = frozenset(names)
+
+    def candidates(self, client_id: str | None, principal: str, request: Any
+                   ) -> list[FaultRule]:
+        """The rules that may match, by id (the order they are tried in)."""
+        found: list[list[FaultRule]] = []
+        if self.by_group:
+            gid = getattr(request, "group_id", None)
+            if isinstance(gid, str):
+                rules = self.by_group.get(gid)
+                if rules:
+                    found.append(rules)
+            else:
+                for g in request_groups(request):
+                    rules = self.by_group.get(g)
+                    if rules:
+                        found.append(rules)
+        if self.by_client:
+            rules = self.by_client.get(client_id)
+            if rules:
+                found.append(rules)
+        if self.by_principal:
+            rules = self.by_principal.get(principal)
+            if rules:
+                found.append(rules)
+        if self.by_topic:
+            for t in set(request_topics(request)):
+                rules = self.by_topic.get(t)
+                if rules:
+                    found.append(rules)
+        if self.rest:
+            found.append(self.rest)
+        if len(found) <= 1:
+            return found[0] if found else []
+        return sorted({r.id: r for rules in found for r in rules}.values(), key=_rule_id)
+
+
+def _rule_id(rule: FaultRule) -> int:
+    return rule.id
 
 
 class FaultRules:
-    """The installed rules. ``add``/``remove``/``clear`` from any of Python, the CLI and
-    the admin HTTP API (all on the broker's loop); ``match`` on the dispatch path."""
+    """The installed rules. ``add``/``remove``/``clear`` from Python, the CLI and the
+    admin HTTP API, all on the broker's loop; ``match`` on the dispatch path, which
+    looks ``api_key`` up in ``index`` first, so an API no rule names costs one dict
+    lookup."""
 
-    def __init__(self, clock: Clock = _wall_ms) -> None:
+    def __init__(self, clock: Clock = _wall_ms,
+                 on_fire: Callable[[FaultRule], None] | None = None) -> None:
         self.clock = clock
         self._rules: dict[int, FaultRule] = {}
         self._ids = itertools.count(1)
         #: api key -> its rules; read on every request, so rebuilt on every change.
-        self.index: dict[int, _KeyIndex] = {}
-        #: Called with (rule) each time a rule fires (metrics).
-        self.on_fire: Callable[[FaultRule], None] | None = None
-
+        self.index: dict[int, KeyIndex] = {}
+        #: Called with the rule each time one fires (metrics).
+        self.on_fire = on_fire
     # --- managing rules -------------------------------------------------------------------
 
     def add(
@@ -344,37 +421,26 @@ class FaultRules:
             self._reindex()
 
     def _reindex(self) -> None:
-        index: dict[int, _KeyIndex] = {}
+        index: dict[int, KeyIndex] = {}
         for rule in self._rules.values():
             ki = index.get(rule.api_key)
             if ki is None:
-                ki = index[rule.api_key] = _KeyIndex()
-            if rule.group_id is not None:
-                ki.by_group.setdefault(rule.group_id, []).append(rule)
-            else:
-                ki.rest.append(rule)
+                ki = index[rule.api_key] = KeyIndex()
+            ki.add(rule)
+        for ki in index.values():
+            ki.seal()
         self.index = index
 
     # --- the dispatch path ----------------------------------------------------------------
 
     def match(self, api_key: int, api_version: int, client_id: str | None, principal: str,
               request: Any) -> FaultRule | None:
-        """The first rule (by id) that matches and fires now; it is charged one fire.
-        The caller looks ``api_key`` up in ``index`` first, so an API no rule names never
-        gets here."""
+        """The first rule (by id) that matches and fires now; it is charged one fire."""
         ki = self.index.get(api_key)
         if ki is None:
             return None
-        candidates: Iterable[FaultRule]
-        if ki.by_group:
-            named = [r for g in request_groups(request) for r in ki.by_group.get(g, ())]
-            if not named and not ki.rest:
-                return None
-            candidates = sorted(named + ki.rest, key=lambda r: r.id) if named else ki.rest
-        else:
-            candidates = ki.rest
         topics: set[str] | None = None
-        for rule in candidates:
+        for rule in ki.candidates(client_id, principal, request):
             if not rule.min_version <= api_version <= rule.max_version:
                 continue
             if rule.client_id is not None and rule.client_id != client_id:

@@ -1,9 +1,11 @@
 """Prometheus metrics, with the names Kafka's JMX exporter gives Kafka's own metrics.
 
-The dispatch path only bumps plain ints (a counter and a histogram bucket per API key):
-prometheus-client's labelled metrics take a lock and a label lookup per call, which the
-heartbeat path cannot afford. A collector turns the ints into metric families when
-``/metrics`` is scraped, and reads group state from the coordinator at that moment.
+The request path only bumps plain ints and floats (a counter, a sum and a histogram
+bucket per API key; messages and bytes per topic): prometheus-client's labelled metrics
+take a lock and a label lookup per call, which the heartbeat path cannot afford. When
+``/metrics`` is scraped a collector turns the numbers into metric families, and reads
+group state from the coordinator at that moment. prometheus-client itself is imported
+only then, so a broker nobody scrapes never loads it.
 
 Names follow the JMX exporter's rendering of Kafka's MBeans (lower case, type and name
 joined): ``kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=T`` becomes
@@ -13,162 +15,190 @@ equivalent for start with ``kafkalite_``.
 
 from __future__ import annotations
 
-import bisect
-import struct
-from collections.abc import Callable, Iterator
-from typing import Any
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
-from prometheus_client.registry import Collector
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from .faults import FaultRule, api_display_name
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 #: Upper bounds (ms) of the request time histogram buckets.
 BUCKETS_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500,
                                  1000, 2500, 5000, 10000, 30000)
+#: The same in seconds, what the request path measures in (floats throughout: comparing
+#: a float with an int costs more).
+BUCKETS_S: tuple[float, ...] = tuple(b / 1000 for b in BUCKETS_MS)
+FIRST_BUCKET_S = BUCKETS_S[0]
 
-_RECORD_COUNT = struct.Struct(">i")
-#: Offset of the record count in a v2 batch header; batch length is at 8.
-_COUNT_AT = 57
-_LENGTH = struct.Struct(">i")
+#: Group states in the order Kafka's GroupMetadataManager gauges name them.
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 
 
-class _Api:
-    __slots__ = ("buckets", "count", "errors", "sum_ms")
+class GroupRow(NamedTuple):
+    group_id: str
+    state: str
+    members: int
+    generation: int
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.errors = 0
-        self.sum_ms = 0.0
-        self.buckets = [0] * (len(BUCKETS_MS) + 1)
+
+class ApiStats:
+    """One API's requests: the time histogram's buckets and the total time. The count is
+    the buckets' sum, so the request path does two updates per request."""
+
+    __slots__ = ("api_key", "buckets", "sum_s")
+
+    def __init__(self, api_key: int) -> None:
+        self.api_key = api_key
+        self.sum_s = 0.0
+        self.buckets = [0] * (len(BUCKETS_S) + 1)
+
+    def observe(self, seconds: float) -> None:
+        self.sum_s += seconds
+        # Most requests (heartbeats) answer within the first bucket: skip the search.
+        self.buckets[0 if seconds <= FIRST_BUCKET_S else bisect_left(BUCKETS_S, seconds)] += 1
+
+    @property
+    def count(self) -> int:
+        return sum(self.buckets)
 
 
 class BrokerMetrics:
-    """Counters the broker bumps; ``render()`` gives the exposition text."""
+    """The numbers the broker bumps; ``render()`` gives the exposition text."""
 
-    def __init__(self) -> None:
-        self.apis: dict[int, _Api] = {}
+    def __init__(self, groups: Callable[[], Iterable[GroupRow]] | None = None) -> None:
+        self.apis: dict[int, ApiStats] = {}
         self.messages_in: dict[str, int] = {}
         self.bytes_in: dict[str, int] = {}
-        self.bytes_out = 0
+        self.bytes_out: dict[str, int] = {}
         self.faults_fired: dict[tuple[str, str], int] = {}
-        #: Reads group state at scrape time: () -> iterable of (group, state, members).
-        self.groups: Callable[[], Any] | None = None
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Collector(self))
+        #: Reads group state at scrape time.
+        self.groups = groups
+        #: Completed rebalances: generations seen advance between scrapes (see _Collector).
+        self.rebalances = 0
+        self._generations: dict[str, int] = {}
 
-    # --- the dispatch path ----------------------------------------------------------------
+    # --- the request path -----------------------------------------------------------------
 
-    def request_done(self, api_key: int, elapsed_ms: float, response_bytes: int) -> None:
-        a = self.apis.get(api_key)
-        if a is None:
-            a = self.apis[api_key] = _Api()
-        a.count += 1
-        a.sum_ms += elapsed_ms
-        a.buckets[bisect.bisect_left(BUCKETS_MS, elapsed_ms)] += 1
-        self.bytes_out += response_bytes
+    def api(self, api_key: int) -> ApiStats:
+        """The stats object dispatch bumps for ``api_key`` (one per key, made once)."""
+        stats = self.apis.get(api_key)
+        if stats is None:
+            stats = self.apis[api_key] = ApiStats(api_key)
+        return stats
 
-    def produced(self, request: Any) -> None:
-        """Messages and bytes in per topic, from a Produce request's batch headers."""
-        for topic in request.topic_data:
-            name = topic.name
-            msgs = size = 0
-            for part in topic.partition_data:
-                records = part.records
-                if not records:
-                    continue
-                size += len(records)
-                pos = 0
-                end = len(records)
-                while pos + _COUNT_AT + 4 <= end:
-                    msgs += _RECORD_COUNT.unpack_from(records, pos + _COUNT_AT)[0]
-                    pos += 12 + _LENGTH.unpack_from(records, pos + 8)[0]
-            self.messages_in[name] = self.messages_in.get(name, 0) + msgs
-            self.bytes_in[name] = self.bytes_in.get(name, 0) + size
+    def produced(self, topic: str, messages: int, size: int) -> None:
+        """An append of ``messages`` records in ``size`` bytes of batches to ``topic``."""
+        self.messages_in[topic] = self.messages_in.get(topic, 0) + messages
+        self.bytes_in[topic] = self.bytes_in.get(topic, 0) + size
+
+    def fetched(self, topic: str, size: int) -> None:
+        """``size`` bytes of record batches of ``topic`` in a Fetch response."""
+        self.bytes_out[topic] = self.bytes_out.get(topic, 0) + size
 
     def fault_fired(self, rule: FaultRule) -> None:
         key = (api_display_name(rule.api_key), rule.action.value)
         self.faults_fired[key] = self.faults_fired.get(key, 0) + 1
 
+    # --- scraping -------------------------------------------------------------------------
+
+    def group_rows(self) -> list[GroupRow]:
+        rows = list(self.groups()) if self.groups is not None else []
+        # A generation moves by one per completed rebalance; counting the steps seen
+        # keeps the counter monotonic when a group is deleted and made again.
+        seen = self._generations
+        for row in rows:
+            before = seen.get(row.group_id, 0)
+            if row.generation > before:
+                self.rebalances += row.generation - before
+            seen[row.group_id] = row.generation
+        return rows
+
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.registry import Collector
+
+        metrics = self
+
+        class _Collector(Collector):
+            def collect(self) -> Iterator[Metric]:
+                return _collect(metrics)
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Collector())
+        out: bytes = generate_latest(registry)
+        return out
 
 
-class _Collector(Collector):
-    def __init__(self, m: BrokerMetrics) -> None:
-        self.m = m
+def _collect(m: BrokerMetrics) -> Iterator[Metric]:
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+    )
 
-    def collect(self) -> Iterator[Metric]:
-        m = self.m
-        msgs = CounterMetricFamily(
-            "kafka_server_brokertopicmetrics_messagesin",
-            "Messages appended per topic (Kafka: BrokerTopicMetrics MessagesInPerSec)",
-            labels=["topic"])
-        for topic, n in sorted(m.messages_in.items()):
-            msgs.add_metric([topic], n)
-        yield msgs
-        bin_ = CounterMetricFamily(
-            "kafka_server_brokertopicmetrics_bytesin",
-            "Bytes produced per topic (Kafka: BrokerTopicMetrics BytesInPerSec)",
-            labels=["topic"])
-        for topic, n in sorted(m.bytes_in.items()):
-            bin_.add_metric([topic], n)
-        yield bin_
-        yield CounterMetricFamily(
-            "kafka_server_brokertopicmetrics_bytesout",
-            "Bytes sent to clients, all topics (Kafka: BrokerTopicMetrics BytesOutPerSec)",
-            value=m.bytes_out)
-        reqs = CounterMetricFamily(
-            "kafka_network_requestmetrics_requests",
-            "Requests answered per API (Kafka: RequestMetrics RequestsPerSec)",
-            labels=["request"])
-        hist = HistogramMetricFamily(
-            "kafka_network_requestmetrics_totaltimems",
-            "Time from a request's arrival to its response, ms (Kafka: RequestMetrics "
-            "TotalTimeMs)", labels=["request"])
-        for key, a in sorted(m.apis.items()):
-            name = api_display_name(key)
-            reqs.add_metric([name], a.count)
-            cumulative = 0
-            buckets: list[tuple[str, float]] = []
-            for bound, n in zip((*BUCKETS_MS, float("inf")), a.buckets, strict=True):
-                cumulative += n
-                buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)),
-                                cumulative))
-            hist.add_metric([name], buckets, a.sum_ms)
-        yield reqs
-        yield hist
-        fired = CounterMetricFamily(
-            "kafkalite_fault_rules_fired", "Requests a fault rule fired on",
-            labels=["request", "action"])
-        for (api, action), n in sorted(m.faults_fired.items()):
-            fired.add_metric([api, action], n)
-        yield fired
-        if m.groups is None:
-            return
-        by_state: dict[str, int] = {}
-        members = GaugeMetricFamily(
-            "kafkalite_group_members", "Members of each group", labels=["group"])
-        generations = 0
-        for gid, state, n, generation in m.groups():
-            by_state[state] = by_state.get(state, 0) + 1
-            members.add_metric([gid], n)
-            generations += generation
-        groups = GaugeMetricFamily(
-            "kafka_coordinator_group_groupmetadatamanager_numgroups",
-            "Groups by state (Kafka: GroupMetadataManager NumGroups, NumGroupsStable, ...)",
-            labels=["state"])
-        for state in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"):
-            groups.add_metric([state], by_state.get(state, 0))
-        yield groups
-        yield members
-        yield CounterMetricFamily(
-            "kafka_server_group_coordinator_metrics_group_rebalance",
-            "Rebalances completed: the sum of the groups' generations (Kafka: "
-            "group-coordinator-metrics group-rebalance-count)", value=generations)
+    for name, doc, values in (
+        ("messagesin", "Records appended per topic (Kafka: BrokerTopicMetrics "
+         "MessagesInPerSec)", m.messages_in),
+        ("bytesin", "Bytes of record batches appended per topic (Kafka: "
+         "BrokerTopicMetrics BytesInPerSec)", m.bytes_in),
+        ("bytesout", "Bytes of record batches sent in Fetch responses per topic "
+         "(Kafka: BrokerTopicMetrics BytesOutPerSec)", m.bytes_out),
+    ):
+        family = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", doc,
+                                     labels=["topic"])
+        for topic, n in sorted(values.items()):
+            family.add_metric([topic], n)
+        yield family
+    reqs = CounterMetricFamily(
+        "kafka_network_requestmetrics_requests",
+        "Requests answered per API (Kafka: RequestMetrics RequestsPerSec)",
+        labels=["request"])
+    hist = HistogramMetricFamily(
+        "kafka_network_requestmetrics_totaltimems",
+        "Time from dispatch of a request to its response being ready, ms (Kafka: "
+        "RequestMetrics TotalTimeMs); request=\"Heartbeat\" is the heartbeat latency",
+        labels=["request"])
+    for key, a in sorted(m.apis.items()):
+        count = a.count
+        if not count:
+            continue
+        name = api_display_name(key)
+        reqs.add_metric([name], count)
+        cumulative = 0
+        buckets: list[tuple[str, float]] = []
+        for bound, n in zip((*BUCKETS_MS, float("inf")), a.buckets, strict=True):
+            cumulative += n
+            buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)),
+                            cumulative))
+        hist.add_metric([name], buckets, a.sum_s * 1000)
+    yield reqs
+    yield hist
+    fired = CounterMetricFamily(
+        "kafkalite_fault_rules_fired", "Requests a fault rule fired on",
+        labels=["request", "action"])
+    for (api, action), n in sorted(m.faults_fired.items()):
+        fired.add_metric([api, action], n)
+    yield fired
+
+    rows = m.group_rows()
+    by_state = dict.fromkeys(GROUP_STATES, 0)
+    members = GaugeMetricFamily(
+        "kafkalite_group_members", "Members of each group", labels=["group"])
+    for row in rows:
+        by_state[row.state] = by_state.get(row.state, 0) + 1
+        members.add_metric([row.group_id], row.members)
+    prefix = "kafka_coordinator_group_groupmetadatamanager_numgroups"
+    yield GaugeMetricFamily(prefix, "Groups (Kafka: GroupMetadataManager NumGroups)",
+                            value=len(rows))
+    for state in GROUP_STATES:
+        yield GaugeMetricFamily(
+            prefix + state.lower(),
+            f"Groups in state {state} (Kafka: GroupMetadataManager NumGroups{state})",
+            value=by_state[state])
+    yield members
+    yield CounterMetricFamily(
+        "kafka_server_group_coordinator_metrics_group_completed_rebalance",
+        "Completed rebalances of classic groups (Kafka: group-coordinator-metrics "
+        "group-completed-rebalance-count)", value=m.rebalances)

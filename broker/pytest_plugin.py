@@ -11,6 +11,11 @@ override ``kafkalite_security`` in a test module or conftest::
     @pytest.fixture
     def kafkalite_security() -> SecuritySetup:
         return SecuritySetup("SASL_SSL", mechanisms=("SCRAM-SHA-512",))
+
+Every broker takes fault rules from the test (``broker.faults.add("Heartbeat",
+error="REBALANCE_IN_PROGRESS", count=1)``, or ``with broker.faults.injected(...):``);
+``kafkalite_factory(admin=True)`` also opens the admin HTTP listener (``broker.admin_url``:
+JSON API, ``/metrics``, the web console).
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
     started: list[BrokerThread] = []
 
     def make(overrides: dict[str, str] | None = None, name: str = "broker",
-             security: SecuritySetup | None = None) -> BrokerThread:
-        b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security).start()
+             security: SecuritySetup | None = None, admin: bool = False) -> BrokerThread:
+        b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security,
+                         admin=admin).start()
         started.append(b)
         return b
 

@@ -41,6 +41,7 @@ from .handlers import (
     scram_credentials,
     topics,
 )
+from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
 from .storage import Storage
@@ -56,12 +57,15 @@ def routes(
     quotas: ClientQuotaStore,
     dynamic: DynamicBrokerConfig,
     fetch_sessions: FetchSessionCache,
+    metrics: BrokerMetrics,
 ) -> list[Route]:
     group_acl = groups.GroupAcl()
     return [
         # --- data ---------------------------------------------------------------------
-        Route(produce.PRODUCE, partial(produce.produce, storage, access), min_version=3),
-        Route(fetch.FETCH, partial(fetch.fetch, storage, access, fetch_sessions), min_version=4),
+        Route(produce.PRODUCE, partial(produce.produce, storage, access, metrics),
+              min_version=3),
+        Route(fetch.FETCH, partial(fetch.fetch, storage, access, fetch_sessions, metrics),
+              min_version=4),
         Route(list_offsets.LIST_OFFSETS, partial(list_offsets.list_offsets, storage, access),
               min_version=1),
         Route(list_offsets.DELETE_RECORDS,

@@ -17,13 +17,16 @@ from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
 
 from .apis import KafkaApis
+from .clock_control import ClockControl
 from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
 from .connection import KafkaConnection
 from .dynamic_config import DynamicBrokerConfig
+from .faults import FaultRules
 from .fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
 from .listener_configs import ConnectionLimitsConfigs, ListenerSecurityMap
+from .metrics import BrokerMetrics
 from .security.setup import SecurityState
 from .security.tls_accept import TlsAcceptor
 from .storage import Storage
@@ -32,6 +35,21 @@ log = structlog.get_logger("kafkalite.broker")
 
 class Service(Protocol):
     """A component with a life cycle: started in build order, stopped in reverse."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class AdminListener(Protocol):
+    """The admin HTTP listener (``admin_http.app.AdminServer``), as the broker runs it:
+    aiohttp is imported only by a broker that has one."""
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str: ...
 
     async def start(self) -> None: ...
 
@@ -55,6 +73,11 @@ class Broker:
         security: SecurityState | None = None,
         dynamic: DynamicBrokerConfig | None = None,
         fetch_sessions: FetchSessionCache | None = None,
+        *,
+        faults: FaultRules,
+        metrics: BrokerMetrics,
+        clock_control: ClockControl,
+        admin: AdminListener | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -67,6 +90,14 @@ class Broker:
         self.apis = apis
         #: Every deadline of the broker, on its one clock (``scheduler.clock``).
         self.scheduler = scheduler
+        #: Fault rules on the request path (dispatch reads the same object).
+        self.faults = faults
+        #: What ``/metrics`` shows; dispatch and the data handlers bump it.
+        self.metrics = metrics
+        #: The broker's clock (``scheduler.clock``) as the admin API and the fixtures see it.
+        self.clock_control = clock_control
+        #: The admin HTTP listener (``admin.listener``); None when it is off.
+        self.admin = admin
         self._services = tuple(services)
         #: SCRAM credentials and, with an authorizer configured, the ACLs.
         self.security = security or SecurityState.empty(config.data_dir)
@@ -113,12 +144,16 @@ class Broker:
     async def start(self) -> None:
         await self.open()
         await self._listen()
+        if self.admin is not None:
+            await self.admin.start()
+            log.info("admin.listening", url=self.admin.url)
         log.info(
             "broker.started",
             cluster_id=self.cluster_id,
             node_id=self.node_id,
             data_dir=str(self.data_dir),
             listeners=[f"{b.name}://{b.host}:{b.port}" for b in self.listeners],
+            console=self.console_url,
         )
 
     async def open(self) -> None:
@@ -184,7 +219,14 @@ class Broker:
         b = self.listeners[0]
         return f"{b.advertised_host}:{b.advertised_port}"
 
+    @property
+    def console_url(self) -> str | None:
+        """The web console's address, when the admin listener is on."""
+        return f"{self.admin.url}/" if self.admin is not None and self.admin.port else None
+
     async def stop(self) -> None:
+        if self.admin is not None:
+            await self.admin.stop()
         if self._reaper is not None:
             await self._reaper.stop()
         for server in self._servers:

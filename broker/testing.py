@@ -15,12 +15,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kafkalite.protocol.errors import ErrorCode
+
 from .compose import build_broker
 from .config import Config
+from .faults import FaultAction, FaultRule
 from .security.certs import CertFiles
 from .security.fixture import ClientSettings, SecuritySetup
 from .server import Broker, new_event_loop
@@ -34,11 +38,93 @@ TEST_DEFAULTS: dict[str, str] = {
 }
 
 
+class RemoteFaults:
+    """``broker.faults`` of a ``BrokerThread``, from the test's thread: every call runs on
+    the broker's loop (the rules are read there on every request) and returns its result.
+
+    ``add`` takes the arguments of ``FaultRules.add``; the returned rule is the live one,
+    so ``rule.fired`` counts its fires. ``injected(...)`` is the same as a context
+    manager that removes the rule on exit::
+
+        with broker.faults.injected("Heartbeat", error="REBALANCE_IN_PROGRESS", count=1):
+            ...
+    """
+
+    def __init__(self, thread: BrokerThread) -> None:
+        self._thread = thread
+
+    def add(
+        self,
+        api: str | int,
+        *,
+        error: str | int | ErrorCode | None = None,
+        action: str | FaultAction | None = None,
+        delay_ms: int = 0,
+        versions: tuple[int, int] | None = None,
+        client_id: str | None = None,
+        principal: str | None = None,
+        group_id: str | None = None,
+        topic: str | None = None,
+        count: int | None = None,
+        duration_ms: int | None = None,
+        probability: float = 1.0,
+        seed: int | None = None,
+    ) -> FaultRule:
+        def add() -> FaultRule:
+            return self._thread.inner.faults.add(
+                api, error=error, action=action, delay_ms=delay_ms, versions=versions,
+                client_id=client_id, principal=principal, group_id=group_id, topic=topic,
+                count=count, duration_ms=duration_ms, probability=probability, seed=seed)
+
+        return self._thread.call(add)
+
+    def remove(self, rule: FaultRule | int) -> bool:
+        rule_id = rule.id if isinstance(rule, FaultRule) else rule
+        return self._thread.call(lambda: self._thread.inner.faults.remove(rule_id))
+
+    def clear(self) -> int:
+        return self._thread.call(lambda: self._thread.inner.faults.clear())
+
+    def rules(self) -> list[FaultRule]:
+        return self._thread.call(lambda: self._thread.inner.faults.rules())
+
+    @contextmanager
+    def injected(
+        self,
+        api: str | int,
+        *,
+        error: str | int | ErrorCode | None = None,
+        action: str | FaultAction | None = None,
+        delay_ms: int = 0,
+        versions: tuple[int, int] | None = None,
+        client_id: str | None = None,
+        principal: str | None = None,
+        group_id: str | None = None,
+        topic: str | None = None,
+        count: int | None = None,
+        duration_ms: int | None = None,
+        probability: float = 1.0,
+        seed: int | None = None,
+    ) -> Iterator[FaultRule]:
+        rule = self.add(api, error=error, action=action, delay_ms=delay_ms, versions=versions,
+                        client_id=client_id, principal=principal, group_id=group_id,
+                        topic=topic, count=count, duration_ms=duration_ms,
+                        probability=probability, seed=seed)
+        try:
+            yield rule
+        finally:
+            if self._thread.broker is not None:
+                self.remove(rule)
+
+
 class BrokerThread:
-    """A broker on its own event loop in a daemon thread of this process."""
+    """A broker on its own event loop in a daemon thread of this process.
+
+    ``admin=True`` opens the admin HTTP listener on a free loopback port (``admin_url``);
+    ``faults`` adds and removes fault rules from the test's thread."""
 
     def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None,
-                 security: SecuritySetup | None = None) -> None:
+                 security: SecuritySetup | None = None, admin: bool = False) -> None:
         self.data_dir = Path(data_dir)
         self.security = security
         self.certs: CertFiles | None = None
@@ -49,12 +135,15 @@ class BrokerThread:
                 self.data_dir, self.data_dir.parent / f"{self.data_dir.name}-certs")
             self.overrides.update(props)
             self.overrides["listeners"] = f"{security.listener}://127.0.0.1:0"
+        if admin:
+            self.overrides["admin.listener"] = "127.0.0.1:0"
         self.overrides.update(overrides or {})
         self.overrides.setdefault("listeners", "PLAINTEXT://127.0.0.1:0")
         self.overrides["log.dirs"] = str(self.data_dir)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.broker: Broker | None = None
         self._thread: threading.Thread | None = None
+        self.faults = RemoteFaults(self)
 
     def start(self, timeout: float = 30) -> BrokerThread:
         started = threading.Event()
@@ -101,9 +190,24 @@ class BrokerThread:
         return value
 
     @property
+    def inner(self) -> Broker:
+        """The running broker (read it on its loop: ``call``)."""
+        if self.broker is None:
+            raise RuntimeError("the broker is not running")
+        return self.broker
+
+    @property
     def port(self) -> int:
-        assert self.broker is not None
-        return self.broker.port
+        return self.inner.port
+
+    @property
+    def admin_url(self) -> str:
+        """The admin HTTP listener's base URL (start with ``admin=True``)."""
+        admin = self.inner.admin
+        if admin is None:
+            raise RuntimeError("no admin listener: start the broker with admin=True "
+                               "or admin.listener set")
+        return admin.url
 
     @property
     def bootstrap(self) -> str:
@@ -152,9 +256,12 @@ class BrokerThread:
         """Stop and start again on the same data directory (and, by default, the same port)."""
         assert self.broker is not None
         bound = [f"{b.name}://127.0.0.1:{b.port}" for b in self.broker.listeners]
+        admin = self.broker.admin
         self.stop()
         if keep_port:
             self.overrides["listeners"] = ",".join(bound)
+            if admin is not None:
+                self.overrides["admin.listener"] = f"{admin.host}:{admin.port}"
         return self.start()
 
     def __enter__(self) -> BrokerThread:
@@ -180,6 +287,8 @@ class BrokerProcess:
         self.requested_port = port
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        #: The admin listener's base URL, when ``admin.listener`` is set.
+        self.admin_url: str | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
 
     def start(self, timeout: float = 30) -> BrokerProcess:
@@ -199,7 +308,9 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if os.path.exists(ready) and os.path.getsize(ready) > 0:
-                self.port = int(json.loads(Path(ready).read_text())["port"])
+                facts = json.loads(Path(ready).read_text())
+                self.port = int(facts["port"])
+                self.admin_url = facts["admin"].rstrip("/") if facts.get("admin") else None
                 os.unlink(ready)
                 self.requested_port = self.port
                 return self

@@ -1,5 +1,5 @@
-"""The admin HTTP listener (``admin.listener``): JSON API, ``/metrics`` and the console."""
+"""The admin HTTP listener (``admin.listener``): JSON API, ``/metrics`` and the console.
 
-from .app import AdminServer, build_app
-
-__all__ = ["AdminServer", "build_app"]
+``app`` imports aiohttp; ``views`` (the broker's state as JSON) does not, so the metrics
+collector can use it on a broker with the listener off.
+"""

@@ -1,23 +1,37 @@
-"""The broker's state as JSON-ready dicts, for the admin API and the console.
+"""The broker's state as JSON-ready dicts, for the admin API, the console and ``/metrics``.
 
 Everything here reads; nothing changes state. All of it runs on the broker's loop, so it
-sees a consistent picture between two requests.
+sees a consistent picture between two requests. This is the one module that reads the
+group coordinator's state (its groups, members and timer deadlines), through the
+runtime's public attributes only.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections import deque
 from typing import Any
 
+from kafkalite.coordinator.group import GroupMetadata
+from kafkalite.coordinator.partitions import hb_key
+from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
+
+from ..clock_control import ClockControl
+from ..cluster import Cluster
+from ..metrics import GroupRow
+from ..storage import Storage
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500
 #: At most this many rebalance history entries per group.
 MAX_HISTORY = 50
+#: Bytes of a key, value or header shown (the size is always given).
+MAX_SHOWN = 4096
 
 
 class NotFound(LookupError):
@@ -28,18 +42,20 @@ class BadRequest(ValueError):
     pass
 
 
-def _text(data: bytes | None) -> dict[str, Any] | None:
-    """A key or value as text, JSON (when it parses) and hex."""
+def shown(data: bytes | None) -> dict[str, Any] | None:
+    """A key, value or header value as hex, and as text and JSON where it decodes."""
     if data is None:
         return None
-    out: dict[str, Any] = {"size": len(data), "hex": data[:4096].hex()}
+    head = data[:MAX_SHOWN]
+    out: dict[str, Any] = {"size": len(data), "hex": head.hex()}
     try:
-        text = data.decode("utf-8")
+        text = head.decode("utf-8")
     except UnicodeDecodeError:
-        out["base64"] = base64.b64encode(data[:4096]).decode()
+        out["base64"] = base64.b64encode(head).decode()
         return out
     out["text"] = text
-    if text[:1] in ("{", "[", '"') or text.strip().lstrip("-").isdigit():
+    if len(data) <= MAX_SHOWN and (text[:1] in ("{", "[", '"')
+                                   or text.strip().lstrip("-").isdigit()):
         try:
             out["json"] = json.loads(text)
         except ValueError:
@@ -47,29 +63,51 @@ def _text(data: bytes | None) -> dict[str, Any] | None:
     return out
 
 
+def state_name(group: GroupMetadata) -> str:
+    return group.state.value
+
+
+class _History:
+    """Group metadata records of one ``__consumer_offsets`` partition, read incrementally:
+    each look decodes only what was appended since the last."""
+
+    __slots__ = ("by_group", "next_offset")
+
+    def __init__(self) -> None:
+        self.next_offset = 0
+        self.by_group: dict[str, deque[dict[str, Any]]] = {}
+
+
 class BrokerView:
-    def __init__(self, broker: Any) -> None:
-        self.broker = broker
+    def __init__(self, cluster: Cluster, storage: Storage, runtime: CoordinatorRuntime,
+                 clock: ClockControl) -> None:
+        self.cluster_info = cluster
+        self.storage = storage
+        self.runtime = runtime
+        self.clock = clock
+        self._history: dict[int, _History] = {}
 
     # --- cluster and topics ---------------------------------------------------------------
 
     def cluster(self) -> dict[str, Any]:
-        b = self.broker
-        clock = getattr(b, "clock_control", None)
+        c = self.cluster_info
+        first = c.listeners[0] if c.listeners else None
         return {
-            "cluster_id": b.cluster_id,
-            "node_id": b.node_id,
-            "bootstrap": b.bootstrap,
+            "cluster_id": c.cluster_id,
+            "node_id": c.node_id,
+            "bootstrap": (f"{first.advertised_host}:{first.advertised_port}"
+                          if first is not None else None),
             "listeners": [{"name": x.name, "host": x.host, "port": x.port,
-                           "advertised": f"{x.advertised_host}:{x.advertised_port}"}
-                          for x in b.listeners],
-            "data_dir": str(b.data_dir),
-            "topics": len(b.topics),
-            "clock": clock.to_json() if clock is not None else None,
+                           "advertised": f"{x.advertised_host}:{x.advertised_port}",
+                           "security_protocol": x.security_protocol}
+                          for x in c.listeners],
+            "data_dir": str(c.data_dir),
+            "topics": len(self.storage.catalog),
+            "clock": self.clock.to_json(),
         }
 
     def _partition(self, topic: str, p: int) -> dict[str, Any]:
-        plog = self.broker.logs.get(topic, p) if self.broker.logs is not None else None
+        plog = self.storage.logs.get(topic, p)
         if plog is None:
             return {"partition": p, "log_start_offset": 0, "log_end_offset": 0,
                     "size_bytes": 0, "segments": 0}
@@ -79,7 +117,7 @@ class BrokerView:
 
     def topics(self) -> list[dict[str, Any]]:
         out = []
-        for info in sorted(self.broker.topics, key=lambda t: t.name):
+        for info in sorted(self.storage.catalog, key=lambda t: t.name):
             parts = [self._partition(info.name, p) for p in range(info.partitions)]
             out.append({
                 "name": info.name, "topic_id": str(info.topic_id), "internal": info.internal,
@@ -90,7 +128,7 @@ class BrokerView:
         return out
 
     def topic(self, name: str) -> dict[str, Any]:
-        info = self.broker.topics.get(name)
+        info = self.storage.catalog.get(name)
         if info is None:
             raise NotFound(f"unknown topic {name!r}")
         return {"name": name, "topic_id": str(info.topic_id), "internal": info.internal,
@@ -99,7 +137,8 @@ class BrokerView:
 
     def messages(self, topic: str, partition: int, offset: int | None, limit: int
                  ) -> dict[str, Any]:
-        info = self.broker.topics.get(topic)
+        """Up to ``limit`` records from ``offset`` (default: the last ``limit``)."""
+        info = self.storage.catalog.get(topic)
         if info is None:
             raise NotFound(f"unknown topic {topic!r}")
         if not 0 <= partition < info.partitions:
@@ -115,7 +154,7 @@ class BrokerView:
             raise BadRequest(f"offset {offset} is out of range: partition {partition} of "
                              f"{topic!r} has offsets {start}..{end}")
         records: list[dict[str, Any]] = []
-        plog = self.broker.logs.get(topic, partition)
+        plog = self.storage.logs.get(topic, partition)
         if plog is not None and offset < end:
             for batch in plog.iter_batches(offset):
                 for pos, h in iter_batch_headers(batch):
@@ -123,15 +162,15 @@ class BrokerView:
                         continue
                     _h, recs = decode_batch(batch, pos)
                     for r in recs:
-                        if r.offset < offset or r.offset >= end:
-                            continue
-                        records.append({
-                            "offset": r.offset, "timestamp": r.timestamp,
-                            "key": _text(r.key), "value": _text(r.value),
-                            "headers": [{"key": k, "value": _text(v)} for k, v in r.headers],
-                        })
-                        if len(records) >= limit:
-                            break
+                        if offset <= r.offset < end:
+                            records.append({
+                                "offset": r.offset, "timestamp": r.timestamp,
+                                "key": shown(r.key), "value": shown(r.value),
+                                "headers": [{"key": k, "value": shown(v)}
+                                            for k, v in r.headers],
+                            })
+                            if len(records) >= limit:
+                                break
                     if len(records) >= limit:
                         break
                 if len(records) >= limit:
@@ -141,122 +180,129 @@ class BrokerView:
 
     # --- groups ---------------------------------------------------------------------------
 
-    def _runtime(self) -> Any:
-        return self.broker.coordinator
+    def _groups(self) -> list[GroupMetadata]:
+        return self.runtime.core.groups()
 
-    def _groups(self) -> list[Any]:
-        rt = self._runtime()
-        if rt is None:
-            return []
-        return [g for ps in rt.core.partitions.values() for g in ps.groups.values()]
-
-    def group_rows(self) -> list[tuple[str, str, int, int]]:
-        """(group, state, members, generation) for the metrics collector."""
-        return [(g.group_id, _state(g), len(g.members), g.generation) for g in self._groups()]
+    def group_rows(self) -> list[GroupRow]:
+        """(group, state, members, generation) of every group, for ``/metrics``."""
+        return [GroupRow(g.group_id, state_name(g), len(g.members), g.generation)
+                for g in self._groups()]
 
     def groups(self) -> list[dict[str, Any]]:
-        return [{"group_id": g.group_id, "state": _state(g), "generation": g.generation,
+        return [{"group_id": g.group_id, "state": state_name(g), "generation": g.generation,
                  "protocol_type": g.protocol_type, "protocol": g.protocol_name,
                  "members": len(g.members), "partition": g.partition}
                 for g in sorted(self._groups(), key=lambda g: g.group_id)]
 
-    def find_group(self, group_id: str) -> Any:
-        for g in self._groups():
-            if g.group_id == group_id:
-                return g
-        raise NotFound(f"unknown group {group_id!r}")
-
     def group(self, group_id: str) -> dict[str, Any]:
-        g = self.find_group(group_id)
-        rt = self._runtime()
-        now = rt.now()
-        timers = rt.core.timers
+        g = self.runtime.core.group(group_id)
+        if g is None:
+            raise NotFound(f"unknown group {group_id!r}")
+        now = self.runtime.now()
+        timers = self.runtime.core.timers
         members = []
         for m in g.members.values():
-            deadline = timers.deadline(("heartbeat", g.group_id, m.member_id))
-            assignment: list[dict[str, Any]] = []
-            if m.assignment and g.protocol_type == "consumer":
-                try:
-                    a = co.decode_assignment(m.assignment)
-                    assignment = [{"topic": tp.topic, "partitions": list(tp.partitions)}
-                                  for tp in a.assigned_partitions]
-                except Exception:
-                    assignment = [{"raw": m.assignment.hex()}]
+            deadline = timers.deadline(hb_key(g.group_id, m.member_id))
             members.append({
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id,
                 "client_id": m.client_id, "client_host": m.client_host,
                 "session_timeout_ms": m.session_timeout_ms,
                 "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                "assignment": assignment,
+                "assignment": _assignment(g, m.assignment),
                 "leader": g.leader_id == m.member_id,
                 "session_deadline_ms": deadline,
                 "session_remaining_ms": None if deadline is None else deadline - now,
+                # The session timer is re-armed to now + session timeout on every
+                # heartbeat, so the deadline tells when the last one came.
                 "since_heartbeat_ms": None if deadline is None
                 else now - (deadline - m.session_timeout_ms),
             })
         return {
-            "group_id": g.group_id, "state": _state(g), "generation": g.generation,
+            "group_id": g.group_id, "state": state_name(g), "generation": g.generation,
             "protocol_type": g.protocol_type, "protocol": g.protocol_name,
             "leader": g.leader_id, "partition": g.partition, "now_ms": now,
-            "members": members, "lag": self.lag(g.group_id),
+            "members": members, "lag": self.lag(g.group_id, members),
             "history": self.history(g.group_id, g.partition),
         }
 
-    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
-        hook = getattr(self.broker, "committed_offsets", None)
-        return hook(group_id) if hook is not None else {}
-
-    def lag(self, group_id: str) -> list[dict[str, Any]]:
+    def lag(self, group_id: str, members: list[dict[str, Any]] | None = None
+            ) -> list[dict[str, Any]]:
+        """Per partition the group commits to or is assigned: committed offset, log end
+        offset, lag (None without a commit, as kafka-consumer-groups shows "-") and the
+        member that owns it."""
+        owners: dict[tuple[str, int], str] = {}
+        for m in members or ():
+            for a in m["assignment"]:
+                for p in a.get("partitions", ()):
+                    owners[(a["topic"], p)] = m["client_id"]
+        committed = self.runtime.core.offsets.offsets(group_id)
         out = []
-        for (topic, p), offset in sorted(self.committed(group_id).items()):
-            plog = self.broker.logs.get(topic, p) if self.broker.logs is not None else None
+        for topic, p in sorted(set(committed) | set(owners)):
+            plog = self.storage.logs.get(topic, p)
             end = plog.high_watermark if plog is not None else None
+            found = committed.get((topic, p))
+            offset = found.offset if found is not None else None
             out.append({"topic": topic, "partition": p, "committed": offset,
-                        "log_end_offset": end,
-                        "lag": None if end is None else max(end - offset, 0)})
+                        "log_end_offset": end, "owner": owners.get((topic, p)),
+                        "lag": None if end is None or offset is None
+                        else max(end - offset, 0)})
         return out
 
     def history(self, group_id: str, partition: int) -> list[dict[str, Any]]:
         """The group's metadata records in ``__consumer_offsets``: one per generation
-        change (and each empty or deleted state), newest first."""
-        logs = self.broker.logs
-        plog = logs.get(OFFSETS_TOPIC, partition) if logs is not None else None
+        (and per emptied or deleted group), newest first."""
+        plog = self.storage.logs.get(OFFSETS_TOPIC, partition)
         if plog is None:
             return []
-        out: list[dict[str, Any]] = []
-        for batch in plog.iter_batches(plog.log_start_offset):
-            for pos, h in iter_batch_headers(batch):
-                if h.is_control:
+        h = self._history.get(partition)
+        if h is None or h.next_offset > plog.high_watermark:
+            h = self._history[partition] = _History()  # new, or the log was replaced
+        if h.next_offset < plog.high_watermark:
+            self._read_history(h, plog.iter_batches(h.next_offset))
+            h.next_offset = plog.high_watermark
+        return list(h.by_group.get(group_id, ()))[::-1]
+
+    @staticmethod
+    def _read_history(h: _History, batches: Any) -> None:
+        for batch in batches:
+            for pos, header in iter_batch_headers(batch):
+                if header.is_control or header.last_offset < h.next_offset:
                     continue
                 try:
                     _h, recs = decode_batch(batch, pos)
-                except Exception:
+                except ProtocolError:
                     continue
                 for r in recs:
-                    if r.key is None:
+                    if r.offset < h.next_offset or r.key is None:
                         continue
                     try:
                         key = co.decode_key(r.key)
-                    except Exception:
+                        if not isinstance(key, co.GroupMetadataKey):
+                            continue
+                        entry: dict[str, Any] = {"offset": r.offset, "timestamp": r.timestamp}
+                        if r.value is None:
+                            entry["deleted"] = True
+                        else:
+                            v = co.decode_group_value(r.value)
+                            entry.update(generation=v.generation, protocol=v.protocol,
+                                         leader=v.leader,
+                                         members=[m.member_id for m in v.members])
+                    except (ProtocolError, co.UnknownRecordType):
                         continue
-                    if not isinstance(key, co.GroupMetadataKey) or key.group != group_id:
-                        continue
-                    if r.value is None:
-                        out.append({"offset": r.offset, "timestamp": r.timestamp,
-                                    "deleted": True})
-                        continue
-                    v = co.decode_group_value(r.value)
-                    out.append({"offset": r.offset, "timestamp": r.timestamp,
-                                "generation": v.generation, "protocol": v.protocol,
-                                "leader": v.leader,
-                                "members": [m.member_id for m in v.members]})
-        return out[::-1][:MAX_HISTORY]
+                    found = h.by_group.get(key.group)
+                    if found is None:
+                        found = h.by_group[key.group] = deque(maxlen=MAX_HISTORY)
+                    found.append(entry)
 
 
-def _state(group: Any) -> str:
-    s = group.state
-    name = getattr(s, "value", None)
-    if isinstance(name, str) and name and name[0].isupper():
-        return name
-    raw = getattr(s, "name", str(s))
-    return "".join(p.capitalize() for p in raw.lower().split("_"))
+def _assignment(g: GroupMetadata, raw: bytes) -> list[dict[str, Any]]:
+    if not raw:
+        return []
+    if g.protocol_type != "consumer":
+        return [{"raw": raw.hex()}]
+    try:
+        a = co.decode_assignment(raw)
+    except (ProtocolError, ValueError, IndexError):
+        return [{"raw": raw.hex()}]
+    return [{"topic": tp.topic, "partitions": list(tp.partitions)}
+            for tp in a.assigned_partitions]

@@ -39,6 +39,7 @@ from ..fetch_session import (
     new_context,
     replica_id,
 )
+from ..metrics import BrokerMetrics
 from ..storage import Storage
 from .leader_epochs import epoch_error
 
@@ -343,7 +344,17 @@ class DelayedFetch:
         self.logs = []
 
 
-def fetch(storage: Storage, access: Access, sessions: FetchSessionCache, ctx: RequestContext,
+def _count_out(metrics: BrokerMetrics, plan: FetchPlan,
+               topics: list[tuple[str | uuid.UUID, list[PartitionResult]]]) -> None:
+    """Record bytes sent per topic (BytesOut), by the logs the plan read them from."""
+    for (_key, entries), (_k, parts) in zip(plan.topics, topics, strict=True):
+        for (_want, plog, _err), part in zip(entries, parts, strict=True):
+            if part.records and plog is not None:
+                metrics.fetched(plog.topic, len(part.records))
+
+
+def fetch(storage: Storage, access: Access, sessions: FetchSessionCache,
+          metrics: BrokerMetrics, ctx: RequestContext,
           req: Any) -> Any:
     version = ctx.api_version
     context = new_context(sessions, version, req)
@@ -364,10 +375,14 @@ def fetch(storage: Storage, access: Access, sessions: FetchSessionCache, ctx: Re
     topics, total, errored = plan.read()
     wait_ms = int(req.max_wait.total_seconds() * 1000)
     if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
+        if total:
+            _count_out(metrics, plan, topics)
         return respond(context, plan, topics)
 
     def complete() -> bytes:
-        again, _n, _e = plan.read()
+        again, n, _e = plan.read()
+        if n:
+            _count_out(metrics, plan, again)
         return respond(context, plan, again)
 
     parked = DelayedFetch(asyncio.get_running_loop(), plan.logs(), req.min_bytes, total,

@@ -34,6 +34,7 @@ from kafkalite.storage.log import PartitionLog
 from ..apis import NO_RESPONSE
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
+from ..metrics import BrokerMetrics
 from ..storage import Storage
 
 log = structlog.get_logger("kafkalite.produce")
@@ -68,7 +69,8 @@ def _resolve(storage: Storage, access: Access, ctx: RequestContext, name: str
     return found
 
 
-def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
+def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: RequestContext,
+            req: Any) -> Any:
     version = ctx.api_version
     resp_t = codecs.codec(PRODUCE, version).response_type
     part_t = nested(resp_t, "PartitionProduceResponse")
@@ -131,7 +133,8 @@ def produce(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> 
                 parts_out.append(part(p.index, _E.invalid_record))
                 continue
             try:
-                base, _last = plog.append(records, from_client=True)
+                base, last = plog.append(records, from_client=True)
+                metrics.produced(info.name, last - base + 1, len(records))
             except DuplicateSequenceError as e:
                 base = e.base_offset
             except CorruptRecordError as e:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafkalite.broker.control import HostPort, attach, parse_admin_listener, start_admin
+from kafkalite.broker.control import HostPort, parse_admin_listener
 from kafkalite.broker.testing import BrokerThread
 
 
@@ -31,17 +32,13 @@ def call(url: str, method: str = "GET", body: Any = None, raw: bytes | None = No
 
 
 @pytest.fixture
-def admin(broker: BrokerThread) -> Iterator[str]:
-    b = broker.broker
-    assert b is not None
-    if getattr(b, "admin", None) is None:
-        def setup() -> Any:
-            if getattr(b, "faults", None) is None:
-                attach(b, b.coordinator.now, manual=False)
-            return start_admin(b, HostPort("127.0.0.1", 0))
+def broker(make_broker: Callable[..., BrokerThread]) -> BrokerThread:
+    return make_broker(admin=True)
 
-        broker.call(setup)
-    yield b.admin.url
+
+@pytest.fixture
+def admin(broker: BrokerThread) -> str:
+    return broker.admin_url
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -68,6 +65,45 @@ def test_topics_partitions_and_messages(broker: BrokerThread, admin: str) -> Non
                                                        "json": 1}}]
     status, cluster = call(f"{admin}/api/v1/cluster")
     assert cluster["bootstrap"] == broker.bootstrap
+
+
+def test_groups_with_members_deadlines_lag_and_history(broker: BrokerThread,
+                                                       admin: str) -> None:
+    produce(broker.bootstrap, "orders", [b"a", b"b", b"c"])
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g1",
+                  "client.id": "reader", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000,
+                  "heartbeat.interval.ms": 200})
+    try:
+        c.subscribe(["orders"])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 3 and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            got += m is not None and m.error() is None
+        assert got == 3
+        c.commit(offsets=[TopicPartition("orders", 0, 2)], asynchronous=False)
+        status, listing = call(f"{admin}/api/v1/groups")
+        assert status == 200
+        assert [(g["group_id"], g["state"], g["members"]) for g in listing["groups"]] == \
+            [("g1", "Stable", 1)]
+        status, g = call(f"{admin}/api/v1/groups/g1")
+        assert status == 200 and g["protocol_type"] == "consumer"
+        (member,) = g["members"]
+        assert member["client_id"] == "reader" and member["leader"]
+        assert member["assignment"] == [{"topic": "orders", "partitions": [0]}]
+        assert g["now_ms"] < member["session_deadline_ms"] <= g["now_ms"] + 6000
+        assert 0 <= member["since_heartbeat_ms"] <= 6000
+        assert g["lag"] == [{"topic": "orders", "partition": 0, "committed": 2,
+                             "log_end_offset": 3, "lag": 1, "owner": "reader"}]
+        assert g["history"][0]["generation"] == g["generation"]
+        assert g["history"][0]["members"] == [member["member_id"]]
+    finally:
+        c.close()
+    status, g = call(f"{admin}/api/v1/groups/g1")
+    assert (g["state"], g["members"]) == ("Empty", [])
+    # Newest first: the group emptied after its last generation.
+    assert g["history"][0]["generation"] > g["history"][1]["generation"]
 
 
 def test_fault_rules_over_http(admin: str) -> None:
@@ -98,7 +134,9 @@ def test_fault_rules_over_http(admin: str) -> None:
     ("GET", "/api/v1/topics/nope", None, 404, "unknown topic 'nope'"),
     ("GET", "/api/v1/groups/nope", None, 404, "unknown group 'nope'"),
     ("GET", "/api/v1/nothing", None, 404, "no such endpoint"),
-    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "--manual-clock"),
+    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "manual clock is not available"),
+    ("POST", "/api/v1/scenarios/rebalance", {"group_id": "g"}, 404, "not available"),
+    ("POST", "/api/v1/faults/1", None, 405, "Method Not Allowed"),
     ("POST", "/api/v1/clock/advance", {"ms": "ten"}, 400, "ms must be an integer"),
 ])
 def test_bad_input_gets_a_clear_4xx(broker: BrokerThread, admin: str, method: str, path: str,
@@ -151,9 +189,15 @@ def test_ctl_fault_add_list_clear(admin: str) -> None:
     assert cleared.stdout.strip() == "removed 1 rule"
     assert ctl(admin, "fault", "list").stdout.strip() == "no fault rules"
     refused = ctl(admin, "clock", "advance", "45s")
-    assert refused.returncode == 1 and "--manual-clock" in refused.stderr
+    assert refused.returncode == 1 and "manual clock is not available" in refused.stderr
 
 
 def test_ctl_says_when_the_broker_is_unreachable() -> None:
     out = ctl("http://127.0.0.1:9", "fault", "list")
     assert out.returncode == 1 and "cannot reach the admin listener" in out.stderr
+
+
+def test_restart_keeps_the_admin_listener_address(broker: BrokerThread, admin: str) -> None:
+    broker.restart()
+    assert broker.admin_url == admin
+    assert call(f"{admin}/api/v1/cluster")[1]["bootstrap"] == broker.bootstrap

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import typing
+from typing import Any
 
 import pytest
 from kio.schema.fetch.v12 import request as fetch_req
@@ -14,7 +16,10 @@ from kio.schema.produce.v9 import request as produce_req
 from kafkalite.broker.fault_responses import fault_response
 from kafkalite.broker.faults import FaultAction, FaultError, FaultRules, api_key_of, error_of
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.defaults import _default_for
 from kafkalite.protocol.errors import ErrorCode
+
+from .harness import Handlers
 
 HEARTBEAT = 12
 
@@ -192,3 +197,57 @@ def test_offset_commit_coordinator_errors_per_partition() -> None:
     assert [(p.partition_index, p.error_code) for t in resp.topics for p in t.partitions] == \
         [(1, ErrorCode.not_coordinator)]
     c.encode_response(resp)
+
+
+def test_find_coordinator_errors_name_each_key() -> None:
+    c = codecs.codec(10, 4)
+    req = c.request_type(key_type=0, coordinator_keys=("g1", "g2"))
+    resp = fault_response(c.response_type, req, ErrorCode.coordinator_not_available)
+    assert [(x.key, x.node_id, x.port, x.error_code) for x in resp.coordinators] == \
+        [(k, -1, -1, ErrorCode.coordinator_not_available) for k in ("g1", "g2")]
+    c.encode_response(resp)
+
+
+def _sample(cls: type[Any]) -> Any:
+    """A request with one element in every list (and "x" for every string)."""
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        tp = hints[f.name]
+        if typing.get_origin(tp) is tuple:
+            elem = typing.get_args(tp)[0]
+            kwargs[f.name] = ((_sample(elem),) if dataclasses.is_dataclass(elem)
+                              else ("x",) if "str" in str(elem) else ())
+            continue
+        value = _default_for(tp, f.metadata)
+        kwargs[f.name] = "x" if isinstance(value, str) or (
+            value is None and "str" in str(tp)) else value
+    return cls(**kwargs)
+
+
+def _error_fields(entity: Any) -> list[ErrorCode]:
+    found: list[ErrorCode] = []
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        if f.metadata.get("kafka_type") == "error_code":
+            found.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                if dataclasses.is_dataclass(item):
+                    found += _error_fields(item)
+    return found
+
+
+async def test_every_served_api_answers_an_injected_error(handlers: Handlers) -> None:
+    """Each API and version the broker serves: the error lands in at least one error
+    field of a response that encodes."""
+    for api_key, lo, hi in handlers.broker.apis.supported():
+        for version in range(lo, hi + 1):
+            c = codecs.codec(api_key, version)
+            resp = fault_response(c.response_type, _sample(c.request_type),
+                                  ErrorCode.not_coordinator)
+            c.encode_response(resp)
+            fields = _error_fields(resp)
+            assert not fields or ErrorCode.not_coordinator in fields, (api_key, version, resp)

@@ -51,7 +51,8 @@ class Member:
 
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, *,
                  strategy: str = "range", instance_id: str = "", session_ms: int = 2000,
-                 heartbeat_ms: int = 200, name: str = "") -> None:
+                 heartbeat_ms: int = 200, name: str = "", client_id: str = "",
+                 exit_on_error: bool = False, log_level: str = "") -> None:
         self.client = client
         self.name = name or client
         self.instance_id = instance_id
@@ -59,6 +60,13 @@ class Member:
         self.assigns = 0
         self.revokes = 0
         self.generation: int | None = None
+        #: The member id the client itself reports (None until it has one).
+        self.member_id: str | None = None
+        #: Exceptions the client raised from its poll (or error events), by class name.
+        self.errors: list[str] = []
+        #: Every stderr line, kept when the client logs (``log_level``).
+        self.stderr: list[str] = []
+        self._keep_stderr = bool(log_level)
         self.closed = False
         self.output: collections.deque[str] = collections.deque(maxlen=40)
         self._lock = threading.Lock()
@@ -77,6 +85,12 @@ class Member:
                     "--heartbeat-ms", str(heartbeat_ms)]
             if instance_id:
                 args += ["--instance-id", instance_id]
+            if client_id:
+                args += ["--client-id", client_id]
+            if exit_on_error:
+                args.append("--exit-on-error")
+            if log_level:
+                args += ["--log-level", log_level]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, text=True,
                                      preexec_fn=_die_with_parent,
@@ -100,10 +114,16 @@ class Member:
         if d.get("closed"):
             self.closed = True
             return
+        if "error" in d:
+            self.errors.append(d["error"])
+            return
         self.assigned = frozenset(d["assigned"])
         self.assigns, self.revokes, self.generation = d["assigns"], d["revokes"], d["generation"]
+        self.member_id = d.get("member_id")
 
     def _on_stderr(self, line: str) -> None:
+        if self._keep_stderr:
+            self.stderr.append(line)
         if self.client != "kcat":
             return
         m = _KCAT_LINE.search(line)

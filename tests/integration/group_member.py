@@ -8,8 +8,12 @@ callback counts change it prints one JSON line to stdout::
 
     {"assigned": [0, 1, 2], "assigns": 1, "revokes": 0, "generation": 3}
 
-``generation`` is the client's own view where the client exposes it, else null. The line
-``{"closed": true}`` follows a clean close.
+``generation`` and ``member_id`` are the client's own view where the client exposes
+them, else null. An exception the client raises from its poll prints
+``{"error": "<exception class>"}``; with ``--exit-on-error`` the member then closes its
+consumer, as an application that cannot go on would. The line ``{"closed": true}``
+follows a clean close. ``--log-level`` sends the client's own log lines (kafka-python,
+aiokafka) to stderr from that level up.
 """
 
 from __future__ import annotations
@@ -31,14 +35,19 @@ class Reporter:
         self.last: Any = None
         self.stop = False
 
-    def report(self, assigned: set[int], generation: int | None) -> None:
-        state = (sorted(assigned), self.assigns, self.revokes, generation)
+    def report(self, assigned: set[int], generation: int | None,
+               member_id: str | None = None) -> None:
+        state = (sorted(assigned), self.assigns, self.revokes, generation, member_id)
         if state != self.last:
             self.last = state
             line = {"assigned": state[0], "assigns": self.assigns, "revokes": self.revokes,
-                    "generation": generation}
+                    "generation": generation, "member_id": member_id}
             sys.stdout.write(json.dumps(line) + "\n")
             sys.stdout.flush()
+
+    def error(self, name: str) -> None:
+        sys.stdout.write(json.dumps({"error": name}) + "\n")
+        sys.stdout.flush()
 
     def closed(self) -> None:
         sys.stdout.write('{"closed": true}\n')
@@ -62,6 +71,8 @@ def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
     }
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
+    if a.client_id:
+        conf["client.id"] = a.client_id
     c = Consumer(conf)
 
     def on_assign(_c: Any, _parts: Any) -> None:
@@ -72,8 +83,11 @@ def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
 
     c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     while not r.stop:
-        c.poll(0.05)
-        r.report({tp.partition for tp in c.assignment()}, None)
+        msg = c.poll(0.05)
+        if msg is not None and msg.error() is not None:
+            # librdkafka hands consumer errors to the application as events.
+            r.error(msg.error().name())
+        r.report({tp.partition for tp in c.assignment()}, None, c.memberid() or None)
     c.close()
     r.closed()
 
@@ -92,7 +106,9 @@ def run_kafka_python(a: argparse.Namespace, r: Reporter) -> None:
 
     assignor = {"range": RangePartitionAssignor,
                 "cooperative-sticky": CooperativeStickyAssignor}[a.strategy]
+    extra = {"client_id": a.client_id} if a.client_id else {}
     c = KafkaConsumer(
+        **extra,
         bootstrap_servers=a.bootstrap, group_id=a.group,
         group_instance_id=a.instance_id or None, partition_assignment_strategy=[assignor],
         session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
@@ -102,9 +118,16 @@ def run_kafka_python(a: argparse.Namespace, r: Reporter) -> None:
     )
     c.subscribe([a.topic], listener=Listener())
     while not r.stop:
-        c.poll(timeout_ms=50)
-        gen = c._coordinator._generation.generation_id if c._coordinator._generation else None
-        r.report({tp.partition for tp in c.assignment()}, gen)
+        try:
+            c.poll(timeout_ms=50)
+        except Exception as e:
+            r.error(type(e).__name__)
+            if a.exit_on_error:
+                break
+        generation = c._coordinator._generation
+        r.report({tp.partition for tp in c.assignment()},
+                 generation.generation_id if generation else None,
+                 (generation.member_id or None) if generation else None)
     c.close()
     r.closed()
 
@@ -129,7 +152,9 @@ async def run_aiokafka(a: argparse.Namespace, r: Reporter) -> None:
         done.set()
 
     loop.add_signal_handler(signal.SIGTERM, on_term)
+    extra = {"client_id": a.client_id} if a.client_id else {}
     c = AIOKafkaConsumer(
+        **extra,
         bootstrap_servers=a.bootstrap, group_id=a.group,
         group_instance_id=a.instance_id or None,
         partition_assignment_strategy=[RangePartitionAssignor],
@@ -141,9 +166,16 @@ async def run_aiokafka(a: argparse.Namespace, r: Reporter) -> None:
     await c.start()
     c.subscribe([a.topic], listener=Listener())
     while not r.stop:
-        await c.getmany(timeout_ms=50)
-        gen = getattr(c._coordinator, "generation", None)
-        r.report({tp.partition for tp in c.assignment()}, gen)
+        try:
+            await c.getmany(timeout_ms=50)
+        except Exception as e:
+            r.error(type(e).__name__)
+            if a.exit_on_error:
+                break
+        coordinator = c._coordinator
+        r.report({tp.partition for tp in c.assignment()},
+                 getattr(coordinator, "generation", None),
+                 getattr(coordinator, "member_id", None) or None)
     await c.stop()
     r.closed()
 
@@ -158,10 +190,16 @@ def main() -> None:
     p.add_argument("--instance-id", default="")
     p.add_argument("--session-ms", type=int, default=2000)
     p.add_argument("--heartbeat-ms", type=int, default=200)
+    p.add_argument("--client-id", default="")
+    p.add_argument("--exit-on-error", action="store_true")
+    p.add_argument("--log-level", default="")
     a = p.parse_args()
     if os.environ.get("GROUP_MEMBER_DEBUG"):
         # Client logs on stderr, for diagnosing a failing test.
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+    elif a.log_level:
+        logging.basicConfig(level=a.log_level.upper(), stream=sys.stderr,
+                            format="%(levelname)s %(name)s %(message)s")
     r = Reporter()
 
     def on_term(_sig: int, _frame: Any) -> None:

@@ -1,8 +1,9 @@
 // The kafkalite console: polls the admin JSON API and redraws; no page reloads, no
-// external assets.
+// external assets. The location hash names what is shown: #topics, #topics/NAME,
+// #groups, #groups/ID, #faults.
 "use strict";
 
-const state = { view: "topics", topic: null, group: null, browse: null };
+const state = { view: "topics", topic: null, group: null };
 const POLL_MS = 1000;
 
 function el(tag, text, cls) {
@@ -67,7 +68,7 @@ async function drawTopics() {
   const { topics } = await api("/topics");
   fill("topics", topics.map((t) => row(
     [t.name, t.partitions, t.messages, bytes(t.size_bytes)],
-    () => { state.topic = t.name; state.browse = null; refresh(); },
+    () => { location.hash = `topics/${encodeURIComponent(t.name)}`; },
     t.name === state.topic)));
   const detail = document.getElementById("topic-detail");
   if (!state.topic) { detail.hidden = true; return; }
@@ -112,13 +113,19 @@ async function drawGroups() {
   const { groups } = await api("/groups");
   fill("groups", groups.map((g) => row(
     [g.group_id, g.state, g.generation, g.protocol ?? "", g.members],
-    () => { state.group = g.group_id; refresh(); },
+    () => { location.hash = `groups/${encodeURIComponent(g.group_id)}`; },
     g.group_id === state.group)));
   const detail = document.getElementById("group-detail");
   if (!state.group) { detail.hidden = true; return; }
   let g;
   try { g = await api(`/groups/${encodeURIComponent(state.group)}`); }
-  catch (e) { detail.hidden = true; return; }
+  catch (e) {
+    detail.hidden = false;
+    document.getElementById("group-name").textContent = state.group;
+    document.getElementById("group-summary").textContent = e.message;
+    for (const t of ["members", "lag", "history"]) fill(t, []);
+    return;
+  }
   detail.hidden = false;
   document.getElementById("group-name").textContent = g.group_id;
   document.getElementById("group-summary").textContent =
@@ -132,7 +139,8 @@ async function drawGroups() {
       : `${new Date(m.session_deadline_ms).toISOString()} (in ${ms(m.session_remaining_ms)})`,
   ])));
   fill("lag", g.lag.map((l) => row(
-    [l.topic, l.partition, l.committed, l.log_end_offset ?? "—", l.lag ?? "—"])));
+    [l.topic, l.partition, l.committed ?? "—", l.log_end_offset ?? "—", l.lag ?? "—",
+     l.owner ?? ""])));
   fill("history", g.history.map((h) => row(h.deleted
     ? [h.offset, new Date(h.timestamp).toISOString(), "deleted", "", "", ""]
     : [h.offset, new Date(h.timestamp).toISOString(), h.generation, h.protocol ?? "",
@@ -174,13 +182,17 @@ async function refresh() {
   }
 }
 
-function show(view) {
-  state.view = view;
+function route() {
+  const [view, name] = (location.hash.slice(1) || "topics").split("/", 2);
+  state.view = ["topics", "groups", "faults"].includes(view) ? view : "topics";
+  const picked = name === undefined ? null : decodeURIComponent(name);
+  if (state.view === "topics") state.topic = picked;
+  if (state.view === "groups") state.group = picked;
   for (const v of ["topics", "groups", "faults"]) {
-    document.getElementById(`view-${v}`).hidden = v !== view;
+    document.getElementById(`view-${v}`).hidden = v !== state.view;
   }
   for (const a of document.querySelectorAll("nav a")) {
-    a.classList.toggle("active", a.dataset.view === view);
+    a.classList.toggle("active", a.dataset.view === state.view);
   }
   refresh();
 }
@@ -190,6 +202,6 @@ document.getElementById("browse").addEventListener("submit", (e) => {
 });
 document.getElementById("browse-format").addEventListener("change", drawMessages);
 document.getElementById("browse-partition").addEventListener("change", drawMessages);
-window.addEventListener("hashchange", () => show(location.hash.slice(1) || "topics"));
-show(location.hash.slice(1) || "topics");
+window.addEventListener("hashchange", route);
+route();
 setInterval(refresh, POLL_MS);

@@ -53,6 +53,7 @@ class Peer:
     connection_id: int = 1
     client_id_raw: bytes | None = None
     client_id: str | None = None
+    received_at: float = 0.0
 
 
 class Api:

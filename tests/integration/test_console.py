@@ -1,0 +1,141 @@
+"""The web console in headless Chromium, driven by Selenium: a group of three real
+consumers shows three members with their assignments and session deadlines, two after
+one leaves (without a reload), and the message browser shows a produced JSON value."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from PIL import Image
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from kafkalite.broker.testing import BrokerThread
+
+from .group_helpers import Member, create_topic, stop_all, wait_stable
+
+TOPIC, GROUP, PARTITIONS = "console-orders", "console-group", 6
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "needs chromium and chromium-driver (apt-get install)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                f"--user-data-dir={tmp_path / 'chromium'}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def rows(driver: webdriver.Chrome, table: str) -> list[list[str]]:
+    """The cells' text, read in one go: the console redraws its tables every second."""
+    found: list[list[str]] = driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".map(tr => [...tr.cells].map(td => td.innerText.trim()));", f"#{table} tbody tr")
+    return found
+
+
+def click_row(driver: webdriver.Chrome, table: str, first_cell: str) -> None:
+    """Click the row whose first cell reads ``first_cell`` (found again if a redraw
+    replaced it meanwhile)."""
+    for _ in range(20):
+        try:
+            for tr in driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr"):
+                if tr.find_element(By.TAG_NAME, "td").text == first_cell:
+                    tr.click()
+                    return
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"no row {first_cell!r} to click in #{table}")
+
+
+def wait_for(driver: webdriver.Chrome, what: str, check: Callable[[], bool],
+             timeout: float = 30) -> None:
+    WebDriverWait(driver, timeout, poll_frequency=0.2).until(
+        lambda _d: check(), message=f"console did not show {what}")
+
+
+def assert_not_blank(png: bytes, path: Path) -> None:
+    path.write_bytes(png)  # kept with the test's tmp_path for a look after a failure
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    colours = img.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 50, f"{path}: too few colours"
+    background = max(colours)[0]
+    assert background < 0.97 * img.size[0] * img.size[1], f"{path}: mostly one colour"
+
+
+def test_console_shows_the_group_live_and_the_messages(
+        make_broker: Callable[..., BrokerThread], browser: webdriver.Chrome,
+        tmp_path: Path) -> None:
+    broker = make_broker(admin=True)
+    create_topic(broker, TOPIC, PARTITIONS)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    p.produce(TOPIC, key=b"order-1", partition=0, headers=[("source", b"test")],
+              value=json.dumps({"order": 1, "item": "widget", "qty": 3}).encode())
+    assert p.flush(10) == 0
+    members = [Member("confluent", broker.bootstrap, GROUP, TOPIC, session_ms=6000,
+                      client_id=f"console-{i}", name=f"console-{i}") for i in range(3)]
+    try:
+        wait_stable(broker, GROUP, members, partitions=PARTITIONS, what="3 members")
+        browser.get(f"{broker.admin_url}/#groups/{GROUP}")
+        # Marks this page load: a reload would lose it.
+        browser.execute_script("window.loadedOnce = true;")
+
+        def three_members() -> bool:
+            shown = rows(browser, "members")
+            return len(shown) == 3 and all(
+                f"{TOPIC}:" in r[3] and "(in " in r[5] for r in shown)
+
+        wait_for(browser, "3 members with assignments and deadlines", three_members)
+        shown = rows(browser, "members")
+        assert sorted(r[1] for r in shown) == ["console-0", "console-1", "console-2"]
+        assigned = sorted(int(p) for r in shown for p in r[3].split(":")[1].split(","))
+        assert assigned == list(range(PARTITIONS))
+        assert browser.find_element(By.ID, "group-summary").text.startswith("Stable")
+        assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "group-3.png")
+
+        members.pop(0).close()  # LeaveGroup
+        wait_for(browser, "2 members after one left", lambda: len(rows(browser, "members"))
+                 == 2 and all(f"{TOPIC}:" in r[3] for r in rows(browser, "members"))
+                 and browser.find_element(By.ID, "group-summary").text.startswith("Stable"))
+        assert browser.execute_script("return window.loadedOnce === true;")
+        # The rebalance history read from __consumer_offsets has every generation.
+        generations = [int(r[2]) for r in rows(browser, "history")]
+        assert len(generations) >= 2 and generations == sorted(generations, reverse=True)
+        assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "group-2.png")
+
+        browser.find_element(By.CSS_SELECTOR, 'nav a[data-view="topics"]').click()
+        wait_for(browser, "the topic list",
+                 lambda: any(r and r[0] == TOPIC for r in rows(browser, "topics")))
+        click_row(browser, "topics", TOPIC)
+        wait_for(browser, "the partitions", lambda: len(rows(browser, "partitions"))
+                 == PARTITIONS)
+        assert rows(browser, "partitions")[0][:3] == ["0", "0", "1"]
+        Select(browser.find_element(By.ID, "browse-format")).select_by_value("json")
+        wait_for(browser, "the JSON value", lambda: any(
+            '"item": "widget"' in r[3] for r in rows(browser, "messages")))
+        message = rows(browser, "messages")[0]
+        assert message[0] == "0" and message[2] == "order-1" and message[4] == "source=test"
+        assert json.loads(message[3]) == {"order": 1, "item": "widget", "qty": 3}
+        assert browser.execute_script("return window.loadedOnce === true;")
+        assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "messages.png")
+    finally:
+        stop_all(members)
