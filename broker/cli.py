@@ -37,6 +37,8 @@ def _serve(args: argparse.Namespace) -> int:
     if "hypothesis" not in sys.modules:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
     _raise_open_files_limit()
+    from kafkalite.coordinator.clock import ManualClock
+
     from . import logs
     from .compose import build_broker
     from .server import new_event_loop, serve_until_signalled
@@ -60,7 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["admin.listener"] = args.admin
     try:
         config = Config.build(Path(args.config) if args.config else None, overrides=overrides)
-        broker = build_broker(config)
+        broker = build_broker(config, ManualClock() if args.manual_clock else None)
     except (ConfigError, OSError) as e:
         print(f"configuration error: {e}", file=sys.stderr)
         return 2
@@ -106,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a broker property (Kafka's names); repeatable")
     s.add_argument("--durable", action="store_true",
                    help="fsync a partition before acknowledging acks=1/-1 writes")
+    s.add_argument("--manual-clock", action="store_true",
+                   help="run on a manual clock that only moves when advanced (kafkalite ctl "
+                   "clock advance, the admin API): for test harnesses")
     s.add_argument("--admin", metavar="HOST:PORT",
                    help="open the admin HTTP listener (JSON API, /metrics, web console) "
                    "here (admin.listener; default off)")

@@ -48,6 +48,7 @@ from .fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
+from .scenarios import CoordinatorScenarios
 from .security.setup import build_security
 from .server import AdminListener, Broker
 from .storage import Storage, TopicConfigs
@@ -133,6 +134,7 @@ class Control:
     """Test control and the live view: what dispatch, ``/metrics`` and the admin API share."""
 
     clock: ClockControl
+    scenarios: CoordinatorScenarios
     metrics: BrokerMetrics
     faults: FaultRules
     view: BrokerView
@@ -141,7 +143,8 @@ class Control:
 
 def build_control(config: Config, cluster: Cluster, storage: Storage,
                   runtime: CoordinatorRuntime, scheduler: Scheduler) -> Control:
-    clock = ClockControl(scheduler.clock)
+    clock = ClockControl(scheduler)
+    scenarios = CoordinatorScenarios(runtime)
     view = BrokerView(cluster, storage, runtime, clock)
     metrics = BrokerMetrics(groups=view.group_rows)
     # Rule durations run on the broker's clock, as every other deadline does.
@@ -155,8 +158,8 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
         # aiohttp is imported only here, by a broker that serves HTTP.
         from .admin_http.app import AdminServer
 
-        admin = AdminServer(where.host, where.port, view, faults, metrics, clock)
-    return Control(clock, metrics, faults, view, admin)
+        admin = AdminServer(where.host, where.port, view, faults, metrics, clock, scenarios)
+    return Control(clock, scenarios, metrics, faults, view, admin)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
@@ -184,5 +187,5 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
-        admin=control.admin,
+        scenarios=control.scenarios, admin=control.admin,
     )

@@ -15,7 +15,11 @@ override ``kafkalite_security`` in a test module or conftest::
 Every broker takes fault rules from the test (``broker.faults.add("Heartbeat",
 error="REBALANCE_IN_PROGRESS", count=1)``, or ``with broker.faults.injected(...):``);
 ``kafkalite_factory(admin=True)`` also opens the admin HTTP listener (``broker.admin_url``:
-JSON API, ``/metrics``, the web console).
+JSON API, ``/metrics``, the web console). ``kafkalite_factory(manual_clock=True)`` runs
+the broker on a manual clock: ``broker.advance(45_000)`` makes 45 s pass at once (session
+expiry, rebalance timeouts, retention all fire). ``broker.scenario("rebalance",
+group_id="g")`` forces a coordinator scenario (also ``expire-member``, ``evict-member``,
+``fence-static-member``, ``partition-loading``, ``partition-moved``).
 """
 
 from __future__ import annotations
@@ -34,9 +38,10 @@ def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
     started: list[BrokerThread] = []
 
     def make(overrides: dict[str, str] | None = None, name: str = "broker",
-             security: SecuritySetup | None = None, admin: bool = False) -> BrokerThread:
+             security: SecuritySetup | None = None, admin: bool = False,
+             manual_clock: bool = False) -> BrokerThread:
         b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security,
-                         admin=admin).start()
+                         admin=admin, manual_clock=manual_clock).start()
         started.append(b)
         return b
 

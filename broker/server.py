@@ -27,6 +27,7 @@ from .fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
 from .listener_configs import ConnectionLimitsConfigs, ListenerSecurityMap
 from .metrics import BrokerMetrics
+from .scenarios import CoordinatorScenarios
 from .security.setup import SecurityState
 from .security.tls_accept import TlsAcceptor
 from .storage import Storage
@@ -77,6 +78,7 @@ class Broker:
         faults: FaultRules,
         metrics: BrokerMetrics,
         clock_control: ClockControl,
+        scenarios: CoordinatorScenarios,
         admin: AdminListener | None = None,
     ) -> None:
         self.config = config
@@ -96,6 +98,8 @@ class Broker:
         self.metrics = metrics
         #: The broker's clock (``scheduler.clock``) as the admin API and the fixtures see it.
         self.clock_control = clock_control
+        #: Coordinator scenarios by name (test control).
+        self.scenarios = scenarios
         #: The admin HTTP listener (``admin.listener``); None when it is off.
         self.admin = admin
         self._services = tuple(services)

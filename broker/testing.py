@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kafkalite.coordinator.clock import ManualClock
 from kafkalite.protocol.errors import ErrorCode
 
 from .compose import build_broker
@@ -121,10 +122,13 @@ class BrokerThread:
     """A broker on its own event loop in a daemon thread of this process.
 
     ``admin=True`` opens the admin HTTP listener on a free loopback port (``admin_url``);
-    ``faults`` adds and removes fault rules from the test's thread."""
+    ``faults`` adds and removes fault rules from the test's thread. ``manual_clock=True``
+    runs the broker on a manual clock that ``advance(ms)`` moves (and runs what became
+    due); ``scenario(name, ...)`` runs a coordinator scenario."""
 
     def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None,
-                 security: SecuritySetup | None = None, admin: bool = False) -> None:
+                 security: SecuritySetup | None = None, admin: bool = False,
+                 manual_clock: bool = False) -> None:
         self.data_dir = Path(data_dir)
         self.security = security
         self.certs: CertFiles | None = None
@@ -137,6 +141,10 @@ class BrokerThread:
             self.overrides["listeners"] = f"{security.listener}://127.0.0.1:0"
         if admin:
             self.overrides["admin.listener"] = "127.0.0.1:0"
+        if manual_clock:
+            # The initial delay is a timer too: with time standing still, a group's first
+            # rebalance would wait for an advance.
+            self.overrides["group.initial.rebalance.delay.ms"] = "0"
         self.overrides.update(overrides or {})
         self.overrides.setdefault("listeners", "PLAINTEXT://127.0.0.1:0")
         self.overrides["log.dirs"] = str(self.data_dir)
@@ -144,6 +152,9 @@ class BrokerThread:
         self.broker: Broker | None = None
         self._thread: threading.Thread | None = None
         self.faults = RemoteFaults(self)
+        self.manual_clock = manual_clock
+        #: Where a restarted broker's manual clock resumes (None: the wall clock's time).
+        self._clock_at: int | None = None
 
     def start(self, timeout: float = 30) -> BrokerThread:
         started = threading.Event()
@@ -155,7 +166,8 @@ class BrokerThread:
             asyncio.set_event_loop(loop)
             try:
                 config = Config.build(environ={}, overrides=self.overrides)
-                self.broker = build_broker(config)
+                clock = ManualClock(self._clock_at) if self.manual_clock else None
+                self.broker = build_broker(config, clock)
                 loop.run_until_complete(self.broker.start())
             except BaseException as e:  # surfaced to the starting thread
                 failure.append(e)
@@ -188,6 +200,22 @@ class BrokerThread:
         fut: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(wrapper(), self.loop)
         value: T = fut.result(timeout)
         return value
+
+    def advance(self, ms: int) -> int:
+        """Move the manual clock ``ms`` forward, running every deadline it crosses; the new
+        time in ms."""
+        return self.call(lambda: self.inner.clock_control.advance(ms))
+
+    def now_ms(self) -> int:
+        """The broker's clock."""
+        return self.call(lambda: self.inner.clock_control.now_ms())
+
+    def scenario(self, name: str, **params: Any) -> dict[str, Any]:
+        """Run a coordinator scenario (``broker/scenarios.py``): ``rebalance``,
+        ``expire-member``, ``evict-member``, ``fence-static-member`` (group_id, member_id or
+        group_instance_id), ``partition-loading``, ``partition-moved`` (group_id or
+        partition, for_ms)."""
+        return self.call(lambda: self.inner.scenarios.run(name, params))
 
     @property
     def inner(self) -> Broker:
@@ -257,6 +285,8 @@ class BrokerThread:
         assert self.broker is not None
         bound = [f"{b.name}://127.0.0.1:{b.port}" for b in self.broker.listeners]
         admin = self.broker.admin
+        if self.manual_clock:
+            self._clock_at = self.now_ms()
         self.stop()
         if keep_port:
             self.overrides["listeners"] = ",".join(bound)

@@ -18,6 +18,8 @@ from aiohttp import web
 from ..clock_control import ClockControl, ClockNotManual
 from ..faults import FaultError, FaultRules
 from ..metrics import BrokerMetrics
+from ..scenarios import NAMES as SCENARIO_NAMES
+from ..scenarios import CoordinatorScenarios, ScenarioError
 from .views import BadRequest, BrokerView, NotFound
 
 log = structlog.get_logger("kafkalite.admin")
@@ -85,7 +87,7 @@ def _int_field(body: Any, name: str, required: bool = True, default: int = 0) ->
 
 
 def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
-              clock: ClockControl) -> web.Application:
+              clock: ClockControl, scenarios: CoordinatorScenarios) -> web.Application:
     app = web.Application(middlewares=[_errors])
     r = app.router
 
@@ -164,10 +166,16 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     # --- scenarios ------------------------------------------------------------------------
 
     async def scenario(req: web.Request) -> web.Response:
-        # Forcing a rebalance, expiring or fencing a member and the like act on the
-        # coordinator's own state; until it offers them, say so.
-        raise NotFound(f"coordinator scenarios are not available in this broker "
-                       f"({req.match_info['scenario']!r} was asked for)")
+        name = req.match_info["scenario"]
+        if name not in SCENARIO_NAMES:
+            raise NotFound(f"unknown scenario {name!r}; known: {', '.join(SCENARIO_NAMES)}")
+        body = await _json_body(req)
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object")
+        try:
+            return web.json_response(scenarios.run(name, body))
+        except ScenarioError as e:
+            raise BadRequest(str(e)) from None
 
     r.add_get("/", index)
     r.add_static("/static/", STATIC)
@@ -192,8 +200,9 @@ class AdminServer:
     """The listener: ``await start()`` on the broker's loop, ``await stop()``."""
 
     def __init__(self, host: str, port: int, view: BrokerView, faults: FaultRules,
-                 metrics: BrokerMetrics, clock: ClockControl) -> None:
-        self.app = build_app(view, faults, metrics, clock)
+                 metrics: BrokerMetrics, clock: ClockControl,
+                 scenarios: CoordinatorScenarios) -> None:
+        self.app = build_app(view, faults, metrics, clock, scenarios)
         self._runner: web.AppRunner | None = None
         self.host = host
         self.port = port

@@ -134,8 +134,13 @@ def test_fault_rules_over_http(admin: str) -> None:
     ("GET", "/api/v1/topics/nope", None, 404, "unknown topic 'nope'"),
     ("GET", "/api/v1/groups/nope", None, 404, "unknown group 'nope'"),
     ("GET", "/api/v1/nothing", None, 404, "no such endpoint"),
-    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "manual clock is not available"),
-    ("POST", "/api/v1/scenarios/rebalance", {"group_id": "g"}, 404, "not available"),
+    ("POST", "/api/v1/clock/advance", {"ms": 10}, 400, "runs on the system clock"),
+    ("POST", "/api/v1/scenarios/rebalance", {}, 400, "group_id is required"),
+    ("POST", "/api/v1/scenarios/nope", {}, 404, "unknown scenario 'nope'"),
+    ("POST", "/api/v1/scenarios/partition-moved", {"group_id": "g"}, 400,
+     "for_ms is required"),
+    ("POST", "/api/v1/scenarios/partition-loading", {"partition": 99, "for_ms": 5}, 400,
+     "__consumer_offsets has"),
     ("POST", "/api/v1/faults/1", None, 405, "Method Not Allowed"),
     ("POST", "/api/v1/clock/advance", {"ms": "ten"}, 400, "ms must be an integer"),
 ])
@@ -189,7 +194,7 @@ def test_ctl_fault_add_list_clear(admin: str) -> None:
     assert cleared.stdout.strip() == "removed 1 rule"
     assert ctl(admin, "fault", "list").stdout.strip() == "no fault rules"
     refused = ctl(admin, "clock", "advance", "45s")
-    assert refused.returncode == 1 and "manual clock is not available" in refused.stderr
+    assert refused.returncode == 1 and "runs on the system clock" in refused.stderr
 
 
 def test_ctl_says_when_the_broker_is_unreachable() -> None:

@@ -92,3 +92,26 @@ def test_bad_admin_listener_is_a_configuration_error(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "configuration error: admin.listener must be HOST:PORT" in out.stderr
+
+
+def test_ctl_clock_and_scenario_on_a_manual_clock_broker(tmp_path: Path) -> None:
+    overrides = {"admin.listener": "127.0.0.1:0", "group.initial.rebalance.delay.ms": "0"}
+    with BrokerProcess(tmp_path / "data", overrides, ["--manual-clock"]) as b:
+        assert b.admin_url is not None
+        shown = ctl(b.admin_url, "clock", "show")
+        assert shown.returncode == 0 and shown.stdout.startswith("manual clock at ")
+        start = int(shown.stdout.split()[3])
+        advanced = ctl(b.admin_url, "clock", "advance", "45s")
+        assert advanced.returncode == 0, advanced.stderr
+        assert int(advanced.stdout.split()[3]) == start + 45_000
+        missing = ctl(b.admin_url, "scenario", "rebalance", "--group", "nobody")
+        assert missing.returncode == 0 and '"GROUP_ID_NOT_FOUND"' in missing.stdout
+        held = ctl(b.admin_url, "scenario", "partition-loading", "--group", "g", "--for", "1s")
+        assert held.returncode == 0 and "COORDINATOR_LOAD_IN_PROGRESS" in held.stdout
+        conn = RawConnection(b.bootstrap)
+        hb = request(HEARTBEAT, conn.version(HEARTBEAT, 4), group_id="g", generation_id=1,
+                     member_id="m", group_instance_id=None)
+        assert ErrorCode(conn.call(hb).error_code) is ErrorCode.coordinator_load_in_progress
+        assert ctl(b.admin_url, "clock", "advance", "1s").returncode == 0
+        assert ErrorCode(conn.call(hb).error_code) is ErrorCode.unknown_member_id
+        conn.close()
