@@ -9,8 +9,18 @@ Two passes over the cleanable part of a log (every segment but the active one):
 
 Offsets never change: a batch keeps its base offset and its last offset (as Kafka keeps
 ``lastOffsetDelta`` so producer state stays valid), only the records between thin out.
-Batches of transactions and control batches are copied as they are (the coordinator's
-own log has none; keeping them is always safe).
+
+Transactions, as Kafka's cleaner (``CleanedTransactionMetadata``): only segments below the
+last stable offset are cleaned, so every transaction met is decided. ``TxnTracker`` walks
+the batches with the aborted transactions of the range (from the txn indexes): a batch of
+an aborted transaction is dropped whole, and never enters the offset map; committed
+transactional records are compacted like any other. A COMMIT marker goes once no batch of
+its transaction is left in the cleaned range, an ABORT marker once its transaction's
+batches are gone, each only after ``delete.retention.ms`` from the marker's timestamp (as
+tombstones here; Kafka stamps a delete horizon into the batch instead). A segment's
+``.txnindex`` keeps the entries of the ABORT markers that still have aborted batches
+behind them, and is replaced after the segment's log, so a crash between the two leaves
+extra entries (harmless), never missing ones.
 
 The pure functions here work on bytes; ``LogCleaner`` applies them to a log's segments and
 swaps the cleaned files in atomically (``.cleaned`` -> ``.swap`` -> replace).
@@ -19,13 +29,16 @@ swaps the cleaned files in atomically (``.cleaned`` -> ``.swap`` -> replace).
 from __future__ import annotations
 
 import asyncio
+import heapq
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 
+from kafkalite.protocol.control import read_end_txn_marker
+from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     BatchHeader,
     Record,
@@ -37,6 +50,7 @@ from kafkalite.protocol.records import (
 from .fsutil import fsync_dir
 from .log import PartitionLog
 from .segment import Segment, filename
+from .txn_index import AbortedTxn
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -47,6 +61,8 @@ class CleanStats:
     records_read: int = 0
     records_kept: int = 0
     tombstones_dropped: int = 0
+    aborted_dropped: int = 0
+    markers_dropped: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
 
@@ -55,21 +71,88 @@ class CleanStats:
         self.records_read += other.records_read
         self.records_kept += other.records_kept
         self.tombstones_dropped += other.tombstones_dropped
+        self.aborted_dropped += other.aborted_dropped
+        self.markers_dropped += other.markers_dropped
         self.bytes_read += other.bytes_read
         self.bytes_written += other.bytes_written
 
 
-def _copied_as_is(h: BatchHeader) -> bool:
-    return h.is_control or h.is_transactional
+@dataclass(slots=True)
+class _AbortedState:
+    txn: AbortedTxn
+    seen_batch: bool = False
+
+
+@dataclass
+class TxnTracker:
+    """Transaction state met while walking a cleaned range in order (Kafka's
+    ``CleanedTransactionMetadata``). Give it the aborted transactions overlapping the
+    range; ``index`` collects the entries the cleaned segment's ``.txnindex`` keeps."""
+
+    aborted: list[AbortedTxn] = field(default_factory=list)
+    _pending: list[tuple[int, int, AbortedTxn]] = field(default_factory=list)
+    _open_aborted: dict[int, _AbortedState] = field(default_factory=dict)
+    _open_committed: set[int] = field(default_factory=set)
+    index: list[AbortedTxn] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._pending = [(t.first_offset, i, t) for i, t in enumerate(self.aborted)]
+        heapq.heapify(self._pending)
+
+    def _reach(self, offset: int) -> None:
+        while self._pending and self._pending[0][0] <= offset:
+            txn = heapq.heappop(self._pending)[2]
+            self._open_aborted.setdefault(txn.producer_id, _AbortedState(txn))
+
+    def on_batch(self, h: BatchHeader) -> bool:
+        """A data batch; True if it belongs to an aborted transaction."""
+        self._reach(h.last_offset)
+        if not h.is_transactional:
+            return False
+        state = self._open_aborted.get(h.producer_id)
+        if state is not None:
+            state.seen_batch = True
+            return True
+        self._open_committed.add(h.producer_id)
+        return False
+
+    def on_marker(self, h: BatchHeader, batch: bytes) -> bool:
+        """A control batch; True if it may go (once its delete retention has passed)."""
+        self._reach(h.last_offset)
+        try:
+            marker = read_end_txn_marker(batch)
+        except ProtocolError:
+            return False
+        if marker is None:
+            return h.record_count == 0  # emptied by an earlier cleaning: nothing to keep
+        if marker.commit:
+            if h.producer_id in self._open_committed:
+                self._open_committed.discard(h.producer_id)
+                return False
+            return True
+        state = self._open_aborted.pop(h.producer_id, None)
+        if state is not None and state.seen_batch:
+            self.index.append(state.txn)
+            return False
+        return True
+
+    def take_index(self) -> list[AbortedTxn]:
+        out, self.index = self.index, []
+        return out
 
 
 def build_offset_map(segments: Iterable[bytes], offset_map: dict[bytes, int] | None = None,
-                     ) -> dict[bytes, int]:
-    """Key -> offset of its latest record over ``segments`` (in log order)."""
+                     txns: TxnTracker | None = None) -> dict[bytes, int]:
+    """Key -> offset of its latest record over ``segments`` (in log order), leaving out
+    aborted transactions and markers."""
     out: dict[bytes, int] = {} if offset_map is None else offset_map
+    tracker = txns if txns is not None else TxnTracker()
     for data in segments:
         for pos, h in iter_batch_headers(data):
-            if _copied_as_is(h):
+            if h.is_control:
+                tracker.on_marker(h, data[pos : pos + h.size])
+                continue
+            if tracker.on_batch(h):
                 continue
             _, records = decode_batch(data, pos)
             for r in records:
@@ -84,22 +167,31 @@ def clean_segment(
     now_ms: int,
     delete_retention_ms: int,
     stats: CleanStats | None = None,
+    txns: TxnTracker | None = None,
 ) -> bytes:
-    """The bytes of segment ``data`` with superseded records and expired tombstones gone."""
+    """The bytes of segment ``data`` with superseded records, expired tombstones, aborted
+    transactions and markers no longer needed gone."""
     st = stats if stats is not None else CleanStats()
+    tracker = txns if txns is not None else TxnTracker()
     out = bytearray()
     end = 0
     for pos, h in iter_batch_headers(data):
         end = pos + h.size
         st.batches_read += 1
         st.bytes_read += h.size
-        if _copied_as_is(h):
+        st.records_read += h.record_count  # the count decoding checks
+        if h.is_control:
+            if (tracker.on_marker(h, data[pos:end])
+                    and h.max_timestamp + delete_retention_ms <= now_ms):
+                st.markers_dropped += 1
+                continue
             out += data[pos:end]
-            st.records_read += h.record_count
             st.records_kept += h.record_count
             continue
+        if tracker.on_batch(h):
+            st.aborted_dropped += h.record_count
+            continue
         _, records = decode_batch(data, pos)
-        st.records_read += len(records)
         kept: list[Record] = []
         for r in records:
             if r.key is not None and offset_map.get(r.key, -1) > r.offset:
@@ -129,82 +221,134 @@ def _write_synced(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def swap_segment(plog: PartitionLog, i: int, cleaned: bytes) -> None:
+def swap_segment(plog: PartitionLog, i: int, cleaned: bytes | None,
+                 txn_index: list[AbortedTxn] | None = None) -> None:
     """Replace segment ``i`` of ``plog`` by ``cleaned`` as Kafka's cleaner does: write
     ``.cleaned``, rename it to ``.swap``, then replace the segment; a crash at any point
     leaves the old or the new segment whole (the log deletes leftovers on load). The old
-    indexes go before the new file lands, so a crash never pairs them with it."""
+    indexes go before the new file lands, so a crash never pairs them with it. The
+    ``.txnindex`` (``txn_index``: its new entries) is replaced last."""
     seg = plog.segments[i]
-    base = seg.base_offset
-    directory = seg.dir
-    cleaned_path = directory / filename(base, ".log.cleaned")
-    swap_path = directory / filename(base, ".log.swap")
-    _write_synced(cleaned_path, cleaned)
-    os.rename(cleaned_path, swap_path)
-    seg.close()
-    for p in (seg.index.path, seg.time_index.path):
-        p.unlink(missing_ok=True)
-    os.replace(swap_path, seg.log_path)
-    fsync_dir(directory)
-    new = Segment(directory, base, seg.created_ms)
-    new.scan(False, plog.config.index_interval_bytes)
-    new.index.write_pending()
-    new.time_index.write_pending()
-    plog.segments[i] = new
+    if cleaned is not None:
+        base = seg.base_offset
+        directory = seg.dir
+        cleaned_path = directory / filename(base, ".log.cleaned")
+        swap_path = directory / filename(base, ".log.swap")
+        _write_synced(cleaned_path, cleaned)
+        os.rename(cleaned_path, swap_path)
+        seg.close()
+        for p in (seg.index.path, seg.time_index.path):
+            p.unlink(missing_ok=True)
+        os.replace(swap_path, seg.log_path)
+        fsync_dir(directory)
+        seg = Segment(directory, base, seg.created_ms)
+        seg.txn_index.load()
+        seg.scan(False, plog.config.index_interval_bytes)
+        seg.index.write_pending()
+        seg.time_index.write_pending()
+        plog.segments[i] = seg
+    if txn_index is not None:
+        seg.txn_index.replace(txn_index)
 
 
-def compute_cleaned(segments: list[Segment], now_ms: int, delete_retention_ms: int
-                    ) -> tuple[list[bytes | None], CleanStats]:
-    """The cleaned bytes of each closed segment (None: unchanged). Reads only: safe to run
-    off the event loop, as closed segments never change under it. One segment is in
-    memory at a time (each is read twice: once for the offset map, once to filter)."""
+def cleanable_segments(plog: PartitionLog) -> list[Segment]:
+    """The closed segments wholly below the last stable offset: every transaction with
+    data there is decided (Kafka's first uncleanable offset)."""
+    segs = plog.segments
+    lso = plog.last_stable_offset
+    out = []
+    for k in range(len(segs) - 1):
+        if segs[k + 1].base_offset > lso:
+            break
+        out.append(segs[k])
+    return out
+
+
+#: What cleaning makes of one segment: its new log bytes and its new aborted-transaction
+#: index entries (None: unchanged).
+Cleaned = tuple[bytes | None, list[AbortedTxn] | None]
+
+
+def compute_cleaned(segments: list[Segment], now_ms: int, delete_retention_ms: int,
+                    aborted: list[AbortedTxn] | None = None,
+                    indexes: list[list[AbortedTxn]] | None = None,
+                    ) -> tuple[list[Cleaned], CleanStats]:
+    """The cleaned bytes and index of each closed segment. ``aborted``: the aborted
+    transactions overlapping the segments; ``indexes``: each segment's current index
+    entries. Reads only: safe to run off the event loop, as closed segments never change
+    under it. One segment is in memory at a time (each is read twice: once for the offset
+    map, once to filter)."""
     stats = CleanStats()
     offset_map: dict[bytes, int] = {}
+    mapping = TxnTracker(list(aborted or ()))
     for seg in segments:
-        build_offset_map([seg.pread(seg.size, 0)], offset_map)
-    out: list[bytes | None] = []
-    for seg in segments:
+        build_offset_map([seg.pread(seg.size, 0)], offset_map, mapping)
+    tracker = TxnTracker(list(aborted or ()))
+    out: list[Cleaned] = []
+    for k, seg in enumerate(segments):
         data = seg.pread(seg.size, 0)
-        cleaned = clean_segment(data, offset_map, now_ms, delete_retention_ms, stats)
-        out.append(None if len(cleaned) == len(data) else cleaned)
+        cleaned = clean_segment(data, offset_map, now_ms, delete_retention_ms, stats, tracker)
+        entries = tracker.take_index()
+        current = indexes[k] if indexes is not None else []
+        out.append((None if len(cleaned) == len(data) else cleaned,
+                    None if entries == current else entries))
     return out, stats
 
 
-def _swap_all(plog: PartitionLog, segments: list[Segment], cleaned: list[bytes | None]) -> int:
+def _plan(plog: PartitionLog) -> tuple[list[Segment], list[AbortedTxn], list[list[AbortedTxn]]]:
+    """On the event loop: what to clean, with the transaction state it needs."""
+    segments = cleanable_segments(plog)
+    if not segments:
+        return [], [], []
+    end = plog.segments[len(segments)].base_offset
+    aborted = plog.aborted_transactions(segments[0].base_offset, end)
+    return segments, aborted, [list(s.txn_index.entries) for s in segments]
+
+
+def _swap_all(plog: PartitionLog, segments: list[Segment], cleaned: list[Cleaned]) -> int:
     swapped = 0
-    for seg, data in zip(segments, cleaned, strict=True):
-        if data is None or plog.closed:
+    for seg, (data, entries) in zip(segments, cleaned, strict=True):
+        if (data is None and entries is None) or plog.closed:
             continue
         # The segment may have gone meanwhile (retention, topic deletion): skip it then.
         i = next((j for j, s in enumerate(plog.segments) if s is seg), None)
         if i is None or i == len(plog.segments) - 1:
             continue
-        swap_segment(plog, i, data)
+        swap_segment(plog, i, data, entries)
         swapped += 1
+    plog.recount_aborted()
     return swapped
 
 
 def _log_stats(plog: PartitionLog, segments: int, stats: CleanStats) -> None:
     log.info("log.cleaned", topic=plog.topic, partition=plog.partition, segments=segments,
              records_read=stats.records_read, records_kept=stats.records_kept,
-             tombstones_dropped=stats.tombstones_dropped, bytes_read=stats.bytes_read,
-             bytes_written=stats.bytes_written)
+             tombstones_dropped=stats.tombstones_dropped,
+             aborted_dropped=stats.aborted_dropped, markers_dropped=stats.markers_dropped,
+             bytes_read=stats.bytes_read, bytes_written=stats.bytes_written)
 
 
 def clean_log(plog: PartitionLog, now_ms: int, delete_retention_ms: int) -> CleanStats:
-    """Compact every segment of ``plog`` but the active one; return what it did."""
-    segments = plog.segments[:-1]
+    """Compact every segment of ``plog`` below its last stable offset but the active one;
+    return what it did."""
+    segments, aborted, indexes = _plan(plog)
     if not segments:
         return CleanStats()
-    cleaned, stats = compute_cleaned(segments, now_ms, delete_retention_ms)
+    cleaned, stats = compute_cleaned(segments, now_ms, delete_retention_ms, aborted, indexes)
     _swap_all(plog, segments, cleaned)
     _log_stats(plog, len(segments), stats)
     return stats
 
 
+def _cleanable_end(plog: PartitionLog) -> int:
+    n = len(cleanable_segments(plog))
+    return plog.segments[n].base_offset if n else -1
+
+
 class LogCleaner:
-    """Cleans the compacted logs it is given, a log only when segments rolled since its last
-    cleaning (``__consumer_offsets`` first). The broker's scheduler calls ``run_pass`` every
+    """Cleans the compacted logs it is given, a log only when its cleanable part grew since
+    its last cleaning: a roll, or its last stable offset moved (``__consumer_offsets``
+    first). The broker's scheduler calls ``run_pass`` every
     ``log.cleaner.backoff.ms``."""
 
     def __init__(self, logs: Callable[[], Iterable[tuple[PartitionLog, int]]],
@@ -218,26 +362,29 @@ class LogCleaner:
     def clean_once(self) -> CleanStats:
         total = CleanStats()
         for plog, delete_retention_ms in self._due():
-            upto = plog.active.base_offset
+            upto = _cleanable_end(plog)
             total.add(clean_log(plog, self.clock(), delete_retention_ms))
             self._cleaned_up_to[(plog.topic, plog.partition)] = upto
         return total
 
     def _due(self) -> list[tuple[PartitionLog, int]]:
+        """Logs whose cleanable part grew (a roll, or the last stable offset moved)."""
         return [(plog, drm) for plog, drm in self.logs()
                 if not plog.closed and len(plog.segments) > 1
                 and self._cleaned_up_to.get((plog.topic, plog.partition))
-                != plog.active.base_offset]
+                != _cleanable_end(plog)]
 
     async def clean_once_async(self) -> CleanStats:
         """As ``clean_once``, reading and filtering in a worker thread; the swaps (quick
         renames) happen on the event loop that owns the logs."""
         total = CleanStats()
         for plog, delete_retention_ms in self._due():
-            upto = plog.active.base_offset
-            segments = plog.segments[:-1]
+            upto = _cleanable_end(plog)
+            segments, aborted, indexes = _plan(plog)
+            if not segments:
+                continue
             cleaned, stats = await asyncio.to_thread(
-                compute_cleaned, segments, self.clock(), delete_retention_ms)
+                compute_cleaned, segments, self.clock(), delete_retention_ms, aborted, indexes)
             _swap_all(plog, segments, cleaned)
             _log_stats(plog, len(segments), stats)
             total.add(stats)

@@ -20,7 +20,8 @@ class OffsetOutOfRangeError(StorageError):
 
 
 class OutOfOrderSequenceError(StorageError):
-    """An idempotent producer's batch does not follow its last sequence."""
+    """An idempotent producer's batch does not follow its last sequence (or a new epoch
+    does not start at 0)."""
 
 
 class InvalidProducerEpochError(StorageError):
@@ -55,3 +56,13 @@ class RecordValidationError(StorageError):
         self.message = message
         self.record_errors = record_errors
         self.invalid_timestamp = invalid_timestamp
+
+
+class InvalidTxnStateError(StorageError):
+    """A plain batch from a producer with a transaction open on the partition, or a
+    transactional one the coordinator has not seen added to a transaction (INVALID_TXN_STATE)."""
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    """A marker from a coordinator epoch older than the partition's last marker for that
+    producer (TRANSACTION_COORDINATOR_FENCED)."""

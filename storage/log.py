@@ -20,9 +20,11 @@ from pathlib import Path
 import crc32c
 import structlog
 
+from kafkalite.protocol.control import end_txn_marker_batch, read_end_txn_marker
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
     ATTRIBUTES,
     BASE_OFFSET,
     BASE_SEQUENCE,
@@ -36,6 +38,7 @@ from kafkalite.protocol.records import (
     MAGIC,
     MAX_TIMESTAMP,
     MIN_BATCH_LENGTH,
+    NO_SEQUENCE,
     PARTITION_LEADER_EPOCH,
     PRODUCER_EPOCH,
     PRODUCER_ID,
@@ -54,8 +57,20 @@ from .errors import (
 )
 from .index import MAX_RELATIVE_OFFSET
 from .leader_epoch import LeaderEpochCache
-from .producer_state import ProducerStateTable, decode_snapshot, write_snapshot
+from .producer_recovery import (
+    load_snapshot,
+    replay_headers,
+    replay_segment,
+    snapshot_offsets,
+)
+from .producer_state import (
+    CLIENT,
+    AppendOrigin,
+    ProducerStateTable,
+    write_snapshot,
+)
 from .segment import Segment
+from .txn_index import AbortedTxn, collect_aborted
 from .validation import RecordRules, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
@@ -107,6 +122,9 @@ class PartitionLog:
         self.log_start_offset = log_start_offset
         self.log_end_offset = 0
         self.producers = ProducerStateTable()
+        #: Entries in the segments' aborted-transaction indexes (a read_committed fetch
+        #: skips the search while there are none).
+        self.aborted_txns = 0
         #: Called with the bytes appended, after each append (the fetch purgatory listens).
         self.watchers: set[Callable[[int], None]] = set()
         self.unflushed_messages = 0
@@ -131,6 +149,7 @@ class PartitionLog:
         interval = self.config.index_interval_bytes
         if not bases:
             bases = [self.log_start_offset]
+        txn_damaged = False
         had_checkpoint = self.epochs.load()
         for i, base in enumerate(bases):
             seg = Segment(self.dir, base, self.clock())
@@ -138,16 +157,22 @@ class PartitionLog:
                 seg.load_closed(interval)
                 if i == 0 and not had_checkpoint:
                     self._first_epoch(seg)
-            else:
-                self._load_snapshot(seg.base_offset)
-                self._recover(seg)
+                try:
+                    seg.txn_index.load()
+                except (OSError, ValueError) as e:
+                    log.warning("log.txn_index_rebuilt", topic=self.topic,
+                                partition=self.partition, segment=seg.log_path.name,
+                                reason=str(e))
+                    txn_damaged = True
             self.segments.append(seg)
             self._bases.append(base)
+        headers = self._recover(self.active)
         self.log_end_offset = self.active.next_offset
         if self.log_start_offset < self.segments[0].base_offset:
             self.log_start_offset = self.segments[0].base_offset
         if self.log_start_offset > self.log_end_offset:
             self.log_start_offset = self.log_end_offset
+        self._restore_producers(headers, txn_damaged)
         self._load_epochs(had_checkpoint)
 
     def _first_epoch(self, seg: Segment) -> None:
@@ -184,28 +209,9 @@ class PartitionLog:
                      epoch=epoch, start_offset=self.log_end_offset)
         return changed
 
-    def _load_snapshot(self, offset: int) -> None:
-        """Producer state as of ``offset`` from the snapshot taken when that segment began."""
-        path = self.dir / f"{offset:020d}.snapshot"
-        if not path.exists():
-            return
-        try:
-            self.producers = decode_snapshot(path.read_bytes())
-        except (OSError, ValueError) as e:
-            log.warning("log.snapshot_ignored", topic=self.topic, partition=self.partition,
-                        file=path.name, reason=str(e))
-
-    def _snapshot(self, offset: int) -> None:
-        if not self.producers.producers:
-            return
-        write_snapshot(self.dir / f"{offset:020d}.snapshot", self.producers)
-        # Only the newest snapshot is ever read; keep one older in case it is torn.
-        old = sorted(self.dir.glob("*.snapshot"))[:-2]
-        for p in old:
-            p.unlink(missing_ok=True)
-
-    def _recover(self, seg: Segment) -> None:
-        """Validate the active segment batch by batch; cut it at the first bad batch."""
+    def _recover(self, seg: Segment) -> list[tuple[int, ...]]:
+        """Validate the active segment batch by batch; cut it at the first bad batch.
+        Returns the headers of the batches kept."""
         file_size = seg.size
         valid, headers = seg.scan(True, self.config.index_interval_bytes)
         if valid < file_size:
@@ -222,11 +228,39 @@ class PartitionLog:
         for h in headers:
             if h[PARTITION_LEADER_EPOCH] >= 0:
                 self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
-            pid, seq = h[PRODUCER_ID], h[BASE_SEQUENCE]
-            if pid >= 0 and seq >= 0:
-                base, delta = h[BASE_OFFSET], h[LAST_OFFSET_DELTA]
-                self.producers.update(pid, h[PRODUCER_EPOCH], seq,
-                                      increment_sequence(seq, delta), base, base + delta)
+        return headers
+
+    def _restore_producers(self, active_headers: list[tuple[int, ...]],
+                           rebuild_all: bool = False) -> None:
+        """Producer state and the active segment's aborted-transaction index, from the
+        snapshot where the active segment begins and the batches after it; without one
+        (or with ``rebuild_all``), from the start of the log, rebuilding every index."""
+        active = self.active
+        found = None if rebuild_all else load_snapshot(self.dir, active.base_offset)
+        if found is None and len(self.segments) > 1:
+            # Written before snapshots were kept for every roll, or lost in a crash.
+            found = ProducerStateTable()
+            for seg in self.segments[:-1]:
+                if rebuild_all:
+                    seg.txn_index.reset()
+                replay_segment(found, seg, rebuild_all)
+            self.producers = found
+            self._snapshot(active.base_offset)
+        self.producers = found if found is not None else ProducerStateTable()
+        active.txn_index.reset()
+        replay_headers(self.producers, active, active_headers, True)
+        self.recount_aborted()
+
+    def recount_aborted(self) -> None:
+        self.aborted_txns = sum(len(seg.txn_index.entries) for seg in self.segments)
+
+    def _snapshot(self, offset: int) -> None:
+        # Written at every roll, empty or not (as Kafka), so that recovery never needs to
+        # replay more than the active segment.
+        write_snapshot(self.dir / f"{offset:020d}.snapshot", self.producers)
+        # Only the newest snapshot is normally read; keep one older in case it is torn.
+        for old in snapshot_offsets(self.dir)[:-2]:
+            (self.dir / f"{old:020d}.snapshot").unlink(missing_ok=True)
 
     # --- properties ---------------------------------------------------------------------
 
@@ -239,18 +273,34 @@ class PartitionLog:
         return self.log_end_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """The first offset not yet decided: the first offset of the earliest ongoing
+        transaction (never below the log start offset), else the high watermark."""
+        ongoing = self.producers.ongoing
+        if not ongoing:
+            return self.log_end_offset
+        first = next(iter(ongoing.values()))
+        return min(max(first, self.log_start_offset), self.log_end_offset)
+
+    @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
     # --- append -------------------------------------------------------------------------
 
-    def append(self, batch: bytes | bytearray | memoryview,
-               from_client: bool = False) -> tuple[int, int]:
+    def append(self, batch: bytes | bytearray | memoryview, from_client: bool = False,
+               origin: AppendOrigin = CLIENT,
+               txn_verified: Callable[[int, int], bool] | None = None) -> tuple[int, int]:
         """Validate and append one or more whole batches; return (base, last offset).
 
         ``from_client``: a Produce request's records, checked as Kafka's LogValidator
-        checks a client's (one batch, its records against the topic's rules, maybe
-        re-compressed) before anything is written.
+        checks a client's (one batch, no control batch, its records against the topic's
+        rules, maybe re-compressed) before anything is written. ``origin`` decides the
+        producer checks: sequences for a producer's batches (CLIENT), epochs only for a
+        coordinator's (COORDINATOR: transactional offset commits, or a marker batch).
+        ``txn_verified(producer_id, epoch)``, when given, is asked before a transactional
+        batch opens a transaction here, and False refuses it with InvalidTxnStateError
+        (Kafka's transaction verification, KIP-890).
         """
         if len(batch) < HEADER_SIZE:
             raise CorruptRecordError("record set shorter than a batch header")
@@ -269,7 +319,7 @@ class PartitionLog:
             batches[0] = self._validate_client(view[:n])
         first = last = -1
         for one in batches:
-            b, last = self._append_one(memoryview(one))
+            b, last = self._append_one(memoryview(one), origin, txn_verified)
             if first < 0:
                 first = b
         return first, last
@@ -304,17 +354,74 @@ class PartitionLog:
             raise CorruptRecordError("record batch CRC mismatch")
         return size
 
-    def _append_one(self, batch: memoryview) -> tuple[int, int]:
+    def _append_one(self, batch: memoryview, origin: AppendOrigin,
+                    txn_verified: Callable[[int, int], bool] | None) -> tuple[int, int]:
         h = BATCH_HEADER.unpack_from(batch, 0)
+        pid = h[PRODUCER_ID]
+        if pid < 0:  # no producer state: one call does it all (the hot path)
+            return self._write(batch, h, True)
+        if h[ATTRIBUTES] & ATTR_CONTROL:  # a coordinator's marker (clients' are refused)
+            return self._append_marker(batch, h)
+        epoch, first_seq = h[PRODUCER_EPOCH], h[BASE_SEQUENCE]
+        transactional = bool(h[ATTRIBUTES] & ATTR_TRANSACTIONAL)
+        last_seq = (increment_sequence(first_seq, h[LAST_OFFSET_DELTA]) if first_seq >= 0
+                    else NO_SEQUENCE)
+        verify = None if txn_verified is None else (lambda: txn_verified(pid, epoch))
+        # May raise a duplicate (with the offsets it got), or an epoch, sequence or
+        # transaction state error.
+        self.producers.check(pid, epoch, first_seq, last_seq, transactional, origin, verify)
+        base, last = self._write(batch, h)
+        self.producers.update(pid, epoch, first_seq, last_seq, base, last, h[MAX_TIMESTAMP],
+                              transactional)
+        self._appended(h[LAST_OFFSET_DELTA] + 1, len(batch))
+        return base, last
+
+    def append_control_marker(self, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int, commit: bool) -> int:
+        """Write the COMMIT or ABORT marker ending ``producer_id``'s transaction here, as
+        Kafka's WriteTxnMarkers does; return its offset.
+
+        The marker completes the producer's open transaction (if it wrote data here),
+        which moves the last stable offset; an ABORT adds the transaction to the active
+        segment's aborted-transaction index. Raises InvalidProducerEpochError for an
+        epoch older than the producer's and TransactionCoordinatorFencedError for a
+        coordinator epoch older than the last marker's; nothing is written then.
+        """
+        batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
+                                     self.clock())
+        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0))[0]
+
+    def _append_marker(self, batch: memoryview, h: tuple[int, ...]) -> tuple[int, int]:
+        try:
+            marker = read_end_txn_marker(batch)
+        except ProtocolError as e:
+            raise CorruptRecordError(f"unreadable control batch: {e}") from e
+        if marker is None:
+            raise InvalidRecordError("a control batch that is not a transaction marker")
+        pid, epoch = h[PRODUCER_ID], h[PRODUCER_EPOCH]
+        self.producers.check_marker(pid, epoch, marker.coordinator_epoch)
+        offset, last = self._write(batch, h)
+        done = self.producers.apply_marker(pid, epoch, marker.coordinator_epoch,
+                                           marker.commit, offset, h[MAX_TIMESTAMP])
+        if done is not None:
+            if done.aborted:
+                self.active.txn_index.append(AbortedTxn(
+                    pid, done.first_offset, offset, self.producers.lso_after(done)))
+                self.aborted_txns += 1
+            self.producers.complete(done)
+        self._appended(1, len(batch))
+        return offset, last
+
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        return producer_id in self.producers.ongoing
+
+    def _write(self, batch: memoryview, h: tuple[int, ...], done: bool = False
+               ) -> tuple[int, int]:
+        """Put one validated batch at the log end; return its (base, last) offsets. With
+        ``done`` also what ``_appended`` does (flush, watchers): no state to update first."""
         size = len(batch)
-        pid, epoch, first_seq = h[PRODUCER_ID], h[PRODUCER_EPOCH], h[BASE_SEQUENCE]
-        delta = h[LAST_OFFSET_DELTA]
-        idempotent = pid >= 0 and first_seq >= 0 and not h[ATTRIBUTES] & ATTR_CONTROL
-        if idempotent:
-            last_seq = increment_sequence(first_seq, delta)
-            self.producers.check(pid, epoch, first_seq, last_seq)  # may raise a duplicate
         base = self.log_end_offset
-        last = base + delta
+        last = base + h[LAST_OFFSET_DELTA]
         seg = self.active
         max_ts = h[MAX_TIMESTAMP]
         if self._should_roll(seg, size, last, max_ts):
@@ -327,14 +434,20 @@ class PartitionLog:
         parts = assigned_parts(batch, base, self.leader_epoch)
         seg.append_parts(parts, size, base, last, max_ts, self.config.index_interval_bytes)
         self.log_end_offset = last + 1
-        if idempotent:
-            self.producers.update(pid, epoch, first_seq, last_seq, base, last)
-        self.unflushed_messages += delta + 1
+        if done:
+            self.unflushed_messages += last - base + 1
+            if self.unflushed_messages >= self.config.flush_messages:
+                self.flush()
+            for w in list(self.watchers):
+                w(size)
+        return base, last
+
+    def _appended(self, records: int, size: int) -> None:
+        self.unflushed_messages += records
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
         for w in list(self.watchers):
             w(size)
-        return base, last
 
     def _should_roll(self, seg: Segment, size: int, last: int, max_ts: int) -> bool:
         if seg.size == 0:
@@ -376,17 +489,23 @@ class PartitionLog:
         fsync off the event loop (they stay valid if a segment is closed meanwhile)."""
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock()
-        return [os.dup(seg.fd) for seg in self.segments[-2:] if seg.fd >= 0]
+        fds = [os.dup(seg.fd) for seg in self.segments[-2:] if seg.fd >= 0]
+        if self.aborted_txns:
+            fds += [fd for seg in self.segments[-2:]
+                    if (fd := seg.txn_index.sync_handle()) is not None]
+        return fds
 
     # --- reads --------------------------------------------------------------------------
 
     def _segment_index(self, offset: int) -> int:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Whole batches from the one holding ``offset``; the first even if > max_bytes.
 
-        Raises OffsetOutOfRangeError outside [log start offset, log end offset].
+        With ``max_offset`` (a read_committed fetch passes the last stable offset) the
+        read stops before the batch holding it. Raises OffsetOutOfRangeError outside
+        [log start offset, log end offset].
         """
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
@@ -394,6 +513,8 @@ class PartitionLog:
             )
         if offset == self.log_end_offset:
             return b""
+        if max_offset is not None and max_offset < self.log_end_offset:
+            return self._read_below(offset, max_bytes, max_offset)
         i = self._segment_index(offset)
         while i < len(self.segments):
             seg = self.segments[i]
@@ -402,6 +523,34 @@ class PartitionLog:
                 return seg.read_from(found[0], found[1], max_bytes)
             i += 1
         return b""
+
+    def _read_below(self, offset: int, max_bytes: int, max_offset: int) -> bytes:
+        """``read`` up to the batch holding ``max_offset`` (exclusive)."""
+        if offset >= max_offset:
+            return b""
+        last_segment = self._segment_index(max_offset)
+        found = self.segments[last_segment].find_position(max_offset)
+        cut = found[0] if found is not None else None
+        i = self._segment_index(offset)
+        while i <= last_segment:
+            seg = self.segments[i]
+            found = seg.find_position(offset)
+            if found is not None:
+                if i < last_segment or cut is None:
+                    return seg.read_from(found[0], found[1], max_bytes)
+                if found[0] >= cut:
+                    return b""
+                return seg.read_from(found[0], found[1], max_bytes, cut)
+            i += 1
+        return b""
+
+    def aborted_transactions(self, offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [offset, upper_bound): what a
+        read_committed fetch of that range returns (``LocalLog.collectAbortedTransactions``)."""
+        if not self.aborted_txns:
+            return []
+        i = self._segment_index(offset)
+        return collect_aborted((s.txn_index for s in self.segments[i:]), offset, upper_bound)
 
     def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]:
         """Every batch from the one holding ``start_offset`` to the end, read from disk."""
@@ -495,6 +644,7 @@ class PartitionLog:
         seg = self.segments.pop(0)
         self._bases.pop(0)
         seg.delete()
+        self.aborted_txns -= len(seg.txn_index.entries)
         if self.log_start_offset < self.segments[0].base_offset:
             self.log_start_offset = self.segments[0].base_offset
             self._start_moved()
@@ -528,7 +678,8 @@ class PartitionLog:
         return deleted
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every batch at or after ``offset`` (whole batches; the one holding it too)."""
+        """Remove every batch at or after ``offset`` (whole batches; the one holding it too)
+        and rebuild the producer state and the active segment's index for what is left."""
         if offset >= self.log_end_offset:
             return
         while len(self.segments) > 1 and self.active.base_offset >= offset:
@@ -539,12 +690,15 @@ class PartitionLog:
         found = seg.find_position(offset)
         if found is not None:
             seg.truncate_to_position(found[0])
-        seg.scan(False, self.config.index_interval_bytes)
+        _valid, headers = seg.scan(False, self.config.index_interval_bytes)
         seg.index.write_pending()
         seg.time_index.write_pending()
         self.log_end_offset = seg.next_offset
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
-        self.producers.clear()
+        for snap in snapshot_offsets(self.dir):
+            if snap > self.log_end_offset:
+                (self.dir / f"{snap:020d}.snapshot").unlink(missing_ok=True)
+        self._restore_producers(headers)
         # The leader keeps its epoch; it begins again at the new log end if it was cut.
         if self.epochs.truncate_from_end(self.log_end_offset):
             self.epochs.assign(self.leader_epoch, self.log_end_offset)

@@ -1,4 +1,5 @@
-"""One log segment: ``<base>.log`` of magic-v2 batches, with its ``.index`` and ``.timeindex``.
+"""One log segment: ``<base>.log`` of magic-v2 batches, with its ``.index``, ``.timeindex``
+and (once a transaction aborts in it) ``.txnindex``.
 
 Writes are plain appends to a file descriptor (the OS buffers them); reads are ``pread``
 of byte ranges. Every batch in the file is whole and CRC-checked when it was appended;
@@ -32,6 +33,7 @@ from kafkalite.protocol.records import (
 )
 
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
+from .txn_index import TransactionIndex
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -54,6 +56,7 @@ class Segment:
         self.size = os.fstat(self.fd).st_size
         self.index = OffsetIndex(directory / filename(base_offset, ".index"), base_offset)
         self.time_index = TimeIndex(directory / filename(base_offset, ".timeindex"), base_offset)
+        self.txn_index = TransactionIndex(directory / filename(base_offset, ".txnindex"))
         #: One past the last offset written (base offset while empty).
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -96,6 +99,7 @@ class Segment:
         os.fsync(self.fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         # Kafka keeps the time index's last entry at the segment's max timestamp on roll.
@@ -103,13 +107,14 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
     def delete(self) -> None:
         self.close()
-        for p in (self.log_path, self.index.path, self.time_index.path):
+        for p in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
             try:
                 p.unlink()
             except FileNotFoundError:
@@ -166,11 +171,14 @@ class Segment:
                     and self.base_offset <= h[0] <= offset
                     and pos + h[1] + LOG_OVERHEAD <= self.size)
 
-    def read_from(self, position: int, first_size: int, max_bytes: int) -> bytes:
-        """Whole batches from ``position``: the first always, more while within max_bytes."""
-        limit = min(self.size - position, max(max_bytes, first_size))
+    def read_from(self, position: int, first_size: int, max_bytes: int,
+                  end: int | None = None) -> bytes:
+        """Whole batches from ``position``: the first always, more while within max_bytes
+        (and before the batch boundary ``end``, when given)."""
+        stop = self.size if end is None else end
+        limit = min(stop - position, max(max_bytes, first_size))
         data = os.pread(self.fd, limit, position)
-        if len(data) == limit and position + limit == self.size:
+        if len(data) == limit and position + limit == stop:
             return data
         # Cut at the last whole batch.
         p = 0
@@ -202,6 +210,25 @@ class Segment:
                         p = size
                     break
                 yield position + p, chunk[p : p + size]
+                p += size
+            if p == 0:
+                return
+            position += p
+
+    def iter_headers(self, position: int = 0) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """(position, header tuple) of every whole batch from ``position``, reading the
+        file in chunks and jumping over bodies larger than a chunk."""
+        end = self.size
+        while end - position >= HEADER_SIZE:
+            chunk = os.pread(self.fd, min(_READ_CHUNK, end - position), position)
+            p = 0
+            n = len(chunk)
+            while n - p >= HEADER_SIZE:
+                h = BATCH_HEADER.unpack_from(chunk, p)
+                size = h[1] + LOG_OVERHEAD
+                if h[1] < MIN_BATCH_LENGTH or position + p + size > end:
+                    return
+                yield position + p, h
                 p += size
             if p == 0:
                 return
