@@ -4,6 +4,10 @@ A fetch that finds fewer than ``min_bytes`` parks in the fetch purgatory: it reg
 watcher on each partition it reads, and the append that brings enough bytes (or the
 ``max_wait_ms`` timer) completes it. There is no polling loop.
 
+With ``isolation_level=1`` (read_committed) a partition's data stops before its last stable
+offset and comes with the aborted transactions overlapping it, collected from the
+segments' aborted-transaction indexes as Kafka does; every response reports the LSO.
+
 The response is encoded here by hand: its bulk is record bytes that go out as read, and
 kio's general writer costs more than the whole read for large responses. Incremental fetch
 sessions (KIP-227) live in ``broker/fetch_session.py``: a session's request names only what
@@ -22,9 +26,11 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.records import LAST_OFFSET_DELTA_POS, LOG_OVERHEAD
 from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.txn_index import AbortedTxn
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
@@ -51,6 +57,7 @@ _I32 = struct.Struct(">i")
 _PART_HEAD = struct.Struct(">ihq")  # partition, error, high watermark
 _I64 = struct.Struct(">q")
 _I64x2 = struct.Struct(">qq")
+_BATCH_LEN = struct.Struct(">qi")  # base offset, batch length
 
 E_NONE: int = ErrorCode.none.value
 E_UNKNOWN_TOPIC: int = ErrorCode.unknown_topic_or_partition.value
@@ -62,15 +69,38 @@ E_TOPIC_AUTHORIZATION: int = ErrorCode.topic_authorization_failed.value
 
 
 class PartitionResult:
-    __slots__ = ("error", "high_watermark", "log_start", "partition", "records")
+    __slots__ = ("aborted", "error", "high_watermark", "log_start", "lso", "partition",
+                 "records")
 
     def __init__(self, partition: int, error: int, hw: int = -1, start: int = -1,
-                 records: bytes = b"") -> None:
+                 records: bytes = b"", lso: int | None = None,
+                 aborted: list[AbortedTxn] | None = None) -> None:
         self.partition = partition
         self.error = error
         self.high_watermark = hw
         self.log_start = start
         self.records = records
+        self.lso = hw if lso is None else lso
+        #: read_committed: the aborted transactions overlapping ``records`` (None: none).
+        self.aborted = aborted
+
+
+def _next_offset(data: bytes) -> int:
+    """One past the last offset of the last batch in ``data`` (whole batches)."""
+    pos = 0
+    n = len(data)
+    last = -1
+    while n - pos >= LAST_OFFSET_DELTA_POS + 4:
+        base, length = _BATCH_LEN.unpack_from(data, pos)
+        last = base + _I32.unpack_from(data, pos + LAST_OFFSET_DELTA_POS)[0]
+        pos += length + LOG_OVERHEAD
+    return last + 1
+
+
+def _aborted_list(aborted: list[AbortedTxn], flexible: bool) -> bytes:
+    tag = b"\x00" if flexible else b""
+    head = write_uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+    return head + b"".join(_I64x2.pack(t.producer_id, t.first_offset) + tag for t in aborted)
 
 
 # --- encoding -------------------------------------------------------------------------
@@ -88,7 +118,7 @@ def encode_response(
     if version >= 7:
         out.append(_I16.pack(error) + _I32.pack(session_id))
     out.append(write_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
-    # No transactions, so the aborted list is empty (read_committed) or null.
+    # The aborted list is null under read_uncommitted, and mostly empty under read_committed.
     if read_committed:
         aborted = b"\x01" if flexible else _I32.pack(0)
     else:
@@ -104,10 +134,10 @@ def encode_response(
         out.append(write_uvarint(len(parts) + 1) if flexible else _I32.pack(len(parts)))
         for p in parts:
             head = [_PART_HEAD.pack(p.partition, p.error, p.high_watermark),
-                    _I64.pack(p.high_watermark)]  # last stable offset = high watermark
+                    _I64.pack(p.lso)]
             if version >= 5:
                 head.append(_I64.pack(p.log_start))
-            head.append(aborted)
+            head.append(aborted if p.aborted is None else _aborted_list(p.aborted, flexible))
             if version >= 11:
                 head.append(tail_v11)
             recs = p.records
@@ -180,6 +210,7 @@ class FetchPlan:
     def read(self) -> tuple[list[tuple[str | uuid.UUID, list[PartitionResult]]], int, bool]:
         """(topics, bytes read, whether any partition has an error)."""
         remaining = self.max_bytes
+        read_committed = self.read_committed
         min_one = True
         total = 0
         errored = False
@@ -192,12 +223,13 @@ class FetchPlan:
                     errored = True
                     continue
                 hw = plog.log_end_offset
+                lso = plog.last_stable_offset
                 start = plog.log_start_offset
                 limit = min(pmax, remaining)
                 data = b""
                 try:
                     if limit > 0 or min_one:
-                        data = plog.read(offset, limit)
+                        data = plog.read(offset, limit, lso if read_committed else None)
                         if len(data) > limit and not min_one:
                             data = b""
                 except OffsetOutOfRangeError:
@@ -210,11 +242,14 @@ class FetchPlan:
                     parts.append(PartitionResult(partition, E_STORAGE, hw, start))
                     errored = True
                     continue
+                aborted = None
                 if data:
                     min_one = False
                     remaining -= len(data)
                     total += len(data)
-                parts.append(PartitionResult(partition, E_NONE, hw, start, data))
+                    if read_committed and plog.aborted_txns:
+                        aborted = plog.aborted_transactions(offset, _next_offset(data))
+                parts.append(PartitionResult(partition, E_NONE, hw, start, data, lso, aborted))
             out.append((key, parts))
         return out, total, errored
 

@@ -27,10 +27,14 @@ LATEST_TIERED = -5
 EARLIEST_PENDING_UPLOAD = -6
 
 
-def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
-    """(offset, timestamp) answering a ListOffsets query, as Kafka's UnifiedLog does."""
+def lookup(plog: PartitionLog, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
+    """(offset, timestamp) answering a ListOffsets query, as Kafka's UnifiedLog does.
+
+    Under read_committed (isolation level 1) LATEST is the last stable offset and a
+    lookup by timestamp finds nothing at or past it (``Partition.fetchOffsetForTimestamp``).
+    """
     if timestamp == LATEST:
-        return plog.log_end_offset, -1
+        return (plog.last_stable_offset if read_committed else plog.log_end_offset), -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return plog.log_start_offset, -1
     if timestamp == LATEST_TIERED:
@@ -38,9 +42,12 @@ def lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
     if timestamp == EARLIEST_PENDING_UPLOAD:
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
-        return plog.max_timestamp()
-    found = plog.offset_for_timestamp(timestamp)
-    return found if found is not None else (-1, -1)
+        found: tuple[int, int] | None = plog.max_timestamp()
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    if found is None or (read_committed and found[0] >= plog.last_stable_offset):
+        return -1, -1
+    return found
 
 
 def epoch_of(plog: PartitionLog, timestamp: int, offset: int) -> int:
@@ -59,6 +66,7 @@ def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any
     resp_t = codecs.codec(LIST_OFFSETS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ListOffsetsTopicResponse")
     part_t = nested(resp_t, "ListOffsetsPartitionResponse")
+    read_committed = getattr(req, "isolation_level", 0) == 1
     topics = []
     for t in req.topics:
         allowed = access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t.name)
@@ -79,7 +87,7 @@ def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any
                                    timestamp=-1, offset=-1, leader_epoch=-1,
                                    old_style_offsets=()))
                 continue
-            offset, ts = lookup(plog, p.timestamp)
+            offset, ts = lookup(plog, p.timestamp, read_committed)
             parts.append(build(part_t, partition_index=p.partition_index,
                                error_code=ErrorCode.none, timestamp=ts, offset=offset,
                                leader_epoch=epoch_of(plog, p.timestamp, offset),

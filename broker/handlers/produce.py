@@ -1,4 +1,5 @@
-"""Produce v3 and up: per-partition appends of whole batches, acks 0/1/-1, idempotence.
+"""Produce v3 and up: per-partition appends of whole batches, acks 0/1/-1, idempotence,
+transactional batches.
 
 Only batch headers are parsed here: storage checks magic, lengths and CRC, and decodes
 records only where the topic's rules need it (storage/validation.py). With
@@ -19,12 +20,14 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.records import ATTR_TRANSACTIONAL, ATTRIBUTES_POS
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo
 from kafkalite.storage.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
     InvalidProducerEpochError,
     InvalidRecordError,
+    InvalidTxnStateError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
     RecordValidationError,
@@ -69,6 +72,10 @@ def _resolve(storage: Storage, access: Access, ctx: RequestContext, name: str
     return found
 
 
+#: The low byte of a batch's attributes, which holds the transactional flag.
+_TXN_BYTE = ATTRIBUTES_POS + 1
+
+
 def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: RequestContext,
             req: Any) -> Any:
     version = ctx.api_version
@@ -78,7 +85,10 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: Reque
     topic_t = nested(resp_t, "TopicProduceResponse")
     manager = storage.logs
     catalog = storage.catalog
-    transactional = req.transactional_id is not None
+    # As KafkaApis: transactional batches need a transactional id the client may write
+    # (checked per partition below, to keep plain requests free of a second pass).
+    txn_allowed = req.transactional_id is not None and access.permits(
+        ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
     acks = req.acks
     touched: list[PartitionLog] = []
     topics_out: list[Any] = []
@@ -110,12 +120,10 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: Reque
             info = _E.topic_authorization_failed
         else:
             info = _resolve(storage, access, ctx, name)
-        if (isinstance(info, ErrorCode) or transactional or info.internal
-                or acks not in (0, 1, -1)):
+        if isinstance(info, ErrorCode) or info.internal or acks not in (0, 1, -1):
             err = (
                 info if isinstance(info, ErrorCode)
                 else _E.invalid_required_acks if acks not in (0, 1, -1)
-                else _E.transactional_id_authorization_failed if transactional
                 else _E.invalid_topic_exception
             )
             parts = tuple(part(p.index, err) for p in t.partition_data)
@@ -131,6 +139,10 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: Reque
             records = p.records
             if not records:
                 parts_out.append(part(p.index, _E.invalid_record))
+                continue
+            if (not txn_allowed and len(records) > _TXN_BYTE
+                    and records[_TXN_BYTE] & ATTR_TRANSACTIONAL):
+                parts_out.append(part(p.index, _E.transactional_id_authorization_failed))
                 continue
             try:
                 base, last = plog.append(records, from_client=True)
@@ -162,6 +174,9 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: Reque
                 continue
             except InvalidProducerEpochError as e:
                 parts_out.append(part(p.index, _E.invalid_producer_epoch, message=str(e)))
+                continue
+            except InvalidTxnStateError as e:
+                parts_out.append(part(p.index, _E.invalid_txn_state, message=str(e)))
                 continue
             except OSError as e:
                 log.error("produce.append_failed", topic=info.name, partition=p.index,

@@ -1,5 +1,5 @@
 """Produce errors as Kafka sends them, over a raw socket with hand-built batches:
-corrupt batches, sequence gaps, duplicates, transactions, bad acks, acks=0 failures."""
+corrupt batches, sequence gaps, duplicates, transactional ids, bad acks, acks=0 failures."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kafkalite.broker.testing import BrokerThread
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.headers import encode_request_header
-from kafkalite.protocol.records import NewRecord, build_batch
+from kafkalite.protocol.records import ATTR_TRANSACTIONAL, NewRecord, build_batch
 
 PRODUCE = 0
 VERSION = 9
@@ -87,13 +87,20 @@ def test_idempotent_sequences_over_the_wire(broker: BrokerThread) -> None:
     assert broker.broker.logs.get("s", 0).log_end_offset == 6
 
 
-def test_transactions_and_bad_acks_refused(broker: BrokerThread) -> None:
+def test_transactional_batches_need_a_transactional_id_and_bad_acks_refused(
+        broker: BrokerThread) -> None:
     c = Client(broker)
-    r = c.produce("t", records(1), transactional_id="tx")
+    txn = build_batch([NewRecord(b"k", b"v")], timestamp=1, producer_id=77, producer_epoch=0,
+                      base_sequence=0, attributes=ATTR_TRANSACTIONAL)
+    r = c.produce("t", txn)
     assert r.error_code == ErrorCode.transactional_id_authorization_failed
     assert c.produce("t", records(1), acks=2).error_code == ErrorCode.invalid_required_acks
     assert broker.broker is not None
-    assert broker.broker.logs.get("t", 0).log_end_offset == 0
+    plog = broker.broker.logs.get("t", 0)
+    assert plog is not None and plog.log_end_offset == 0
+    r = c.produce("t", txn, transactional_id="tx")
+    assert (r.error_code, r.base_offset) == (ErrorCode.none, 0)
+    assert plog.last_stable_offset == 0 and plog.log_end_offset == 1
 
 
 def test_failed_acks0_produce_closes_the_connection(broker: BrokerThread) -> None:
