@@ -24,6 +24,7 @@ from kafkalite.protocol.records import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
     BATCH_HEADER,
     CRC_START,
     HEADER_SIZE,
@@ -162,6 +163,12 @@ def _segments(part: PartitionDir, entries: Iterable[tuple[str, bool, int]]) -> l
     return segs
 
 
+def segments_of(part: PartitionDir, entries: Iterable[tuple[str, bool, int]]
+                ) -> list[Segment]:
+    """The segments among a partition directory's entries, by base offset."""
+    return _segments(part, entries)
+
+
 def list_segments(part: PartitionDir) -> list[Segment]:
     return _segments(part, _listing(part.lfs, part.path, False))
 
@@ -261,8 +268,8 @@ def _batches(seg: Segment, reader: _Reader) -> Iterator[tuple[tuple[int, ...], b
         pos += w
 
 
-def scan_headers(seg: Segment) -> Iterator[tuple[int, ...]]:
-    """The raw header tuple of each complete batch in the first ``seg.size`` bytes."""
+def scan_positions(seg: Segment) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """(position, raw header tuple) of each complete batch in the first ``seg.size`` bytes."""
     if seg.size < HEADER_SIZE:
         return
     with _Reader(seg) as r:
@@ -273,11 +280,29 @@ def scan_headers(seg: Segment) -> Iterator[tuple[int, ...]]:
                 h = BATCH_HEADER.unpack(r.read(pos, HEADER_SIZE))
                 if h[1] < HEADER_SIZE - LOG_OVERHEAD or pos + h[1] + LOG_OVERHEAD > seg.size:
                     return
-                yield h
+                yield pos, h
                 pos += h[1] + LOG_OVERHEAD
             return
+        pos = 0  # batches are consecutive from the start of the file
         for h, _w, _p in _batches(seg, r):
-            yield h
+            yield pos, h
+            pos += h[1] + LOG_OVERHEAD
+
+
+def scan_headers(seg: Segment) -> Iterator[tuple[int, ...]]:
+    """The raw header tuple of each complete batch in the first ``seg.size`` bytes."""
+    for _pos, h in scan_positions(seg):
+        yield h
+
+
+def read_range(seg: Segment, position: int, size: int) -> bytes:
+    with _Reader(seg) as r:
+        return r.read(position, size)
+
+
+def list_files(part: PartitionDir) -> list[tuple[str, bool, int]]:
+    """(path, is_dir, size) of everything in a partition directory."""
+    return _listing(part.lfs, part.path, False)
 
 
 def next_offset(part: PartitionDir) -> int:
@@ -304,10 +329,13 @@ def read_segment(
     end_offset: int | None = None,
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
     verify_crc: bool = True,
+    aborted: dict[int, list[tuple[int, int]]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Records of one segment with ``start_offset <= offset < end_offset`` as Arrow batches.
 
-    Control batches (transaction markers) are skipped, as a Kafka consumer skips them.
+    Control batches (transaction markers) are skipped, as a Kafka consumer skips them;
+    with ``aborted`` (producer id -> (first offset, ABORT marker offset) ranges, for
+    read_committed) so are the transactional batches of aborted transactions.
     """
     if seg.size == 0:
         return
@@ -319,6 +347,8 @@ def read_segment(
             if base >= stop:
                 break
             if attrs & ATTR_CONTROL or base + last_delta < start_offset:
+                continue
+            if aborted and attrs & ATTR_TRANSACTIONAL and _in_aborted(aborted, h[9], base):
                 continue
             end = w + blen + LOG_OVERHEAD
             if h[3] != 2:
@@ -336,6 +366,12 @@ def read_segment(
                 chunk = Chunk()
         if chunk.records:
             yield decode_chunk(chunk, seg.topic, seg.partition, start_offset, stop, seg.where)
+
+
+def _in_aborted(aborted: dict[int, list[tuple[int, int]]], pid: int, base: int) -> bool:
+    """Whether a transactional batch of ``pid`` at ``base`` is in an aborted transaction:
+    between that transaction's first offset and its ABORT marker."""
+    return any(first <= base <= last for first, last in aborted.get(pid, ()))
 
 
 def read_batch_headers(seg: Segment, start_offset: int = 0,

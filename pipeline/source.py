@@ -10,7 +10,12 @@ offsets being each partition's next log offset.
 Options: ``path`` (required: a local path or a ``file://``, ``s3://`` or ``hdfs://`` URI,
 see :mod:`.fs`), ``topics`` (comma-separated) or ``topicPattern`` (regex,
 full match), ``mode`` (``records`` or ``batches``), ``startingOffsets`` for streams
-(``earliest`` or ``latest``), ``rowsPerBatch`` and ``verifyCrc``.
+(``earliest`` or ``latest``), ``rowsPerBatch``, ``verifyCrc`` and ``isolationLevel``
+(``read_uncommitted``, the default, or ``read_committed``; Spark's Kafka source spelling
+``kafka.isolation.level`` works too). Under read_committed, records mode leaves out the
+records of aborted transactions and stops each partition at its last stable offset (a
+stream's offsets follow it), as a read_committed consumer does; see :mod:`.transactions`.
+Transaction markers are never rows in records mode; batches mode lists every batch.
 """
 
 from __future__ import annotations
@@ -28,16 +33,23 @@ from pyspark.sql.datasource import (
 
 from . import segments as sg
 from .fs import LogFs, fs_options, open_log_fs
+from .transactions import Aborted, TxnView, aborted_filter, transaction_view
 
 
 class SegmentPartition(InputPartition):  # type: ignore[misc]
-    """One segment file and the offset range to read from it."""
+    """One segment file and the offset range to read from it (with, under read_committed,
+    the aborted transactions that have batches in it)."""
 
-    def __init__(self, seg: sg.Segment, start: int = 0, end: int | None = None) -> None:
+    def __init__(self, seg: sg.Segment, start: int = 0, end: int | None = None,
+                 aborted: tuple[Aborted, ...] = ()) -> None:
         super().__init__((seg.path, start, end))
         self.seg = seg
         self.start = start
         self.end = end
+        self.aborted = aborted
+
+
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
 def _parse_options(given: dict[str, str]) -> dict[str, Any]:
@@ -51,6 +63,11 @@ def _parse_options(given: dict[str, str]) -> dict[str, Any]:
     mode = options.get("mode", "records")
     if mode not in ("records", "batches"):
         raise ValueError(f"mode must be 'records' or 'batches', not {mode!r}")
+    isolation = (options.get("isolationlevel") or options.get("kafka.isolation.level")
+                 or "read_uncommitted").lower()
+    if isolation not in ISOLATION_LEVELS:
+        raise ValueError(f"isolationLevel must be 'read_uncommitted' or 'read_committed', "
+                         f"not {isolation!r}")
     return {
         "path": path,
         "topics": [t.strip() for t in topics.split(",") if t.strip()] if topics else None,
@@ -59,6 +76,7 @@ def _parse_options(given: dict[str, str]) -> dict[str, Any]:
         "rows": int(options.get("rowsperbatch", sg.DEFAULT_ROWS_PER_BATCH)),
         "crc": options.get("verifycrc", "true").lower() != "false",
         "starting": options.get("startingoffsets", "earliest"),
+        "committed": isolation == "read_committed" and mode == "records",
         "fs": {k: v for k, v in options.items() if k.startswith("s3.")},
     }
 
@@ -69,7 +87,24 @@ def _read(opts: dict[str, Any], part: SegmentPartition) -> Iterator[pa.RecordBat
         if batch.num_rows:
             yield batch
         return
-    yield from sg.read_segment(part.seg, part.start, part.end, opts["rows"], opts["crc"])
+    yield from sg.read_segment(part.seg, part.start, part.end, opts["rows"], opts["crc"],
+                               aborted_filter(part.aborted) if part.aborted else None)
+
+
+def _committed_parts(segs: list[sg.Segment], view: TxnView, lo: int = 0,
+                     hi: int | None = None) -> list[SegmentPartition]:
+    """Input partitions for one partition's segments under read_committed: up to the
+    last stable offset (and ``hi``), each with the aborted transactions it holds data of."""
+    stop = view.last_stable_offset if hi is None else min(hi, view.last_stable_offset)
+    parts = []
+    for i, seg in enumerate(segs):
+        seg_end = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if seg.base_offset >= stop or (seg_end is not None and seg_end <= lo) or not seg.size:
+            continue
+        end = stop if seg_end is None or seg_end > stop else None
+        parts.append(SegmentPartition(seg, lo, end, view.aborted_in(seg.base_offset, end
+                                                                    or seg_end)))
+    return parts
 
 
 class KafkaLiteDataSource(DataSource):  # type: ignore[misc]
@@ -95,8 +130,15 @@ class _BatchReader(DataSourceReader):  # type: ignore[misc]
     def partitions(self) -> Sequence[InputPartition]:
         # Only the listing happens here, on the driver; executors read the segments.
         lfs = open_log_fs(self.opts["path"], self.opts["fs"])
+        parts: list[InputPartition]
+        if self.opts["committed"]:
+            parts = []
+            for pdir in sg.list_partitions(lfs, self.opts["topics"], self.opts["pattern"]):
+                view = transaction_view(pdir)
+                parts += _committed_parts(sg.list_segments(pdir), view)
+            return parts or [InputPartition(None)]
         segs = sg.list_all_segments(lfs, self.opts["topics"], self.opts["pattern"])
-        parts: list[InputPartition] = [SegmentPartition(s) for s in segs if s.size]
+        parts = [SegmentPartition(s) for s in segs if s.size]
         # Spark needs at least one partition; an empty one reads nothing.
         return parts or [InputPartition(None)]
 
@@ -120,6 +162,9 @@ class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
         return sg.list_partitions(self.lfs, self.opts["topics"], self.opts["pattern"])
 
     def _latest(self) -> dict[str, int]:
+        if self.opts["committed"]:
+            return {_key(p.topic, p.partition): transaction_view(p).last_stable_offset
+                    for p in self._partition_dirs()}
         return {_key(p.topic, p.partition): sg.next_offset(p) for p in self._partition_dirs()}
 
     def initialOffset(self) -> dict[str, int]:
@@ -145,6 +190,9 @@ class _StreamReader(DataSourceStreamReader):  # type: ignore[misc]
             if hi <= lo:
                 continue
             segs = sg.list_segments(pdir)
+            if self.opts["committed"]:
+                parts += _committed_parts(segs, transaction_view(pdir), lo, hi)
+                continue
             for i, seg in enumerate(segs):
                 seg_end = segs[i + 1].base_offset if i + 1 < len(segs) else None
                 if seg_end is not None and seg_end <= lo:
