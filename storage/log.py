@@ -4,7 +4,9 @@ The append path touches only the 61-byte batch header: magic, lengths and CRC-32
 checked, the assigned base offset and the partition leader epoch replace the first header
 bytes (``records.assigned_parts``; the CRC covers neither), and the batch goes to the file
 as it came (compressed batches stay compressed). Only LogAppendTime topics copy a batch,
-to stamp the time and re-compute the CRC (``records.set_log_append_time``).
+to stamp the time and re-compute the CRC (``records.set_log_append_time``). Producer
+state is kept per batch with a producer id; the transactional side (the last stable
+offset, markers, reads bounded by it) is ``log_txn.TransactionalLog``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from pathlib import Path
 import crc32c
 import structlog
 
-from kafkalite.protocol.control import end_txn_marker_batch, read_end_txn_marker
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
@@ -57,10 +58,8 @@ from .errors import (
 )
 from .index import MAX_RELATIVE_OFFSET
 from .leader_epoch import LeaderEpochCache
+from .log_txn import TransactionalLog
 from .producer_recovery import (
-    load_snapshot,
-    replay_headers,
-    replay_segment,
     snapshot_offsets,
 )
 from .producer_state import (
@@ -70,7 +69,6 @@ from .producer_state import (
     write_snapshot,
 )
 from .segment import Segment
-from .txn_index import AbortedTxn, collect_aborted
 from .validation import RecordRules, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
@@ -107,7 +105,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog:
+class PartitionLog(TransactionalLog):
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig,
         log_start_offset: int = 0, clock: Callable[[], int] = now_ms,
@@ -230,30 +228,6 @@ class PartitionLog:
                 self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
         return headers
 
-    def _restore_producers(self, active_headers: list[tuple[int, ...]],
-                           rebuild_all: bool = False) -> None:
-        """Producer state and the active segment's aborted-transaction index, from the
-        snapshot where the active segment begins and the batches after it; without one
-        (or with ``rebuild_all``), from the start of the log, rebuilding every index."""
-        active = self.active
-        found = None if rebuild_all else load_snapshot(self.dir, active.base_offset)
-        if found is None and len(self.segments) > 1:
-            # Written before snapshots were kept for every roll, or lost in a crash.
-            found = ProducerStateTable()
-            for seg in self.segments[:-1]:
-                if rebuild_all:
-                    seg.txn_index.reset()
-                replay_segment(found, seg, rebuild_all)
-            self.producers = found
-            self._snapshot(active.base_offset)
-        self.producers = found if found is not None else ProducerStateTable()
-        active.txn_index.reset()
-        replay_headers(self.producers, active, active_headers, True)
-        self.recount_aborted()
-
-    def recount_aborted(self) -> None:
-        self.aborted_txns = sum(len(seg.txn_index.entries) for seg in self.segments)
-
     def _snapshot(self, offset: int) -> None:
         # Written at every roll, empty or not (as Kafka), so that recovery never needs to
         # replay more than the active segment.
@@ -271,16 +245,6 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The first offset not yet decided: the first offset of the earliest ongoing
-        transaction (never below the log start offset), else the high watermark."""
-        ongoing = self.producers.ongoing
-        if not ongoing:
-            return self.log_end_offset
-        first = next(iter(ongoing.values()))
-        return min(max(first, self.log_start_offset), self.log_end_offset)
 
     @property
     def size_bytes(self) -> int:
@@ -375,45 +339,6 @@ class PartitionLog:
                               transactional)
         self._appended(h[LAST_OFFSET_DELTA] + 1, len(batch))
         return base, last
-
-    def append_control_marker(self, producer_id: int, producer_epoch: int,
-                              coordinator_epoch: int, commit: bool) -> int:
-        """Write the COMMIT or ABORT marker ending ``producer_id``'s transaction here, as
-        Kafka's WriteTxnMarkers does; return its offset.
-
-        The marker completes the producer's open transaction (if it wrote data here),
-        which moves the last stable offset; an ABORT adds the transaction to the active
-        segment's aborted-transaction index. Raises InvalidProducerEpochError for an
-        epoch older than the producer's and TransactionCoordinatorFencedError for a
-        coordinator epoch older than the last marker's; nothing is written then.
-        """
-        batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
-                                     self.clock())
-        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0))[0]
-
-    def _append_marker(self, batch: memoryview, h: tuple[int, ...]) -> tuple[int, int]:
-        try:
-            marker = read_end_txn_marker(batch)
-        except ProtocolError as e:
-            raise CorruptRecordError(f"unreadable control batch: {e}") from e
-        if marker is None:
-            raise InvalidRecordError("a control batch that is not a transaction marker")
-        pid, epoch = h[PRODUCER_ID], h[PRODUCER_EPOCH]
-        self.producers.check_marker(pid, epoch, marker.coordinator_epoch)
-        offset, last = self._write(batch, h)
-        done = self.producers.apply_marker(pid, epoch, marker.coordinator_epoch,
-                                           marker.commit, offset, h[MAX_TIMESTAMP])
-        if done is not None:
-            if done.aborted:
-                self.active.txn_index.append(AbortedTxn(
-                    pid, done.first_offset, offset, self.producers.lso_after(done)))
-                self.aborted_txns += 1
-            self.producers.complete(done)
-        self._appended(1, len(batch))
-        return offset, last
-
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        return producer_id in self.producers.ongoing
 
     def _write(self, batch: memoryview, h: tuple[int, ...], done: bool = False
                ) -> tuple[int, int]:
@@ -523,34 +448,6 @@ class PartitionLog:
                 return seg.read_from(found[0], found[1], max_bytes)
             i += 1
         return b""
-
-    def _read_below(self, offset: int, max_bytes: int, max_offset: int) -> bytes:
-        """``read`` up to the batch holding ``max_offset`` (exclusive)."""
-        if offset >= max_offset:
-            return b""
-        last_segment = self._segment_index(max_offset)
-        found = self.segments[last_segment].find_position(max_offset)
-        cut = found[0] if found is not None else None
-        i = self._segment_index(offset)
-        while i <= last_segment:
-            seg = self.segments[i]
-            found = seg.find_position(offset)
-            if found is not None:
-                if i < last_segment or cut is None:
-                    return seg.read_from(found[0], found[1], max_bytes)
-                if found[0] >= cut:
-                    return b""
-                return seg.read_from(found[0], found[1], max_bytes, cut)
-            i += 1
-        return b""
-
-    def aborted_transactions(self, offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [offset, upper_bound): what a
-        read_committed fetch of that range returns (``LocalLog.collectAbortedTransactions``)."""
-        if not self.aborted_txns:
-            return []
-        i = self._segment_index(offset)
-        return collect_aborted((s.txn_index for s in self.segments[i:]), offset, upper_bound)
 
     def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]:
         """Every batch from the one holding ``start_offset`` to the end, read from disk."""
