@@ -7,7 +7,9 @@
    resolution, the partition logs (kept in step with the catalogue by its events) and
    the log cleaner; retention, flushing and cleaning are scheduler tasks;
 3. the group coordinator: its pure core and the runtime that drives it over
-   ``__consumer_offsets``; offset retention is a scheduler task;
+   ``__consumer_offsets``; offset retention is a scheduler task; every topic catalogue
+   event reaches the core through the runtime as a typed ``TopicChange`` (consumer
+   groups follow created, grown and deleted topics);
 4. test control and the live view: the broker's clock as users see it, the metrics, the
    fault rules dispatch consults, and the admin HTTP listener when ``admin.listener``
    is set;
@@ -29,9 +31,10 @@ from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.scheduler import Scheduler
+from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.storage import meta
-from kafkalite.storage.catalog import TopicCatalog
+from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
 
@@ -40,7 +43,7 @@ from .apis import KafkaApis
 from .auth import Access
 from .clock_control import ClockControl
 from .cluster import Cluster
-from .config import Config, ConfigError
+from .config import Config, ConfigError, consumer_assignors, rebalance_protocols
 from .control import parse_admin_listener
 from .dynamic_config import DynamicBrokerConfig, LogDefaults
 from .faults import FaultRules
@@ -121,12 +124,31 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
         initial_rebalance_delay_ms=config.int("group.initial.rebalance.delay.ms"),
         max_metadata_bytes=config.int("offset.metadata.max.bytes"),
         offsets_retention_ms=config.int("offsets.retention.minutes") * 60_000,
+        consumer_session_timeout_ms=config.int("group.consumer.session.timeout.ms"),
+        consumer_heartbeat_interval_ms=config.int("group.consumer.heartbeat.interval.ms"),
+        consumer_max_size=config.int("group.consumer.max.size"),
+        consumer_assignors=consumer_assignors(config),
+        migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
+        regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
-    return CoordinatorRuntime(
+    core.set_topics([topic_change("created", t) for t in storage.catalog], scheduler.now())
+    runtime = CoordinatorRuntime(
         core, storage.logs, scheduler,
         ensure_topic=partial(storage.ensure_offsets_topic, core_cfg.num_partitions),
         retention_check_interval_ms=lambda: config.int("offsets.retention.check.interval.ms"))
+    storage.catalog.listeners.append(partial(forward_topic_event, runtime))
+    return runtime
+
+
+def topic_change(event: str, info: TopicInfo) -> TopicChange:
+    """A catalogue event as the coordinator takes it."""
+    return TopicChange(TopicEvent(event), info.name, info.topic_id, info.partitions)
+
+
+def forward_topic_event(runtime: CoordinatorRuntime, event: str, info: TopicInfo) -> None:
+    """Catalogue listener: the group coordinator learns of every topic change."""
+    runtime.on_topic_change(topic_change(event, info))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +200,9 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
+    consumer_protocol = "consumer" in rebalance_protocols(config)
     for route in routes(cluster, storage, access, runtime, apis, security, quotas, dynamic,
-                        fetch_sessions, control.metrics):
+                        fetch_sessions, control.metrics, consumer_protocol):
         apis.register(route)
     return Broker(
         config, cluster, storage, runtime, cleaner, apis, scheduler,

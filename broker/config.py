@@ -88,6 +88,21 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "group.max.session.timeout.ms": ("1800000", int),
     "group.max.size": ("2147483647", int),
     "group.initial.rebalance.delay.ms": ("200", int),
+    # KIP-848 consumer groups (Kafka 4.x names and defaults).
+    "group.coordinator.rebalance.protocols": ("classic,consumer", str),
+    "group.consumer.session.timeout.ms": ("45000", int),
+    "group.consumer.min.session.timeout.ms": ("45000", int),
+    "group.consumer.max.session.timeout.ms": ("60000", int),
+    "group.consumer.heartbeat.interval.ms": ("5000", int),
+    "group.consumer.min.heartbeat.interval.ms": ("5000", int),
+    "group.consumer.max.heartbeat.interval.ms": ("15000", int),
+    "group.consumer.max.size": ("2147483647", int),
+    "group.consumer.assignors": (
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor", str),
+    "group.consumer.migration.policy": ("bidirectional", str),
+    # kafkalite's own: Kafka's fixed 10 s between two resolutions of a group's regexes.
+    "group.consumer.regex.refresh.interval.ms": ("10000", int),
     "offsets.topic.num.partitions": ("8", int),
     "offsets.topic.replication.factor": ("1", int),
     "offsets.topic.segment.bytes": ("104857600", int),
@@ -224,6 +239,7 @@ class Config:
         for k in self.values:
             if k in DEFAULTS:
                 self.get(k)
+        validate_group_coordinator(self)
 
     def raw(self, key: str) -> str:
         found = self.raw_or_none(key)
@@ -282,6 +298,90 @@ class Config:
         out: dict[str, str | None] = {k: v[0] for k, v in DEFAULTS.items()}
         out.update(self.values)
         return out
+
+
+#: group.consumer.assignors: Kafka's class names, or kafkalite's short names.
+ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+REBALANCE_PROTOCOLS = ("classic", "consumer")
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
+
+
+def _names(raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def consumer_assignors(config: Config) -> tuple[str, ...]:
+    """The server assignors' names, the default first."""
+    out = []
+    for name in _names(config.text("group.consumer.assignors")):
+        short = ASSIGNOR_CLASSES.get(name, name)
+        if short not in ASSIGNOR_CLASSES.values():
+            raise ConfigError(f"group.consumer.assignors: unknown assignor {name!r} "
+                              f"(kafkalite has {', '.join(ASSIGNOR_CLASSES)})")
+        out.append(short)
+    if not out:
+        raise ConfigError("group.consumer.assignors must list at least one assignor")
+    return tuple(out)
+
+
+def rebalance_protocols(config: Config) -> frozenset[str]:
+    protocols = {p.lower() for p in _names(config.text("group.coordinator.rebalance.protocols"))}
+    for p in protocols:
+        if p not in REBALANCE_PROTOCOLS:
+            raise ConfigError(f"group.coordinator.rebalance.protocols: unknown protocol {p!r}")
+    if "classic" not in protocols:
+        raise ConfigError("Disabling the 'classic' protocol is not supported.")
+    return frozenset(protocols)
+
+
+def validate_group_coordinator(config: Config) -> None:
+    """GroupCoordinatorConfig's checks of the consumer group settings, with its messages."""
+    g = config.int
+    for name in ("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
+                 "group.consumer.max.session.timeout.ms",
+                 "group.consumer.heartbeat.interval.ms",
+                 "group.consumer.min.heartbeat.interval.ms",
+                 "group.consumer.max.heartbeat.interval.ms", "group.consumer.max.size"):
+        if g(name) < 1:
+            raise ConfigError(f"Invalid value {g(name)} for configuration {name}: "
+                              "Value must be at least 1")
+    hb, hb_min, hb_max = (g("group.consumer.heartbeat.interval.ms"),
+                          g("group.consumer.min.heartbeat.interval.ms"),
+                          g("group.consumer.max.heartbeat.interval.ms"))
+    st, st_min, st_max = (g("group.consumer.session.timeout.ms"),
+                          g("group.consumer.min.session.timeout.ms"),
+                          g("group.consumer.max.session.timeout.ms"))
+    checks = [
+        (hb_max >= hb_min, "group.consumer.max.heartbeat.interval.ms must be greater than or "
+                           "equal to group.consumer.min.heartbeat.interval.ms"),
+        (hb >= hb_min, "group.consumer.heartbeat.interval.ms must be greater than or equal "
+                       "to group.consumer.min.heartbeat.interval.ms"),
+        (hb <= hb_max, "group.consumer.heartbeat.interval.ms must be less than or equal to "
+                       "group.consumer.max.heartbeat.interval.ms"),
+        (st_max >= st_min, "group.consumer.max.session.timeout.ms must be greater than or "
+                           "equal to group.consumer.min.session.timeout.ms"),
+        (st >= st_min, "group.consumer.session.timeout.ms must be greater than or equal to "
+                       "group.consumer.min.session.timeout.ms"),
+        (st <= st_max, "group.consumer.session.timeout.ms must be less than or equal to "
+                       "group.consumer.max.session.timeout.ms"),
+        (hb < st, "group.consumer.heartbeat.interval.ms must be less than "
+                  "group.consumer.session.timeout.ms"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    if g("group.consumer.regex.refresh.interval.ms") < 0:
+        raise ConfigError("group.consumer.regex.refresh.interval.ms must not be negative")
+    policy = config.text("group.consumer.migration.policy").strip().lower()
+    if policy not in MIGRATION_POLICIES:
+        raise ConfigError(f"Invalid value {policy} for configuration "
+                          "group.consumer.migration.policy: String must be one of (case "
+                          f"insensitive): {', '.join(p.upper() for p in MIGRATION_POLICIES)}")
+    consumer_assignors(config)
+    rebalance_protocols(config)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .handlers import (
     cluster_admin,
     config_resources,
     configs,
+    consumer_groups,
     describe_topics,
     features,
     fetch,
@@ -58,7 +59,10 @@ def routes(
     dynamic: DynamicBrokerConfig,
     fetch_sessions: FetchSessionCache,
     metrics: BrokerMetrics,
+    consumer_protocol: bool = True,
 ) -> list[Route]:
+    """``consumer_protocol``: KIP-848 consumer groups are enabled
+    (``group.coordinator.rebalance.protocols`` lists ``consumer``)."""
     group_acl = groups.GroupAcl()
     return [
         # --- data ---------------------------------------------------------------------
@@ -142,6 +146,16 @@ def routes(
               min_version=0, max_version=4, acl=group_acl),
         Route(groups.LEAVE_GROUP, partial(groups.leave_group, runtime),
               min_version=0, max_version=5, acl=group_acl),
+        # KIP-848: always advertised; answered UNSUPPORTED_VERSION when the protocol is
+        # off, as KafkaApis. The handlers authorize (Read on the group, Describe on topics).
+        Route(consumer_groups.CONSUMER_GROUP_HEARTBEAT,
+              partial(consumer_groups.consumer_group_heartbeat, runtime, access,
+                      consumer_protocol),
+              min_version=0, max_version=1),
+        Route(consumer_groups.CONSUMER_GROUP_DESCRIBE,
+              partial(consumer_groups.consumer_group_describe, runtime, access,
+                      consumer_protocol),
+              min_version=0, max_version=1),
         # --- offsets and group administration -----------------------------------------
         Route(offsets.OFFSET_COMMIT,
               partial(offsets.offset_commit, storage, runtime, access),

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 #: Kafka's ClassicGroupNewMemberJoinTimeoutMs: a new member that never rejoins goes.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
+#: group.consumer.migration.policy values (Kafka's ConsumerGroupMigrationPolicy).
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
+
 
 @dataclass(slots=True)
 class CoreConfig:
@@ -24,3 +27,25 @@ class CoreConfig:
     max_metadata_bytes: int = 4096
     #: offsets.retention.minutes, in ms
     offsets_retention_ms: int = 7 * 86_400_000
+    # --- KIP-848 consumer groups -------------------------------------------------------
+    #: group.consumer.session.timeout.ms
+    consumer_session_timeout_ms: int = 45000
+    #: group.consumer.heartbeat.interval.ms
+    consumer_heartbeat_interval_ms: int = 5000
+    #: group.consumer.max.size
+    consumer_max_size: int = 2147483647
+    #: group.consumer.assignors (names; the first is the default)
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    #: group.consumer.migration.policy
+    migration_policy: str = "bidirectional"
+    #: How long after a group's last regex resolution a new one may start (Kafka's
+    #: REGEX_BATCH_REFRESH_INTERVAL_MS; kafkalite's group.consumer.regex.refresh.interval.ms).
+    regex_refresh_interval_ms: int = 10_000
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")

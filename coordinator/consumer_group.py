@@ -250,7 +250,8 @@ class ConsumerGroup:
         """The member's target; a static member's is its instance's previous member's."""
         if instance_id is not None:
             previous = self.static_members.get(instance_id)
-            return {} if previous is None else self.target_assignment.get(previous, {})
+            if previous is not None:
+                return self.target_assignment.get(previous, {})
         return self.target_assignment.get(member_id, {})
 
     def preferred_server_assignor(self) -> str | None:

@@ -11,15 +11,29 @@ with ``replay`` and only then answers. Replay is also how a partition is loaded,
 writes and recovery are one path. The exceptions, where state changes before the append
 as in Kafka, are documented in ``membership`` (classic group membership) and
 ``group_admin`` (a commit re-arms its member's session timer).
+
+KIP-848 consumer groups (``consumer_membership``) live in the same core and the same
+group namespace: a group id names a classic group or a consumer group, and the
+conversions between them (``consumer_migration``) are written as Kafka writes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
-from kafkalite.protocol.consumer_offsets import GroupMetadataValue, Key, OffsetCommitKey, Value
+from kafkalite.protocol import consumer_group_records as cg
+from kafkalite.protocol.consumer_offsets import (
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    RecordKey,
+    RecordValue,
+)
 from kafkalite.protocol.errors import ErrorCode
 
+from .consumer_group import ReplayError
+from .consumer_group import replay as replay_consumer_group
+from .consumer_migration import ConsumerMigration
 from .group import GroupMetadata
 from .group_admin import GroupAdmin
 from .group_records import group_from_record
@@ -29,8 +43,10 @@ from .results import JoinResult, Outcome, SyncResult
 from .scenarios import Scenarios
 from .states import DEAD
 
+_CONSUMER_KEYS = cg.KEY_CLASSES
 
-class GroupCoordinatorCore(Scenarios, GroupAdmin):
+
+class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration):
     timer_kinds = GROUP_TIMER_KINDS
 
     # --- replay and loading ------------------------------------------------------------
@@ -39,7 +55,8 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin):
         ps = self.partitions[partition] = PartitionState(partition, loading=True)
         return ps
 
-    def replay_all(self, partition: int, records: Sequence[tuple[Key, Value | None]]) -> None:
+    def replay_all(self, partition: int,
+                   records: Sequence[tuple[RecordKey, RecordValue | None]]) -> None:
         """``replay`` each record in order (a commit's offsets in one loop)."""
         ps = self.partitions.get(partition)
         if ps is None:
@@ -52,26 +69,35 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin):
             else:
                 self.replay(partition, key, value)
 
-    def replay(self, partition: int, key: Key, value: Value | None) -> None:
+    def replay(self, partition: int, key: RecordKey, value: RecordValue | None) -> None:
         """Apply one ``__consumer_offsets`` record: the only way persisted state changes."""
         ps = self.partitions.get(partition)
         if ps is None:
             return
         if type(key) is OffsetCommitKey:
-            assert not isinstance(value, GroupMetadataValue)
+            assert value is None or type(value) is OffsetCommitValue
             self.offsets.apply(key, value)
-            if value is not None and key.group not in ps.groups:
+            if (value is not None and key.group not in ps.groups
+                    and key.group not in ps.consumer_groups):
                 # As Kafka: offsets of a group with no group record make a simple group
                 # (Empty, no protocol type).
                 ps.groups[key.group] = GroupMetadata(key.group, partition)
             return
+        if isinstance(key, _CONSUMER_KEYS):
+            assert value is None or isinstance(value, cg.VALUE_CLASSES)
+            self._replay_consumer_group(ps, key, value)
+            return
+        assert value is None or isinstance(value, GroupMetadataValue)
         gid = key.group
+        if value is not None:
+            # A classic group's record replaces a consumer group that a conversion ended
+            # (its tombstones came first).
+            ps.consumer_groups.pop(gid, None)
         if value is None:
             group = ps.groups.pop(gid, None)
             if group is not None:
                 group.transition(DEAD, group.current_state_timestamp)
             return
-        assert isinstance(value, GroupMetadataValue)
         group = ps.groups.get(gid)
         if ps.loading or group is None:
             ps.groups[gid] = group_from_record(gid, partition, value)
@@ -82,6 +108,28 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin):
             if m is not None:
                 m.assignment = rec.assignment
 
+    def _replay_consumer_group(self, ps: PartitionState, key: cg.ConsumerGroupKey,
+                               value: cg.ConsumerGroupValue | None) -> None:
+        gid = key.group
+        if value is not None and gid not in ps.consumer_groups:
+            classic = ps.groups.get(gid)
+            if classic is not None:
+                if classic.protocol_type or classic.members:
+                    log.error("consumer_group.record_for_classic_group", group=gid,
+                              record=type(key).__name__)
+                    return
+                # A simple group (offsets only, no record) gives way, as in Kafka.
+                del ps.groups[gid]
+        try:
+            replay_consumer_group(ps.consumer_groups, key, value)
+        except ReplayError as e:
+            if not ps.loading:
+                raise
+            # Kafka fails the partition's load; one bad group must not stop the broker.
+            log.error("consumer_group.replay_failed", group=gid, error=str(e))
+        if value is None and gid not in ps.consumer_groups:
+            self._metadata_epochs.pop(gid, None)
+
     def finish_load(self, partition: int, now: int) -> None:
         ps = self.partitions[partition]
         ps.loading = False
@@ -89,7 +137,16 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin):
             for m in group.members.values():
                 self.timers.schedule(hb_key(group.group_id, m.member_id),
                                      now + m.session_timeout_ms)
-        log.info("partition.loaded", partition=partition, groups=len(ps.groups))
+        self.schedule_loaded_consumer_groups(ps, now)
+        log.info("partition.loaded", partition=partition, groups=len(ps.groups),
+                 consumer_groups=len(ps.consumer_groups))
+
+    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
+        """A deadline passed: a classic group's (``rebalance``) or a consumer group's."""
+        kind = key[0]
+        if isinstance(kind, str) and kind.startswith("consumer-"):
+            return self.on_consumer_timer(key, deadline, now)
+        return super().on_timer(key, deadline, now)
 
     def unload(self, partition: int) -> Outcome:
         """Give up a partition (the broker stops, or a test moves it away): its parked
@@ -98,6 +155,10 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin):
         ps = self.partitions.pop(partition, None)
         if ps is None:
             return out
+        self.unload_consumer_groups(ps)
+        for gid in ps.consumer_groups:
+            for tp in list(self.offsets.offsets(gid)):
+                self.offsets.apply(OffsetCommitKey(gid, *tp), None)
         for gid, group in ps.groups.items():
             for m in group.members.values():
                 if m.join_waiter is not None:

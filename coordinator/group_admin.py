@@ -1,9 +1,10 @@
 """Offsets and group administration on the core: OffsetCommit, OffsetFetch, OffsetDelete,
-DescribeGroups, ListGroups, DeleteGroups and offset retention.
+DescribeGroups, ListGroups, DeleteGroups, ConsumerGroupDescribe and offset retention.
 
 The offset logic itself is ``offsets.OffsetStore`` (pure, clock-free); this family gives it
-the group and turns its records into writes. Committed offsets change only when their
-records are replayed. One change happens before the append, as in Kafka's
+the group and turns its records into writes; a KIP-848 consumer group's rules are in
+``consumer_admin``. Committed offsets change only when their records are replayed. One
+change happens before the append, as in Kafka's
 ``doCommitOffsets``: a commit from a member of a Stable or PreparingRebalance group
 re-arms that member's session timer (a timer, not persisted state).
 """
@@ -17,10 +18,12 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 
-from .offsets import CommitRequest, OffsetRow, Record, TopicPartition
+from . import consumer_admin
+from .offsets import CommitRequest, CommitResult, OffsetRow, Record, TopicPartition
 from .partitions import Partitions, hb_key
 from .results import (
     AFTER_WRITE,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribedMember,
     ListedGroup,
@@ -45,12 +48,22 @@ class GroupAdmin(Partitions):
         err = self.group_status(req.group_id)
         if err is not ErrorCode.none:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
+        cgroup = self.consumer_group(req.group_id)
+        if cgroup is not None:
+            err = consumer_admin.validate_commit(cgroup, req)
+            if err is not ErrorCode.none:
+                return Outcome({(t, p.partition_index): err for t, parts in req.topics
+                                for p in parts})
+            return self._commit_result(req, self.offsets.commit_records(req, now))
         group = self.group(req.group_id)
         result = self.offsets.commit(group, req, now)
         if result.heartbeat_member is not None and group is not None:
             member = group.members[result.heartbeat_member]
             self.timers.schedule(hb_key(req.group_id, member.member_id),
                                  now + member.session_timeout_ms)
+        return self._commit_result(req, result)
+
+    def _commit_result(self, req: CommitRequest, result: CommitResult) -> Outcome:
         errors = result.errors
         if not result.records:
             return Outcome(errors)
@@ -67,9 +80,18 @@ class GroupAdmin(Partitions):
     # --- OffsetFetch ----------------------------------------------------------------
 
     def fetch_offsets(self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None,
-                      require_stable: bool = False) -> Outcome:
-        """Response: ``FetchResult``. ``topics`` None: every partition with an offset."""
+                      require_stable: bool = False, member_id: str | None = None,
+                      member_epoch: int = -1) -> Outcome:
+        """Response: ``FetchResult``. ``topics`` None: every partition with an offset.
+        ``member_id``/``member_epoch``: OffsetFetch v9's, checked for a consumer group."""
         err = self.group_status(group_id)
+        if err is ErrorCode.none:
+            cgroup = self.consumer_group(group_id)
+            if cgroup is not None:
+                err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
+                if err is not ErrorCode.none:
+                    return Outcome((err, []))  # the group's error alone, as Kafka
+                return Outcome((ErrorCode.none, self.offsets.fetch(None, group_id, topics)))
         if err is not ErrorCode.none:
             rows = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
@@ -85,8 +107,13 @@ class GroupAdmin(Partitions):
         err = self.group_status(group_id)
         if err is not ErrorCode.none:
             return Outcome((err, []))
-        group_err, rows, records = self.offsets.delete_offsets(self.group(group_id), group_id,
-                                                               topics)
+        cgroup = self.consumer_group(group_id)
+        if cgroup is not None:
+            group_err = ErrorCode.none
+            rows, records = consumer_admin.delete_offsets(self.offsets, cgroup, topics)
+        else:
+            group_err, rows, records = self.offsets.delete_offsets(self.group(group_id),
+                                                                   group_id, topics)
         if group_err is not ErrorCode.none:
             return Outcome((group_err, []))
         result: DeleteOffsetsResult = (ErrorCode.none, rows)
@@ -106,7 +133,13 @@ class GroupAdmin(Partitions):
         err = self.group_status(group_id)
         if err is not ErrorCode.none:
             return Outcome(err)
-        err = self.offsets.validate_delete_group(self.group(group_id))
+        cgroup = self.consumer_group(group_id)
+        if cgroup is not None:
+            err = consumer_admin.validate_delete_group(cgroup)
+            records = consumer_admin.delete_group_records(self.offsets, cgroup)
+        else:
+            err = self.offsets.validate_delete_group(self.group(group_id))
+            records = self.offsets.delete_group_records(group_id)
         if err is not ErrorCode.none:
             return Outcome(err)
 
@@ -116,8 +149,7 @@ class GroupAdmin(Partitions):
             return Outcome(append_err)
 
         return Outcome(AFTER_WRITE, writes=[Write(
-            self.partition_for(group_id), group_id,
-            self.offsets.delete_group_records(group_id), then)])
+            self.partition_for(group_id), group_id, records, then)])
 
     # --- offset retention -------------------------------------------------------------
 
@@ -136,6 +168,17 @@ class GroupAdmin(Partitions):
             if records:
                 out.writes.append(Write(g.partition, g.group_id, records,
                                         _log_expiry(g.group_id, len(expired), remove)))
+        for cg in self.consumer_groups():
+            p = self.partition_for(cg.group_id)
+            if self.partition_status(p) is not ErrorCode.none:
+                continue
+            expired, remove = consumer_admin.expire(self.offsets, cg, now)
+            records = list(expired)
+            if remove:
+                records.extend(consumer_admin.group_tombstones(cg))
+            if records:
+                out.writes.append(Write(p, cg.group_id, records,
+                                        _log_expiry(cg.group_id, len(expired), remove)))
         return out
 
     # --- DescribeGroups, ListGroups -----------------------------------------------------
@@ -146,7 +189,8 @@ class GroupAdmin(Partitions):
             return DescribedGroup(err)
         g = self.group(group_id)
         if g is None:
-            # Kafka describes an unknown group as Dead, without error.
+            # Kafka describes an unknown group as Dead, without error (below v6), and so
+            # a consumer group ("is not a classic group").
             return DescribedGroup(ErrorCode.none, DEAD.value)
         stable = g.state is STABLE
         members = tuple(
@@ -158,9 +202,31 @@ class GroupAdmin(Partitions):
                               (g.protocol_name or "") if stable else "", members)
 
     def list_groups(self) -> list[ListedGroup]:
-        return [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
-                for g in self.groups() if g.state is not DEAD
-                and self.partition_status(g.partition) is ErrorCode.none]
+        out = [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
+               for g in self.groups() if g.state is not DEAD
+               and self.partition_status(g.partition) is ErrorCode.none]
+        out.extend(ListedGroup(g.group_id, "consumer", g.state.value, "consumer")
+                   for g in self.consumer_groups()
+                   if self.partition_status(self.partition_for(g.group_id)) is ErrorCode.none)
+        return out
+
+    def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
+        """ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a missing or classic group."""
+        out = []
+        default = self.config.consumer_assignors[0]
+        for gid in group_ids:
+            err = self.group_status(gid)
+            if err is not ErrorCode.none:
+                out.append(DescribedConsumerGroup(gid, err))
+                continue
+            cg = self.consumer_group(gid)
+            if cg is None:
+                msg = (f"Group {gid} is not a consumer group." if self.group(gid) is not None
+                       else f"Group {gid} not found.")
+                out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))
+                continue
+            out.append(consumer_admin.describe(cg, self.topics, default))
+        return out
 
     def committed(self, group_id: str) -> dict[TopicPartition, int]:
         """Committed offsets of a group (for views and tools)."""

@@ -220,6 +220,13 @@ class OffsetStore:
         if group is not None and group.state in (STABLE, PREPARING) \
                 and group.has(req.member_id):
             result.heartbeat_member = req.member_id
+        return self.commit_records(req, now, result)
+
+    def commit_records(self, req: CommitRequest, now: int,
+                       result: CommitResult | None = None) -> CommitResult:
+        """The records and per-partition errors of a commit already validated (by the
+        group's own rules: a consumer group's are in ``consumer_admin``)."""
+        result = CommitResult() if result is None else result
         expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME \
             else now + req.retention_time_ms
         limit = self.max_metadata_bytes

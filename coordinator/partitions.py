@@ -12,9 +12,11 @@ from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import ErrorCode
 
 from .config import CoreConfig
+from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
 from .offsets import OffsetStore
 from .timers import Timers
+from .topics_image import TopicsImage
 
 
 @dataclass(slots=True)
@@ -22,7 +24,11 @@ class PartitionState:
     partition: int
     #: While its records are replayed, the partition's groups answer LOAD_IN_PROGRESS.
     loading: bool = True
+    #: Classic groups. A group id names one group of either type (Kafka's one ``groups``
+    #: map): it is never in both dicts.
     groups: dict[str, GroupMetadata] = field(default_factory=dict)
+    #: KIP-848 consumer groups.
+    consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
 
 
 def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -39,8 +45,29 @@ def sync_key(group_id: str) -> tuple[str, str]:
     return ("sync", group_id)
 
 
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A consumer group member's session deadline (Kafka's ``session-timeout-G-M``)."""
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """The deadline of a consumer group member revoking partitions (``rebalance-timeout``)."""
+    return ("consumer-rebalance", group_id, member_id)
+
+
+def member_join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A classic-protocol member of a consumer group asked to rejoin (``join-G-M``)."""
+    return ("consumer-join", group_id, member_id)
+
+
+def member_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A classic-protocol member of a consumer group that must send SyncGroup."""
+    return ("consumer-sync", group_id, member_id)
+
+
 #: Timer kinds of the group core (the scheduler routes their keys to ``on_timer``).
-GROUP_TIMER_KINDS: tuple[str, ...] = ("heartbeat", "join", "sync")
+GROUP_TIMER_KINDS: tuple[str, ...] = ("heartbeat", "join", "sync", "consumer-session",
+                                      "consumer-rebalance", "consumer-join", "consumer-sync")
 
 
 class Partitions:
@@ -59,6 +86,8 @@ class Partitions:
         self.offsets = OffsetStore(config.max_metadata_bytes, config.offsets_retention_ms)
         self._new_id = new_id or (lambda: str(uuid.uuid4()))
         self._partition_of: dict[str, int] = {}
+        #: The broker's topics (kept current by ``on_topic_change``).
+        self.topics = TopicsImage()
 
     def partition_for(self, group_id: str) -> int:
         p = self._partition_of.get(group_id)
@@ -72,6 +101,13 @@ class Partitions:
 
     def groups(self) -> list[GroupMetadata]:
         return [g for ps in self.partitions.values() for g in ps.groups.values()]
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        ps = self.partitions.get(self.partition_for(group_id))
+        return None if ps is None else ps.consumer_groups.get(group_id)
+
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        return [g for ps in self.partitions.values() for g in ps.consumer_groups.values()]
 
     def group_status(self, group_id: str) -> ErrorCode:
         """Kafka's validateGroupStatus: group id, ownership and loading."""

@@ -54,7 +54,11 @@ def validate_member_epoch(member: ConsumerGroupMember, received_epoch: int,
                           owned: Owned) -> None:
     """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``. The previous epoch is still
     accepted with a subset of the assigned partitions: the response that bumped the
-    epoch may have been lost."""
+    epoch may have been lost. Epoch 0 is a member rejoining (after FENCED_MEMBER_EPOCH,
+    with its member id): accepted as KIP-848 specifies (Kafka 4.0.0 fenced it again,
+    fixed by KAFKA-19233)."""
+    if received_epoch == 0:
+        return
     if received_epoch > member.member_epoch:
         raise FencedMemberEpoch(
             f"The consumer group member has a greater member epoch ({received_epoch}) than the "

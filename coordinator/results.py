@@ -9,7 +9,8 @@ first write's continuation (it depends on whether the append succeeded).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,8 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str
+    #: ListGroups v5's group type: "classic" or "consumer".
+    group_type: str = "classic"
 
 
 @dataclass(slots=True)
@@ -114,3 +117,53 @@ class Outcome:
         self.replies.extend(other.replies)
         self.writes.extend(other.writes)
         return self
+
+
+# --- KIP-848 consumer groups ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ConsumerHeartbeatResult:
+    """A ConsumerGroupHeartbeat answer; ``assignment`` None leaves the field out."""
+
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Mapping[uuid.UUID, frozenset[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedTopicPartitions:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    #: ConsumerGroupDescribe v1: 0 a classic-protocol member, 1 a consumer-protocol one.
+    member_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()

@@ -40,6 +40,7 @@ from .core import GroupCoordinatorCore
 from .results import AFTER_WRITE, Outcome, Write
 from .scheduler import Scheduler
 from .state_topics import OFFSETS_CODEC, SkipRecord, StateCore, StateTopic
+from .topics_image import TopicChange
 
 log = structlog.get_logger("kafkalite.coordinator")
 
@@ -77,7 +78,7 @@ class CoordinatorRuntime:
         ensure_topic: Callable[[], None] = lambda: None,
         retention_check_interval_ms: int | Callable[[], int] = 600_000,
     ) -> None:
-        #: The group coordinator (classic groups, offsets).
+        #: The group coordinator (classic and consumer groups, offsets).
         self.core = core
         self.logs = logs
         self.scheduler = scheduler
@@ -152,6 +153,12 @@ class CoordinatorRuntime:
             return err
         core.replay_all(w.partition, w.records)
         return ErrorCode.none
+
+    def on_topic_change(self, change: TopicChange) -> None:
+        """A topic catalogue event (wired by the composition root): the group core learns
+        of created, grown and deleted topics (consumer groups' metadata and regexes)."""
+        if not self.stopped:
+            self.run(self.core.on_topic_change(change, self.now()))
 
     def _expire_offsets(self, now: int) -> None:
         if not self.stopped:

@@ -67,7 +67,7 @@ class StateTopic:
 
 def _decode_offsets(key: bytes, value: bytes | None) -> tuple[Any, Any]:
     try:
-        k = co.decode_key(key)
+        k = co.decode_key(key, consumer_groups=True)
     except co.UnknownRecordType as e:
         raise SkipRecord(str(e)) from e
     return k, co.decode_value(k, value)

@@ -1,5 +1,6 @@
 """DescribeGroups v0-v5, ListGroups v0-v5 and DeleteGroups v0-v2 over the coordinator's
-groups, on the group coordinator's core driven by its runtime."""
+groups (classic and KIP-848 consumer groups, listed with their type), on the group
+coordinator's core driven by its runtime."""
 
 from __future__ import annotations
 
@@ -53,8 +54,9 @@ def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestCon
 def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_GROUPS, ctx.api_version).response_type
     listed_t = nested(resp_t, "ListedGroup")
-    states = {s.lower() for s in getattr(req, "states_filter", ())}
-    types = {t.lower() for t in getattr(req, "types_filter", ())}
+    states = {s.strip().lower() for s in getattr(req, "states_filter", ())}
+    # Kafka's GroupType.parse: an unknown type matches no group.
+    types = {t.strip().lower() for t in getattr(req, "types_filter", ())}
     groups = []
     # As KafkaApis: Describe on the cluster lists every group, else those the principal
     # may describe.
@@ -65,10 +67,10 @@ def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext
             continue
         if states and g.state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and g.group_type not in types:
             continue
         groups.append(build(listed_t, group_id=g.group_id, protocol_type=g.protocol_type,
-                            group_state=g.state, group_type="classic"))
+                            group_state=g.state, group_type=g.group_type))
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                  groups=tuple(groups))
 

@@ -1,5 +1,7 @@
 """OffsetCommit v2-v9, OffsetFetch v1-v9 and OffsetDelete v0: wire <-> the pure offset logic
-(``coordinator.offsets``) on the group coordinator's core, driven by its runtime."""
+(``coordinator.offsets``; a consumer group's rules in ``coordinator.consumer_admin``) on the
+group coordinator's core, driven by its runtime. OffsetCommit v9 and OffsetFetch v9 carry
+a consumer group member's id and epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."""
 
 from __future__ import annotations
 
@@ -83,7 +85,8 @@ def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
 
 
 def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, v: int,
-                 group_id: str, topics: Any, require_stable: bool
+                 group_id: str, topics: Any, require_stable: bool,
+                 member_id: str | None = None, member_epoch: int = -1,
                  ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
     if not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
         denied = ErrorCode.group_authorization_failed
@@ -97,8 +100,8 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
 
     wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
                                           for t in topics if may_describe(t.name)]
-    fetched: FetchResult = runtime.run(runtime.core.fetch_offsets(group_id, wanted,
-                                                                  require_stable))
+    fetched: FetchResult = runtime.run(runtime.core.fetch_offsets(
+        group_id, wanted, require_stable, member_id, member_epoch))
     error, rows = fetched
     # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;
     # named topics it may not describe are answered TOPIC_AUTHORIZATION_FAILED.
@@ -121,7 +124,8 @@ def offset_fetch(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
     if v >= 8:
         return encode_fetch_response(v, [
             (g.group_id, *_fetch_group(runtime, access, ctx, v, g.group_id, g.topics,
-                                       require_stable))
+                                       require_stable, getattr(g, "member_id", None),
+                                       getattr(g, "member_epoch", -1)))
             for g in req.groups])
     topics_req = req.topics if v >= 2 else req.topics or ()
     err, rows = _fetch_group(runtime, access, ctx, v, req.group_id, topics_req, require_stable)

@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from dataclasses import dataclass
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.consumer_membership import ConsumerHeartbeatRequest
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.offsets import CommittedOffset
-from kafkalite.coordinator.results import PARKED, Outcome
+from kafkalite.coordinator.results import PARKED, ConsumerHeartbeatResult, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.states import COMPLETING, PREPARING
+from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import iter_records
@@ -76,13 +80,18 @@ class RecordingLogs(MemoryLogs):
         return log
 
 
-def decode_records(batch: bytes) -> list[tuple[co.Key, co.Value | None]]:
+def decode_records(batch: bytes) -> list[tuple[co.RecordKey, co.RecordValue | None]]:
     out = []
     for _h, r in iter_records(batch):
         assert r.key is not None
-        k = co.decode_key(r.key)
+        k = co.decode_key(r.key, consumer_groups=True)
         out.append((k, co.decode_value(k, r.value)))
     return out
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """The id the harness gives a topic: the same on every run, so records can be spelled."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kafkalite:{name}")
 
 
 @dataclass
@@ -92,10 +101,13 @@ class Harness:
     logs: RecordingLogs
     config: CoreConfig
     seen_batches: int = 0
+    #: The broker's topics: name -> partition count.
+    topics: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def make(cls, logs: RecordingLogs | None = None, start: int = START,
-             retention_check_ms: int = 60_000, **cfg: Any) -> Harness:
+             retention_check_ms: int = 60_000, topics: Mapping[str, int] | None = None,
+             **cfg: Any) -> Harness:
         base: dict[str, Any] = dict(
             num_partitions=4, min_session_timeout_ms=10, max_session_timeout_ms=60000,
             initial_rebalance_delay_ms=DELAY,
@@ -109,7 +121,9 @@ class Harness:
         logs = logs if logs is not None else RecordingLogs()
         runtime = CoordinatorRuntime(core, logs, scheduler,
                                      retention_check_interval_ms=retention_check_ms)
-        h = cls(runtime, clock, logs, config)
+        h = cls(runtime, clock, logs, config, topics=dict(topics or {}))
+        core.set_topics([TopicChange(TopicEvent.CREATED, n, topic_id(n), c)
+                         for n, c in h.topics.items()], start)
         exists = bool(logs.logs)
         asyncio.run(runtime.load_all(exists=exists))
         h.seen_batches = len(logs.appends)
@@ -117,7 +131,8 @@ class Harness:
 
     def reload(self) -> Harness:
         """A fresh core and runtime loaded from what this one wrote, at the same time."""
-        return Harness.make(self.logs, start=self.clock.now_ms(), **_cfg_dict(self.config))
+        return Harness.make(self.logs, start=self.clock.now_ms(), topics=self.topics,
+                            **_cfg_dict(self.config))
 
     # --- the clock and the log ---------------------------------------------------------
 
@@ -146,7 +161,7 @@ class Harness:
         self.logs.fail_with = err
 
     @property
-    def written(self) -> list[list[tuple[co.Key, co.Value | None]]]:
+    def written(self) -> list[list[tuple[co.RecordKey, co.RecordValue | None]]]:
         """The records of each append since this harness was made, in order."""
         return [decode_records(b) for _p, b in self.logs.appends[self.seen_batches:]]
 
@@ -193,6 +208,45 @@ class Harness:
 
     def leave(self, *members: tuple[str, str | None], group: str = GROUP) -> Any:
         return self.run(self.core.leave(self.now, group, [(m, i, "bye") for m, i in members]))
+
+    # --- consumer groups (KIP-848) ----------------------------------------------------
+
+    def cg(self, member_id: str, epoch: int, *, group: str = GROUP,
+           names: Sequence[str] | None = None, regex: str | None = None,
+           owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None = None,
+           instance: str | None = None, rebalance: int | None = None,
+           assignor: str | None = None, version: int = 1, client_id: str = "c",
+           may_describe: Any = None) -> ConsumerHeartbeatResult:
+        """One ConsumerGroupHeartbeat. A join (epoch 0) sends what a join must: the
+        rebalance timeout and an empty owned list."""
+        if epoch == 0:
+            owned = [] if owned is None else owned
+            rebalance = REBALANCE if rebalance is None else rebalance
+        res = self.run(self.core.consumer_group_heartbeat(self.now, ConsumerHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance,
+            rebalance_timeout_ms=-1 if rebalance is None else rebalance,
+            subscribed_topic_names=names, subscribed_topic_regex=regex,
+            server_assignor=assignor, topic_partitions=owned, client_id=client_id,
+            client_host="/127.0.0.1", api_version=version, may_describe=may_describe)))
+        assert isinstance(res, ConsumerHeartbeatResult), res
+        return res
+
+    def cgroup(self, group: str = GROUP) -> Any:
+        return self.core.consumer_group(group)
+
+    def _topic_event(self, event: TopicEvent, name: str, partitions: int) -> None:
+        self.runtime.on_topic_change(TopicChange(event, name, topic_id(name), partitions))
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        self.topics[name] = partitions
+        self._topic_event(TopicEvent.CREATED, name, partitions)
+
+    def grow_topic(self, name: str, partitions: int) -> None:
+        self.topics[name] = partitions
+        self._topic_event(TopicEvent.CHANGED, name, partitions)
+
+    def delete_topic(self, name: str) -> None:
+        self._topic_event(TopicEvent.DELETED, name, self.topics.pop(name))
 
     def settle(self, boxes: list[Box]) -> None:
         """Advance by the initial delay until every box is answered (each join extends)."""
@@ -250,9 +304,19 @@ def persisted_state(core: GroupCoordinatorCore
     return groups, {gid: dict(o) for gid, o in core.offsets.by_group.items()}
 
 
+def persisted_consumer_groups(core: GroupCoordinatorCore) -> dict[str, tuple[Any, ...]]:
+    """Everything a consumer group's records keep, per group."""
+    return {g.group_id: (g.group_epoch, g.assignment_epoch, dict(g.members),
+                         {m: dict(a) for m, a in g.target_assignment.items()},
+                         dict(g.subscription_metadata), dict(g.resolved_regexes),
+                         dict(g.static_members), dict(g.partition_epochs))
+            for g in core.consumer_groups()}
+
+
 def check_replay(h: Harness) -> None:
     """A core rebuilt from the written records holds the live core's persisted state."""
     reloaded = h.reload()
+    assert persisted_consumer_groups(reloaded.core) == persisted_consumer_groups(h.core)
     live_groups, live_offsets = persisted_state(h.core)
     groups, offsets = persisted_state(reloaded.core)
     assert offsets == live_offsets

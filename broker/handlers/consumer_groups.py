@@ -1,0 +1,169 @@
+"""ConsumerGroupHeartbeat v0-v1 and ConsumerGroupDescribe v0-v1 (KIP-848 consumer groups),
+as KafkaApis serves them: UNSUPPORTED_VERSION when the consumer rebalance protocol is off
+(``group.coordinator.rebalance.protocols`` without ``consumer``), Read on the group for a
+heartbeat, Describe on the subscribed topics (and, for a regex, only the topics the
+principal may describe are resolved), Describe on each group for ConsumerGroupDescribe."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kafkalite.coordinator.assignors import java_uuid_key
+from kafkalite.coordinator.consumer_membership import ConsumerHeartbeatRequest
+from kafkalite.coordinator.results import (
+    ConsumerHeartbeatResult,
+    DescribedConsumerGroup,
+    DescribedTopicPartitions,
+)
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
+
+from ..auth import Access, Operation, ResourceType
+from ..context import RequestContext
+
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+
+#: Kafka's "authorized operations not requested" marker.
+_NO_OPS = -2147483648
+_MS = datetime.timedelta(milliseconds=1)
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return value // _MS
+    return int(value)
+
+
+def _heartbeat_response(version: int, res: ConsumerHeartbeatResult) -> Any:
+    resp_t = codecs.codec(CONSUMER_GROUP_HEARTBEAT, version).response_type
+    assignment = None
+    if res.assignment is not None:
+        tp_t = nested(resp_t, "TopicPartitions")
+        assignment = nested(resp_t, "Assignment")(topic_partitions=tuple(
+            tp_t(topic_id=t, partitions=tuple(sorted(res.assignment[t])))
+            for t in sorted(res.assignment, key=java_uuid_key)))
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
+                 error_message=res.message, member_id=res.member_id,
+                 member_epoch=res.member_epoch,
+                 heartbeat_interval=datetime.timedelta(milliseconds=res.heartbeat_interval_ms),
+                 assignment=assignment)
+
+
+def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enabled: bool,
+                             ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    if not enabled:
+        # As KafkaApis: the API is there, the protocol is not.
+        return _heartbeat_response(version, ConsumerHeartbeatResult(
+            ErrorCode.unsupported_version))
+    if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return _heartbeat_response(version, ConsumerHeartbeatResult(
+            ErrorCode.group_authorization_failed))
+    names = req.subscribed_topic_names
+    may_describe = None
+    if not access.open:
+        if names and not all(access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t)
+                             for t in set(names)):
+            return _heartbeat_response(version, ConsumerHeartbeatResult(
+                ErrorCode.topic_authorization_failed))
+
+        def may_describe(topic: str) -> bool:
+            return access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
+    owned = req.topic_partitions
+    request = ConsumerHeartbeatRequest(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        member_epoch=req.member_epoch,
+        instance_id=req.instance_id,
+        rack_id=req.rack_id,
+        rebalance_timeout_ms=_ms(req.rebalance_timeout),
+        subscribed_topic_names=names,
+        subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
+        server_assignor=req.server_assignor,
+        topic_partitions=None if owned is None else [
+            (tp.topic_id, tp.partitions) for tp in owned if tp.topic_id is not None],
+        client_id=ctx.client_id,
+        client_host="/" + ctx.client_host,
+        api_version=version,
+        may_describe=may_describe,
+    )
+    res: ConsumerHeartbeatResult = runtime.run(
+        runtime.core.consumer_group_heartbeat(runtime.now(), request))
+    return _heartbeat_response(version, res)
+
+
+def _assignment(resp_t: type[Any], parts: tuple[DescribedTopicPartitions, ...]) -> Any:
+    tp_t = nested(resp_t, "TopicPartitions")
+    return nested(resp_t, "Assignment")(topic_partitions=tuple(
+        tp_t(topic_id=p.topic_id, topic_name=p.topic_name, partitions=p.partitions)
+        for p in parts))
+
+
+def _topics_of(d: DescribedConsumerGroup) -> set[str]:
+    out: set[str] = set()
+    for m in d.members:
+        out.update(m.subscribed_topic_names)
+        for parts in (m.assignment, m.target_assignment):
+            out.update(p.topic_name for p in parts)
+    return out
+
+
+def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled: bool,
+                            ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    resp_t = codecs.codec(CONSUMER_GROUP_DESCRIBE, version).response_type
+    group_t = nested(resp_t, "DescribedGroup")
+    member_t = nested(resp_t, "Member")
+
+    def failed(gid: str, err: ErrorCode, message: str | None = None) -> Any:
+        return build(group_t, error_code=err, error_message=message, group_id=gid,
+                     group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                     members=(), authorized_operations=_NO_OPS)
+
+    if not enabled:
+        return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(
+            failed(g, ErrorCode.unsupported_version) for g in req.group_ids))
+    out = []
+    authorized = []
+    for gid in req.group_ids:
+        if access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, gid):
+            authorized.append(gid)
+        else:
+            out.append(failed(gid, ErrorCode.group_authorization_failed))
+    want_ops = bool(req.include_authorized_operations)
+    for d in runtime.core.describe_consumer_groups(authorized):
+        if d.error is not ErrorCode.none:
+            out.append(failed(d.group_id, d.error, d.message))
+            continue
+        if not access.open and not all(
+                access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t)
+                for t in _topics_of(d)):
+            # Kafka 4.1+: a member's topics must be describable too.
+            out.append(failed(d.group_id, ErrorCode.topic_authorization_failed,
+                              "The described group uses topics that the client is not "
+                              "authorized to describe."))
+            continue
+        ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
+               else _NO_OPS)
+        out.append(build(
+            group_t, error_code=ErrorCode.none, error_message=None, group_id=d.group_id,
+            group_state=d.state, group_epoch=d.group_epoch,
+            assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+            authorized_operations=ops,
+            members=tuple(build(
+                member_t, member_id=m.member_id, instance_id=m.instance_id,
+                rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=_assignment(resp_t, m.assignment),
+                target_assignment=_assignment(resp_t, m.target_assignment),
+                member_type=m.member_type)
+                for m in d.members)))
+    return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
+
