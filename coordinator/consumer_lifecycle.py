@@ -1,0 +1,308 @@
+"""The life of KIP-848 consumer group members outside their heartbeats: leaving (epoch
+-1, a static member -2), fencing when a session or rebalance timeout passes, the timers
+on loading and unloading a partition, and the topic changes the groups follow (Kafka's
+``consumerGroupLeave``, ``consumerGroupFenceMember``, ``onLoaded``, ``onNewMetadataImage``).
+
+Soft state, as Kafka keeps it outside its timeline: the timers, the group epoch at which
+each group's subscription metadata was last computed (dropped when a subscribed topic
+changes, so the next heartbeat recomputes it) and the member epoch a member's rebalance
+timer was armed for.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
+
+import structlog
+
+from kafkalite.protocol.errors import ErrorCode
+
+from . import consumer_records as cr
+from .config import CoreConfig
+from .consumer_group import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    SubscriptionCount,
+)
+from .partitions import (
+    Partitions,
+    PartitionState,
+    member_join_key,
+    member_sync_key,
+    rebalance_key,
+    session_key,
+)
+from .results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
+from .timers import Timers
+from .topic_regex import TopicRegexResolver
+from .topics_image import TopicChange, TopicEvent
+
+log = structlog.get_logger("kafkalite.consumer_groups")
+
+E = ErrorCode
+Record = cr.Record
+#: (topic id, partitions) pairs a member reports owning.
+OwnedPartitions = Sequence[tuple[uuid.UUID, Sequence[int]]]
+
+
+class GroupError(Exception):
+    """An ApiException of Kafka's group coordinator: the answer's error and message."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class ConsumerHeartbeatRequest:
+    """A ConsumerGroupHeartbeat request, version independent; None: not sent."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: Sequence[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: OwnedPartitions | None = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+    #: Whether the requesting principal may describe a topic: a regex resolved for this
+    #: request keeps only those (Kafka's ``filterTopicDescribeAuthorizedTopics``).
+    may_describe: Callable[[str], bool] | None = None
+
+
+def uses_classic_protocol(member: ConsumerGroupMember) -> bool:
+    return member.classic_member_metadata is not None
+
+
+class ConsumerLifecycle(Partitions):
+    def __init__(self, config: CoreConfig, timers: Timers | None = None,
+                 new_id: Callable[[], str] | None = None) -> None:
+        super().__init__(config, timers, new_id)
+        # Soft state (see the module docstring).
+        #: group id -> the group epoch its subscription metadata was last computed at.
+        self._metadata_epochs: dict[str, int] = {}
+        #: (group, member) -> the member epoch its rebalance timer was armed at.
+        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self._regexes = TopicRegexResolver()
+
+    def _session_timeout(self, member: ConsumerGroupMember) -> int:
+        classic = member.classic_member_metadata
+        if classic is not None:
+            return classic.session_timeout_ms
+        return self.config.consumer_session_timeout_ms
+
+    def _cancel_rebalance(self, gid: str, mid: str) -> None:
+        self.timers.cancel(rebalance_key(gid, mid))
+        self._rebalance_epochs.pop((gid, mid), None)
+
+    # --- leaving and fencing -----------------------------------------------------------
+
+    def _consumer_leave(self, now: int, req: ConsumerHeartbeatRequest) -> Outcome:
+        gid = req.group_id
+        group = self._existing_consumer_group(gid)
+        response = ConsumerHeartbeatResult(member_id=req.member_id,
+                                           member_epoch=req.member_epoch)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise GroupError(E.unknown_member_id, f"Member {req.member_id} is not a member "
+                                                      f"of group {gid}.")
+            log.info("consumer_group.member_left", group=gid, member=req.member_id)
+            return self._fence_member(group, member, response, now)
+        member = group.static_member(req.instance_id)
+        if member is None:
+            raise GroupError(E.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
+        if member.member_id != req.member_id:
+            raise GroupError(E.fenced_instance_id,
+                             f"Static member {req.member_id} with instance id "
+                             f"{req.instance_id} was fenced by member {member.member_id}.")
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            log.info("consumer_group.static_member_left_temporarily", group=gid,
+                     member=member.member_id, instance=req.instance_id)
+            leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                              partitions_pending_revocation={})
+            result = ConsumerHeartbeatResult(member_id=member.member_id,
+                                             member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+
+            def then(err: ErrorCode, _t: int) -> Outcome:
+                return Outcome(result if err is E.none else ConsumerHeartbeatResult(err))
+
+            return Outcome(AFTER_WRITE, writes=[Write(
+                self.partition_for(gid), gid, [cr.current_assignment_record(gid, leaving)],
+                then)])
+        log.info("consumer_group.member_left", group=gid, member=member.member_id,
+                 instance=req.instance_id)
+        return self._fence_member(group, member, response, now)
+
+    def _existing_consumer_group(self, gid: str) -> ConsumerGroup:
+        ps = self.partitions[self.partition_for(gid)]
+        group = ps.consumer_groups.get(gid)
+        if group is not None:
+            return group
+        if gid in ps.groups:
+            raise GroupError(E.group_id_not_found, f"Group {gid} is not a consumer group.")
+        raise GroupError(E.group_id_not_found, f"Group {gid} not found.")
+
+    def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember, response: object,
+                      now: int) -> Outcome:
+        """Kafka's ``consumerGroupFenceMember``: the member's records go and the group epoch
+        moves on (or the group becomes a classic group again, see ``consumer_migration``).
+        The answer is ``response``, or the append's error."""
+        downgrade = self._maybe_downgrade(group, member, now)
+        if downgrade is not None:
+            return downgrade(response)
+        gid = group.group_id
+        records = self._removal_records(group, [member])
+        mid = member.member_id
+
+        def then(err: ErrorCode, _t: int) -> Outcome:
+            if err is not E.none:
+                return Outcome(ConsumerHeartbeatResult(err) if response is not None else None)
+            self._cancel_member_timers(gid, mid)
+            return Outcome(response)
+
+        return Outcome(AFTER_WRITE, writes=[Write(self.partition_for(gid), gid, records, then)])
+
+    def _maybe_downgrade(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int
+                         ) -> Callable[[object], Outcome] | None:
+        """Online downgrade to a classic group (``consumer_migration`` overrides this)."""
+        return None
+
+    def _removal_records(self, group: ConsumerGroup,
+                         members: Sequence[ConsumerGroupMember]) -> list[Record]:
+        """The tombstones of ``members``, the group's subscription metadata without them,
+        a regex they were the last subscribers of, and a group epoch bump."""
+        gid = group.group_id
+        records: list[Record] = []
+        for m in members:
+            records.extend(cr.remove_member_records(gid, m.member_id))
+        names, regexes = _counts_without(group, members)
+        for regex in sorted(group.subscribed_regexes):
+            if regex not in regexes:
+                records.append(cr.regular_expression_tombstone(gid, regex))
+        metadata = group.compute_subscription_metadata(names, self.topics.by_name)
+        if metadata != group.subscription_metadata:
+            records.append(cr.subscription_metadata_record(gid, metadata))
+        records.append(cr.group_epoch_record(gid, group.group_epoch + 1))
+        return records
+
+    def _cancel_member_timers(self, gid: str, mid: str) -> None:
+        self.timers.cancel(session_key(gid, mid))
+        self._cancel_rebalance(gid, mid)
+        self.timers.cancel(member_join_key(gid, mid))
+        self.timers.cancel(member_sync_key(gid, mid))
+
+    def _fence_by_timer(self, gid: str, mid: str, now: int, reason: str,
+                        epoch: int | None = None) -> Outcome:
+        """Kafka's ``consumerGroupFenceMemberOperation``; nothing if the group or member is
+        gone (or, for a rebalance timeout, moved to another epoch)."""
+        group = self.consumer_group(gid)
+        member = None if group is None else group.members.get(mid)
+        if group is None or member is None:
+            return Outcome(None)
+        if epoch is not None and member.member_epoch != epoch:
+            return Outcome(None)
+        log.info("consumer_group.member_fenced", group=gid, member=mid, reason=reason)
+        return self._fence_member(group, member, None, now)
+
+    # --- timers ----------------------------------------------------------------------
+
+    def on_consumer_timer(self, key: tuple[Hashable, ...], deadline: int, now: int
+                          ) -> Outcome:
+        kind, gid, mid = key[0], key[1], key[2]
+        assert isinstance(gid, str) and isinstance(mid, str)
+        if kind == "consumer-session":
+            return self._fence_by_timer(gid, mid, now, "the member session expired")
+        if kind == "consumer-rebalance":
+            epoch = self._rebalance_epochs.pop((gid, mid), None)
+            if epoch is None:
+                return Outcome(None)
+            return self._fence_by_timer(gid, mid, now, "it failed to transition from epoch "
+                                        f"{epoch} within its rebalance timeout", epoch)
+        if kind == "consumer-join":
+            return self._fence_by_timer(
+                gid, mid, now, "the classic member failed to join within the rebalance timeout")
+        return self._fence_by_timer(gid, mid, now, "the member failed to sync within timeout")
+
+    def schedule_loaded_consumer_groups(self, ps: PartitionState, now: int) -> None:
+        """Kafka's ``onLoaded``: every member's session, and the rebalance timeout of a
+        member still revoking."""
+        for gid, group in ps.consumer_groups.items():
+            for mid, m in group.members.items():
+                self.timers.schedule(session_key(gid, mid), now + self._session_timeout(m))
+                if m.state is MemberState.UNREVOKED_PARTITIONS and not uses_classic_protocol(m):
+                    self._rebalance_epochs[(gid, mid)] = m.member_epoch
+                    self.timers.schedule(rebalance_key(gid, mid), now + m.rebalance_timeout_ms)
+            log.info("consumer_group.loaded", group=gid, members=len(group.members),
+                     epoch=group.group_epoch)
+
+    def unload_consumer_groups(self, ps: PartitionState) -> None:
+        for gid, group in ps.consumer_groups.items():
+            self._metadata_epochs.pop(gid, None)
+            for mid in group.members:
+                self._cancel_member_timers(gid, mid)
+
+    # --- topics ----------------------------------------------------------------------
+
+    def on_topic_change(self, change: TopicChange, now: int) -> Outcome:
+        """A topic was created, grew or was deleted (Kafka's ``onNewMetadataImage``): the
+        groups subscribed to it recompute their subscription metadata on their next
+        heartbeat; a created topic makes regexes resolve again."""
+        if not self.topics.apply(change, now):
+            return Outcome(None)
+        for group in self.consumer_groups():
+            if change.name in group.subscribed_topic_names:
+                self._metadata_epochs.pop(group.group_id, None)
+        log.info("consumer_group.topics_changed", topic=change.name,
+                 change=change.event.value, partitions=change.partitions,
+                 version=self.topics.version)
+        return Outcome(None)
+
+    def set_topics(self, changes: Sequence[TopicChange], now: int) -> None:
+        """The topics at start-up (before any partition is loaded)."""
+        for c in changes:
+            self.topics.apply(TopicChange(TopicEvent.CREATED, c.name, c.topic_id, c.partitions),
+                              now)
+        self.topics.last_created_version = self.topics.version
+
+
+def count_subscription(counts: dict[str, SubscriptionCount], topic: str, by_name: int = 0,
+           by_regex: int = 0) -> None:
+    new = counts.get(topic, SubscriptionCount()).add(by_name, by_regex)
+    if new is None:
+        counts.pop(topic, None)
+    else:
+        counts[topic] = new
+
+
+def _counts_without(group: ConsumerGroup, members: Sequence[ConsumerGroupMember]
+                    ) -> tuple[dict[str, SubscriptionCount], dict[str, int]]:
+    """The group's topic and regex subscription counts with ``members`` gone (Kafka's
+    ``computeSubscribedTopicNames`` over a set of removed members)."""
+    names = dict(group.subscribed_topic_names)
+    regexes = dict(group.subscribed_regexes)
+    for m in members:
+        for t in m.subscribed_topic_names:
+            count_subscription(names, t, by_name=-1)
+        regex = m.regex
+        if regex is None:
+            continue
+        n = regexes.get(regex, 0) - 1
+        if n > 0:
+            regexes[regex] = n
+            continue
+        regexes.pop(regex, None)
+        resolved = group.resolved_regexes.get(regex)
+        for t in resolved.topics if resolved is not None else ():
+            count_subscription(names, t, by_regex=-1)
+    return names, regexes
