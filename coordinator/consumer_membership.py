@@ -27,13 +27,14 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 
 from . import consumer_records as cr
-from .assignors import PartitionAssignorError
+from .assignors import PartitionAssignorError, SubscriptionType
 from .consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    TopicMetadata,
     subscription_type,
 )
 from .consumer_lifecycle import (
@@ -142,26 +143,8 @@ class ConsumerMembership(ConsumerLifecycle):
         regex_bump, refresh = self._maybe_update_regexes(group, member, updated, records, now)
         bump |= regex_bump
         subscription_changed = bump
-        group_epoch = group.group_epoch
-        metadata = group.subscription_metadata
-        stype = group.subscription_type
-        if bump or self._metadata_expired(group):
-            names = group.compute_subscribed_topic_names(member, updated)
-            metadata = group.compute_subscription_metadata(names, self.topics.by_name)
-            n = len(group.members)
-            if updated.member_id not in group.members and group.static_member(
-                    updated.instance_id) is None:
-                n += 1
-            stype = subscription_type(group.compute_subscribed_regexes(member, updated),
-                                      names, n)
-            if metadata != group.subscription_metadata:
-                bump = True
-                records.append(cr.subscription_metadata_record(gid, metadata))
-            if bump:
-                group_epoch += 1
-                records.append(cr.group_epoch_record(gid, group_epoch))
-                log.info("consumer_group.epoch_bumped", group=gid, epoch=group_epoch)
-            self._metadata_epochs[gid] = group_epoch
+        group_epoch, metadata, stype = self._epoch_and_metadata(group, member, updated, bump,
+                                                                records)
 
         # 2. A new target assignment when the group epoch moved past it.
         if group_epoch > group.assignment_epoch:
@@ -208,6 +191,36 @@ class ConsumerMembership(ConsumerLifecycle):
         out.response = AFTER_WRITE
         out.writes.append(Write(ps.partition, gid, records, then))
         return out
+
+    def _epoch_and_metadata(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                            updated: ConsumerGroupMember, bump: bool, records: list[Record]
+                            ) -> tuple[int, Mapping[str, TopicMetadata], SubscriptionType]:
+        """The group epoch, subscription metadata and subscription type with ``updated``
+        in the group: recomputed when the member's subscription changed (``bump``) or the
+        group's topics may have (a new ConsumerGroupPartitionMetadata record and a new
+        group epoch when they differ)."""
+        gid = group.group_id
+        group_epoch = group.group_epoch
+        metadata: Mapping[str, TopicMetadata] = group.subscription_metadata
+        stype = group.subscription_type
+        if not bump and not self._metadata_expired(group):
+            return group_epoch, metadata, stype
+        names = group.compute_subscribed_topic_names(member, updated)
+        metadata = group.compute_subscription_metadata(names, self.topics.by_name)
+        n = len(group.members)
+        if updated.member_id not in group.members and group.static_member(
+                updated.instance_id) is None:
+            n += 1
+        stype = subscription_type(group.compute_subscribed_regexes(member, updated), names, n)
+        if metadata != group.subscription_metadata:
+            bump = True
+            records.append(cr.subscription_metadata_record(gid, metadata))
+        if bump:
+            group_epoch += 1
+            records.append(cr.group_epoch_record(gid, group_epoch))
+            log.info("consumer_group.epoch_bumped", group=gid, epoch=group_epoch)
+        self._metadata_epochs[gid] = group_epoch
+        return group_epoch, metadata, stype
 
     def _get_or_create_consumer_group(self, ps: PartitionState, gid: str, create: bool,
                                       records: list[Record], out: Outcome,
@@ -290,13 +303,14 @@ class ConsumerMembership(ConsumerLifecycle):
     def _update_target_assignment(self, group: ConsumerGroup, epoch: int,
                                   member: ConsumerGroupMember | None,
                                   updated: ConsumerGroupMember,
-                                  metadata: Mapping[str, object], stype: object,
+                                  metadata: Mapping[str, TopicMetadata],
+                                  stype: SubscriptionType,
                                   records: list[Record]) -> Mapping[uuid.UUID, frozenset[int]]:
         assignor = (group.compute_preferred_server_assignor(member, updated)
                     or self.config.consumer_assignors[0])
         try:
-            res = build_target_assignment(group, epoch, assignor, metadata,  # type: ignore[arg-type]
-                                          stype, {updated.member_id: updated})  # type: ignore[arg-type]
+            res = build_target_assignment(group, epoch, assignor, metadata, stype,
+                                          {updated.member_id: updated})
         except PartitionAssignorError as e:
             msg = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
             log.error("consumer_group.assignment_failed", group=group.group_id, error=msg)

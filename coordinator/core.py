@@ -20,6 +20,7 @@ conversions between them (``consumer_migration``) are written as Kafka writes th
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol.consumer_offsets import (
@@ -31,15 +32,17 @@ from kafkalite.protocol.consumer_offsets import (
 )
 from kafkalite.protocol.errors import ErrorCode
 
-from .consumer_group import ReplayError
+from . import consumer_records as cr
+from .consumer_group import ConsumerGroup, ReplayError
 from .consumer_group import replay as replay_consumer_group
 from .consumer_migration import ConsumerMigration
 from .group import GroupMetadata
 from .group_admin import GroupAdmin
 from .group_records import group_from_record
+from .membership import Membership
 from .partitions import GROUP_TIMER_KINDS, PartitionState, hb_key, join_key, sync_key
 from .rebalance import log
-from .results import JoinResult, Outcome, SyncResult
+from .results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
 from .scenarios import Scenarios
 from .states import DEAD
 
@@ -140,6 +143,113 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration):
         self.schedule_loaded_consumer_groups(ps, now)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups),
                  consumer_groups=len(ps.consumer_groups))
+
+    # --- classic requests for a consumer group (``consumer_migration``) ---------------------
+
+    def join(
+        self,
+        now: int,
+        waiter: Any,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member_id: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        reason: str | None = None,
+        version: int = 9,
+    ) -> Outcome:
+        """JoinGroup: a classic group's, or a classic-protocol member's of a consumer group
+        (an empty consumer group is deleted first and a classic group formed)."""
+        cgroup = self._consumer_group_for_classic(group_id)
+        c = self.config
+        if cgroup is not None and c.min_session_timeout_ms <= session_timeout_ms \
+                <= c.max_session_timeout_ms:
+            if rebalance_timeout_ms < 0:
+                rebalance_timeout_ms = session_timeout_ms
+            if cgroup.members:
+                return self.classic_join_to_consumer_group(
+                    now, waiter, cgroup, member_id=member_id, instance_id=group_instance_id,
+                    client_id=client_id, client_host=client_host,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
+                    protocols=protocols, require_known_member_id=require_known_member_id)
+
+            def then(err: ErrorCode, t: int) -> Outcome:
+                if err is not ErrorCode.none:
+                    return Outcome(JoinResult(err, member_id))
+                return Membership.join(
+                    self, t, waiter, group_id=group_id, member_id=member_id,
+                    group_instance_id=group_instance_id,
+                    require_known_member_id=require_known_member_id, client_id=client_id,
+                    client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
+                    session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
+                    protocols=protocols, reason=reason, version=version)
+
+            log.info("consumer_group.replaced_by_classic_group", group=group_id)
+            return Outcome(AFTER_WRITE, writes=[Write(
+                self.partition_for(group_id), group_id,
+                list(cr.group_tombstone_records(cgroup)), then)])
+        return super().join(
+            now, waiter, group_id=group_id, member_id=member_id,
+            group_instance_id=group_instance_id,
+            require_known_member_id=require_known_member_id, client_id=client_id,
+            client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
+            session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
+            protocols=protocols, reason=reason, version=version)
+
+    def sync(
+        self,
+        now: int,
+        waiter: Any,
+        *,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> Outcome:
+        cgroup = self._consumer_group_for_classic(group_id)
+        if cgroup is not None:
+            if not cgroup.members:
+                return Outcome(SyncResult(ErrorCode.unknown_member_id))
+            return self.classic_sync_to_consumer_group(
+                now, cgroup, member_id=member_id, instance_id=group_instance_id,
+                generation=generation, protocol_type=protocol_type,
+                protocol_name=protocol_name)
+        return super().sync(now, waiter, group_id=group_id, generation=generation,
+                            member_id=member_id, group_instance_id=group_instance_id,
+                            protocol_type=protocol_type, protocol_name=protocol_name,
+                            assignments=assignments)
+
+    def heartbeat(self, now: int, group_id: str, member_id: str,
+                  group_instance_id: str | None, generation: int) -> ErrorCode:
+        err = super().heartbeat(now, group_id, member_id, group_instance_id, generation)
+        if err is ErrorCode.unknown_member_id:
+            cgroup = self._consumer_group_for_classic(group_id)
+            if cgroup is not None:
+                return self.classic_heartbeat_to_consumer_group(
+                    now, cgroup, member_id, group_instance_id, generation)
+        return err
+
+    def leave(self, now: int, group_id: str,
+              members: list[tuple[str, str | None, str | None]]) -> Outcome:
+        cgroup = self._consumer_group_for_classic(group_id)
+        if cgroup is not None:
+            return self.classic_leave_to_consumer_group(now, cgroup, members)
+        return super().leave(now, group_id, members)
+
+    def _consumer_group_for_classic(self, group_id: str) -> ConsumerGroup | None:
+        if self.group_status(group_id) is not ErrorCode.none:
+            return None
+        return self.consumer_group(group_id)
 
     def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
         """A deadline passed: a classic group's (``rebalance``) or a consumer group's."""

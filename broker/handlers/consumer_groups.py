@@ -10,7 +10,7 @@ import datetime
 from typing import Any
 
 from kafkalite.coordinator.assignors import java_uuid_key
-from kafkalite.coordinator.consumer_membership import ConsumerHeartbeatRequest
+from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.results import (
     ConsumerHeartbeatResult,
     DescribedConsumerGroup,

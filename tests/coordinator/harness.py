@@ -13,7 +13,7 @@ from typing import Any
 
 from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.config import CoreConfig
-from kafkalite.coordinator.consumer_membership import ConsumerHeartbeatRequest
+from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.memlog import MemoryLogs
