@@ -14,6 +14,17 @@ them, else null. An exception the client raises from its poll prints
 consumer, as an application that cannot go on would. The line ``{"closed": true}``
 follows a clean close. ``--log-level`` sends the client's own log lines (kafka-python,
 aiokafka) to stderr from that level up.
+
+With ``--timeline`` each rebalance callback also prints the moment partitions change
+hands, on the wall clock shared by every process of the test: partitions a member gets
+are stamped when its callback starts (before it may read them), partitions it gives up
+when its callback has released them (before the client tells the coordinator)::
+
+    {"t": 1700000000.123, "event": "assign", "parts": [["topic", 0], ["topic", 1]]}
+
+``--protocol consumer`` runs confluent-kafka with KIP-848's ``group.protocol=consumer``
+(``--remote-assignor`` picks the server assignor; its ``assigned`` lines name topics);
+a TOPIC starting with ``^`` is a regular-expression subscription.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 
@@ -35,7 +47,7 @@ class Reporter:
         self.last: Any = None
         self.stop = False
 
-    def report(self, assigned: set[int], generation: int | None,
+    def report(self, assigned: set[Any], generation: int | None,
                member_id: str | None = None) -> None:
         state = (sorted(assigned), self.assigns, self.revokes, generation, member_id)
         if state != self.last:
@@ -53,6 +65,16 @@ class Reporter:
         sys.stdout.write('{"closed": true}\n')
         sys.stdout.flush()
 
+    timeline = False
+
+    def event(self, kind: str, parts: Any) -> None:
+        """A timeline line (``--timeline``): (topic, partition) pairs changing hands now."""
+        if not self.timeline:
+            return
+        pairs = sorted([tp.topic, tp.partition] for tp in parts)
+        sys.stdout.write(json.dumps({"t": time.time(), "event": kind, "parts": pairs}) + "\n")
+        sys.stdout.flush()
+
 
 def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
     from confluent_kafka import Consumer
@@ -60,26 +82,48 @@ def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
     conf: dict[str, Any] = {
         "bootstrap.servers": a.bootstrap,
         "group.id": a.group,
-        "session.timeout.ms": a.session_ms,
-        "heartbeat.interval.ms": a.heartbeat_ms,
-        # librdkafka refuses a max.poll.interval.ms below session.timeout.ms.
-        "max.poll.interval.ms": max(10000, a.session_ms),
         "topic.metadata.refresh.interval.ms": 1000,
-        "partition.assignment.strategy": a.strategy,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
     }
+    consumer_protocol = a.protocol == "consumer"
+    if consumer_protocol:
+        # KIP-848: timeouts and assignment are the broker's.
+        conf["group.protocol"] = "consumer"
+        if a.remote_assignor:
+            conf["group.remote.assignor"] = a.remote_assignor
+    else:
+        conf.update({
+            "session.timeout.ms": a.session_ms,
+            "heartbeat.interval.ms": a.heartbeat_ms,
+            # librdkafka refuses a max.poll.interval.ms below session.timeout.ms.
+            "max.poll.interval.ms": max(10000, a.session_ms),
+            "partition.assignment.strategy": a.strategy,
+        })
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     if a.client_id:
         conf["client.id"] = a.client_id
     c = Consumer(conf)
+    incremental = consumer_protocol or a.strategy == "cooperative-sticky"
 
-    def on_assign(_c: Any, _parts: Any) -> None:
+    def on_assign(consumer: Any, parts: Any) -> None:
         r.assigns += 1
+        r.event("assign", parts)
+        if r.timeline:
+            if incremental:
+                consumer.incremental_assign(parts)
+            else:
+                consumer.assign(parts)
 
-    def on_revoke(_c: Any, _parts: Any) -> None:
+    def on_revoke(consumer: Any, parts: Any) -> None:
         r.revokes += 1
+        if r.timeline:
+            if incremental:
+                consumer.incremental_unassign(parts)
+            else:
+                consumer.unassign()
+        r.event("revoke", parts)
 
     c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     while not r.stop:
@@ -87,7 +131,12 @@ def run_confluent(a: argparse.Namespace, r: Reporter) -> None:
         if msg is not None and msg.error() is not None:
             # librdkafka hands consumer errors to the application as events.
             r.error(msg.error().name())
-        r.report({tp.partition for tp in c.assignment()}, None, c.memberid() or None)
+        if consumer_protocol:
+            # Topic-qualified: a regex subscription spans topics.
+            r.report({(tp.topic, tp.partition) for tp in c.assignment()}, None,
+                     c.memberid() or None)
+        else:
+            r.report({tp.partition for tp in c.assignment()}, None, c.memberid() or None)
     c.close()
     r.closed()
 
@@ -100,9 +149,11 @@ def run_kafka_python(a: argparse.Namespace, r: Reporter) -> None:
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
             r.revokes += 1
+            r.event("revoke", revoked)
 
         def on_partitions_assigned(self, assigned: Any) -> None:
             r.assigns += 1
+            r.event("assign", assigned)
 
     assignor = {"range": RangePartitionAssignor,
                 "cooperative-sticky": CooperativeStickyAssignor}[a.strategy]
@@ -140,9 +191,11 @@ async def run_aiokafka(a: argparse.Namespace, r: Reporter) -> None:
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
             r.revokes += 1
+            r.event("revoke", revoked)
 
         def on_partitions_assigned(self, assigned: Any) -> None:
             r.assigns += 1
+            r.event("assign", assigned)
 
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
@@ -193,6 +246,9 @@ def main() -> None:
     p.add_argument("--client-id", default="")
     p.add_argument("--exit-on-error", action="store_true")
     p.add_argument("--log-level", default="")
+    p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+    p.add_argument("--remote-assignor", default="")
+    p.add_argument("--timeline", action="store_true")
     a = p.parse_args()
     if os.environ.get("GROUP_MEMBER_DEBUG"):
         # Client logs on stderr, for diagnosing a failing test.
@@ -201,6 +257,7 @@ def main() -> None:
         logging.basicConfig(level=a.log_level.upper(), stream=sys.stderr,
                             format="%(levelname)s %(name)s %(message)s")
     r = Reporter()
+    r.timeline = a.timeline
 
     def on_term(_sig: int, _frame: Any) -> None:
         r.stop = True
