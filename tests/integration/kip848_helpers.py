@@ -7,6 +7,7 @@ settles, and no partition owned by two members at any moment of the timeline."""
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import os
 import signal
@@ -221,7 +222,7 @@ def assert_never_shared(members: Iterable[TimelineMember]) -> None:
             intervals[tp].append((t0, float("inf"), m.name))
     for tp, spans in intervals.items():
         spans.sort()
-        for (a0, a1, an), (b0, b1, bn) in zip(spans, spans[1:], strict=False):
+        for (a0, a1, an), (b0, b1, bn) in itertools.pairwise(spans):
             assert b0 >= a1, (f"{tp} owned by {an} [{a0:.3f}, {a1:.3f}) and "
                               f"{bn} [{b0:.3f}, {b1:.3f}) at once")
 
