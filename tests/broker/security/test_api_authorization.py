@@ -525,6 +525,29 @@ async def leave_group(a: Api) -> None:
     await _group_read(a, 13, 5, group_id="g", members=(member,))
 
 
+@case(68)
+async def consumer_group_heartbeat(a: Api) -> None:
+    """Read on the group; then Describe on every subscribed topic (KafkaApis, 4.0)."""
+    fields = dict(group_id="g", member_id="m", member_epoch=0, instance_id=None,
+                  rack_id=None, rebalance_timeout=10 * SECOND, subscribed_topic_names=("t",),
+                  subscribed_topic_regex=None, server_assignor=None, topic_partitions=())
+    await _group_read(a, 68, 1, **fields)
+    assert (await a.call(68, 1, **fields)).error_code == TOPIC_DENIED
+    a.allow(T, "t", O.DESCRIBE)
+    r = await a.call(68, 1, **fields)
+    assert (r.error_code, r.member_epoch) == (0, 1)
+
+
+@case(69)
+async def consumer_group_describe(a: Api) -> None:
+    fields = dict(group_ids=("g",), include_authorized_operations=True)
+    (g,) = (await a.call(69, 1, **fields)).groups
+    assert (g.error_code, g.authorized_operations) == (GROUP_DENIED, NO_OPS)
+    a.allow(G, "g", O.DESCRIBE)
+    (g,) = (await a.call(69, 1, **fields)).groups
+    assert g.error_code == 69  # GROUP_ID_NOT_FOUND: allowed, and there is no such group
+
+
 # --- offsets and group administration ---------------------------------------------------
 
 async def _commit(a: Api, group: str) -> Any:
