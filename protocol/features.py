@@ -6,7 +6,8 @@ implements, and its supported range is exactly that level: a broker cannot be sw
 to behaviour it lacks, and UpdateFeatures answers a change with Kafka's
 INVALID_UPDATE_VERSION. When work lands that implements a new level, change the entry:
 
-- ``group.version``: 1 once KIP-848 consumer groups (ConsumerGroupHeartbeat) are served.
+- ``group.version``: 1: KIP-848 consumer groups (ConsumerGroupHeartbeat) are served
+  (``group.coordinator.rebalance.protocols`` can still turn the protocol off, as in Kafka).
 - ``transaction.version``: 1 or 2 once KIP-890 transactions (issue 11) are; 0 until
   transactions exist at all. Java producers from 4.0 use the new transaction protocol
   only when this is 2.
@@ -33,8 +34,8 @@ class Feature:
 METADATA_VERSION = Feature("metadata.version", 25, (25, 25))
 #: A static voter set (controller.quorum.voters); see DescribeQuorum.
 KRAFT_VERSION = Feature("kraft.version", 0, (0, 0))
-#: 0: the classic group protocol only.
-GROUP_VERSION = Feature("group.version", 0, (0, 0))
+#: 1: the consumer rebalance protocol (KIP-848) beside the classic one.
+GROUP_VERSION = Feature("group.version", 1, (1, 1))
 #: 0: no transaction coordinator.
 TRANSACTION_VERSION = Feature("transaction.version", 0, (0, 0))
 

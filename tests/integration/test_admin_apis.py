@@ -80,10 +80,10 @@ def test_java_admin(broker: BrokerThread, kp: KafkaAdminClient, tmp_path: Path) 
 
     assert out["finalized.metadata.version"] == "25-25"
     assert (out["supported.group.version"], out["supported.transaction.version"]) == (
-        "0-0", "0-0")
+        "1-1", "0-0")
     assert out["features-epoch"] == "0"
-    assert (out["update-same"], out["update-group"]) == (
-        "ok", "error:InvalidUpdateVersionException")
+    # group.version 1 is the level in force: asking for it changes nothing.
+    assert (out["update-same"], out["update-group"]) == ("ok", "ok")
 
 
 def test_kafka_python_admin(broker: BrokerThread, kp: KafkaAdminClient) -> None:
@@ -129,5 +129,5 @@ def test_kafka_python_admin(broker: BrokerThread, kp: KafkaAdminClient) -> None:
 
     feats = kp.describe_features()
     assert feats["metadata.version"]["finalized"] == (25, 25)
-    assert feats["group.version"]["supported"] == (0, 0)
-    assert "finalized" not in feats["group.version"]
+    assert feats["group.version"]["supported"] == (1, 1)
+    assert feats["group.version"]["finalized"] == (1, 1)

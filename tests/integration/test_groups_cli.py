@@ -8,12 +8,15 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.broker.testing import BrokerThread
+
+from .kip848_helpers import FAST_CONSUMER_GROUPS
 
 TOPIC, GROUP, PARTITIONS, PER_PARTITION = "cli-t", "cli-g", 4, 10
 
@@ -97,3 +100,55 @@ def test_groups_describe_shows_members_assignments_and_lag(broker: BrokerThread)
     missing = kafkalite("groups", "describe", "no-such-group", "--bootstrap", broker.bootstrap)
     assert missing.returncode == 1
     assert "does not exist" in missing.stderr
+
+
+def test_groups_describe_shows_a_consumer_group(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """A KIP-848 group (confluent-kafka, group.protocol=consumer): the describe comes from
+    ConsumerGroupDescribe, with the group and member epochs and the committed offsets."""
+    broker = make_broker(FAST_CONSUMER_GROUPS)
+    topic, group = "cli-cg-t", "cli-cg"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(PARTITIONS * PER_PARTITION):
+        p.produce(topic, value=b"v", partition=i % PARTITIONS)
+    assert p.flush(10) == 0
+    consumers = [Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                           "group.protocol": "consumer", "client.id": f"cg-{i}",
+                           "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                 for i in range(2)]
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        deadline = time.monotonic() + 30
+        owned: dict[str, list[int]] = {}
+        while time.monotonic() < deadline:
+            for c in consumers:
+                c.poll(0.1)
+            owned = {f"cg-{i}": sorted(tp.partition for tp in c.assignment())
+                     for i, c in enumerate(consumers)}
+            if all(owned.values()) and sum(map(len, owned.values())) == PARTITIONS:
+                break
+        for i, c in enumerate(consumers):
+            # OffsetCommit v9 with the member epoch.
+            c.commit(offsets=[TopicPartition(topic, n, PER_PARTITION - n)
+                              for n in owned[f"cg-{i}"]], asynchronous=False)
+        out = kafkalite("groups", "describe", group, "--bootstrap", broker.bootstrap, "--json")
+        assert out.returncode == 0, out.stderr
+        view: dict[str, Any] = json.loads(out.stdout)
+        assert (view["group"], view["type"], view["state"], view["assignor"]) == (
+            group, "consumer", "Stable", "uniform")
+        members = {m["client_id"]: m for m in view["members"]}
+        assert {c: m["assignment"] for c, m in members.items()} == {
+            c: {topic: ps} for c, ps in owned.items()}
+        assert {m["epoch"] for m in members.values()} == {view["group_epoch"]}
+        assert view["assignment_epoch"] == view["group_epoch"]
+        assert [(r["partition"], r["current_offset"], r["lag"]) for r in view["partitions"]] == [
+            (n, PER_PARTITION - n, n) for n in range(PARTITIONS)]
+        listed = kafkalite("groups", "list", "--bootstrap", broker.bootstrap, "--json")
+        assert {"group_id": group, "group_type": "consumer", "state": "Stable",
+                "protocol_type": "consumer"} in json.loads(listed.stdout)
+    finally:
+        for c in consumers:
+            c.close()
