@@ -13,6 +13,7 @@ import json
 from collections import deque
 from typing import Any
 
+from kafkalite.coordinator.consumer_group import ConsumerGroup
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.partitions import hb_key
 from kafkalite.coordinator.runtime import CoordinatorRuntime
@@ -184,19 +185,60 @@ class BrokerView:
         return self.runtime.core.groups()
 
     def group_rows(self) -> list[GroupRow]:
-        """(group, state, members, generation) of every group, for ``/metrics``."""
+        """(group, state, members, generation) of every group, for ``/metrics`` (a KIP-848
+        consumer group's generation is its group epoch)."""
         return [GroupRow(g.group_id, state_name(g), len(g.members), g.generation)
-                for g in self._groups()]
+                for g in self._groups()] + [
+            GroupRow(g.group_id, g.state.value, len(g.members), g.group_epoch)
+            for g in self.runtime.core.consumer_groups()]
 
     def groups(self) -> list[dict[str, Any]]:
-        return [{"group_id": g.group_id, "state": state_name(g), "generation": g.generation,
-                 "protocol_type": g.protocol_type, "protocol": g.protocol_name,
-                 "members": len(g.members), "partition": g.partition}
-                for g in sorted(self._groups(), key=lambda g: g.group_id)]
+        core = self.runtime.core
+        rows = [{"group_id": g.group_id, "type": "classic", "state": state_name(g),
+                 "generation": g.generation, "protocol_type": g.protocol_type,
+                 "protocol": g.protocol_name, "members": len(g.members),
+                 "partition": g.partition}
+                for g in self._groups()]
+        rows += [{"group_id": g.group_id, "type": "consumer", "state": g.state.value,
+                  "generation": g.group_epoch, "protocol_type": "consumer",
+                  "protocol": g.preferred_server_assignor(), "members": len(g.members),
+                  "partition": core.partition_for(g.group_id)}
+                 for g in core.consumer_groups()]
+        return sorted(rows, key=lambda r: str(r["group_id"]))
+
+    def consumer_group(self, group: ConsumerGroup) -> dict[str, Any]:
+        """A KIP-848 consumer group: its epochs, and each member's epoch, state, protocol
+        and partitions (assigned, being revoked, target)."""
+        names = self.runtime.core.topics.name_of
+
+        def parts(assignment: Any) -> list[dict[str, Any]]:
+            return [{"topic": names(t) or str(t), "partitions": sorted(ps)}
+                    for t, ps in assignment.items()]
+
+        members = [{
+            "member_id": m.member_id, "instance_id": m.instance_id,
+            "client_id": m.client_id, "client_host": m.client_host,
+            "member_epoch": m.member_epoch, "state": m.state.name,
+            "protocol": "classic" if m.classic_member_metadata is not None else "consumer",
+            "subscribed_topics": sorted(m.subscribed_topic_names),
+            "subscribed_regex": m.regex,
+            "assignment": parts(m.assigned_partitions),
+            "revoking": parts(m.partitions_pending_revocation),
+            "target": parts(group.target_assignment.get(m.member_id, {})),
+        } for m in group.members.values()]
+        return {
+            "group_id": group.group_id, "type": "consumer", "state": group.state.value,
+            "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+            "assignor": group.preferred_server_assignor(), "now_ms": self.runtime.now(),
+            "members": members, "lag": self.lag(group.group_id, members),
+        }
 
     def group(self, group_id: str) -> dict[str, Any]:
         g = self.runtime.core.group(group_id)
         if g is None:
+            cg = self.runtime.core.consumer_group(group_id)
+            if cg is not None:
+                return self.consumer_group(cg)
             raise NotFound(f"unknown group {group_id!r}")
         now = self.runtime.now()
         timers = self.runtime.core.timers

@@ -106,6 +106,32 @@ def test_groups_with_members_deadlines_lag_and_history(broker: BrokerThread,
     assert g["history"][0]["generation"] > g["history"][1]["generation"]
 
 
+def test_consumer_groups_are_listed_and_described(broker: BrokerThread, admin: str) -> None:
+    """A KIP-848 group shows beside classic ones, with its epochs and member states."""
+    produce(broker.bootstrap, "cg-orders", [b"x"])
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cg-http",
+                  "group.protocol": "consumer"})
+    try:
+        c.subscribe(["cg-orders"])
+        for _ in range(100):
+            c.poll(0.1)
+            if c.assignment():
+                break
+        status, listing = call(f"{admin}/api/v1/groups")
+        assert status == 200
+        row = next(g for g in listing["groups"] if g["group_id"] == "cg-http")
+        assert (row["type"], row["state"], row["members"]) == ("consumer", "Stable", 1)
+        status, group = call(f"{admin}/api/v1/groups/cg-http")
+        assert status == 200
+        [member] = group["members"]
+        assert (group["type"], member["protocol"], member["state"]) == (
+            "consumer", "consumer", "STABLE")
+        assert member["member_epoch"] == group["group_epoch"] == group["assignment_epoch"]
+        assert member["assignment"] == [{"topic": "cg-orders", "partitions": [0]}]
+    finally:
+        c.close()
+
+
 def test_fault_rules_over_http(admin: str) -> None:
     status, rule = call(f"{admin}/api/v1/faults", "POST",
                         {"api": "Heartbeat", "error": "REBALANCE_IN_PROGRESS", "count": 3})
