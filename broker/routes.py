@@ -150,7 +150,7 @@ def routes(
         # off, as KafkaApis. The handlers authorize (Read on the group, Describe on topics).
         Route(consumer_groups.CONSUMER_GROUP_HEARTBEAT,
               partial(consumer_groups.consumer_group_heartbeat, runtime, access,
-                      consumer_protocol),
+                      consumer_protocol, group_acl),
               min_version=0, max_version=1),
         Route(consumer_groups.CONSUMER_GROUP_DESCRIBE,
               partial(consumer_groups.consumer_group_describe, runtime, access,

@@ -7,6 +7,7 @@ principal may describe are resolved), Describe on each group for ConsumerGroupDe
 from __future__ import annotations
 
 import datetime
+import struct
 from typing import Any
 
 from kafkalite.coordinator.assignors import java_uuid_key
@@ -24,6 +25,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
+from .groups import GroupAcl
 
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
@@ -39,29 +41,64 @@ def _ms(value: Any) -> int:
     return int(value)
 
 
-def _heartbeat_response(version: int, res: ConsumerHeartbeatResult) -> Any:
-    resp_t = codecs.codec(CONSUMER_GROUP_HEARTBEAT, version).response_type
-    assignment = None
-    if res.assignment is not None:
-        tp_t = nested(resp_t, "TopicPartitions")
-        assignment = nested(resp_t, "Assignment")(topic_partitions=tuple(
-            tp_t(topic_id=t, partitions=tuple(sorted(res.assignment[t])))
-            for t in sorted(res.assignment, key=java_uuid_key)))
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
-                 error_message=res.message, member_id=res.member_id,
-                 member_epoch=res.member_epoch,
-                 heartbeat_interval=datetime.timedelta(milliseconds=res.heartbeat_interval_ms),
-                 assignment=assignment)
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _compact_string(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    raw = s.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+_HB_HEAD = struct.Struct(">ih")
+_HB_EPOCHS = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
+
+
+def encode_heartbeat_response(res: ConsumerHeartbeatResult) -> bytes:
+    """A ConsumerGroupHeartbeat response body (v0 and v1 share it), by hand: this answers
+    every heartbeat of every member (kio's encoder costs more than the heartbeat itself).
+    Topic ids in Kafka's ``Uuid`` order, partitions ascending."""
+    parts = [_HB_HEAD.pack(0, res.error), _compact_string(res.message),
+             _compact_string(res.member_id),
+             _HB_EPOCHS.pack(res.member_epoch, res.heartbeat_interval_ms)]
+    a = res.assignment
+    if a is None:
+        parts.append(b"\xff")  # a null struct
+    else:
+        parts.append(b"\x01")
+        parts.append(_uvarint(len(a) + 1))
+        for t in sorted(a, key=java_uuid_key):
+            ps = sorted(a[t])
+            parts.append(t.bytes)
+            parts.append(_uvarint(len(ps) + 1))
+            parts.append(b"".join(_I32.pack(x) for x in ps))
+            parts.append(b"\x00")  # the topic's tagged fields
+        parts.append(b"\x00")  # the assignment's tagged fields
+    parts.append(b"\x00")  # the response's tagged fields
+    return b"".join(parts)
+
+
+def _heartbeat_response(version: int, res: ConsumerHeartbeatResult) -> bytes:
+    return encode_heartbeat_response(res)
 
 
 def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enabled: bool,
-                             ctx: RequestContext, req: Any) -> Any:
+                             group_acl: GroupAcl, ctx: RequestContext, req: Any) -> bytes:
+    """``group_acl``: Read on the group, cached per group id (every heartbeat asks)."""
     version = ctx.api_version
     if not enabled:
         # As KafkaApis: the API is there, the protocol is not.
         return _heartbeat_response(version, ConsumerHeartbeatResult(
             ErrorCode.unsupported_version))
-    if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+    if not access.authorizer.authorize(ctx.principal, group_acl(req)[0], ctx.client_host):
         return _heartbeat_response(version, ConsumerHeartbeatResult(
             ErrorCode.group_authorization_failed))
     names = req.subscribed_topic_names

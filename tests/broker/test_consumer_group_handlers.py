@@ -202,3 +202,34 @@ async def test_catalogue_events_reach_the_coordinator(handlers: Handlers) -> Non
     assert topics.by_name["grows"].num_partitions == 5 and topics.version > version
     handlers.broker.storage.catalog.delete("grows")
     assert "grows" not in topics.by_name
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_heartbeat_response_encoding_matches_kio(version: int) -> None:
+    import uuid
+
+    from kafkalite.broker.handlers.consumer_groups import encode_heartbeat_response
+    from kafkalite.coordinator.results import ConsumerHeartbeatResult
+
+    resp_t = codec(HEARTBEAT, version).response_type
+    tp_t, assignment_t = nested(resp_t, "TopicPartitions"), nested(resp_t, "Assignment")
+    # a sorts first: Kafka compares the halves as signed longs.
+    a, b = uuid.UUID(int=(1 << 127) + 5), uuid.UUID(int=7)
+    cases = [
+        ConsumerHeartbeatResult(E.none, None, "m1", 3, 5000, None),
+        ConsumerHeartbeatResult(E.none, None, "m-é", 3, 5000, {a: frozenset({3, 1}),
+                                                               b: frozenset(range(200))}),
+        ConsumerHeartbeatResult(E.none, None, "m1", 4, 100, {}),
+        ConsumerHeartbeatResult(E.fenced_member_epoch, "The member must rejoin." * 10),
+    ]
+    for res in cases:
+        assignment = None if res.assignment is None else assignment_t(topic_partitions=tuple(
+            tp_t(topic_id=t, partitions=tuple(sorted(res.assignment[t]))) for t in (
+                [a, b] if len(res.assignment) == 2 else list(res.assignment))))
+        expected = codec(HEARTBEAT, version).encode_response(resp_t(
+            throttle_time=datetime.timedelta(0), error_code=res.error,
+            error_message=res.message, member_id=res.member_id,
+            member_epoch=res.member_epoch,
+            heartbeat_interval=datetime.timedelta(milliseconds=res.heartbeat_interval_ms),
+            assignment=assignment))
+        assert encode_heartbeat_response(res) == expected, res
