@@ -33,6 +33,9 @@ class Client:
     epoch: int = 0
     held: set[TP] = field(default_factory=set)
     revoking: set[TP] = field(default_factory=set)
+    #: What the last heartbeat reported owning: as clients do, an unchanged set is not
+    #: sent again (the coordinator's steady-state path answers those heartbeats).
+    reported: set[TP] | None = None
 
     def owned(self) -> list[tuple[uuid.UUID, list[int]]]:
         by: dict[uuid.UUID, list[int]] = {}
@@ -54,12 +57,16 @@ class Cluster:
         if c.epoch == 0:
             r = self.h.cg(mid, 0, names=c.names, regex=c.regex, rebalance=REBALANCE,
                           assignor=self.assignor)
+            c.reported = set()
         else:
-            r = self.h.cg(mid, c.epoch, owned=c.owned())
+            same = c.reported == c.held
+            r = self.h.cg(mid, c.epoch, owned=None if same else c.owned())
+            c.reported = set(c.held)
         if r.error in (E.fenced_member_epoch, E.unknown_member_id):
             c.held.clear()
             c.revoking.clear()
             c.epoch = 0
+            c.reported = None
             return
         assert r.error is E.none, r
         if lose:
