@@ -73,7 +73,7 @@ class ConsumerMembership(ConsumerLifecycle):
 
     def consumer_group_heartbeat(self, now: int, req: ConsumerHeartbeatRequest) -> Outcome:
         """Response: ``ConsumerHeartbeatResult``."""
-        steady = self._steady_heartbeat(now, req)
+        steady = self.steady_heartbeat(now, req)
         if steady is not None:
             return Outcome(steady)
         try:
@@ -87,11 +87,13 @@ class ConsumerMembership(ConsumerLifecycle):
         except GroupError as e:
             return Outcome(ConsumerHeartbeatResult(e.code, e.message))
 
-    def _steady_heartbeat(self, now: int, req: ConsumerHeartbeatRequest
+    def steady_heartbeat(self, now: int, req: ConsumerHeartbeatRequest
                           ) -> ConsumerHeartbeatResult | None:
         """The hot path: a member of a settled group heartbeating at its epoch, sending
         nothing new. Exactly what the full path answers in that case (nothing to write,
-        the session re-armed, no assignment field), without its work; None otherwise."""
+        the session re-armed, no assignment field), without its work; None otherwise.
+        It never writes, so the handler may call it directly (and re-arm the scheduler if
+        the timers moved), as the classic Heartbeat's."""
         if (req.member_epoch <= 0 or req.topic_partitions is not None
                 or req.rebalance_timeout_ms != -1 or req.subscribed_topic_names is not None
                 or req.subscribed_topic_regex is not None or req.server_assignor is not None

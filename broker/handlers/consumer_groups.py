@@ -130,8 +130,17 @@ def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enable
         api_version=version,
         may_describe=may_describe,
     )
+    core = runtime.core
+    timers = core.timers
+    pushes = timers.pushes
+    steady = core.steady_heartbeat(runtime.now(), request)
+    if steady is not None:
+        # Nothing written: the timers alone moved (as the classic Heartbeat's path).
+        if timers.pushes != pushes:
+            runtime.rearm()
+        return encode_heartbeat_response(steady)
     res: ConsumerHeartbeatResult = runtime.run(
-        runtime.core.consumer_group_heartbeat(runtime.now(), request))
+        core.consumer_group_heartbeat(runtime.now(), request))
     return _heartbeat_response(version, res)
 
 
