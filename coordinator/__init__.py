@@ -22,6 +22,15 @@ Modules, in reading order:
     membership   JoinGroup, SyncGroup, Heartbeat, LeaveGroup
     offsets      committed offsets: the pure OffsetCommit/Fetch/Delete/retention logic
     group_admin  offsets and group administration on the core
+    topics_image     the broker's topics as the core sees them (TopicChange notifications)
+    consumer_group   KIP-848 consumer groups: the model, changed only by replaying records
+    consumer_records the records of consumer group changes (GroupCoordinatorRecordHelpers)
+    assignors, topic_regex, reconciliation   the server assignors, RE2 regexes,
+                 target assignment and member reconciliation
+    consumer_lifecycle   leaving, fencing, session/rebalance timers, topic changes
+    consumer_membership  ConsumerGroupHeartbeat: join, heartbeat, epochs, reconciliation
+    consumer_migration   classic-protocol members in consumer groups; conversions
+    consumer_admin   offsets, deletion, retention and ConsumerGroupDescribe of them
     core         GroupCoordinatorCore: all of the above, plus replay and loading
     group_records  GroupMetadataValue <-> GroupMetadata
     timers       keyed deadlines in a heap (the purgatory)

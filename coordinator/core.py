@@ -1,5 +1,6 @@
-"""The group coordinator's pure core: one object per broker holding every classic group and
-committed offset of the ``__consumer_offsets`` partitions it owns.
+"""The group coordinator's pure core: one object per broker holding every group (classic
+and KIP-848 consumer groups) and committed offset of the ``__consumer_offsets`` partitions
+it owns.
 
 Every operation is a method taking ``now`` (ms) and returning an ``Outcome`` (records to
 write, the response, replies for parked requests; see ``results``): membership (join,
@@ -9,8 +10,10 @@ deadline expiry (``on_timer``). Nothing here reads a clock, touches a file or aw
 runtime (``runtime.CoordinatorRuntime``) appends the records, replays them into this core
 with ``replay`` and only then answers. Replay is also how a partition is loaded, so live
 writes and recovery are one path. The exceptions, where state changes before the append
-as in Kafka, are documented in ``membership`` (classic group membership) and
-``group_admin`` (a commit re-arms its member's session timer).
+as in Kafka, are documented in ``membership`` (classic group membership),
+``group_admin`` (a commit re-arms its member's session timer) and ``consumer_migration``
+(a classic group's parked requests answered when it is converted, and the rebalance a
+downgraded group starts).
 
 KIP-848 consumer groups (``consumer_membership``) live in the same core and the same
 group namespace: a group id names a classic group or a consumer group, and the
