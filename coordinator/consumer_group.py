@@ -166,8 +166,9 @@ class SubscriptionCount:
         return out if out.by_name > 0 or out.by_regex > 0 else None
 
 
-def _count(counts: dict[str, SubscriptionCount], topic: str, by_name: int = 0,
-           by_regex: int = 0) -> None:
+def count_subscription(counts: dict[str, SubscriptionCount], topic: str, by_name: int = 0,
+                       by_regex: int = 0) -> None:
+    """Add to (or take from) a topic's subscription count; a count of zero goes."""
     new = counts.get(topic, SubscriptionCount()).add(by_name, by_regex)
     if new is None:
         counts.pop(topic, None)
@@ -275,7 +276,7 @@ class ConsumerGroup:
             # Its last subscriber leaves the regex: its topics go too.
             resolved = self.resolved_regexes.get(old_regex)
             for t in resolved.topics if resolved is not None else ():
-                _count(counts, t, by_regex=-1)
+                count_subscription(counts, t, by_regex=-1)
         return counts
 
     def compute_subscribed_regexes(self, old: ConsumerGroupMember | None,
@@ -351,12 +352,12 @@ class ConsumerGroup:
         self.remove_resolved_regex(regex)
         self.resolved_regexes[regex] = resolved
         for t in resolved.topics:
-            _count(self.subscribed_topic_names, t, by_regex=1)
+            count_subscription(self.subscribed_topic_names, t, by_regex=1)
 
     def remove_resolved_regex(self, regex: str) -> None:
         old = self.resolved_regexes.pop(regex, None)
         for t in old.topics if old is not None else ():
-            _count(self.subscribed_topic_names, t, by_regex=-1)
+            count_subscription(self.subscribed_topic_names, t, by_regex=-1)
 
     def _add_epochs(self, assignment: Assignment, epoch: int) -> None:
         for t, parts in assignment.items():
@@ -389,9 +390,9 @@ def _preferred(counts: Mapping[str, int]) -> str | None:
 def _update_names(counts: dict[str, SubscriptionCount], old: ConsumerGroupMember | None,
                   new: ConsumerGroupMember | None) -> None:
     for t in old.subscribed_topic_names if old is not None else ():
-        _count(counts, t, by_name=-1)
+        count_subscription(counts, t, by_name=-1)
     for t in new.subscribed_topic_names if new is not None else ():
-        _count(counts, t, by_name=1)
+        count_subscription(counts, t, by_name=1)
 
 
 def _update_assignors(counts: dict[str, int], old: ConsumerGroupMember | None,

@@ -27,6 +27,7 @@ from .consumer_group import (
     ConsumerGroupMember,
     MemberState,
     SubscriptionCount,
+    count_subscription,
 )
 from .partitions import (
     Partitions,
@@ -274,15 +275,6 @@ class ConsumerLifecycle(Partitions):
             self.topics.apply(TopicChange(TopicEvent.CREATED, c.name, c.topic_id, c.partitions),
                               now)
         self.topics.last_created_version = self.topics.version
-
-
-def count_subscription(counts: dict[str, SubscriptionCount], topic: str, by_name: int = 0,
-           by_regex: int = 0) -> None:
-    new = counts.get(topic, SubscriptionCount()).add(by_name, by_regex)
-    if new is None:
-        counts.pop(topic, None)
-    else:
-        counts[topic] = new
 
 
 def _counts_without(group: ConsumerGroup, members: Sequence[ConsumerGroupMember]

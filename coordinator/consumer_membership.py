@@ -35,6 +35,7 @@ from .consumer_group import (
     ConsumerGroupMember,
     MemberState,
     TopicMetadata,
+    count_subscription,
     subscription_type,
 )
 from .consumer_lifecycle import (
@@ -42,7 +43,6 @@ from .consumer_lifecycle import (
     ConsumerLifecycle,
     GroupError,
     OwnedPartitions,
-    count_subscription,
     uses_classic_protocol,
 )
 from .partitions import PartitionState, rebalance_key, session_key
@@ -188,18 +188,9 @@ class ConsumerMembership(ConsumerLifecycle):
         group_epoch, metadata, stype = self._epoch_and_metadata(group, member, updated, bump,
                                                                 records)
 
-        # 2. A new target assignment when the group epoch moved past it.
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, member, updated,
-                                                    metadata, stype, records)
-            target_epoch = group_epoch
-        else:
-            target_epoch = group.assignment_epoch
-            target = group.target_assignment_of(updated.member_id, updated.instance_id)
-
-        # 3. Reconcile the member towards its target.
-        new = self._reconcile(group, updated, target_epoch, target, req.topic_partitions,
-                              subscription_changed, records)
+        # 2. A new target assignment when the group epoch moved past it; 3. reconcile.
+        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata, stype,
+                                         req.topic_partitions, subscription_changed, records)
         full = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
             and req.topic_partitions is not None)
@@ -363,6 +354,24 @@ class ConsumerMembership(ConsumerLifecycle):
         log.info("consumer_group.target_assignment", group=group.group_id, epoch=epoch,
                  assignor=assignor, members=len(res.assignment))
         return res.assignment.get(updated.member_id, {})
+
+    def _target_and_reconcile(self, group: ConsumerGroup, group_epoch: int,
+                              member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                              metadata: Mapping[str, TopicMetadata],
+                              stype: SubscriptionType | None, owned: OwnedPartitions | None,
+                              subscription_changed: bool, records: list[Record]
+                              ) -> ConsumerGroupMember:
+        """A new target assignment when the group epoch moved past it, then the member
+        reconciled towards its target."""
+        if group_epoch > group.assignment_epoch:
+            target = self._update_target_assignment(group, group_epoch, member, updated,
+                                                    metadata, stype, records)
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.assignment_epoch
+            target = group.target_assignment_of(updated.member_id, updated.instance_id)
+        return self._reconcile(group, updated, target_epoch, target, owned,
+                               subscription_changed, records)
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int,
                    target: Mapping[uuid.UUID, frozenset[int]], owned: OwnedPartitions | None,

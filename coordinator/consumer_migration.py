@@ -121,16 +121,10 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
         group_epoch, metadata, stype = self._epoch_and_metadata(group, member, updated, bump,
                                                                 records)
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, member, updated,
-                                                    metadata, stype, records)
-            target_epoch = group_epoch
-        else:
-            target_epoch = group.assignment_epoch
-            target = group.target_assignment_of(updated.member_id, updated.instance_id)
         owned = [(t.topic_id, tp.partitions) for tp in sub.owned_partitions
                  if (t := self.topics.by_name.get(tp.topic)) is not None]
-        new = self._reconcile(group, updated, target_epoch, target, owned, bump, records)
+        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata, stype,
+                                         owned, bump, records)
         result = JoinResult(E.none, new.member_id, new.member_epoch, "consumer", protocols[0][0])
         rebalance = new.rebalance_timeout_ms
         mid = new.member_id

@@ -22,6 +22,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.varint import write_uvarint
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
@@ -41,20 +42,11 @@ def _ms(value: Any) -> int:
     return int(value)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _compact_string(s: str | None) -> bytes:
     if s is None:
         return b"\x00"
     raw = s.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return write_uvarint(len(raw) + 1) + raw
 
 
 _HB_HEAD = struct.Struct(">ih")
@@ -74,11 +66,11 @@ def encode_heartbeat_response(res: ConsumerHeartbeatResult) -> bytes:
         parts.append(b"\xff")  # a null struct
     else:
         parts.append(b"\x01")
-        parts.append(_uvarint(len(a) + 1))
+        parts.append(write_uvarint(len(a) + 1))
         for t in sorted(a, key=java_uuid_key):
             ps = sorted(a[t])
             parts.append(t.bytes)
-            parts.append(_uvarint(len(ps) + 1))
+            parts.append(write_uvarint(len(ps) + 1))
             parts.append(b"".join(_I32.pack(x) for x in ps))
             parts.append(b"\x00")  # the topic's tagged fields
         parts.append(b"\x00")  # the assignment's tagged fields
