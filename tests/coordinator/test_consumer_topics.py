@@ -129,3 +129,27 @@ def test_a_topic_created_after_a_name_subscription_is_assigned() -> None:
     h.create_topic("later", 3)
     r = h.cg("m1", 1)
     assert (r.member_epoch, r.assignment) == (2, {topic_id("later"): frozenset({0, 1, 2})})
+
+
+def test_a_deleted_topic_leaves_a_regex_subscription() -> None:
+    h = make()
+    h.create_topic("fox", 2)
+    h.cg("m1", 0, regex="fo.*")
+    h.cg("m1", 1)
+    assert h.cgroup().target_assignment["m1"] == {topic_id("foo"): {0, 1, 2, 3},
+                                                  topic_id("fox"): {0, 1}}
+    h.now += 10
+    h.delete_topic("fox")
+    # As Kafka: no new resolution for a deletion; the topic leaves the metadata, so the
+    # group epoch moves and the target loses it.
+    r = h.cg("m1", 2, owned=owned({"foo": [0, 1, 2, 3], "fox": [0, 1]}))
+    assert (r.member_epoch, r.assignment) == (2, {topic_id("foo"): frozenset({0, 1, 2, 3})})
+    assert h.written[-1] == [
+        metadata({"foo": 4}),
+        epoch(3),
+        target("m1", {"foo": [0, 1, 2, 3]}),
+        tepoch(3),
+        current("m1", 2, 2, U, {"foo": [0, 1, 2, 3]}, {"fox": [0, 1]}),
+    ]
+    assert h.cgroup().resolved_regexes["fo.*"].topics == {"foo", "fox"}
+    check_replay(h)
