@@ -44,6 +44,8 @@ def validate_commit(group: ConsumerGroup, req: CommitRequest,
     if not transactional and member.classic_member_metadata is None and req.api_version < 9:
         return E.unsupported_version
     err = _member_epoch_error(member, epoch)
+    if err is E.stale_member_epoch and transactional:
+        return E.illegal_generation  # validateTransactionalOffsetCommit
     if err is E.stale_member_epoch and req.api_version < 9:
         return E.unsupported_version
     return err

@@ -48,16 +48,18 @@ from .rebalance import log
 from .results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
 from .scenarios import Scenarios
 from .states import DEAD
+from .txn_offsets import TxnOffsetCommits
 
 _CONSUMER_KEYS = cg.KEY_CLASSES
 
 
-class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration):
+class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration, TxnOffsetCommits):
     timer_kinds = GROUP_TIMER_KINDS
 
     # --- replay and loading ------------------------------------------------------------
 
     def begin_load(self, partition: int) -> PartitionState:
+        self.pending.drop_partition(partition)
         ps = self.partitions[partition] = PartitionState(partition, loading=True)
         return ps
 
@@ -69,9 +71,12 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration):
             return
         apply = self.offsets.apply
         groups = ps.groups
+        open_txns = self.pending.open_by_group
         for key, value in records:
             if type(key) is OffsetCommitKey and (value is None or key.group in groups):
                 apply(key, value)  # type: ignore[arg-type]
+                if open_txns and key.group in open_txns:
+                    self.pending.committed(partition, key, value)  # type: ignore[arg-type]
             else:
                 self.replay(partition, key, value)
 
@@ -83,6 +88,8 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration):
         if type(key) is OffsetCommitKey:
             assert value is None or type(value) is OffsetCommitValue
             self.offsets.apply(key, value)
+            if key.group in self.pending.open_by_group:
+                self.pending.committed(partition, key, value)
             if (value is not None and key.group not in ps.groups
                     and key.group not in ps.consumer_groups):
                 # As Kafka: offsets of a group with no group record make a simple group
@@ -287,4 +294,5 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration):
                 self.timers.cancel(hb_key(gid, mid))
             for tp in list(self.offsets.offsets(gid)):
                 self.offsets.apply(OffsetCommitKey(gid, *tp), None)
+        self.pending.drop_partition(partition)
         return out

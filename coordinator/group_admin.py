@@ -91,13 +91,27 @@ class GroupAdmin(Partitions):
                 err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
                 if err is not ErrorCode.none:
                     return Outcome((err, []))  # the group's error alone, as Kafka
-                return Outcome((ErrorCode.none, self.offsets.fetch(None, group_id, topics)))
+                found = self.offsets.fetch(None, group_id, topics)
+                if require_stable and group_id in self.pending.open_by_group:
+                    found = self._unstable(group_id, found)
+                return Outcome((ErrorCode.none, found))
         if err is not ErrorCode.none:
             rows = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
             return Outcome((err, rows))
-        return Outcome((ErrorCode.none,
-                        self.offsets.fetch(self.group(group_id), group_id, topics)))
+        found = self.offsets.fetch(self.group(group_id), group_id, topics)
+        if require_stable and group_id in self.pending.open_by_group:
+            found = self._unstable(group_id, found)
+        return Outcome((ErrorCode.none, found))
+
+    def _unstable(self, group_id: str, rows: list[tuple[str, list[OffsetRow]]]
+                  ) -> list[tuple[str, list[OffsetRow]]]:
+        """``require_stable``: UNSTABLE_OFFSET_COMMIT for partitions with a pending
+        transactional offset, as Kafka's OffsetMetadataManager answers."""
+        pending = self.pending.keys_of(group_id, self.partition_for(group_id))
+        unstable = ErrorCode.unstable_offset_commit
+        return [(t, [(r[0], -1, -1, "", unstable) if (t, r[0]) in pending else r
+                     for r in parts]) for t, parts in rows]
 
     # --- OffsetDelete ---------------------------------------------------------------
 
@@ -116,6 +130,10 @@ class GroupAdmin(Partitions):
                                                                    group_id, topics)
         if group_err is not ErrorCode.none:
             return Outcome((group_err, []))
+        # As Kafka: a partition with only a pending transactional offset gets a tombstone.
+        records.extend(self._pending_tombstones(
+            group_id, {(t, p) for t, parts in rows for p, e in parts if e is ErrorCode.none},
+            records))
         result: DeleteOffsetsResult = (ErrorCode.none, rows)
         if not records:
             return Outcome(result)
@@ -148,8 +166,26 @@ class GroupAdmin(Partitions):
                 log.info("group.deleted", group=group_id)
             return Outcome(append_err)
 
+        # As Kafka's deleteAllOffsets: partitions with only pending offsets too, before
+        # the group's own tombstones.
+        first_group_record = next((i for i, (k, _v) in enumerate(records)
+                                   if not isinstance(k, co.OffsetCommitKey)), len(records))
+        records[first_group_record:first_group_record] = self._pending_tombstones(
+            group_id, None, records)
         return Outcome(AFTER_WRITE, writes=[Write(
             self.partition_for(group_id), group_id, records, then)])
+
+    def _pending_tombstones(self, group_id: str, only: set[TopicPartition] | None,
+                            written: list[Record]) -> list[Record]:
+        """Tombstones for partitions of ``group_id`` (of ``only``, when given) that have a
+        pending transactional offset and no tombstone in ``written`` yet."""
+        if group_id not in self.pending.open_by_group:
+            return []
+        done = {(k.topic, k.partition) for k, _v in written
+                if isinstance(k, co.OffsetCommitKey)}
+        return [(co.OffsetCommitKey(group_id, t, p), None)
+                for t, p in sorted(self.pending.keys_of(group_id, self.partition_for(group_id)))
+                if (t, p) not in done and (only is None or (t, p) in only)]
 
     # --- offset retention -------------------------------------------------------------
 
@@ -161,7 +197,8 @@ class GroupAdmin(Partitions):
             if self.partition_status(g.partition) is not ErrorCode.none:
                 continue
             records: list[Record] = []
-            expired, remove = self.offsets.expire(g.group_id, g, now)
+            expired, remove = self._spare_pending(g.group_id, *self.offsets.expire(
+                g.group_id, g, now))
             records.extend(expired)
             if remove and g.state is EMPTY:
                 records.append((co.GroupMetadataKey(g.group_id), None))
@@ -172,7 +209,8 @@ class GroupAdmin(Partitions):
             p = self.partition_for(cg.group_id)
             if self.partition_status(p) is not ErrorCode.none:
                 continue
-            expired, remove = consumer_admin.expire(self.offsets, cg, now)
+            expired, remove = self._spare_pending(cg.group_id, *consumer_admin.expire(
+                self.offsets, cg, now))
             records = list(expired)
             if remove:
                 records.extend(consumer_admin.group_tombstones(cg))
@@ -180,6 +218,17 @@ class GroupAdmin(Partitions):
                 out.writes.append(Write(p, cg.group_id, records,
                                         _log_expiry(cg.group_id, len(expired), remove)))
         return out
+
+    def _spare_pending(self, group_id: str, expired: list[Record], remove: bool
+                       ) -> tuple[list[Record], bool]:
+        """As Kafka: an offset with a pending transactional one does not expire, and a
+        group with open transactions is not removed."""
+        if group_id not in self.pending.open_by_group:
+            return expired, remove
+        pending = self.pending.keys_of(group_id, self.partition_for(group_id))
+        return [(k, v) for k, v in expired
+                if not (isinstance(k, co.OffsetCommitKey)
+                        and (k.topic, k.partition) in pending)], False
 
     # --- DescribeGroups, ListGroups -----------------------------------------------------
 

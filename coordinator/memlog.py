@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from kafkalite.protocol.control import end_txn_marker_batch
 from kafkalite.protocol.records import parse_batch_header, set_base_offset
+from kafkalite.storage.producer_state import CLIENT, AppendOrigin
 
 
 class MemoryLog:
@@ -17,7 +19,8 @@ class MemoryLog:
         #: Tests set this to raise on the next appends (OSError, TimeoutError, ...).
         self.fail: Callable[[bytes], None] | None = None
 
-    def append(self, batch: bytes) -> tuple[int, int]:
+    def append(self, batch: bytes, *, origin: AppendOrigin = CLIENT) -> tuple[int, int]:
+        """Append as the partition log does, without its producer checks."""
         if self.fail is not None:
             self.fail(batch)
         h = parse_batch_header(batch)
@@ -27,6 +30,11 @@ class MemoryLog:
         self.batches.append(bytes(buf))
         self.log_end_offset = base + h.last_offset_delta + 1
         return base, self.log_end_offset - 1
+
+    def append_control_marker(self, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int, commit: bool) -> int:
+        batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, 0)
+        return self.append(batch)[0]
 
     def flush(self) -> None:
         pass

@@ -176,9 +176,12 @@ class OffsetStore:
 
     # --- OffsetCommit -------------------------------------------------------------------
 
-    def validate_commit(self, group: GroupView | None, req: CommitRequest) -> ErrorCode:
-        """As OffsetMetadataManager.validateOffsetCommit. A commit for a group that does not
-        exist creates a simple group when its records are replayed."""
+    def validate_commit(self, group: GroupView | None, req: CommitRequest,
+                        transactional: bool = False) -> ErrorCode:
+        """As OffsetMetadataManager.validateOffsetCommit (ClassicGroup.validateOffsetCommit;
+        ``transactional``: a TxnOffsetCommit, which is not held to the group's state). A
+        commit for a group that does not exist creates a simple group when its records are
+        replayed."""
         if group is None:
             if req.generation_id < 0:
                 return ErrorCode.none
@@ -201,9 +204,9 @@ class OffsetStore:
                 return ErrorCode.unknown_member_id
             if req.generation_id != group.generation:
                 return ErrorCode.illegal_generation
-        elif state is not EMPTY:
+        elif state is not EMPTY and not transactional:
             return ErrorCode.unknown_member_id
-        if state is COMPLETING:
+        if state is COMPLETING and not transactional:
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 

@@ -15,6 +15,7 @@ from .config import CoreConfig
 from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
 from .offsets import OffsetStore
+from .pending_offsets import PendingTxnOffsets
 from .timers import Timers
 from .topics_image import TopicsImage
 
@@ -84,6 +85,8 @@ class Partitions:
         self.partitions: dict[int, PartitionState] = {}
         #: Committed offsets of every group held here (changed only by replay).
         self.offsets = OffsetStore(config.max_metadata_bytes, config.offsets_retention_ms)
+        #: Transactional offsets waiting for their transaction's marker (replay only).
+        self.pending = PendingTxnOffsets()
         self._new_id = new_id or (lambda: str(uuid.uuid4()))
         self._partition_of: dict[str, int] = {}
         #: The broker's topics (kept current by ``on_topic_change``).

@@ -96,7 +96,11 @@ class Write:
 
     ``records`` are (key, value) pairs of ``topic``'s codec: ``protocol.consumer_offsets``
     Key/Value for ``__consumer_offsets``, ``protocol.transaction_log`` TransactionLogKey/
-    TransactionLogValue for ``__transaction_state``; a value None is a tombstone."""
+    TransactionLogValue for ``__transaction_state``; a value None is a tombstone.
+
+    With a ``producer_id`` the batch is transactional, as Kafka's coordinator writes a
+    transactional offset commit (base sequence 0, appended with the coordinator's origin:
+    the producer's epoch is checked, its sequence is not)."""
 
     partition: int
     #: The group (or transactional id) the records belong to, for logs and errors.
@@ -104,6 +108,10 @@ class Write:
     records: list[tuple[Any, Any]]
     then: Callable[[ErrorCode, int], Outcome] | None = None
     topic: str = OFFSETS_TOPIC
+    #: A transactional write (TxnOffsetCommit): the records go in one transactional batch
+    #: of this producer id and epoch, and stay pending until its transaction's marker.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(slots=True)

@@ -26,21 +26,23 @@ import structlog
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import (
+    ATTR_TRANSACTIONAL,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     BatchHeader,
-    decode_batch,
     encode_batch,
-    iter_batch_headers,
 )
-from kafkalite.storage.errors import RecordTooLargeError
+from kafkalite.storage.errors import InvalidProducerEpochError, RecordTooLargeError
+from kafkalite.storage.producer_state import COORDINATOR, AppendOrigin
 
 from .core import GroupCoordinatorCore
 from .results import AFTER_WRITE, Outcome, Write
 from .scheduler import Scheduler
-from .state_topics import OFFSETS_CODEC, SkipRecord, StateCore, StateTopic
+from .state_load import scan
+from .state_topics import OFFSETS_CODEC, SkipRecord, StateCore, StateTopic, TxnRecord
 from .topics_image import TopicChange
+from .txn_markers import marker_error
 
 log = structlog.get_logger("kafkalite.coordinator")
 
@@ -49,7 +51,13 @@ class StateLog(Protocol):
     """A partition log as the runtime writes and loads it (``storage.log.PartitionLog``,
     or ``memlog.MemoryLog`` in tests)."""
 
-    def append(self, batch: bytes) -> Any: ...
+    def append(self, batch: bytes, *, origin: AppendOrigin = ...) -> tuple[int, int]:
+        """Append whole batches; their (base, last) offsets. ``origin`` COORDINATOR: a
+        transactional batch of the coordinator's own (its producer's epoch is checked)."""
+        ...
+
+    def append_control_marker(self, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int, commit: bool) -> int: ...
 
     def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]: ...
 
@@ -59,7 +67,10 @@ class StateLogs(Protocol):
 
 
 def store_error(exc: BaseException) -> ErrorCode:
-    """Map a failed append as Kafka's group store does (GroupMetadataManager.storeGroup)."""
+    """Map a failed append as Kafka's group store does (GroupMetadataManager.storeGroup;
+    the coordinators' ``handleOperationException``)."""
+    if isinstance(exc, InvalidProducerEpochError):
+        return ErrorCode.invalid_producer_epoch  # a transactional write of a fenced producer
     if isinstance(exc, RecordTooLargeError):
         return ErrorCode.unknown_server_error  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
     if isinstance(exc, TimeoutError):
@@ -141,16 +152,14 @@ class CoordinatorRuntime:
         now = self.now()
         topic.ensure()
         encode_key, encode_value = topic.codec.encode_key, topic.codec.encode_value
-        batch = encode_batch(_header(now, len(w.records)),
-                             [(0, i, encode_key(k), encode_value(v), ())
-                              for i, (k, v) in enumerate(w.records)])
+        records = [(0, i, encode_key(k), encode_value(v), ()) for i, (k, v) in enumerate(w.records)]
+        if w.producer_id >= 0:
+            return self._append_transactional(w, core, now, records)
+        batch = encode_batch(_header(now, len(w.records)), records)
         try:
             self.logs.get_or_create(w.topic, w.partition).append(batch)
         except Exception as e:
-            err = store_error(e)
-            log.warning("coordinator.append_failed", topic=w.topic, partition=w.partition,
-                        owner=w.group_id, error=repr(e), mapped=err.name)
-            return err
+            return self._failed(w, e)
         core.replay_all(w.partition, w.records)
         return ErrorCode.none
 
@@ -159,6 +168,53 @@ class CoordinatorRuntime:
         of created, grown and deleted topics (consumer groups' metadata and regexes)."""
         if not self.stopped:
             self.run(self.core.on_topic_change(change, self.now()))
+
+    def _append_transactional(self, w: Write, core: StateCore, now: int,
+                              records: list[tuple[int, int, bytes, bytes | None, tuple[()]]]
+                              ) -> ErrorCode:
+        """One transactional batch of the producer's (Kafka's coordinator writes them with
+        base sequence 0); its records stay pending until the producer's marker."""
+        n = len(records)
+        header = BatchHeader(0, 0, 0, 2, 0, ATTR_TRANSACTIONAL, n - 1, now, now, w.producer_id,
+                             w.producer_epoch, 0, n)
+        try:
+            base, _last = self.logs.get_or_create(w.topic, w.partition).append(
+                encode_batch(header, records), origin=COORDINATOR)
+        except Exception as e:
+            return self._failed(w, e)
+        core.replay_transactional(w.partition, w.producer_id, w.producer_epoch,
+                                  [TxnRecord(k, v, base + i) for i, (k, v) in enumerate(w.records)])
+        return ErrorCode.none
+
+    @staticmethod
+    def _failed(w: Write, e: Exception) -> ErrorCode:
+        err = store_error(e)
+        log.warning("coordinator.append_failed", topic=w.topic, partition=w.partition,
+                    owner=w.group_id, error=repr(e), mapped=err.name)
+        return err
+
+    def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
+                             coordinator_epoch: int, commit: bool) -> ErrorCode:
+        """The group coordinator's half of a transaction's marker (Kafka's
+        ``GroupCoordinatorService.completeTransaction``, called by the transaction
+        coordinator's marker writer): append the COMMIT or ABORT marker to the
+        ``__consumer_offsets`` partition, then replay it, which makes the producer's
+        pending offsets there committed or drops them. A partition not loaded here answers
+        NOT_LEADER_OR_FOLLOWER, the retriable error Kafka translates those to."""
+        core = self.core
+        if self.stopped or core.partition_status(partition) is not ErrorCode.none:
+            return ErrorCode.not_leader_or_follower
+        self.ensure_topic()
+        try:
+            self.logs.get_or_create(OFFSETS_TOPIC, partition).append_control_marker(
+                producer_id, producer_epoch, coordinator_epoch, commit)
+        except Exception as e:
+            err = marker_error(e)
+            log.warning("coordinator.marker_failed", partition=partition,
+                        producer_id=producer_id, error=repr(e), mapped=err.name)
+            return err
+        core.replay_end_marker(partition, producer_id, commit)
+        return ErrorCode.none
 
     def _expire_offsets(self, now: int) -> None:
         if not self.stopped:
@@ -191,21 +247,31 @@ class CoordinatorRuntime:
         if p not in core.partitions:
             core.begin_load(p)
         decode = topic.codec.decode
-        latest = _latest_per_key(self.logs.get_or_create(topic.name, p).iter_batches(0),
-                                 topic.name, p)
-        records: list[tuple[Any, Any]] = []
-        for raw_key, raw_value in latest.items():
+        loaded = scan(self.logs.get_or_create(topic.name, p).iter_batches(0), topic.name, p)
+
+        def decoded(raw_key: bytes, raw_value: bytes | None) -> tuple[Any, Any] | None:
             try:
-                records.append(decode(raw_key, raw_value))
+                return decode(raw_key, raw_value)
             except SkipRecord:
-                continue
+                return None
             except ProtocolError as e:
                 log.warning("coordinator.record_unreadable", topic=topic.name, partition=p,
                             error=str(e))
+                return None
+
+        records = [r for r in (decoded(k, v) for k, v in loaded.latest.items())
+                   if r is not None]
         core.replay_all(p, records)
+        for pid, txn in loaded.open.items():
+            held = []
+            for raw_key, rec in txn.records.items():
+                kv = decoded(raw_key, rec.value)
+                if kv is not None:
+                    held.append(TxnRecord(kv[0], kv[1], rec.offset, rec.superseded))
+            core.replay_transactional(p, pid, txn.producer_epoch, held)
         self._finish_load(topic, p)
         log.info("coordinator.partition_loaded", topic=topic.name, partition=p,
-                 keys=len(latest))
+                 keys=len(loaded.latest), open_transactions=len(loaded.open))
 
     def _finish_load(self, topic: StateTopic, p: int) -> None:
         out = topic.core.finish_load(p, self.now())
@@ -252,30 +318,6 @@ def _header(now: int, count: int) -> BatchHeader:
     # (positional: keywords cost more than the rest of a one-offset commit's batch).
     return BatchHeader(0, 0, 0, 2, 0, 0, count - 1, now, now, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
                        NO_SEQUENCE, count)
-
-
-def _latest_per_key(batches: Iterator[bytes], topic: str, partition: int
-                    ) -> dict[bytes, bytes | None]:
-    """The last record of each key, in the order of those last records: only it decides the
-    loaded state, so a log that has not been compacted yet loads in time proportional to
-    its keys, and only those records are decoded."""
-    latest: dict[bytes, bytes | None] = {}
-    for batch in batches:
-        for pos, h in iter_batch_headers(batch):
-            if h.is_control:
-                continue
-            try:
-                _h, recs = decode_batch(batch, pos)
-            except ProtocolError as e:
-                log.warning("coordinator.batch_unreadable", topic=topic, partition=partition,
-                            error=str(e))
-                continue
-            for r in recs:
-                if r.key is None:
-                    continue
-                latest.pop(r.key, None)
-                latest[r.key] = r.value
-    return latest
 
 
 __all__ = ["CoordinatorRuntime", "StateCore", "StateLog", "StateLogs", "Write", "store_error"]

@@ -34,6 +34,12 @@ class StateCore(Protocol):
 
     def replay_all(self, partition: int, records: Sequence[tuple[Any, Any]]) -> None: ...
 
+    def replay_transactional(self, partition: int, producer_id: int, producer_epoch: int,
+                             records: Sequence[TxnRecord]) -> None:
+        """Records of a transactional batch: pending until the producer's marker (a live
+        write, or a transaction still open when the partition was loaded)."""
+        ...
+
     def finish_load(self, partition: int, now: int) -> Outcome | None: ...
 
     def unload(self, partition: int) -> Outcome | None:
@@ -41,6 +47,19 @@ class StateCore(Protocol):
         ...
 
     def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A record of a transaction not decided yet, as ``replay_transactional`` gets it."""
+
+    key: Any
+    value: Any
+    #: Its offset in the partition's log.
+    offset: int
+    #: A record of the same key was committed after it (see ``state_load``): its
+    #: transaction's COMMIT marker leaves the committed one in place.
+    superseded: bool = False
 
 
 class SkipRecord(Exception):

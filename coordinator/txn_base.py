@@ -21,10 +21,12 @@ import structlog
 
 from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.transaction_log import TransactionLogKey, TransactionLogValue, txn_partition
 
 from .results import Outcome, Write
+from .state_topics import TxnRecord
 from .timers import Timers
 from .txn_markers import MarkerWriter
 from .txn_state import EXPIRATION_ALLOWED, IllegalTxnState, TxnMetadata, TxnState, TxnTransit
@@ -52,9 +54,10 @@ class TxnConfig:
     max_timeout_ms: int = 900_000
     #: transactional.id.expiration.ms
     transactional_id_expiration_ms: int = 604_800_000
-    #: The cluster's finalized ``transaction.version`` feature level (Kafka 4.x: 2): picks
-    #: the record version (1 from level 1) and how the coordinator's own aborts bump epochs.
-    transaction_version: int = 2
+    #: The cluster's finalized ``transaction.version`` feature level (``protocol.features``;
+    #: Kafka 4.x: 2): picks the record version (1 from level 1) and how the coordinator's
+    #: own aborts bump epochs.
+    transaction_version: int = TRANSACTION_VERSION.level
     #: offsets.topic.num.partitions, for AddOffsetsToTxn's group partition when the core
     #: is given no ``group_partition_for``.
     offsets_partitions: int = 8
@@ -206,6 +209,13 @@ class TxnCoreBase:
                    ) -> None:
         for key, value in records:
             self.replay(partition, key, value)
+
+    def replay_transactional(self, partition: int, producer_id: int, producer_epoch: int,
+                             records: Sequence[TxnRecord]) -> None:
+        """``__transaction_state`` holds no transactional batches (Kafka writes none there):
+        such records are not the coordinator's and are ignored."""
+        log.warning("txn.transactional_records_ignored", partition=partition,
+                    producer_id=producer_id, records=len(records))
 
     def replay(self, partition: int, key: TransactionLogKey,
                value: TransactionLogValue | None) -> None:

@@ -41,6 +41,7 @@ from kafkalite.storage.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
     RecordTooLargeError,
+    TransactionCoordinatorFencedError,
 )
 
 from .txn_state import TopicPartition
@@ -86,6 +87,7 @@ class TxnOffsetsCompletion(Protocol):
 #: How a failed marker append maps to the error a WriteTxnMarkers response would carry.
 _APPEND_ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (InvalidProducerEpochError, E.invalid_producer_epoch),
+    (TransactionCoordinatorFencedError, E.transaction_coordinator_fenced),
     (RecordTooLargeError, E.message_too_large),
     (CorruptRecordError, E.corrupt_message),
     (OSError, E.kafka_storage_error),

@@ -8,9 +8,10 @@ INVALID_UPDATE_VERSION. When work lands that implements a new level, change the 
 
 - ``group.version``: 1: KIP-848 consumer groups (ConsumerGroupHeartbeat) are served
   (``group.coordinator.rebalance.protocols`` can still turn the protocol off, as in Kafka).
-- ``transaction.version``: 1 or 2 once KIP-890 transactions (issue 11) are; 0 until
-  transactions exist at all. Java producers from 4.0 use the new transaction protocol
-  only when this is 2.
+- ``transaction.version``: 2, KIP-890's transactions: EndTxn v5 bumps the epoch at every
+  completion, Produce v12+ and TxnOffsetCommit v5 add their partition to the transaction
+  themselves, and ``__transaction_state`` records are TransactionLogValue v1. Java
+  producers from 4.0 use that protocol only when this is 2.
 
 A feature at level 0 is left out of the finalized list, and one whose supported range
 starts at 0 out of ApiVersions below v4, as Kafka does (KAFKA-17492).
@@ -36,8 +37,8 @@ METADATA_VERSION = Feature("metadata.version", 25, (25, 25))
 KRAFT_VERSION = Feature("kraft.version", 0, (0, 0))
 #: 1: the consumer rebalance protocol (KIP-848) beside the classic one.
 GROUP_VERSION = Feature("group.version", 1, (1, 1))
-#: 0: no transaction coordinator.
-TRANSACTION_VERSION = Feature("transaction.version", 0, (0, 0))
+#: 2: KIP-890 part 2 (the level of a new Kafka 4.x cluster).
+TRANSACTION_VERSION = Feature("transaction.version", 2, (2, 2))
 
 FEATURES: tuple[Feature, ...] = (METADATA_VERSION, KRAFT_VERSION, GROUP_VERSION,
                                  TRANSACTION_VERSION)
