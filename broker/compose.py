@@ -6,10 +6,13 @@
 2. storage: the data directory's cluster id, the topic catalogue, topic config
    resolution, the partition logs (kept in step with the catalogue by its events) and
    the log cleaner; retention, flushing and cleaning are scheduler tasks;
-3. the group coordinator: its pure core and the runtime that drives it over
-   ``__consumer_offsets``; offset retention is a scheduler task; every topic catalogue
-   event reaches the core through the runtime as a typed ``TopicChange`` (consumer
-   groups follow created, grown and deleted topics);
+3. the coordinators: the group coordinator's pure core and the runtime that drives it
+   over ``__consumer_offsets`` (offset retention is a scheduler task; every topic
+   catalogue event reaches the core through the runtime as a typed ``TopicChange``:
+   consumer groups follow created, grown and deleted topics), and the transaction
+   coordinator's core, which the same runtime drives over ``__transaction_state`` (its
+   markers go to the partition logs and, for ``__consumer_offsets``, through the runtime
+   to the group coordinator);
 4. test control and the live view: the broker's clock as users see it, the metrics, the
    fault rules dispatch consults, and the admin HTTP listener when ``admin.listener``
    is set;
@@ -31,8 +34,12 @@ from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.scheduler import Scheduler
+from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
-from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
+from kafkalite.coordinator.txn_markers import LocalMarkerWriter
+from kafkalite.protocol.features import TRANSACTION_VERSION
+from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
@@ -151,6 +158,35 @@ def forward_topic_event(runtime: CoordinatorRuntime, event: str, info: TopicInfo
     runtime.on_topic_change(topic_change(event, info))
 
 
+def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRuntime
+                       ) -> TransactionCoordinatorCore:
+    """The transaction coordinator's core, served by the runtime over
+    ``__transaction_state`` (created on first use, like ``__consumer_offsets``)."""
+    existing = storage.catalog.get(TRANSACTION_STATE_TOPIC)
+    cfg = TxnConfig(
+        # An existing topic's partition count wins over the property, as in Kafka.
+        num_partitions=(existing.partitions if existing is not None
+                        else config.int("transaction.state.log.num.partitions")),
+        max_timeout_ms=config.int("transaction.max.timeout.ms"),
+        transactional_id_expiration_ms=config.int("transactional.id.expiration.ms"),
+        transaction_version=TRANSACTION_VERSION.level,
+        offsets_partitions=runtime.core.config.num_partitions,
+        abort_retry_interval_ms=config.int(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        expire_retry_interval_ms=config.int(
+            "transaction.remove.expired.transaction.cleanup.interval.ms"),
+    )
+    core = TransactionCoordinatorCore(
+        cfg, runtime.scheduler.timers,
+        allocate_producer_id=storage.logs.producer_ids.allocate,
+        markers=LocalMarkerWriter(storage.logs.get, runtime),
+        group_partition_for=runtime.core.partition_for)
+    runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
+                             TRANSACTION_CODEC,
+                             partial(storage.ensure_transaction_topic, cfg.num_partitions)))
+    return core
+
+
 @dataclass(frozen=True, slots=True)
 class Control:
     """Test control and the live view: what dispatch, ``/metrics`` and the admin API share."""
@@ -193,6 +229,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
     runtime = build_coordinator(config, storage, scheduler)
+    txn = build_transactions(config, storage, runtime)
     control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
     access = Access(authorizer)
@@ -201,11 +238,11 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     consumer_protocol = "consumer" in rebalance_protocols(config)
-    for route in routes(cluster, storage, access, runtime, apis, security, quotas, dynamic,
-                        fetch_sessions, control.metrics, consumer_protocol):
+    for route in routes(cluster, storage, access, runtime, txn, apis, security, quotas,
+                        dynamic, fetch_sessions, control.metrics, consumer_protocol):
         apis.register(route)
     return Broker(
-        config, cluster, storage, runtime, cleaner, apis, scheduler,
+        config, cluster, storage, runtime, txn, cleaner, apis, scheduler,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.transactions import TransactionCoordinatorCore
 from kafkalite.protocol import apis as codecs
 
 from .apis import KafkaApis, Route
@@ -41,7 +42,10 @@ from .handlers import (
     sasl,
     scram_credentials,
     topics,
+    transactions,
+    txn_offsets,
 )
+from .handlers.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
@@ -53,6 +57,7 @@ def routes(
     storage: Storage,
     access: Access,
     runtime: CoordinatorRuntime,
+    txn: TransactionCoordinatorCore,
     apis: KafkaApis,
     security: SecurityState,
     quotas: ClientQuotaStore,
@@ -64,9 +69,10 @@ def routes(
     """``consumer_protocol``: KIP-848 consumer groups are enabled
     (``group.coordinator.rebalance.protocols`` lists ``consumer``)."""
     group_acl = groups.GroupAcl()
+    verify = TxnVerification(runtime, txn, storage.config)
     return [
         # --- data ---------------------------------------------------------------------
-        Route(produce.PRODUCE, partial(produce.produce, storage, access, metrics),
+        Route(produce.PRODUCE, partial(produce.produce, storage, access, metrics, verify),
               min_version=3),
         Route(fetch.FETCH, partial(fetch.fetch, storage, access, fetch_sessions, metrics),
               min_version=4),
@@ -75,7 +81,11 @@ def routes(
         Route(list_offsets.DELETE_RECORDS,
               partial(list_offsets.delete_records, storage, access)),
         Route(producer_ids.INIT_PRODUCER_ID,
-              partial(producer_ids.init_producer_id, storage.logs, access)),
+              partial(producer_ids.init_producer_id, storage, runtime, txn, access),
+              min_version=0, max_version=5),
+        Route(producer_ids.DESCRIBE_PRODUCERS,
+              partial(producer_ids.describe_producers, storage, access),
+              min_version=0, max_version=0),
         Route(leader_epochs.OFFSET_FOR_LEADER_EPOCH,
               partial(leader_epochs.offset_for_leader_epoch, storage, access),
               min_version=2, max_version=4),
@@ -172,6 +182,27 @@ def routes(
               min_version=0, max_version=5),
         Route(group_admin.DELETE_GROUPS,
               partial(group_admin.delete_groups, runtime, access),
+              min_version=0, max_version=2),
+        # --- transactions -----------------------------------------------------------------
+        Route(transactions.ADD_PARTITIONS_TO_TXN,
+              partial(transactions.add_partitions_to_txn, storage, runtime, txn, access),
+              min_version=0, max_version=5),
+        Route(transactions.ADD_OFFSETS_TO_TXN,
+              partial(transactions.add_offsets_to_txn, runtime, txn, access),
+              min_version=0, max_version=4),
+        Route(transactions.END_TXN, partial(transactions.end_txn, runtime, txn, access),
+              min_version=0, max_version=5),
+        Route(txn_offsets.TXN_OFFSET_COMMIT,
+              partial(txn_offsets.txn_offset_commit, storage, runtime, verify, access),
+              min_version=0, max_version=5),
+        Route(transactions.WRITE_TXN_MARKERS,
+              partial(transactions.write_txn_markers, storage, txn, access),
+              min_version=1, max_version=1),
+        Route(transactions.DESCRIBE_TRANSACTIONS,
+              partial(transactions.describe_transactions, txn, access),
+              min_version=0, max_version=0),
+        Route(transactions.LIST_TRANSACTIONS,
+              partial(transactions.list_transactions, runtime, txn, access),
               min_version=0, max_version=2),
         # --- security -------------------------------------------------------------------
         Route(sasl.SASL_HANDSHAKE, sasl.sasl_handshake, min_version=0, max_version=1),

@@ -12,6 +12,7 @@ import structlog
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.scheduler import Scheduler
+from kafkalite.coordinator.transactions import TransactionCoordinatorCore
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
@@ -67,6 +68,7 @@ class Broker:
         cluster: Cluster,
         storage: Storage,
         coordinator: CoordinatorRuntime,
+        transactions: TransactionCoordinatorCore,
         cleaner: LogCleaner,
         apis: KafkaApis,
         scheduler: Scheduler,
@@ -88,6 +90,8 @@ class Broker:
         self.storage = storage
         self.logs: LogManager = storage.logs
         self.coordinator = coordinator
+        #: The transaction coordinator's core (driven by ``coordinator``, the runtime).
+        self.transactions = transactions
         self.log_cleaner = cleaner
         self.apis = apis
         #: Every deadline of the broker, on its one clock (``scheduler.clock``).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import structlog
 
-from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.storage.catalog import InvalidTopicName, TopicCatalog, TopicInfo, validate_topic_name
 from kafkalite.storage.log import PartitionLog
 from kafkalite.storage.manager import LogManager
@@ -73,6 +73,11 @@ class Storage:
                  "segment.bytes": cfg.raw("offsets.topic.segment.bytes")},
                 internal=True,
             )
+        if name == TRANSACTION_STATE_TOPIC:
+            self.ensure_transaction_topic(self.config.int("transaction.state.log.num.partitions"))
+            found = self.catalog.get(name)
+            assert found is not None
+            return found
         info = self.create_topic(name)
         log.info("topic.auto_created", topic=name, partitions=info.partitions)
         return info
@@ -86,6 +91,19 @@ class Storage:
                 partitions,
                 {"cleanup.policy": "compact",
                  "segment.bytes": str(self.config.int("offsets.topic.segment.bytes"))},
+                internal=True,
+            )
+
+    def ensure_transaction_topic(self, partitions: int) -> None:
+        """``__transaction_state`` on first use (FindCoordinator for a transactional id,
+        or the transaction coordinator's first write), with the configs Kafka's
+        TransactionStateManager gives it."""
+        if self.catalog.get(TRANSACTION_STATE_TOPIC) is None:
+            self.create_topic(
+                TRANSACTION_STATE_TOPIC,
+                partitions,
+                {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                 "segment.bytes": str(self.config.int("transaction.state.log.segment.bytes"))},
                 internal=True,
             )
 

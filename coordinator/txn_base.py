@@ -107,7 +107,7 @@ class Call:
 
 
 class TxnCoreBase:
-    timer_kinds = TXN_TIMER_KINDS
+    timer_kinds: tuple[str, ...] = TXN_TIMER_KINDS
 
     def __init__(
         self,

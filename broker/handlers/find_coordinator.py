@@ -1,5 +1,6 @@
-"""FindCoordinator v0-v6: this broker coordinates every group (and would every
-transactional id); a group's key creates ``__consumer_offsets`` on first use, as Kafka."""
+"""FindCoordinator v0-v6: this broker coordinates every group and every transactional id;
+a group's key creates ``__consumer_offsets`` on first use and a transactional id's
+``__transaction_state``, as Kafka does."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, TRANSACTION_STATE_TOPIC
 
 from ..auth import DENIED_ERROR, Access, Operation, ResourceType
 from ..cluster import Cluster
@@ -18,10 +19,18 @@ from ..context import RequestContext
 FIND_COORDINATOR = 10
 
 
+#: FindCoordinator key types: Kafka's CoordinatorType.
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
 def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
             ) -> tuple[ErrorCode, str | None]:
-    if key_type != 0:
+    if key_type == TRANSACTION_KEY:
+        runtime.ensure_topic(TRANSACTION_STATE_TOPIC)
         return ErrorCode.none, None
+    if key_type != GROUP_KEY:
+        # Share groups (KIP-932) are not served: Kafka's answer without a share coordinator.
+        return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
     if key:
         runtime.ensure_topic()
     err = runtime.core.group_status(key)
@@ -39,11 +48,12 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
     resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
     listener = cluster.endpoint(ctx.listener)
     key_type = getattr(req, "key_type", 0)
-    rtype = ResourceType.GROUP if key_type == 0 else ResourceType.TRANSACTIONAL_ID
+    rtype = {GROUP_KEY: ResourceType.GROUP,
+             TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}.get(key_type)
 
     def answer(key: str) -> tuple[ErrorCode, str | None]:
         # Describe on the group (or transactional id), per key, as KafkaApis.
-        if not access.permits(ctx, Operation.DESCRIBE, rtype, key):
+        if rtype is not None and not access.permits(ctx, Operation.DESCRIBE, rtype, key):
             return DENIED_ERROR[rtype], None
         return _answer(runtime, key_type, key)
 

@@ -1,5 +1,6 @@
 """Produce v3 and up: per-partition appends of whole batches, acks 0/1/-1, idempotence,
-transactional batches.
+transactional batches (verified with the transaction coordinator, or added to the
+transaction from v12, before they open a transaction on a partition: ``txn_verify``).
 
 Only batch headers are parsed here: storage checks magic, lengths and CRC, and decodes
 records only where the topic's rules need it (storage/validation.py). With
@@ -39,6 +40,7 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..metrics import BrokerMetrics
 from ..storage import Storage
+from .txn_verify import TxnVerification, produce_error
 
 log = structlog.get_logger("kafkalite.produce")
 
@@ -76,8 +78,29 @@ def _resolve(storage: Storage, access: Access, ctx: RequestContext, name: str
 _TXN_BYTE = ATTRIBUTES_POS + 1
 
 
-def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: RequestContext,
-            req: Any) -> Any:
+class _Verified:
+    """The partition log asks this before a transactional batch opens a transaction there
+    (KIP-890): is the partition in the producer's transaction (Produce v12+: added to it
+    now)? Remembers the coordinator's error for the answer."""
+
+    __slots__ = ("error", "topic_partition", "transactional_id", "verify", "version")
+
+    def __init__(self, verify: TxnVerification, transactional_id: str,
+                 topic_partition: tuple[str, int], version: int) -> None:
+        self.verify = verify
+        self.transactional_id = transactional_id
+        self.topic_partition = topic_partition
+        self.version = version
+        self.error = _E.none
+
+    def __call__(self, producer_id: int, producer_epoch: int) -> bool:
+        self.error = self.verify.check(self.transactional_id, producer_id, producer_epoch,
+                                       self.topic_partition, add=self.version >= 12)
+        return self.error is _E.none
+
+
+def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: TxnVerification,
+            ctx: RequestContext, req: Any) -> Any:
     version = ctx.api_version
     resp_t = codecs.codec(PRODUCE, version).response_type
     part_t = nested(resp_t, "PartitionProduceResponse")
@@ -140,12 +163,17 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: Reque
             if not records:
                 parts_out.append(part(p.index, _E.invalid_record))
                 continue
-            if (not txn_allowed and len(records) > _TXN_BYTE
-                    and records[_TXN_BYTE] & ATTR_TRANSACTIONAL):
-                parts_out.append(part(p.index, _E.transactional_id_authorization_failed))
-                continue
+            verified: _Verified | None = None
+            if len(records) > _TXN_BYTE and records[_TXN_BYTE] & ATTR_TRANSACTIONAL:
+                if not txn_allowed:
+                    parts_out.append(part(p.index, _E.transactional_id_authorization_failed))
+                    continue
+                if version >= 12 or verify.enabled:
+                    verified = _Verified(verify, req.transactional_id, (info.name, p.index),
+                                         version)
             try:
-                base, last = plog.append(records, from_client=True)
+                base, last = plog.append(records, from_client=True,
+                                         txn_verified=verified)
                 metrics.produced(info.name, last - base + 1, len(records))
             except DuplicateSequenceError as e:
                 base = e.base_offset
@@ -176,7 +204,16 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, ctx: Reque
                 parts_out.append(part(p.index, _E.invalid_producer_epoch, message=str(e)))
                 continue
             except InvalidTxnStateError as e:
-                parts_out.append(part(p.index, _E.invalid_txn_state, message=str(e)))
+                if verified is not None and verified.error is not _E.none:
+                    err = produce_error(verified.error, version)
+                    message = ("Partition was not added to the transaction"
+                               if err is _E.invalid_txn_state else
+                               "Unable to verify the partition has been added to the "
+                               f"transaction. Underlying error: {verified.error.name}"
+                               if err is _E.not_enough_replicas else None)
+                    parts_out.append(part(p.index, err, message=message))
+                else:
+                    parts_out.append(part(p.index, _E.invalid_txn_state, message=str(e)))
                 continue
             except OSError as e:
                 log.error("produce.append_failed", topic=info.name, partition=p.index,

@@ -1,0 +1,111 @@
+"""TxnOffsetCommit v0-v5: a transactional producer's consumed offsets, written to
+``__consumer_offsets`` in a transactional batch and pending until the transaction's marker
+(``coordinator/txn_offsets.py``).
+
+As KafkaApis: Write on the transactional id, Read on the group, Read on each topic; unknown
+topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION and are not committed. Then, as
+the group coordinator's ``scheduleTransactionalWriteOperation``, the group's partition is
+verified to be in the transaction (or, v5, added to it; ``txn_verify``) before the records
+are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kafkalite.coordinator.offsets import CommitRequest, PartitionCommitView
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
+
+from ..auth import Access, Operation, ResourceType
+from ..context import RequestContext
+from ..storage import Storage
+from .txn_verify import TxnVerification, offset_commit_error
+
+TXN_OFFSET_COMMIT = 28
+
+E = ErrorCode
+
+
+def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: TxnVerification,
+                      access: Access, ctx: RequestContext, req: Any) -> Any:
+    v = ctx.api_version
+    resp_t = codecs.codec(TXN_OFFSET_COMMIT, v).response_type
+    topic_t = nested(resp_t, "TxnOffsetCommitResponseTopic")
+    part_t = nested(resp_t, "TxnOffsetCommitResponsePartition")
+    requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+
+    def respond(errors: dict[tuple[str, int], ErrorCode]) -> Any:
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, p), err in errors.items():
+            if v < 2 and err is E.coordinator_load_in_progress:
+                err = E.coordinator_not_available  # clients before 2.0 (KAFKA-7296)
+            by_topic.setdefault(topic, []).append(build(part_t, partition_index=p,
+                                                        error_code=err))
+        return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(
+            build(topic_t, name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+
+    if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                          req.transactional_id):
+        return respond(dict.fromkeys(requested, E.transactional_id_authorization_failed))
+    if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return respond(dict.fromkeys(requested, E.group_authorization_failed))
+    rejected: dict[tuple[str, int], ErrorCode] = {}
+    topics: list[tuple[str, Sequence[PartitionCommitView]]] = []
+    for t in req.topics:
+        if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
+            rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions),
+                                          E.topic_authorization_failed))
+            continue
+        info = storage.catalog.get(t.name)
+        count = -1 if info is None else info.partitions
+        valid = [p for p in t.partitions if 0 <= p.partition_index < count]
+        rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions
+                                       if not 0 <= p.partition_index < count),
+                                      E.unknown_topic_or_partition))
+        if valid:
+            topics.append((t.name, valid))
+    if not topics:
+        return respond({tp: rejected[tp] for tp in requested})
+    parts = [(t, p.partition_index) for t, ps in topics for p in ps]
+
+    def merged(errors: dict[tuple[str, int], ErrorCode]) -> Any:
+        everything = {**rejected, **errors}
+        return respond({tp: everything[tp] for tp in requested if tp in everything})
+
+    if not req.group_id:
+        return merged(dict.fromkeys(parts, E.invalid_group_id))
+    err = _verify(storage, runtime, verify, req, v)
+    if err is not E.none:
+        return merged(dict.fromkeys(parts, err))
+    request = CommitRequest(
+        group_id=req.group_id,
+        member_id=getattr(req, "member_id", ""),
+        instance_id=getattr(req, "group_instance_id", None),
+        generation_id=getattr(req, "generation_id", -1),
+        topics=topics,
+        api_version=v,
+    )
+    result: dict[tuple[str, int], ErrorCode] = runtime.run(runtime.core.commit_txn_offsets(
+        runtime.now(), request, req.producer_id, req.producer_epoch))
+    return merged(result)
+
+
+def _verify(storage: Storage, runtime: CoordinatorRuntime, verify: TxnVerification, req: Any,
+            version: int) -> ErrorCode:
+    """The group's partition in the producer's transaction, when this write would open the
+    producer's transaction there (Kafka verifies only then)."""
+    add = version >= 5
+    if not add and not verify.enabled:
+        return E.none
+    partition = runtime.core.partition_for(req.group_id)
+    plog = storage.logs.get(OFFSETS_TOPIC, partition)
+    if plog is not None and plog.has_ongoing_transaction(req.producer_id):
+        return E.none
+    err = verify.check(req.transactional_id, req.producer_id, req.producer_epoch,
+                       (OFFSETS_TOPIC, partition), add)
+    return offset_commit_error(err, version)

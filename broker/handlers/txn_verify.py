@@ -1,0 +1,89 @@
+"""KIP-890 on the write path: before a transactional write opens a transaction on a
+partition (a Produce batch, or TxnOffsetCommit's records in ``__consumer_offsets``), the
+broker asks the transaction coordinator whether that partition is in the producer's
+ongoing transaction (part 1, ``transaction.partition.verification.enable``), or, for a
+client of transaction version 2 (Produce v12+, TxnOffsetCommit v5), adds it to the
+transaction itself (part 2). Kafka sends AddPartitionsToTxn to the coordinator for that;
+here the core answers in place, through the runtime, before the append.
+"""
+
+from __future__ import annotations
+
+from kafkalite.coordinator.results import PARKED
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.transactions import (
+    AddPartitionsResult,
+    TransactionCoordinatorCore,
+    TxnPartitionsRequest,
+)
+from kafkalite.coordinator.txn_state import TopicPartition
+from kafkalite.protocol.errors import ErrorCode
+
+from ..config import Config
+from .transactions import Answer
+
+E = ErrorCode
+
+
+class TxnVerification:
+    def __init__(self, runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore,
+                 config: Config) -> None:
+        self.runtime = runtime
+        self.txn = txn
+        self.config = config
+
+    @property
+    def enabled(self) -> bool:
+        """``transaction.partition.verification.enable`` (dynamic in Kafka: read each time)."""
+        return self.config.bool("transaction.partition.verification.enable")
+
+    def check(self, transactional_id: str, producer_id: int, producer_epoch: int,
+              tp: TopicPartition, add: bool) -> ErrorCode:
+        """NONE when ``tp`` is (``add``: now) in the producer's ongoing transaction, else
+        the coordinator's error for it."""
+        if not add:
+            res = self.txn.verify_partitions(transactional_id, producer_id, producer_epoch,
+                                             [tp])
+            return res.errors.get(tp, E.unknown_server_error)
+        waiter = Answer()
+        rt = self.runtime
+        out = rt.run(self.txn.add_partitions_batch(
+            rt.now(), waiter,
+            [TxnPartitionsRequest(transactional_id, producer_id, producer_epoch, (tp,))],
+            version=5))
+        results: list[AddPartitionsResult] | None = (
+            out if out is not PARKED else waiter.value if waiter.done else None)
+        if not results:
+            return E.coordinator_not_available
+        return results[0].errors.get(tp, E.unknown_server_error)
+
+
+def produce_error(err: ErrorCode, produce_version: int) -> ErrorCode:
+    """A verification error as Produce answers it (``AddPartitionsToTxnManager`` and
+    ``ReplicaManager``): a fenced producer's INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE
+    for clients that know it (Produce v11+), INVALID_TXN_STATE before; coordinator
+    troubles as NOT_ENOUGH_REPLICAS, which every client retries."""
+    if err is E.producer_fenced:
+        return E.invalid_producer_epoch
+    if err is E.transaction_abortable and produce_version <= 10:
+        return E.invalid_txn_state
+    if err in (E.concurrent_transactions, E.network_exception, E.coordinator_load_in_progress,
+               E.coordinator_not_available, E.not_coordinator):
+        return E.not_enough_replicas
+    return err
+
+
+def offset_commit_error(err: ErrorCode, version: int) -> ErrorCode:
+    """A verification error as TxnOffsetCommit answers it (``CoordinatorPartitionWriter``
+    and the group coordinator's ``handleOperationException``)."""
+    if err is E.producer_fenced:
+        return E.invalid_producer_epoch
+    if err is E.transaction_abortable and version < 4:
+        return E.invalid_txn_state
+    if err is E.network_exception:
+        return E.coordinator_load_in_progress
+    if err in (E.unknown_topic_or_partition, E.not_enough_replicas, E.request_timed_out):
+        return E.coordinator_not_available
+    if err in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    return err
