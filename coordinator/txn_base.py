@@ -244,7 +244,8 @@ class TxnCoreBase:
             return
         for tid in ps.txns:
             self._cancel_timers(tid)
-        log.info("txn.partition_unloaded", partition=partition, transactions=len(ps.txns))
+        if ps.txns:
+            log.info("txn.partition_unloaded", partition=partition, transactions=len(ps.txns))
 
     # --- timers ------------------------------------------------------------------------
 

@@ -272,7 +272,8 @@ class TxnCompletion(TxnCoreBase):
                 meta.prepare_complete(now)
                 meta.marker_partitions = set(meta.partitions)
                 out.add(self._write_markers(ps, meta, now))
-        log.info("txn.partition_loaded", partition=partition, transactions=len(ps.txns))
+        if ps.txns:
+            log.info("txn.partition_loaded", partition=partition, transactions=len(ps.txns))
         return out
 
     # --- timers ------------------------------------------------------------------------

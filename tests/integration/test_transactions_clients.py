@@ -5,7 +5,10 @@ when the transaction ends.
 
 Transactional batches go in through Produce requests (a transactional id, batches built
 with the transactional flag); the markers through the log's API for the coordinator
-(``PartitionLog.append_control_marker``), on the broker's event loop.
+(``PartitionLog.append_control_marker``), on the broker's event loop. The producer ids are
+made up, so the brokers here do not verify transactional batches with the transaction
+coordinator (``transaction.partition.verification.enable=false``); the coordinator's own
+path is in ``test_transactions_producers.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import datetime
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +45,7 @@ from .java_support import compile_java, run_java
 TOPIC = "txn-history"
 A, B = 9001, 9002
 T0 = 1_700_000_000_000
+UNVERIFIED = {"transaction.partition.verification.enable": "false"}
 COMMITTED = ["p0", "p1", "a0", "a1", "a1b", "p2", "a2", "b2", "end"]
 EVERYTHING = ["p0", "p1", "a0", "a1", "a1b", "b0", "p2", "b1", "a2", "b2", "end"]
 
@@ -91,7 +95,7 @@ class Writer:
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
     """Two producers' transactions, interleaved with plain records: A commits twice, B
     aborts once (its batches on both sides of A's commit), then commits."""
-    broker = BrokerThread(tmp_path_factory.mktemp("txn") / "data").start()
+    broker = BrokerThread(tmp_path_factory.mktemp("txn") / "data", UNVERIFIED).start()
     w = Writer(broker, TOPIC)
     w.send("p0")
     w.send("p1")
@@ -191,6 +195,11 @@ def test_java_consumer_read_committed(history: BrokerThread, tmp_path: Path) -> 
     out = run_java(tmp_path, "ReadCommitted", history.bootstrap, TOPIC, "read_uncommitted",
                    "end")
     assert out["values"].split(",") == EVERYTHING
+
+
+@pytest.fixture
+def broker(kafkalite_factory: Callable[..., BrokerThread]) -> BrokerThread:
+    return kafkalite_factory(UNVERIFIED)
 
 
 def test_consumers_wait_at_the_lso_until_the_transaction_ends(broker: BrokerThread) -> None:
