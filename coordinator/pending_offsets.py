@@ -38,6 +38,9 @@ class PendingTxnOffsets:
         #: group -> producer ids with a transaction that wrote offsets for it (Kafka's
         #: ``openTransactionsByGroup``).
         self.open_by_group: dict[str, set[int]] = {}
+        #: (coordinator partition, producer id) -> the groups its transaction wrote for
+        #: (also those whose pending offsets a tombstone has dropped since).
+        self._groups: dict[tuple[int, int], set[str]] = {}
 
     def add(self, partition: int, producer_id: int, key: co.OffsetCommitKey,
             value: co.OffsetCommitValue, record_offset: int, superseded: bool = False) -> None:
@@ -47,20 +50,41 @@ class PendingTxnOffsets:
         offsets[(key.group, key.topic, key.partition)] = PendingOffset(value, record_offset,
                                                                        superseded)
         self.open_by_group.setdefault(key.group, set()).add(producer_id)
+        self._groups.setdefault((partition, producer_id), set()).add(key.group)
 
     def committed(self, partition: int, key: co.OffsetCommitKey,
                   value: co.OffsetCommitValue | None) -> None:
         """A plain offset commit record (or tombstone) of a group with open transactions
         was replayed: it is newer than every pending offset of its partition."""
         k = (key.group, key.topic, key.partition)
+        emptied = []
         for pid in self.open_by_group.get(key.group, ()):
             offsets = self.by_producer.get((partition, pid))
             if offsets is None or k not in offsets:
                 continue
-            if value is None:
-                del offsets[k]
-            else:
+            if value is not None:
                 offsets[k].superseded = True
+                continue
+            del offsets[k]
+            if not any(g == key.group for g, _t, _p in offsets):
+                emptied.append(pid)
+        # A tombstone that took a producer's last pending offset of the group: the group
+        # is no longer in its transaction (what a reload of the log shows too).
+        for pid in emptied:
+            self._forget(partition, pid, key.group)
+
+    def _forget(self, partition: int, producer_id: int, group: str) -> None:
+        groups = self._groups.get((partition, producer_id))
+        if groups is not None:
+            groups.discard(group)
+            if not groups:
+                del self._groups[(partition, producer_id)]
+                self.by_producer.pop((partition, producer_id), None)
+        pids = self.open_by_group.get(group)
+        if pids is not None:
+            pids.discard(producer_id)
+            if not pids:
+                del self.open_by_group[group]
 
     def end(self, partition: int, producer_id: int, commit: bool
             ) -> list[tuple[co.OffsetCommitKey, co.OffsetCommitValue]]:
@@ -68,12 +92,8 @@ class PendingTxnOffsets:
         offsets = self.by_producer.pop((partition, producer_id), None)
         if offsets is None:
             return []
-        for group in {g for g, _t, _p in offsets}:
-            pids = self.open_by_group.get(group)
-            if pids is not None:
-                pids.discard(producer_id)
-                if not pids:
-                    del self.open_by_group[group]
+        for group in list(self._groups.get((partition, producer_id), ())):
+            self._forget(partition, producer_id, group)
         if not commit:
             return []
         out = []
