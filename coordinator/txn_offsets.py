@@ -78,7 +78,7 @@ class TxnOffsetCommits(Partitions):
 
         def then(append_err: ErrorCode, _now: int) -> Outcome:
             if append_err is ErrorCode.none:
-                log.info("offsets.txn_committed", group=req.group_id, producer_id=producer_id,
+                log.debug("offsets.txn_committed", group=req.group_id, producer_id=producer_id,
                          epoch=producer_epoch, partitions=len(records))
                 return Outcome(errors)
             return Outcome({tp: (append_err if e is ErrorCode.none else e)
@@ -117,5 +117,5 @@ class TxnOffsetCommits(Partitions):
         for key, value in committed:
             apply(key, value)
         if committed:
-            log.info("offsets.txn_materialized", partition=partition, producer_id=producer_id,
+            log.debug("offsets.txn_materialized", partition=partition, producer_id=producer_id,
                      offsets=len(committed))

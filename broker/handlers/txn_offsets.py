@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommitView
+from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit, PartitionCommitView
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
@@ -63,7 +63,11 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
             continue
         info = storage.catalog.get(t.name)
         count = -1 if info is None else info.partitions
-        valid = [p for p in t.partitions if 0 <= p.partition_index < count]
+        given: Sequence[PartitionCommitView] = t.partitions
+        if v < 2:  # no leader epoch before v2
+            given = [PartitionCommit(p.partition_index, p.committed_offset, -1,
+                                     p.committed_metadata) for p in given]
+        valid = [p for p in given if 0 <= p.partition_index < count]
         rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions
                                        if not 0 <= p.partition_index < count),
                                       E.unknown_topic_or_partition))
