@@ -80,7 +80,7 @@ def test_java_admin(broker: BrokerThread, kp: KafkaAdminClient, tmp_path: Path) 
 
     assert out["finalized.metadata.version"] == "25-25"
     assert (out["supported.group.version"], out["supported.transaction.version"]) == (
-        "1-1", "0-0")
+        "1-1", "2-2")
     assert out["features-epoch"] == "0"
     # group.version 1 is the level in force: asking for it changes nothing.
     assert (out["update-same"], out["update-group"]) == ("ok", "ok")
@@ -131,3 +131,4 @@ def test_kafka_python_admin(broker: BrokerThread, kp: KafkaAdminClient) -> None:
     assert feats["metadata.version"]["finalized"] == (25, 25)
     assert feats["group.version"]["supported"] == (1, 1)
     assert feats["group.version"]["finalized"] == (1, 1)
+    assert feats["transaction.version"]["finalized"] == (2, 2)
