@@ -277,4 +277,10 @@ def test_java_transactions_offsets_abort_and_fencing(broker: BrokerThread,
     assert int(out["written"]) > 6
     assert out["group-offset"] == "6"
     assert out["fenced"] == "ProducerFencedException"
+    # The admin APIs kafka-transactions.sh uses: the transaction completed (commits and
+    # aborts bump no epoch before transaction version 2), no partition left in it; one
+    # producer on the output partition, with no transaction open there.
+    assert "java-app:CompleteCommit" in out["listed"].split(",")
+    assert out["described"] == "CompleteCommit:0:0"
+    assert out["producers"] == "1:false"
     assert committed(broker.bootstrap, "java-g", "java-in") == 6

@@ -6,6 +6,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -102,6 +107,26 @@ public class Transactions {
             }
             OffsetAndMetadata groupOffset = consumer.committed(Collections.singleton(inTp)).get(inTp);
             System.out.println("group-offset=" + (groupOffset == null ? -1 : groupOffset.offset()));
+        }
+        // The transaction admin APIs, as kafka-transactions.sh uses them.
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(ap)) {
+            List<String> listed = new ArrayList<>();
+            for (TransactionListing t : admin.listTransactions().all().get()) {
+                listed.add(t.transactionalId() + ":" + t.state());
+            }
+            Collections.sort(listed);
+            System.out.println("listed=" + String.join(",", listed));
+            TransactionDescription d = admin.describeTransactions(Collections.singleton("java-app"))
+                .description("java-app").get();
+            System.out.println("described=" + d.state() + ":" + d.producerEpoch() + ":"
+                + d.topicPartitions().size());
+            TopicPartition outTp = new TopicPartition(out, 0);
+            List<ProducerState> producers = admin.describeProducers(Collections.singleton(outTp))
+                .partitionResult(outTp).get().activeProducers();
+            System.out.println("producers=" + producers.size() + ":"
+                + (producers.isEmpty() ? "" : producers.get(0).currentTransactionStartOffset().isPresent()));
         }
         System.out.println("attempts=" + attempt);
         System.out.println("written=" + written);
