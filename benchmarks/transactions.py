@@ -9,8 +9,9 @@ confluent-kafka clients, on kafkalite and Tansu in one run.
 2. **read_committed consume**: ``--records`` records of ``--size`` bytes written in
    transactions of ``--batch`` records, every ``--abort-every``-th one aborted; then one
    consumer reads the partition from the start with ``isolation.level=read_committed``
-   (and, for reference, read_uncommitted). Prints messages/s, MB/s and the broker's CPU s
-   per GB delivered.
+   (and, for reference, read_uncommitted) to the end of the partition. Prints the committed
+   and aborted records delivered (values of aborted transactions start with "a"),
+   records/s, MB/s and the broker's CPU s per GB delivered.
 
     .venv/bin/python -m benchmarks.transactions [--txns 3000] [--records 500000]
         [--size 100] [--batch 1000] [--abort-every 10] [--time-limit 20]
@@ -62,10 +63,14 @@ class ReadRate:
     cpu: float = float("nan")
     size: int = 0
     complete: bool = False
+    #: Records of aborted transactions delivered (their values start with "a").
+    aborted: int = 0
 
     @property
     def per_s(self) -> float:
-        return self.messages / self.seconds if self.seconds > 0 else float("nan")
+        """Records delivered per second (aborted ones too, where a broker delivers them)."""
+        n = self.messages + self.aborted
+        return n / self.seconds if self.seconds > 0 else float("nan")
 
     @property
     def mb_s(self) -> float:
@@ -73,7 +78,7 @@ class ReadRate:
 
     @property
     def cpu_per_gb(self) -> float:
-        gb = self.messages * self.size / 1e9
+        gb = (self.messages + self.aborted) * self.size / 1e9
         return self.cpu / gb if gb > 0 else float("nan")
 
 
@@ -120,13 +125,14 @@ def fill(broker: Broker, topic: str, records: int, size: int, batch: int, abort_
                   "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000,
                   "transactional.id": f"bench-fill-{uuid.uuid4().hex[:8]}"})
     p.init_transactions(30)
-    value = b"x" * size
     committed = written = n = 0
     deadline = time.monotonic() + limit
     while written < records and time.monotonic() < deadline:
         n += 1
         p.begin_transaction()
         k = min(batch, records - written)
+        # Records of the transactions to abort say so: a reader can count them.
+        value = (b"a" if n % abort_every == 0 else b"c") * size
         for _ in range(k):
             try:
                 p.produce(topic, value)
@@ -149,7 +155,8 @@ def read(broker: Broker, topic: str, isolation: str, expect: int, size: int,
 
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"bench-{isolation}",
                   "isolation.level": isolation, "enable.auto.commit": False,
-                  "enable.auto.offset.store": False, "fetch.wait.max.ms": 500,
+                  "enable.partition.eof": True, "enable.auto.offset.store": False,
+                  "fetch.wait.max.ms": 500,
                   "max.partition.fetch.bytes": 8_388_608, "queued.min.messages": 2_000_000,
                   "fetch.queue.backoff.ms": 5, "log_level": 3})
     out = ReadRate(size=size)
@@ -158,13 +165,21 @@ def read(broker: Broker, topic: str, isolation: str, expect: int, size: int,
         cpu0 = broker.cpu_seconds()
         t0 = time.perf_counter()
         deadline = t0 + limit
-        while out.messages < expect and time.perf_counter() < deadline:
+        at_end = False
+        while not at_end and time.perf_counter() < deadline:
             for m in c.consume(10000, 0.5):
-                if m.error() is None and len(m.value()) == size:
-                    out.messages += 1
+                if m.error() is not None:
+                    at_end = out.messages + out.aborted >= expect
+                    continue
+                value = m.value()
+                if len(value) == size:
+                    if value[:1] == b"a":
+                        out.aborted += 1
+                    else:
+                        out.messages += 1
         out.seconds = time.perf_counter() - t0
         out.cpu = broker.cpu_seconds() - cpu0
-        out.complete = out.messages >= expect
+        out.complete = at_end
     finally:
         c.close()
     return out
@@ -241,13 +256,14 @@ def main(argv: list[str] | None = None) -> None:
         for name, r in results.items():
             rr: ReadRate | None = getattr(r, attr)
             if rr is None:
-                rows.append([attr, name, "error", None, None, None, None])
+                rows.append([attr, name, "error", None, None, None, None, None])
                 continue
-            rows.append([attr, name, rr.messages, rr.per_s, rr.mb_s, rr.cpu_per_gb,
-                         _note(rr.complete)])
+            rows.append([attr, name, rr.messages, rr.aborted, rr.per_s, rr.mb_s,
+                         rr.cpu_per_gb, _note(rr.complete)])
     print()
     print(table([f"consume ({args.size} B, 1 in {args.abort_every} transactions aborted)",
-                 "broker", "messages", "msgs/s", "MB/s", "broker CPU s/GB", "note"], rows))
+                 "broker", "committed", "aborted", "records/s", "MB/s", "broker CPU s/GB",
+                 "note"], rows))
 
     if "kafkalite" in results and "tansu" in results:
         k, t = results["kafkalite"], results["tansu"]
