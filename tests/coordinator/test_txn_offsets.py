@@ -256,3 +256,27 @@ def test_txn_commit_of_a_fenced_epoch_is_refused_by_the_log(
     assert h.run(out) == {T0: E.invalid_producer_epoch}
     h.logs.fail_with = None
     assert h.fetch(T0, stable=True) == {T0: (-1, E.none)}
+
+
+def test_txn_commit_of_a_consumer_group_member() -> None:
+    """A KIP-848 group: its member and member epoch are checked (another epoch is
+    ILLEGAL_GENERATION, as validateTransactionalOffsetCommit maps a stale member epoch);
+    no simple group is made beside it."""
+    h = harness.Harness.make()
+    h.create_topic("foo", 2)
+    res = h.cg("m1", 0, names=["foo"])
+    assert res.error is E.none and res.member_epoch == 1
+
+    def commit(member: str, epoch: int) -> dict[tuple[str, int], E]:
+        req = CommitRequest(harness.GROUP, member, None, epoch,
+                            topics=[("foo", [PartitionCommit(0, 4)])], api_version=3)
+        out: dict[tuple[str, int], E] = h.run(h.core.commit_txn_offsets(h.now, req, 77, 0))
+        return out
+
+    assert commit("m1", 0) == {("foo", 0): E.illegal_generation}
+    assert commit("m1", 2) == {("foo", 0): E.illegal_generation}
+    assert commit("nobody", 1) == {("foo", 0): E.unknown_member_id}
+    assert commit("m1", 1) == {("foo", 0): E.none}
+    assert h.core.group(harness.GROUP) is None
+    assert h.core.consumer_group(harness.GROUP) is not None
+    assert h.core.pending.has(harness.GROUP, "foo", 0, h.core.partition_for(harness.GROUP))
