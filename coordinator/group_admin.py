@@ -75,7 +75,8 @@ class GroupAdmin(Partitions):
                             for tp, e in errors.items()})
 
         return Outcome(AFTER_WRITE, writes=[
-            Write(self.partition_for(req.group_id), req.group_id, result.records, then)])
+            Write(self.partition_for(req.group_id), req.group_id, result.records, then,
+                  encoded=result.encoded)])
 
     # --- OffsetFetch ----------------------------------------------------------------
 

@@ -12,6 +12,7 @@ machine's classes; ``None`` stands for a group that does not exist.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -20,6 +21,9 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 
 #: OffsetCommit's retention_time_ms meaning "use the broker's retention" (v2-v4).
 DEFAULT_RETENTION_TIME = -1
@@ -103,6 +107,8 @@ class CommitResult:
     #: (topic, partition) -> error code, in request order.
     errors: dict[TopicPartition, ErrorCode] = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)
+    #: ``records`` encoded (key, value), made in the same pass: the runtime appends these.
+    encoded: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     #: Re-arm this member's session timer (a member commit in Stable/PreparingRebalance).
     heartbeat_member: str | None = None
 
@@ -233,11 +239,14 @@ class OffsetStore:
         expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME \
             else now + req.retention_time_ms
         limit = self.max_metadata_bytes
-        errors, records = result.errors, result.records
+        errors, records, encoded = result.errors, result.records, result.encoded
         ok = ErrorCode.none
         group_id = req.group_id
         Key, Value = co.OffsetCommitKey, co.OffsetCommitValue
+        pack_partition, value_bytes = _I32.pack, co.offset_value_bytes
+        commit_ts = _I64.pack(now)
         for topic, parts in req.topics:
+            prefix = co.offset_key_prefix(group_id, topic)
             for p in parts:
                 index = p.partition_index
                 metadata = p.committed_metadata or ""
@@ -246,9 +255,11 @@ class OffsetStore:
                     errors[(topic, index)] = ErrorCode.offset_metadata_too_large
                     continue
                 errors[(topic, index)] = ok
+                offset, epoch = p.committed_offset, p.committed_leader_epoch
                 records.append((Key(group_id, topic, index),
-                                Value(p.committed_offset, metadata, now,
-                                      p.committed_leader_epoch, expire)))
+                                Value(offset, metadata, now, epoch, expire)))
+                encoded.append((prefix + pack_partition(index),
+                                value_bytes(offset, epoch, metadata, commit_ts, expire)))
         return result
 
     # --- OffsetFetch --------------------------------------------------------------------

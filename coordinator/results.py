@@ -112,6 +112,9 @@ class Write:
     #: of this producer id and epoch, and stay pending until its transaction's marker.
     producer_id: int = -1
     producer_epoch: int = -1
+    #: ``records`` already encoded (key, value) by the core, when it made them in one pass
+    #: (an offset commit); the runtime encodes them otherwise.
+    encoded: list[tuple[bytes, bytes | None]] | None = None
 
 
 @dataclass(slots=True)

@@ -151,8 +151,11 @@ class CoordinatorRuntime:
             return ErrorCode.none
         now = self.now()
         topic.ensure()
-        encode_key, encode_value = topic.codec.encode_key, topic.codec.encode_value
-        records = [(0, i, encode_key(k), encode_value(v), ()) for i, (k, v) in enumerate(w.records)]
+        encoded = w.encoded
+        if encoded is None:
+            encode_key, encode_value = topic.codec.encode_key, topic.codec.encode_value
+            encoded = [(encode_key(k), encode_value(v)) for k, v in w.records]
+        records = [(0, i, k, v, ()) for i, (k, v) in enumerate(encoded)]
         if w.producer_id >= 0:
             return self._append_transactional(w, core, now, records)
         batch = encode_batch(_header(now, len(w.records)), records)

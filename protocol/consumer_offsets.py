@@ -55,6 +55,12 @@ RecordKey = Key | cg.ConsumerGroupKey
 _KEY_PREFIXES: dict[tuple[str, str], bytes] = {}
 
 
+def offset_key_prefix(group: str, topic: str) -> bytes:
+    """The encoded key of an offset commit of ``group`` on ``topic`` but its partition
+    (append ``>i`` of the partition): a commit of many partitions shares it."""
+    return _key_prefix(group, topic)
+
+
 def _key_prefix(group: str, topic: str) -> bytes:
     prefix = _KEY_PREFIXES.get((group, topic))
     if prefix is None:
@@ -130,6 +136,17 @@ def offset_value_version(value: OffsetCommitValue) -> int:
 
 
 _V3_HEAD = struct.Struct(">hqi")
+
+
+def offset_value_bytes(offset: int, leader_epoch: int, metadata: str, commit_ts: bytes,
+                       expire_timestamp: int) -> bytes:
+    """``encode_offset_value`` of these fields, ``commit_ts`` already packed (``>q``):
+    the commit path encodes each offset in the pass that makes it."""
+    if expire_timestamp < 0 and not metadata:
+        return _V3_HEAD.pack(3, offset, leader_epoch) + b"\x00\x00" + commit_ts
+    (ts,) = _I64.unpack(commit_ts)
+    return encode_offset_value(OffsetCommitValue(offset, metadata, ts, leader_epoch,
+                                                 expire_timestamp))
 
 
 def encode_offset_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
