@@ -8,8 +8,6 @@ import json
 import os
 import re
 import sys
-import urllib.error
-import urllib.request
 from typing import Any
 
 DEFAULT_ADMIN = "http://127.0.0.1:9644"
@@ -21,6 +19,11 @@ class CtlError(Exception):
 
 
 def request(admin: str, method: str, path: str, body: Any = None) -> Any:
+    # Here, not at module load: the parser that registers these commands is also built
+    # by ``kafkalite serve``, whose start-up should not pay for an HTTP client.
+    import urllib.error
+    import urllib.request
+
     url = admin.rstrip("/") + path
     if not url.startswith(("http://", "https://")):
         url = "http://" + url

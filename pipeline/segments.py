@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import crc32c
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafkalite.protocol.crc import crc32c
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_COMPRESSION_MASK,
@@ -354,7 +354,7 @@ def read_segment(
             if h[3] != 2:
                 raise ProtocolError(f"unsupported record batch magic {h[3]} in {seg.where}")
             view = memoryview(window)
-            if verify_crc and crc32c.crc32c(view[w + CRC_START : end]) != h[4]:
+            if verify_crc and crc32c(view[w + CRC_START : end]) != h[4]:
                 raise ProtocolError(f"record batch CRC mismatch at offset {base} in {seg.where}")
             codec = attrs & ATTR_COMPRESSION_MASK
             body = view[w + HEADER_SIZE : end] if codec == 0 else \

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import cramjam
-import crc32c
 
+from .crc import crc32c
 from .errors import ProtocolError
 from .varint import put_varint, read_uvarint
 from .varint import read_varint as read_varint  # pipeline.segments imports it here
@@ -156,7 +156,7 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     if h.last_offset_delta < 0 or h.record_count < 0:
         raise ProtocolError("negative record count")
     view = memoryview(buf)[pos + CRC_START : end]
-    if crc32c.crc32c(view) != h.crc:
+    if crc32c(view) != h.crc:
         raise ProtocolError("record batch CRC mismatch")
     return h
 
@@ -193,7 +193,7 @@ def set_crc(batch: bytearray, pos: int = 0) -> None:
     """Re-compute the CRC-32C of the batch at ``pos`` (as long as its ``batchLength``) after
     a change to the fields it covers."""
     (length,) = _I32.unpack_from(batch, pos + BATCH_LENGTH_POS)
-    crc = crc32c.crc32c(memoryview(batch)[pos + CRC_START : pos + LOG_OVERHEAD + length])
+    crc = crc32c(memoryview(batch)[pos + CRC_START : pos + LOG_OVERHEAD + length])
     _U32.pack_into(batch, pos + CRC_POS, crc)
 
 

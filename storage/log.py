@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import crc32c
 import structlog
 
+from kafkalite.protocol.crc import crc32c
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
@@ -314,7 +314,7 @@ class PartitionLog(TransactionalLog):
             )
         if h[RECORD_COUNT] <= 0 or h[LAST_OFFSET_DELTA] != h[RECORD_COUNT] - 1:
             raise CorruptRecordError("record count does not match the last offset delta")
-        if crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
+        if crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
             raise CorruptRecordError("record batch CRC mismatch")
         return size
 

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import crc32c
-
+from kafkalite.protocol.crc import crc32c
 from kafkalite.protocol.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, increment_sequence
 
 from .errors import (
@@ -250,7 +249,7 @@ def encode_snapshot(table: ProducerStateTable) -> bytes:
             b.last_offset - b.base_offset if b else 0, e.last_timestamp, e.coordinator_epoch,
             e.txn_first_offset))
     body = struct.pack(">i", len(entries)) + b"".join(entries)
-    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + body
 
 
 def decode_snapshot(data: bytes) -> ProducerStateTable:
@@ -258,7 +257,7 @@ def decode_snapshot(data: bytes) -> ProducerStateTable:
     if len(data) < _SNAP_HEAD.size:
         raise ValueError("snapshot too short")
     version, crc, count = _SNAP_HEAD.unpack_from(data, 0)
-    if version != SNAPSHOT_VERSION or crc32c.crc32c(memoryview(data)[6:]) != crc:
+    if version != SNAPSHOT_VERSION or crc32c(memoryview(data)[6:]) != crc:
         raise ValueError("snapshot version or CRC mismatch")
     if count < 0 or len(data) != _SNAP_HEAD.size + count * _SNAP_ENTRY.size:
         raise ValueError("snapshot length mismatch")

@@ -14,9 +14,9 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-import crc32c
 import structlog
 
+from kafkalite.protocol.crc import crc32c
 from kafkalite.protocol.records import (
     BASE_OFFSET,
     BATCH_HEADER,
@@ -265,7 +265,7 @@ class Segment:
                     base, delta = h[BASE_OFFSET], h[LAST_OFFSET_DELTA]
                     if base < self.next_offset or delta < 0:
                         break
-                    if verify and crc32c.crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
+                    if verify and crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
                         break
                     self.size = pos  # append_parts' bookkeeping without writing
                     self._account(pos, size, base + delta, h[MAX_TIMESTAMP], index_interval)

@@ -5,24 +5,26 @@ Keystores and truststores are PEM (KIP-651: inline ``ssl.keystore.certificate.ch
 ``ssl.keystore.location``) or PKCS12 (``ssl.keystore.location`` and its passwords).
 Python's ``ssl`` loads a key and chain only from a file, so a PKCS12 or inline key is
 written to a private temporary file for the load and removed at once.
+
+``cryptography`` is imported where a key, store or client certificate is read, not at
+module load: it is a fifth of a plaintext broker's start-up.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
-from cryptography.x509.oid import NameOID
+from typing import TYPE_CHECKING, Any
 
 from ..config import ConfigError
 from .listeners import ListenerProps
 from .principal_rules import PrincipalMapper
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 _CLIENT_AUTH = {
     "none": ssl.CERT_NONE,
@@ -65,6 +67,8 @@ def _read(path: str, prop: str) -> bytes:
 
 
 def _pem_key(key: object) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.private_bytes(  # type: ignore[attr-defined, no-any-return]
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -83,6 +87,9 @@ def _load_private_pem(ctx: ssl.SSLContext, pem: bytes) -> None:
 
 
 def _load_keystore(ctx: ssl.SSLContext, props: ListenerProps) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     kind = _store_type(props, "keystore")
     key_password = _password(props, "ssl.key.password")
     if kind == "PEM":
@@ -128,6 +135,9 @@ def _load_keystore(ctx: ssl.SSLContext, props: ListenerProps) -> None:
 
 def _load_truststore(ctx: ssl.SSLContext, props: ListenerProps) -> bool:
     """Trusted CAs for client certificates; False when none are configured."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     kind = _store_type(props, "truststore")
     inline = props.get("ssl.truststore.certificates")
     location = props.get("ssl.truststore.location")
@@ -229,14 +239,18 @@ def server_context(props: ListenerProps, client_auth: str | None = None) -> ssl.
     return ctx
 
 
-#: The attribute types Java's X500Principal.getName() (RFC 2253) prints by keyword; any
-#: other prints as its OID and the value's DER in hex.
-_RFC2253_KEYWORDS = {
-    NameOID.COMMON_NAME: "CN", NameOID.COUNTRY_NAME: "C", NameOID.LOCALITY_NAME: "L",
-    NameOID.STATE_OR_PROVINCE_NAME: "ST", NameOID.ORGANIZATION_NAME: "O",
-    NameOID.ORGANIZATIONAL_UNIT_NAME: "OU", NameOID.STREET_ADDRESS: "STREET",
-    NameOID.DOMAIN_COMPONENT: "DC", NameOID.USER_ID: "UID",
-}
+@functools.cache
+def _rfc2253_keywords() -> dict[Any, str]:
+    """The attribute types Java's X500Principal.getName() (RFC 2253) prints by keyword;
+    any other prints as its OID and the value's DER in hex."""
+    from cryptography.x509.oid import NameOID
+
+    return {
+        NameOID.COMMON_NAME: "CN", NameOID.COUNTRY_NAME: "C", NameOID.LOCALITY_NAME: "L",
+        NameOID.STATE_OR_PROVINCE_NAME: "ST", NameOID.ORGANIZATION_NAME: "O",
+        NameOID.ORGANIZATIONAL_UNIT_NAME: "OU", NameOID.STREET_ADDRESS: "STREET",
+        NameOID.DOMAIN_COMPONENT: "DC", NameOID.USER_ID: "UID",
+    }
 _SPECIAL = frozenset(',=+<>#;\\"')
 
 
@@ -266,11 +280,12 @@ def _der_value(attr: x509.NameAttribute[Any]) -> bytes:
 def java_dn(name: x509.Name) -> str:
     """A distinguished name as Java's X500Principal.getName() prints it (RFC 2253, the
     form Kafka's principal builder and ssl.principal.mapping.rules see)."""
+    keywords = _rfc2253_keywords()
     rdns = []
     for rdn in reversed(name.rdns):
         avas: list[tuple[tuple[int, str, tuple[int, ...]], str]] = []
         for attr in rdn:
-            keyword = _RFC2253_KEYWORDS.get(attr.oid)
+            keyword = keywords.get(attr.oid)
             if keyword is not None and isinstance(attr.value, str):
                 # Java sorts a multi-valued RDN: keywords first (by canonical form),
                 # then OIDs numerically.
@@ -292,6 +307,8 @@ def peer_dn(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | None:
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
+    from cryptography import x509
+
     return java_dn(x509.load_der_x509_certificate(der).subject)
 
 
