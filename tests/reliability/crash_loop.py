@@ -22,11 +22,20 @@ broker's start-up (process start to listening) is timed.
 With ``corrupt`` the data files of the produced topic are damaged before each restart:
 the active segment of a partition is cut or overwritten at a random byte, or an index,
 time index or producer snapshot file is. Recovery must cut the segment at the last whole
-batch before the damage and log it (``log.recovery_truncated``); acknowledged records
-before that batch must all be there. Records after the damage are counted as dropped (the
-disk lost them) and the producer starts afresh each cycle (a producer whose acknowledged
-sequence the broker lost is fenced by the broker as Kafka's would be). Commits are not
-checked in this variant: a consumer whose position is past a truncated log end resets.
+batch before the damage and log it: every damage that breaks a batch (a cut inside one,
+or changed bytes in its length, magic, CRC or CRC-covered part) must show up as a
+``log.recovery_truncated`` line for that segment with ``valid_bytes`` at the start of
+that batch. Acknowledged records before that batch must all be there. Records after the
+damage are counted as dropped (the disk lost them) and the producer starts afresh each
+cycle (a producer whose acknowledged sequence the broker lost is fenced by the broker as
+Kafka's would be); a value that was ever acknowledged must never be read at another
+offset than its acknowledged one (a damaged batch kept by recovery would show so).
+Commits are not checked in this variant: a consumer whose position is past a truncated
+log end resets.
+
+Recovery time is bounded by ``BrokerProcess.start``'s limit (30 s: a slower start fails
+the cycle); the report prints its median and maximum, and the medians of the first and
+last ten restarts, which show whether it grows with the log.
 """
 
 from __future__ import annotations
@@ -76,9 +85,14 @@ class Report:
     commit_regressions: int = 0
     generation_regressions: int = 0
     groups_reloaded: int = 0
+    #: Restarts after which the group had to be there (it had a generation in the log).
+    group_restarts: int = 0
     max_generation: int = 0
     recovery_s: list[float] = field(default_factory=list)
     truncations_logged: int = 0
+    #: Damages that broke a batch, each needing a truncation line at that batch's start.
+    truncations_expected: int = 0
+    truncations_matched: int = 0
     problems: list[str] = field(default_factory=list)
 
     def ok(self) -> bool:
@@ -95,16 +109,20 @@ class Report:
             f"commits acknowledged: {self.commits_acknowledged} (refused: {self.commit_errors}), "
             f"committed-offset regressions: {self.commit_regressions}",
             f"generation regressions: {self.generation_regressions}, highest generation: "
-            f"{self.max_generation}, restarts that reloaded the group: {self.groups_reloaded}",
+            f"{self.max_generation}, restarts that reloaded the group: {self.groups_reloaded} "
+            f"of {self.group_restarts}",
         ]
         if rec:
+            first, last = self.recovery_s[:10], self.recovery_s[-10:]
             out.append(
                 f"recovery (process start to listening) s: p50 {statistics.median(rec):.2f}, "
-                f"max {rec[-1]:.2f}")
+                f"max {rec[-1]:.2f}; p50 of the first / last ten restarts "
+                f"{statistics.median(first):.2f} / {statistics.median(last):.2f}")
         if self.corruptions:
             out.append(f"files damaged: {len(self.corruptions)}; records dropped after the "
                        f"damage: {self.dropped_by_corruption}; truncations logged: "
-                       f"{self.truncations_logged}")
+                       f"{self.truncations_logged}, of them at the expected batch: "
+                       f"{self.truncations_matched} of {self.truncations_expected} expected")
         out += [f"PROBLEM: {p}" for p in self.problems[:20]]
         return out
 
@@ -117,8 +135,11 @@ class Workload:
         self.rng = rng
         self.commits = commits
         self.lock = threading.Lock()
-        #: value -> (partition, offset) of every acknowledged record.
+        #: value -> (partition, offset) of every acknowledged record still expected.
         self.acked: dict[bytes, tuple[int, int]] = {}
+        #: The same for every record ever acknowledged (the damage variant drops some from
+        #: ``acked``; none of them may turn up at another offset).
+        self.ever_acked: dict[bytes, tuple[int, int]] = {}
         #: partition -> highest offset whose commit the broker acknowledged.
         self.committed: dict[int, int] = {}
         self.commit_count = 0
@@ -130,6 +151,8 @@ class Workload:
         self.up = threading.Event()
         self.up.set()
         self.seq = 0
+        #: Assignments the committing consumer received: one per completed rebalance.
+        self.assignments = 0
         self.producer = self._new_producer()
         self.threads = [threading.Thread(target=self._produce, daemon=True)]
         if commits:
@@ -158,7 +181,8 @@ class Workload:
     def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is None:
             with self.lock:
-                self.acked[msg.value()] = (msg.partition(), msg.offset())
+                self.acked[msg.value()] = self.ever_acked[msg.value()] = (
+                    msg.partition(), msg.offset())
 
     def _produce(self) -> None:
         while not self.stop.is_set():
@@ -187,9 +211,13 @@ class Workload:
                          "max.poll.interval.ms": 6000,
                          "reconnect.backoff.max.ms": 200, **extra})
 
+    def _assigned(self, _c: Any, _parts: Any) -> None:
+        with self.lock:
+            self.assignments += 1
+
     def _commit(self) -> None:
         c = self._consumer()
-        c.subscribe([TOPIC])
+        c.subscribe([TOPIC], on_assign=self._assigned)
         n = 0
         while not self.stop.is_set():
             m = c.poll(0.1)
@@ -298,19 +326,48 @@ class OffsetsLog:
 
 # --- damage ----------------------------------------------------------------------------
 
-
-def last_whole_offset(segment: bytes, position: int) -> int:
-    """Last offset of the last batch that ends at or before ``position`` (-1 if none)."""
-    last = -1
-    for pos, h in iter_batch_headers(segment):
-        if pos + h.size > position:
-            break
-        last = h.last_offset
-    return last
+#: Header bytes no recovery check covers: the base offset (checked only for going
+#: backwards) and the partition leader epoch. Everything else of a batch is its length,
+#: magic and CRC, or covered by the CRC.
+_BASE_OFFSET = range(0, 8)
+_LEADER_EPOCH = range(12, 16)
 
 
-def damage(data_dir: Path, rng: random.Random, report: Report) -> dict[int, int]:
-    """Damage one file of the topic; return partition -> last offset surely kept."""
+@dataclass
+class Damage:
+    #: partition -> last offset surely kept (a damaged segment).
+    kept: dict[int, int]
+    #: (partition directory, segment name, valid bytes) recovery must log, if any.
+    truncation: tuple[str, str, int] | None = None
+
+
+def expected_cut(before: bytes, after: bytes, at: int) -> tuple[int, int]:
+    """(last offset kept, valid bytes) when recovery reads ``after``, damaged from ``at``:
+    the batches before the first one the damage breaks (or the pre-existing torn tail)."""
+    last, valid = -1, 0
+    for pos, h in iter_batch_headers(before):
+        end = pos + h.size
+        if end > len(after):
+            break  # cut
+        changed = [i - pos for i in range(max(pos, at), end) if before[i] != after[i]]
+        if changed:
+            in_base = [i for i in changed if i in _BASE_OFFSET]
+            broken = [i for i in changed if i not in _BASE_OFFSET and i not in _LEADER_EPOCH]
+            if broken:
+                break
+            if in_base:
+                new_base = int.from_bytes(after[pos : pos + 8], "big", signed=True)
+                if new_base <= last:
+                    break  # goes backwards: recovery stops here
+                # A base offset moved forward is not detectable by recovery: stop
+                # predicting (the offsets check judges what it kept).
+                return last, -1
+        last, valid = h.last_offset, end
+    return last, valid
+
+
+def damage(data_dir: Path, rng: random.Random, report: Report) -> Damage:
+    """Damage one file of the topic; say what recovery must keep and log."""
     files = []
     for p in range(PARTITIONS):
         d = data_dir / f"{TOPIC}-{p}"
@@ -323,24 +380,44 @@ def damage(data_dir: Path, rng: random.Random, report: Report) -> dict[int, int]
         files += [(p, f) for f in d.glob("*.snapshot")]
     files = [(p, f) for p, f in files if f.stat().st_size > 0]
     if not files:
-        return {}
+        return Damage({})
     # Segments twice as often as the other files: they hold the data.
     weighted = files + [(p, f) for p, f in files if f.suffix == ".log"]
     p, path = rng.choice(weighted)
     data = path.read_bytes()
     at = rng.randrange(len(data))
     if rng.random() < 0.5:
-        path.write_bytes(data[:at])
+        damaged = data[:at]
         what = "cut"
     else:
         n = rng.randint(1, 8)
-        path.write_bytes(data[:at] + bytes(rng.randrange(256) for _ in range(n))
-                         + data[at + n:])
+        damaged = data[:at] + bytes(rng.randrange(256) for _ in range(n)) + data[at + n:]
         what = "overwritten"
+    path.write_bytes(damaged)
     report.corruptions.append(f"{path.parent.name}/{path.name} {what} at byte {at}")
     if path.suffix != ".log":
-        return {}
-    return {p: last_whole_offset(data, at)}
+        return Damage({})
+    last, valid = expected_cut(data, damaged, at)
+    truncation = None
+    if 0 <= valid < len(damaged):
+        truncation = (path.parent.name, path.name, valid)
+        report.truncations_expected += 1
+    return Damage({p: last}, truncation)
+
+
+def logged_truncations(log_path: Path) -> list[tuple[str, str, int]]:
+    """(partition directory, segment, valid bytes) of each ``log.recovery_truncated``."""
+    out = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if "log.recovery_truncated" not in line:
+            continue
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("topic") == TOPIC:
+            out.append((f"{TOPIC}-{e['partition']}", e["segment"], int(e["valid_bytes"])))
+    return out
 
 
 # --- the loop --------------------------------------------------------------------------
@@ -348,7 +425,10 @@ def damage(data_dir: Path, rng: random.Random, report: Report) -> dict[int, int]
 
 def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
         run_min: float = 0.2, run_max: float = 1.5,
-        progress: Any = None) -> Report:
+        progress: Any = None, rebalance_every: int = 0) -> Report:
+    """``rebalance_every`` N: every Nth kill waits (at most 30 s) for a rebalance to
+    complete first, so that short runs also reload groups past their first generation
+    (a kill every second or two otherwise lands inside every rebalance)."""
     rng = random.Random(seed)
     report = Report()
     broker = BrokerProcess(data_dir, BROKER_SETTINGS, extra_args=["--durable"]).start()
@@ -357,10 +437,25 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
         f.result(20)
     work = Workload(broker.bootstrap, rng, commits=not corrupt).start()
     offsets_log = OffsetsLog()
-    #: partition -> offset below which the disk kept everything (corrupt mode).
+    expected_truncations: list[tuple[str, str, int]] = []
     try:
         for cycle in range(kills):
+            with work.lock:
+                acks_before = len(work.ever_acked)
+                assignments_before = work.assignments
             time.sleep(rng.uniform(run_min, run_max))
+            # On a loaded machine a restarted producer may not have written anything yet:
+            # kill once this cycle has acknowledged something (waiting at most 30 s), so
+            # that every kill cuts into live writes and the damage variant has data to hit.
+            progress_deadline = time.monotonic() + 30
+            wait_rebalance = bool(rebalance_every) and not corrupt and \
+                (cycle + 1) % rebalance_every == 0
+            while time.monotonic() < progress_deadline:
+                with work.lock:
+                    if len(work.ever_acked) > acks_before and (
+                            not wait_rebalance or work.assignments > assignments_before):
+                        break
+                time.sleep(0.05)
             work.up.clear()
             broker.kill()
             report.kills += 1
@@ -368,7 +463,10 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
                 acked_before = dict(work.acked)
                 committed_before = dict(work.committed)
             gen = offsets_log.check(data_dir, report)
-            dropped = damage(data_dir, rng, report) if corrupt else {}
+            hurt = damage(data_dir, rng, report) if corrupt else Damage({})
+            if hurt.truncation is not None:
+                expected_truncations.append(hurt.truncation)
+            dropped = hurt.kept
             if corrupt:
                 work.paused.set()
             t0 = time.monotonic()
@@ -387,11 +485,19 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
                     acked_before = {v: po for v, po in acked_before.items() if v in work.acked}
                 work.new_producer()
                 work.paused.clear()
-            verify(broker.bootstrap, acked_before, report)
+            with work.lock:
+                ever = dict(work.ever_acked)
+            verify(broker.bootstrap, acked_before, report, ever)
             if not corrupt:
                 check_commits(broker.bootstrap, committed_before, report)
-                if gen and group_reloaded(broker.bootstrap):
-                    report.groups_reloaded += 1
+                if gen:
+                    report.group_restarts += 1
+                    state = group_state(broker.bootstrap)
+                    if state in ("Dead", "unknown"):
+                        report.problems.append(f"after kill {report.kills}: group {GROUP} "
+                                               f"(generation {gen} in the log) is {state}")
+                    else:
+                        report.groups_reloaded += 1
             if progress is not None:
                 progress(cycle + 1, report)
     finally:
@@ -401,20 +507,27 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
     try:
         with work.lock:
             final = dict(work.acked)
-        verify(broker.bootstrap, final, report)
+            ever = dict(work.ever_acked)
+        verify(broker.bootstrap, final, report, ever)
         report.acknowledged = len(final)
         report.commits_acknowledged = work.commit_count
         report.commit_errors = len(work.errors)
         report.max_generation = max(report.max_generation, offsets_log.check(data_dir, report))
     finally:
         broker.stop()
-    report.truncations_logged = sum(
-        1 for line in broker.log_path.read_text(errors="replace").splitlines()
-        if "log.recovery_truncated" in line and TOPIC in line)
+    logged = logged_truncations(broker.log_path)
+    report.truncations_logged = len(logged)
+    for t in expected_truncations:
+        if t in logged:
+            logged.remove(t)
+            report.truncations_matched += 1
+        else:
+            report.problems.append(f"no log.recovery_truncated at byte {t[2]} of {t[0]}/{t[1]}")
     return report
 
 
-def verify(bootstrap: str, acked: dict[bytes, tuple[int, int]], report: Report) -> None:
+def verify(bootstrap: str, acked: dict[bytes, tuple[int, int]], report: Report,
+           ever_acked: dict[bytes, tuple[int, int]]) -> None:
     records = read_partitions(bootstrap)
     seen: dict[bytes, int] = defaultdict(int)
     for v in records.values():
@@ -432,6 +545,10 @@ def verify(bootstrap: str, acked: dict[bytes, tuple[int, int]], report: Report) 
             misplaced += 1
         else:
             lost += 1
+    # A value acknowledged at one offset and read at another (also one the damage variant
+    # no longer expects: recovery must not keep a damaged batch at a wrong offset).
+    misplaced += sum(1 for at, v in records.items()
+                     if v in ever_acked and ever_acked[v] != at and v not in acked)
     if lost or misplaced:
         report.problems.append(f"after kill {report.kills}: {lost} acknowledged records lost, "
                                f"{misplaced} at another offset")
@@ -453,15 +570,16 @@ def check_commits(bootstrap: str, before: dict[int, int], report: Report) -> Non
                                    f"{off} acknowledged before the kill")
 
 
-def group_reloaded(bootstrap: str) -> bool:
-    """The group is known after the restart, with its protocol (DescribeGroups)."""
+def group_state(bootstrap: str) -> str:
+    """The group's state after the restart (DescribeGroups): a group that had a generation
+    in the log is Empty, Stable or rebalancing when it reloaded, Dead (unknown to the
+    coordinator) when it did not."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
         desc = admin.describe_consumer_groups([GROUP])[GROUP].result(20)
     except KafkaException:
-        return False
-    return str(desc.state) != "ConsumerGroupState.DEAD" and bool(desc.partition_assignor
-                                                                 or desc.members)
+        return "unknown"
+    return str(desc.state).rsplit(".", 1)[-1].title()
 
 
 def main() -> None:  # pragma: no cover - the benchmark command wraps this
