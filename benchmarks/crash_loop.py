@@ -5,8 +5,10 @@ consumer and group churn is SIGKILLed ``--kills`` times at random moments and re
 after every restart each acknowledged record must be at its acknowledged offset, no value
 twice, committed offsets and group generations never lower (see
 ``tests/reliability/crash_loop.py``). ``--corrupt`` damages a segment, index, time index
-or producer snapshot file at a random byte before each restart. Prints kills, records
-acknowledged and verified, recovery times; exits 1 on any loss or regression.
+or producer snapshot file at a random byte before each restart, and checks that recovery
+logged each truncation at the batch the damage broke. Prints kills, records acknowledged
+and verified, recovery times (a restart slower than 30 s fails the run); exits 1 on any
+loss or regression.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--run-min", type=float, default=1.0, help="seconds of work before a kill")
     p.add_argument("--run-max", type=float, default=2.5)
+    p.add_argument("--rebalance-every", type=int, default=5,
+                   help="every Nth kill waits for a completed rebalance first (0: never)")
     args = p.parse_args()
     header(f"crash loop: {args.kills} SIGKILLs{' with damaged files' if args.corrupt else ''}")
     t0 = time.monotonic()
@@ -39,7 +43,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="crash-loop-") as d:
         report = crash_loop.run(Path(d) / "data", args.kills, args.seed, args.corrupt,
-                                args.run_min, args.run_max, progress)
+                                args.run_min, args.run_max, progress, args.rebalance_every)
     for line in report.lines():
         print("   " + line, flush=True)
     print(f"   wall time {time.monotonic() - t0:.0f} s", flush=True)
