@@ -11,6 +11,7 @@ acks=1/-1 response.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import os
 from typing import Any
@@ -55,6 +56,24 @@ def _fsync_all(fds: list[int]) -> None:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _unsynced(response: Any, message: str) -> Any:
+    """``response`` with every partition it acknowledged answered KAFKA_STORAGE_ERROR: the
+    batch is in the segment file but the fsync ``log.durable`` promised failed, so the
+    producer must not take it as written (an idempotent retry finds it and is answered
+    with its offset)."""
+    change = {"error_code": _E.kafka_storage_error, "base_offset": -1,
+              "log_append_time": None, "error_message": message}
+    topics = []
+    for t in response.responses:
+        parts = tuple(
+            dataclasses.replace(p, **{k: v for k, v in change.items()
+                                      if k in {f.name for f in dataclasses.fields(p)}})
+            if p.error_code == _E.none else p
+            for p in t.partition_responses)
+        topics.append(dataclasses.replace(t, partition_responses=parts))
+    return dataclasses.replace(response, responses=tuple(topics))
 
 
 def _resolve(storage: Storage, access: Access, ctx: RequestContext, name: str
@@ -240,7 +259,11 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
         loop = asyncio.get_running_loop()
 
         async def after_sync() -> Any:
-            await loop.run_in_executor(None, _fsync_all, fds)
+            try:
+                await loop.run_in_executor(None, _fsync_all, fds)
+            except OSError as e:
+                log.error("produce.fsync_failed", error=str(e))
+                return _unsynced(response, f"fsync failed: {e}")
             return response
 
         return after_sync()

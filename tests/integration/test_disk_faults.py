@@ -1,8 +1,9 @@
-"""Disk faults beneath the log: a segment write that fails with ENOSPC after writing part
-of the batch. Produce answers KAFKA_STORAGE_ERROR, group and offset writes answer
-NOT_COORDINATOR (as Kafka's GroupMetadataManager maps KAFKA_STORAGE_ERROR), reads go on
-being served, and once the disk takes writes again everything works and nothing torn is
-left in the segment."""
+"""Disk faults beneath the log: a segment write that fails (a full disk, ENOSPC, or an
+I/O error, EIO) after writing part of the batch, and with ``log.durable`` an fsync that
+fails. Produce answers KAFKA_STORAGE_ERROR; offset commits and the group store of a
+SyncGroup answer NOT_COORDINATOR (as Kafka's GroupMetadataManager maps
+KAFKA_STORAGE_ERROR); reads go on being served; once the disk takes writes again
+everything works and nothing torn is left in the segment."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import errno
 import os
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,28 +28,41 @@ NOT_COORDINATOR = 16
 
 
 class FullDisk:
-    """Makes segment writes under a directory fail with ENOSPC after half the bytes."""
+    """Makes segment writes under a directory fail (ENOSPC by default) after half the
+    bytes, and fsyncs of its files fail."""
 
-    def __init__(self, directory_part: str) -> None:
+    def __init__(self, directory_part: str, code: int = errno.ENOSPC) -> None:
         self.part = directory_part
+        self.code = code
         self.on = False
         self.failed = 0
+        self.fsync_on = False
+        self.fsync_failed = 0
         self._writev: Callable[..., int] = os.writev
+        self._fsync: Callable[[int], None] = os.fsync
 
     def writev(self, fd: int, buffers: Any) -> int:
         if self.on and self.part in os.readlink(f"/proc/self/fd/{fd}"):
             data = b"".join(bytes(b) for b in buffers)
             os.write(fd, data[: len(data) // 2])  # part of the batch reaches the file
             self.failed += 1
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            raise OSError(self.code, os.strerror(self.code))
         return self._writev(fd, buffers)
+
+    def fsync(self, fd: int) -> None:
+        if self.fsync_on and self.part in os.readlink(f"/proc/self/fd/{fd}"):
+            self.fsync_failed += 1
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        self._fsync(fd)
 
 
 @pytest.fixture
-def full_disk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], FullDisk]]:
-    def make(part: str) -> FullDisk:
-        fault = FullDisk(part)
+def full_disk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FullDisk]]:
+    def make(part: str, code: int = errno.ENOSPC) -> FullDisk:
+        fault = FullDisk(part, code)
+        # os is one module: the broker thread's segment writes and fsyncs see the fault.
         monkeypatch.setattr(segment_module.os, "writev", fault.writev)
+        monkeypatch.setattr(segment_module.os, "fsync", fault.fsync)
         return fault
 
     yield make
@@ -81,11 +96,12 @@ def whole_batches(path: Path) -> bool:
     return pos == len(data)
 
 
-def test_produce_on_a_full_disk_answers_storage_error_and_recovers(
-    tmp_path: Path, full_disk: Callable[[str], FullDisk]
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO], ids=["full-disk", "io-error"])
+def test_produce_on_a_failing_disk_answers_storage_error_and_recovers(
+    tmp_path: Path, full_disk: Callable[..., FullDisk], code: int
 ) -> None:
     with BrokerThread(tmp_path / "data") as b:
-        fault = full_disk("disky-0")
+        fault = full_disk("disky-0", code)
         p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "retries": 0,
                       "linger.ms": 0})
         for i in range(5):
@@ -131,7 +147,7 @@ def _fetch(conn: RawConnection, group: str) -> int:
 
 
 def test_offset_and_group_writes_on_a_full_disk_answer_not_coordinator(
-    tmp_path: Path, full_disk: Callable[[str], FullDisk]
+    tmp_path: Path, full_disk: Callable[..., FullDisk]
 ) -> None:
     with BrokerThread(tmp_path / "data") as b:
         p = Producer({"bootstrap.servers": b.bootstrap})
@@ -163,4 +179,65 @@ def test_offset_and_group_writes_on_a_full_disk_answer_not_coordinator(
         assert c.committed([TopicPartition("disky", 0)], 10)[0].offset == 1
         c.close()
         assert _commit(conn, "g", 3) == 0 and _fetch(conn, "g") == 3
+        conn.close()
+
+
+def test_durable_produce_whose_fsync_fails_answers_storage_error(
+    tmp_path: Path, full_disk: Callable[..., FullDisk]
+) -> None:
+    with BrokerThread(tmp_path / "data", {"log.durable": "true"}) as b:
+        fault = full_disk("synced-0")
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "retries": 0,
+                      "linger.ms": 0})
+        assert produce(p, "synced", b"m0")[0] is None
+        fault.fsync_on = True
+        err, _msg = produce(p, "synced", b"not-synced")
+        assert err is not None and err.code() == STORAGE_ERROR
+        assert fault.fsync_failed >= 1
+        fault.fsync_on = False
+        err, msg = produce(p, "synced", b"m2")
+        assert err is None
+        # The unsynced batch is in the segment (the write went through): readers see it.
+        assert read_values(b.bootstrap, "synced", 3) == [b"m0", b"not-synced", b"m2"]
+        assert msg.offset() == 2
+
+
+def _join_and_sync(conn: RawConnection, group: str) -> tuple[int, int]:
+    """JoinGroup (again when asked for a member id), then SyncGroup as the leader:
+    (JoinGroup error, SyncGroup error)."""
+    jv, sv = conn.version(11, 9), conn.version(14, 5)
+    proto_t = request_class(11, jv, "JoinGroupRequestProtocol")
+    assign_t = request_class(14, sv, "SyncGroupRequestAssignment")
+    member = ""
+    for _ in range(3):
+        j = conn.call(request(
+            11, jv, group_id=group, session_timeout=timedelta(seconds=6),
+            rebalance_timeout=timedelta(seconds=6), member_id=member, group_instance_id=None,
+            protocol_type="consumer", reason=None,
+            protocols=(proto_t(name="range", metadata=b""),)))
+        member = j.member_id
+        if int(j.error_code) != 79:  # MEMBER_ID_REQUIRED
+            break
+    if int(j.error_code):
+        return int(j.error_code), -1
+    s = conn.call(request(
+        14, sv, group_id=group, generation_id=j.generation_id, member_id=member,
+        group_instance_id=None, protocol_type="consumer", protocol_name=j.protocol_name,
+        assignments=(assign_t(member_id=member, assignment=b""),)))
+    return 0, int(s.error_code)
+
+
+def test_group_store_of_a_sync_group_on_a_full_disk_answers_not_coordinator(
+    tmp_path: Path, full_disk: Callable[..., FullDisk]
+) -> None:
+    with BrokerThread(tmp_path / "data", {"group.initial.rebalance.delay.ms": "0"}) as b:
+        conn = RawConnection(b.bootstrap)
+        assert _join_and_sync(conn, "warm-up") == (0, 0)  # __consumer_offsets exists
+        fault = full_disk("__consumer_offsets", errno.EIO)
+        fault.on = True
+        assert _join_and_sync(conn, "stored-group") == (0, NOT_COORDINATOR)
+        assert fault.failed >= 1
+        fault.on = False
+        # The failed store sent the group back to rebalancing; it forms once it can write.
+        assert _join_and_sync(conn, "stored-group") == (0, 0)
         conn.close()
