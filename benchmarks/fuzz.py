@@ -1,7 +1,7 @@
 """Long fuzz runs: every atheris target for ``--seconds``, then the live-server fuzz.
 
 ```
-python -m benchmarks.fuzz [--seconds 600] [--targets frame,request,records,offsets]
+python -m benchmarks.fuzz [--seconds 600] [--targets frame,header,request,records,offsets]
     [--live-frames 1000000] [--live-seconds 1800] [--skip-live] [--seed 1]
 ```
 
@@ -47,7 +47,7 @@ def run_target(target: str, seconds: int) -> tuple[str, str, str, list[Path]]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seconds", type=int, default=600, help="per atheris target")
-    p.add_argument("--targets", default="frame,request,records,offsets")
+    p.add_argument("--targets", default="frame,header,request,records,offsets")
     p.add_argument("--live-frames", type=int, default=1_000_000)
     p.add_argument("--live-seconds", type=float, default=1800)
     p.add_argument("--skip-live", action="store_true")

@@ -7,6 +7,8 @@ the whole process. The same functions replay the crash reproducers in
 
 - ``frame``: a client byte stream cut into frames (``FrameDecoder``), in chunks chosen by
   the first byte, and every frame decoded as a request;
+- ``header``: request headers v1 and v2 of any API key and version (client id, tagged
+  fields), alone: the ``request`` target reaches them only for a known key and version;
 - ``request``: one request frame body: header (v1/v2), then the body through
   ``protocol.guard`` and kio's reader, as the broker's dispatch does;
 - ``records``: record batches (``check_batch``, ``decode_batch`` with every codec,
@@ -79,6 +81,16 @@ def request(data: bytes) -> None:
     _check_nulls(decoded)
 
 
+def header(data: bytes) -> None:
+    for flexible in (False, True):
+        try:
+            h = parse_request_header(data, flexible)
+        except ProtocolError:
+            continue
+        if not 10 <= h.body_offset <= len(data):
+            raise AssertionError(f"header ends at {h.body_offset} of {len(data)} bytes")
+
+
 def frame(data: bytes) -> None:
     if not data:
         return
@@ -142,6 +154,7 @@ def offsets(data: bytes) -> None:
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "frame": frame,
+    "header": header,
     "request": request,
     "records": records,
     "offsets": offsets,
@@ -150,6 +163,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
 #: Seed corpus directories (under tests/fuzz/corpus) of each target.
 SEEDS: dict[str, tuple[str, ...]] = {
     "frame": ("stream",),
+    "header": ("request",),
     "request": ("request",),
     "records": ("records",),
     "offsets": ("offsets",),
