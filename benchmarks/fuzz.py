@@ -2,7 +2,7 @@
 
 ```
 python -m benchmarks.fuzz [--seconds 600] [--targets frame,header,request,records,offsets]
-    [--live-frames 1000000] [--live-seconds 1800] [--skip-live] [--seed 1]
+    [--live-frames 1000000] [--live-seconds 1800] [--live-connections 4] [--skip-live] [--seed 1]
 ```
 
 Each target runs in its own process (``tests/fuzz/run.py``; libFuzzer exits the process
@@ -50,6 +50,8 @@ def main() -> None:
     p.add_argument("--targets", default="frame,header,request,records,offsets")
     p.add_argument("--live-frames", type=int, default=1_000_000)
     p.add_argument("--live-seconds", type=float, default=1800)
+    p.add_argument("--live-connections", type=int, default=4,
+                   help="fuzzing connections at once (each waits for its answers)")
     p.add_argument("--skip-live", action="store_true")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
@@ -68,14 +70,16 @@ def main() -> None:
 
     from tests.fuzz import live
 
-    header(f"fuzz: live server, up to {args.live_frames:,} frames or {args.live_seconds:.0f} s")
+    header(f"fuzz: live server, up to {args.live_frames:,} frames or {args.live_seconds:.0f} s, "
+           f"{args.live_connections} connections")
     with tempfile.TemporaryDirectory(prefix="fuzz-live-") as d:
-        res, errors = live.run(Path(d) / "data", args.live_frames, args.live_seconds, args.seed)
+        res, errors = live.run(Path(d) / "data", args.live_frames, args.live_seconds, args.seed,
+                               args.live_connections)
     print(table(["figure", "value"], [
         ("frames sent", res.frames),
         ("frames answered", res.answered),
         ("connections closed by the broker (malformed input)", res.closed_by_broker),
-        ("bursts cut by a stall (parked request)", res.stalled),
+        ("frames cut by a stall (parked request)", res.stalled),
         ("seconds", res.seconds),
         ("frames/s", res.frames / res.seconds if res.seconds else float("nan")),
         ("broker alive at the end", str(res.broker_alive)),

@@ -2,13 +2,14 @@
 
 A broker child process (``BrokerProcess``) is sent frames made from the request corpus
 (``tests/fuzz/corpus/request``) by a few random mutations each (bit flips, interesting
-integers, inserted, deleted or repeated bytes, truncation), with correct size prefixes,
-in bursts on one connection at a time; each burst ends with an ApiVersions request, and
-the next burst starts when its answer arrives or when the broker has closed the
-connection (what it does with a malformed frame). Meanwhile a witness — a confluent-kafka
-producer and a consumer in a group — keeps producing and consuming on its own topic.
+integers, inserted, deleted or repeated bytes, truncation), with correct size prefixes.
+Each mutated frame is followed by an ApiVersions request on the same connection, and the
+next frame goes out when its answer arrives or when the broker has closed the connection
+(what it does with a malformed frame); several such connections run at once. Meanwhile a
+witness — a confluent-kafka producer and a consumer in a group — keeps producing and
+consuming on its own topic.
 
-``run`` returns what happened: frames sent, connections closed by the broker, bursts
+``run`` returns what happened: frames sent, connections closed by the broker, frames
 cut by a stall, the broker's RSS over time, witness messages produced and consumed,
 rebalances of the witness group, and error lines (unhandled exceptions) in the broker's
 log. CreateTopics, CreatePartitions and DeleteTopics frames are left out of the pool
@@ -99,7 +100,6 @@ class LiveResult:
     #: Responses to fuzz frames (the rest were refused by closing the connection, or
     #: were produce requests with acks=0).
     answered: int = 0
-    bursts: int = 0
     closed_by_broker: int = 0
     stalled: int = 0
     seconds: float = 0.0
@@ -199,56 +199,77 @@ class Witness:
         self._threads[1].join(60)
 
 
+def _sender(host: str, port: int, rng: random.Random, pool: list[bytes], quota: int,
+            deadline: float, r: LiveResult, lock: threading.Lock, stop: threading.Event,
+            corr_base: int) -> None:
+    """One fuzzing connection: ``quota`` frames, each followed by an ApiVersions probe."""
+    sock: socket.socket | None = None
+    corr = corr_base
+    sent = 0
+    while sent < quota and time.monotonic() < deadline and not stop.is_set():
+        try:
+            if sock is None:
+                sock = socket.create_connection((host, port), 5)
+                sock.settimeout(2)
+        except OSError:
+            time.sleep(0.05)
+            continue
+        body = mutate(rng, rng.choice(pool))
+        corr += 1
+        closed = stalled = False
+        answered = 0
+        try:
+            sock.sendall(_I32.pack(len(body)) + body + _api_versions(corr))
+            sent += 1
+            ok, answered = _await_answer(sock, corr)
+            closed = not ok
+        except TimeoutError:
+            stalled = True
+        except OSError:
+            closed = True
+        if closed or stalled:
+            sock.close()
+            sock = None
+        with lock:
+            r.frames += 1
+            r.answered += answered
+            r.closed_by_broker += closed
+            r.stalled += stalled
+    if sock is not None:
+        sock.close()
+
+
 def fuzz(bootstrap: str, pid: int, frames: int, seconds: float, seed: int,
-         burst: int = 1, result: LiveResult | None = None) -> LiveResult:
-    """Send up to ``frames`` mutated frames within ``seconds``."""
+         result: LiveResult | None = None, connections: int = 1) -> LiveResult:
+    """Send up to ``frames`` mutated frames within ``seconds`` over ``connections``
+    concurrent connections (each waits for its probe's answer, so more than one keeps the
+    broker busy where a single round trip would set the pace)."""
     r = result or LiveResult()
-    rng = random.Random(seed)
     pool = load_pool()
     host, _, port = bootstrap.rpartition(":")
     t0 = time.monotonic()
     deadline = t0 + seconds
-    next_sample = t0
-    sock: socket.socket | None = None
-    corr = 1 << 30
-    while r.frames < frames and time.monotonic() < deadline:
-        now = time.monotonic()
-        if now >= next_sample:
-            r.rss_mb.append((now - t0, rss_mb(pid)))
-            next_sample = now + 1
-            if not Path(f"/proc/{pid}").exists():
-                r.broker_alive = False
-                break
-        if sock is None:
-            sock = socket.create_connection((host, int(port)), 5)
-            sock.settimeout(2)
-        out = []
-        n = min(burst, frames - r.frames)
-        for _ in range(n):
-            body = mutate(rng, rng.choice(pool))
-            out.append(_I32.pack(len(body)) + body)
-        corr += 1
-        out.append(_api_versions(corr))
-        r.bursts += 1
-        try:
-            sock.sendall(b"".join(out))
-            r.frames += n
-            ok, got = _await_answer(sock, corr)
-            r.answered += got
-            if not ok:
-                r.closed_by_broker += 1
-                sock.close()
-                sock = None
-        except TimeoutError:
-            r.stalled += 1
-            sock.close()
-            sock = None
-        except OSError:
-            r.closed_by_broker += 1
-            sock.close()
-            sock = None
-    if sock is not None:
-        sock.close()
+    lock = threading.Lock()
+    stop = threading.Event()
+    quotas = [frames // connections + (1 if i < frames % connections else 0)
+              for i in range(connections)]
+    threads = [threading.Thread(
+        target=_sender, daemon=True,
+        args=(host, int(port), random.Random(seed * 1000 + i), pool, quotas[i], deadline, r,
+              lock, stop, (1 << 30) + i * (1 << 24)))
+        for i in range(connections)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        r.rss_mb.append((time.monotonic() - t0, rss_mb(pid)))
+        if not Path(f"/proc/{pid}").exists():
+            r.broker_alive = False
+            stop.set()
+            break
+        for t in threads:
+            t.join(1.0 / connections)
+    for t in threads:
+        t.join(10)
     r.seconds = time.monotonic() - t0
     r.rss_mb.append((r.seconds, rss_mb(pid)))
     r.broker_alive = r.broker_alive and Path(f"/proc/{pid}").exists()
@@ -291,7 +312,8 @@ def broker_errors(log_path: Path) -> list[str]:
     return bad
 
 
-def run(data_dir: Path, frames: int, seconds: float, seed: int = 1) -> tuple[LiveResult, list[str]]:
+def run(data_dir: Path, frames: int, seconds: float, seed: int = 1,
+        connections: int = 1) -> tuple[LiveResult, list[str]]:
     """Start a broker, the witness and the fuzz; return the result and the broker's errors."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -309,7 +331,8 @@ def run(data_dir: Path, frames: int, seconds: float, seed: int = 1) -> tuple[Liv
         pid = broker.proc.pid
         witness = Witness(broker.bootstrap, result).start()
         try:
-            fuzz(broker.bootstrap, pid, frames, seconds, seed, result=result)
+            fuzz(broker.bootstrap, pid, frames, seconds, seed, result=result,
+                 connections=connections)
             time.sleep(1)  # the witness keeps going a moment after the last frame
         finally:
             witness.finish()

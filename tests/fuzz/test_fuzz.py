@@ -65,7 +65,7 @@ def test_live_fuzz_over_tcp_keeps_serving_others(tmp_path: Path) -> None:
     """Mutated real-client frames over TCP: the broker stays up, logs no unhandled
     exception, keeps its memory bounded, and the witness producer and group consumer are
     served throughout (every acknowledged message consumed, no rebalance)."""
-    result, errors = live.run(tmp_path / "data", frames=3000, seconds=20, seed=7)
+    result, errors = live.run(tmp_path / "data", frames=3000, seconds=20, seed=7, connections=2)
     assert result.broker_alive
     assert errors == []
     assert result.frames >= 500
