@@ -4,12 +4,24 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 JOB_CHOICES = ("rebalances", "lag", "members", "report", "all", "watch")
+
+#: The last line of an executor's Python traceback naming one of the source's errors.
+_SOURCE_ERROR = re.compile(r"(?:LogDirError|ProtocolError|FileNotFoundError): (.+)")
+
+
+def source_error(e: BaseException) -> str | None:
+    """The message of the log-directory or segment error that failed a Spark job: the
+    executor raised it (it names the path) and Spark wrapped it in its own exception and
+    stack traces. None when the failure was something else."""
+    found = _SOURCE_ERROR.findall(str(e))
+    return found[-1].strip() if found else None
 
 
 def register(subparsers: Any) -> None:
@@ -73,8 +85,15 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             t0 = time.monotonic()
             kw = {"bucket_seconds": args.bucket_seconds} if name == "lag" else {}
-            df = jobs.run(spark, name, log_dir, **kw)
-            df.write.mode("overwrite").parquet(str(out / name))
+            try:
+                df = jobs.run(spark, name, log_dir, **kw)
+                df.write.mode("overwrite").parquet(str(out / name))
+            except Exception as e:
+                message = source_error(e)
+                if message is None:
+                    raise
+                print(f"{name}: {message}", file=sys.stderr)
+                return 1
             frames[name] = spark.read.parquet(str(out / name))
             print(f"{name}: {frames[name].count()} rows in {time.monotonic() - t0:.1f}s "
                   f"-> {out / name}")

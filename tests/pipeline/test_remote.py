@@ -160,3 +160,25 @@ def test_local_errors_name_the_path(spark: Any, tmp_path: Path) -> None:
         .load()
     with pytest.raises(Exception, match=f"CRC mismatch at offset 0 in {seg}"):
         df.collect()
+
+
+def test_a_job_on_a_damaged_segment_prints_one_line_naming_it(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "logs"
+    write_history(root)
+    damaged = []
+    for seg in sorted(root.glob("__consumer_offsets-*/*.log")):
+        if seg.stat().st_size > 100:
+            data = bytearray(seg.read_bytes())
+            data[100] ^= 0xFF  # inside the first batch
+            seg.write_bytes(bytes(data))
+            damaged.append(str(seg))
+    assert damaged
+    args = type("A", (), {"job": "rebalances", "log_dir": str(root), "out": str(tmp_path / "o"),
+                          "conf": [], "master": "local[2]", "shuffle_partitions": 2,
+                          "bucket_seconds": 10.0})()
+    assert cli_run(args) == 1  # type: ignore[arg-type]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("rebalances: record batch CRC mismatch at offset 0 in ")
+    assert err[0].rsplit(" in ", 1)[1] in damaged
