@@ -10,6 +10,7 @@ Arrow's binary buffers without a Python object per record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -228,8 +229,10 @@ def _binary(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, typ: pa.DataT
 
 
 def decode_chunk(chunk: Chunk, topic: str, partition: int, start_offset: int, stop_offset: int,
-                 where: str) -> pa.RecordBatch:
-    """The records of every batch in ``chunk`` with ``start <= offset < stop``, as Arrow."""
+                 where: str, columns: Sequence[str] | None = None) -> pa.RecordBatch:
+    """The records of every batch in ``chunk`` with ``start <= offset < stop``, as Arrow:
+    the columns of ``RECORD_SCHEMA``, or only ``columns`` (in that order; the others are
+    not built)."""
     raw = b"".join([*chunk.bodies, _PAD])
     ends = np.cumsum([len(b) for b in chunk.bodies]).tolist()
     starts = _walk(raw, ends, chunk.count, where)
@@ -287,25 +290,28 @@ def decode_chunk(chunk: Chunk, topic: str, partition: int, start_offset: int, st
     stamps = np.where(log_append, np.array(chunk.max_ts, np.int64)[batch_of],
                       np.array(chunk.base_ts, np.int64)[batch_of] + ts_delta)
 
-    header_values = pa.StructArray.from_arrays(
-        [_binary(buf, hk_start, hk_len, pa.string()), _binary(buf, hv_start, hv_len, pa.binary())],
-        fields=list(HEADER_TYPE.value_type),
-    )
-    headers = pa.ListArray.from_arrays(pa.array(hoff.astype(np.int32)), header_values,
-                                       type=HEADER_TYPE)
-    batch = pa.RecordBatch.from_arrays(
-        [
-            _binary(buf, kstart, klen, pa.binary()),
-            _binary(buf, vstart, vlen, pa.binary()),
-            pa.repeat(pa.scalar(topic, pa.string()), n),
-            pa.array(np.full(n, partition, np.int32)),
-            pa.array(offsets),
-            pa.array(stamps * 1000).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(log_append.astype(np.int32)),
-            headers,
-        ],
-        schema=RECORD_SCHEMA,
-    )
+    def headers() -> pa.Array:
+        values = pa.StructArray.from_arrays(
+            [_binary(buf, hk_start, hk_len, pa.string()),
+             _binary(buf, hv_start, hv_len, pa.binary())],
+            fields=list(HEADER_TYPE.value_type),
+        )
+        return pa.ListArray.from_arrays(pa.array(hoff.astype(np.int32)), values,
+                                        type=HEADER_TYPE)
+
+    make = {
+        "key": lambda: _binary(buf, kstart, klen, pa.binary()),
+        "value": lambda: _binary(buf, vstart, vlen, pa.binary()),
+        "topic": lambda: pa.repeat(pa.scalar(topic, pa.string()), n),
+        "partition": lambda: pa.array(np.full(n, partition, np.int32)),
+        "offset": lambda: pa.array(offsets),
+        "timestamp": lambda: pa.array(stamps * 1000).cast(pa.timestamp("us", tz="UTC")),
+        "timestampType": lambda: pa.array(log_append.astype(np.int32)),
+        "headers": headers,
+    }
+    schema = RECORD_SCHEMA if columns is None else pa.schema(
+        [RECORD_SCHEMA.field(c) for c in columns])
+    batch = pa.RecordBatch.from_arrays([make[f.name]() for f in schema], schema=schema)
     keep = (offsets >= start_offset) & (offsets < stop_offset)
     if not bool(keep.all()):
         batch = batch.filter(pa.array(keep))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,8 +330,10 @@ def read_segment(
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
     verify_crc: bool = True,
     aborted: dict[int, list[tuple[int, int]]] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Records of one segment with ``start_offset <= offset < end_offset`` as Arrow batches.
+    """Records of one segment with ``start_offset <= offset < end_offset`` as Arrow batches
+    (all of ``RECORD_SCHEMA``'s columns, or only ``columns``).
 
     Control batches (transaction markers) are skipped, as a Kafka consumer skips them;
     with ``aborted`` (producer id -> (first offset, ABORT marker offset) ranges, for
@@ -362,10 +364,11 @@ def read_segment(
             chunk.add(body, base, h[12], h[7], h[8], bool(attrs & ATTR_TIMESTAMP_TYPE))
             if chunk.records >= rows_per_batch or chunk.nbytes >= CHUNK_BYTES:
                 yield decode_chunk(chunk, seg.topic, seg.partition, start_offset, stop,
-                                   seg.where)
+                                   seg.where, columns)
                 chunk = Chunk()
         if chunk.records:
-            yield decode_chunk(chunk, seg.topic, seg.partition, start_offset, stop, seg.where)
+            yield decode_chunk(chunk, seg.topic, seg.partition, start_offset, stop, seg.where,
+                               columns)
 
 
 def _in_aborted(aborted: dict[int, list[tuple[int, int]]], pid: int, base: int) -> bool:

@@ -16,6 +16,12 @@ full match), ``mode`` (``records`` or ``batches``), ``startingOffsets`` for stre
 records of aborted transactions and stops each partition at its last stable offset (a
 stream's offsets follow it), as a read_committed consumer does; see :mod:`.transactions`.
 Transaction markers are never rows in records mode; batches mode lists every batch.
+
+Spark prunes no columns of a Python data source: every column the reader returns crosses
+from the Python worker to the JVM and becomes part of each row there, which costs more
+than decoding it. A schema given to the reader (``spark.read.format("kafkalite")
+.schema("offset long, value binary")``) names the columns to decode and return, any
+subset of the source's in any order, each with the source's type.
 """
 
 from __future__ import annotations
@@ -81,14 +87,33 @@ def _parse_options(given: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _columns(schema: Any, full: pa.Schema) -> list[str] | None:
+    """The columns a schema given to the reader asks for (None: all of them, in order)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    wanted = to_arrow_schema(schema, timezone="UTC")
+    if wanted.names == full.names:
+        return None
+    for f in wanted:
+        if f.name not in full.names:
+            raise ValueError(f"the kafkalite source has no column {f.name!r} "
+                             f"(its columns: {', '.join(full.names)})")
+        if not f.type.equals(full.field(f.name).type):
+            raise ValueError(f"column {f.name!r} of the kafkalite source is "
+                             f"{full.field(f.name).type}, not {f.type}")
+    return list(wanted.names)
+
+
 def _read(opts: dict[str, Any], part: SegmentPartition) -> Iterator[pa.RecordBatch]:
+    columns = opts.get("columns")
     if opts["mode"] == "batches":
         batch = sg.read_batch_headers(part.seg, part.start, part.end)
         if batch.num_rows:
-            yield batch
+            yield batch if columns is None else batch.select(columns)
         return
     yield from sg.read_segment(part.seg, part.start, part.end, opts["rows"], opts["crc"],
-                               aborted_filter(part.aborted) if part.aborted else None)
+                               aborted_filter(part.aborted) if part.aborted else None,
+                               columns)
 
 
 def _committed_parts(segs: list[sg.Segment], view: TxnView, lo: int = 0,
@@ -116,11 +141,17 @@ class KafkaLiteDataSource(DataSource):  # type: ignore[misc]
         mode = self.options.get("mode", "records")
         return sg.BATCH_DDL if mode == "batches" else sg.RECORD_DDL
 
+    def _options(self, schema: Any) -> dict[str, Any]:
+        opts = _parse_options(dict(self.options))
+        full = sg.BATCH_SCHEMA if opts["mode"] == "batches" else sg.RECORD_SCHEMA
+        opts["columns"] = _columns(schema, full)
+        return opts
+
     def reader(self, schema: Any) -> DataSourceReader:
-        return _BatchReader(_parse_options(dict(self.options)))
+        return _BatchReader(self._options(schema))
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return _StreamReader(_parse_options(dict(self.options)))
+        return _StreamReader(self._options(schema))
 
 
 class _BatchReader(DataSourceReader):  # type: ignore[misc]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch
 
@@ -122,3 +123,14 @@ def test_a_record_length_that_does_not_add_up_is_an_error_naming_the_segment(
     (seg,) = sg.list_all_segments(tmp_path, ["bad"])
     with pytest.raises(ProtocolError, match=str(path)):
         list(sg.read_segment(seg, verify_crc=False))
+
+
+def test_only_the_columns_asked_for(shapes: Path) -> None:
+    (seg,) = sg.list_all_segments(shapes, ["shapes"])
+    full = pa.Table.from_batches(list(sg.read_segment(seg)))
+    part = pa.Table.from_batches(list(sg.read_segment(seg, 63, 9000,
+                                                      columns=["value", "offset"])))
+    assert part.schema.names == ["value", "offset"]
+    want = full.filter(pc.and_(pc.greater_equal(full["offset"], 63),
+                               pc.less(full["offset"], 9000)))
+    assert part.equals(want.select(["value", "offset"]))

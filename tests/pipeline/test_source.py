@@ -146,6 +146,29 @@ def test_reads_every_codec_like_an_independent_decoder(spark: Any, mixed_log: Pa
     assert got == want
 
 
+def test_a_schema_given_to_the_reader_picks_the_columns(spark: Any, mixed_log: Path) -> None:
+    def read(schema: str | None = None, mode: str = "records") -> Any:
+        r = spark.read.format("kafkalite")
+        if schema:
+            r = r.schema(schema)
+        return r.option("path", str(mixed_log)).option("topics", "alpha,beta") \
+            .option("mode", mode).load()
+
+    def rows(df: Any) -> list[str]:
+        return sorted(repr(tuple(r)) for r in df.collect())
+
+    part = read("value binary, offset long, topic string, headers "
+                "array<struct<key:string,value:binary>>")
+    assert part.columns == ["value", "offset", "topic", "headers"]
+    assert rows(part) == rows(read().select("value", "offset", "topic", "headers"))
+    batches = read("baseOffset long, recordCount int", "batches")
+    assert rows(batches) == rows(read(mode="batches").select("baseOffset", "recordCount"))
+    with pytest.raises(Exception, match="column 'offset' of the kafkalite source is int64"):
+        read("offset int").collect()
+    with pytest.raises(Exception, match="the kafkalite source has no column 'nope'"):
+        read("nope string").collect()
+
+
 def test_topic_pattern_and_batches_mode(spark: Any, mixed_log: Path) -> None:
     df = spark.read.format("kafkalite").option("path", str(mixed_log)) \
         .option("topicPattern", "alp.*").load()
