@@ -161,6 +161,39 @@ def _varints(buf: np.ndarray, pos: np.ndarray, where: str) -> tuple[np.ndarray, 
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if int(pos.max()) >= buf.size - len(_PAD) or int(pos.min()) < 0:
         raise ProtocolError(f"truncated record in {where}")
+    b = buf[pos]
+    val = (b & 0x7F).astype(np.int64)
+    cont = b >= 0x80
+    count = int(np.count_nonzero(cont))
+    if not count:
+        return (val >> 1) ^ -(val & 1), np.ones(pos.size, np.int64)
+    n = np.ones(pos.size, np.int64)
+    k = 1  # bytes read so far by every varint still going on
+    while count:
+        if k == 9:  # 63 bits: the rest needs unsigned arithmetic (a varlong's 10th byte)
+            return _wide_varints(buf, pos, where)
+        if count * 4 > pos.size:
+            # Most go on (a record length past 63 bytes, an offset delta past 63): whole
+            # arrays, no index lists. The byte after a varint's end is read and masked out
+            # (the padding keeps it inside the buffer).
+            b = buf[pos + k]
+            val |= np.where(cont, (b & 0x7F).astype(np.int64) << (7 * k), 0)
+            n += cont
+            cont &= b >= 0x80
+        else:
+            more = np.flatnonzero(cont)
+            b = buf[pos[more] + k]
+            val[more] |= (b & 0x7F).astype(np.int64) << (7 * k)
+            n[more] += 1
+            cont[more[b < 0x80]] = False
+        count = int(np.count_nonzero(cont))
+        k += 1
+    return (val >> 1) ^ -(val & 1), n
+
+
+def _wide_varints(buf: np.ndarray, pos: np.ndarray, where: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_varints` for chunks where some varint is longer than 9 bytes."""
     b = buf[pos].astype(np.uint64)
     val = b & np.uint64(0x7F)
     n = np.ones(pos.size, np.int64)
@@ -183,6 +216,16 @@ def _gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray
     total = int(lens.sum())
     if total == 0:
         return np.zeros(0, np.uint8)
+    longest = int(lens.max())
+    if longest * lens.size <= 2 * total and int(starts.max()) + longest <= buf.size:
+        # Lengths alike (one length, as often): each range as a row of a sliding-window
+        # view, copied row by row; rows longer than their range are cut by a mask.
+        rows = np.lib.stride_tricks.sliding_window_view(buf, longest)[starts]
+        if longest * lens.size == total:
+            flat: np.ndarray = rows.reshape(-1)
+            return flat
+        cut: np.ndarray = rows[np.arange(longest) < lens[:, None]]
+        return cut
     if total * 8 < buf.size:
         # Sparse: index the few bytes wanted.
         first = np.zeros(lens.size, np.int64)

@@ -134,3 +134,31 @@ def test_only_the_columns_asked_for(shapes: Path) -> None:
     want = full.filter(pc.and_(pc.greater_equal(full["offset"], 63),
                                pc.less(full["offset"], 9000)))
     assert part.equals(want.select(["value", "offset"]))
+
+
+def _zigzag_varint(v: int) -> bytes:
+    z = ((v << 1) ^ (v >> 63)) & (2**64 - 1)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("widest", [1, 2, 9, 10])
+def test_varints_of_every_width(widest: int) -> None:
+    import numpy as np
+
+    from kafkalite.pipeline.decode import _PAD, _varints
+
+    rng = random.Random(widest)
+    limit = {1: 63, 2: 8191, 9: 2**62 - 1, 10: 2**63 - 1}[widest]
+    values = [rng.randint(-limit - 1, limit) for _ in range(2000)] + [limit, -limit - 1, 0]
+    encoded = [_zigzag_varint(v) for v in values]
+    assert max(len(e) for e in encoded) == widest
+    pos = np.cumsum([0] + [len(e) for e in encoded[:-1]]).astype(np.int64)
+    buf = np.frombuffer(b"".join(encoded) + _PAD, np.uint8)
+    got, n = _varints(buf, pos, "test")
+    assert got.tolist() == values
+    assert n.tolist() == [len(e) for e in encoded]
