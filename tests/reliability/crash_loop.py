@@ -29,7 +29,10 @@ that batch. Acknowledged records before that batch must all be there. Records af
 damage are counted as dropped (the disk lost them) and the producer starts afresh each
 cycle (a producer whose acknowledged sequence the broker lost is fenced by the broker as
 Kafka's would be); a value that was ever acknowledged must never be read at another
-offset than its acknowledged one (a damaged batch kept by recovery would show so).
+offset than its acknowledged one (a damaged batch kept by recovery would show so). The
+one damage recovery cannot see is a batch's base offset field (outside the CRC) changed
+to a higher value: the batch is kept at the new offsets, as Kafka's recovery would keep
+it; the report counts such damages and their values are exempt from the offset check.
 Commits are not checked in this variant: a consumer whose position is past a truncated
 log end resets.
 
@@ -93,6 +96,8 @@ class Report:
     #: Damages that broke a batch, each needing a truncation line at that batch's start.
     truncations_expected: int = 0
     truncations_matched: int = 0
+    #: Damages that moved a batch's base offset field forward (undetectable, as in Kafka).
+    base_offsets_moved: int = 0
     problems: list[str] = field(default_factory=list)
 
     def ok(self) -> bool:
@@ -122,7 +127,9 @@ class Report:
             out.append(f"files damaged: {len(self.corruptions)}; records dropped after the "
                        f"damage: {self.dropped_by_corruption}; truncations logged: "
                        f"{self.truncations_logged}, of them at the expected batch: "
-                       f"{self.truncations_matched} of {self.truncations_expected} expected")
+                       f"{self.truncations_matched} of {self.truncations_expected} expected; "
+                       f"base offset fields moved forward (kept, undetectable): "
+                       f"{self.base_offsets_moved}")
         out += [f"PROBLEM: {p}" for p in self.problems[:20]]
         return out
 
@@ -140,6 +147,9 @@ class Workload:
         #: The same for every record ever acknowledged (the damage variant drops some from
         #: ``acked``; none of them may turn up at another offset).
         self.ever_acked: dict[bytes, tuple[int, int]] = {}
+        #: Values of batches whose base offset field the damage moved forward (recovery
+        #: cannot tell; see ``expected_cut``): they may be read at other offsets.
+        self.unplaceable: set[bytes] = set()
         #: partition -> highest offset whose commit the broker acknowledged.
         self.committed: dict[int, int] = {}
         self.commit_count = 0
@@ -339,12 +349,19 @@ class Damage:
     kept: dict[int, int]
     #: (partition directory, segment name, valid bytes) recovery must log, if any.
     truncation: tuple[str, str, int] | None = None
+    #: (partition, offset): a batch from this offset on had its base offset moved forward.
+    moved: tuple[int, int] | None = None
 
 
-def expected_cut(before: bytes, after: bytes, at: int) -> tuple[int, int]:
-    """(last offset kept, valid bytes) when recovery reads ``after``, damaged from ``at``:
-    the batches before the first one the damage breaks (or the pre-existing torn tail)."""
-    last, valid = -1, 0
+def expected_cut(before: bytes, after: bytes, at: int, segment_base: int
+                 ) -> tuple[int, int, int]:
+    """(last offset kept, valid bytes, moved) when recovery reads ``after``, damaged from
+    ``at``: the batches before the first one the damage breaks (or the pre-existing torn
+    tail). ``moved`` is the original base offset of a batch whose base offset field alone
+    was changed to a higher value (-1 if none): recovery cannot see that (the CRC does not
+    cover the field, and offsets only have to increase), so it and what follows are kept
+    at other offsets, and valid bytes are not predicted (-1)."""
+    last, valid = segment_base - 1, 0
     for pos, h in iter_batch_headers(before):
         end = pos + h.size
         if end > len(after):
@@ -359,11 +376,9 @@ def expected_cut(before: bytes, after: bytes, at: int) -> tuple[int, int]:
                 new_base = int.from_bytes(after[pos : pos + 8], "big", signed=True)
                 if new_base <= last:
                     break  # goes backwards: recovery stops here
-                # A base offset moved forward is not detectable by recovery: stop
-                # predicting (the offsets check judges what it kept).
-                return last, -1
+                return last, -1, h.base_offset
         last, valid = h.last_offset, end
-    return last, valid
+    return last, valid, -1
 
 
 def damage(data_dir: Path, rng: random.Random, report: Report) -> Damage:
@@ -397,12 +412,14 @@ def damage(data_dir: Path, rng: random.Random, report: Report) -> Damage:
     report.corruptions.append(f"{path.parent.name}/{path.name} {what} at byte {at}")
     if path.suffix != ".log":
         return Damage({})
-    last, valid = expected_cut(data, damaged, at)
+    last, valid, moved = expected_cut(data, damaged, at, int(path.stem))
     truncation = None
     if 0 <= valid < len(damaged):
         truncation = (path.parent.name, path.name, valid)
         report.truncations_expected += 1
-    return Damage({p: last}, truncation)
+    if moved >= 0:
+        report.base_offsets_moved += 1
+    return Damage({p: last}, truncation, (p, moved) if moved >= 0 else None)
 
 
 def logged_truncations(log_path: Path) -> list[tuple[str, str, int]]:
@@ -467,6 +484,11 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
             if hurt.truncation is not None:
                 expected_truncations.append(hurt.truncation)
             dropped = hurt.kept
+            if hurt.moved is not None:
+                with work.lock:
+                    work.unplaceable.update(
+                        v for v, (vp, off) in work.ever_acked.items()
+                        if vp == hurt.moved[0] and off >= hurt.moved[1])
             if corrupt:
                 work.paused.set()
             t0 = time.monotonic()
@@ -486,7 +508,7 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
                 work.new_producer()
                 work.paused.clear()
             with work.lock:
-                ever = dict(work.ever_acked)
+                ever = {v: at for v, at in work.ever_acked.items() if v not in work.unplaceable}
             verify(broker.bootstrap, acked_before, report, ever)
             if not corrupt:
                 check_commits(broker.bootstrap, committed_before, report)
@@ -507,7 +529,7 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
     try:
         with work.lock:
             final = dict(work.acked)
-            ever = dict(work.ever_acked)
+            ever = {v: at for v, at in work.ever_acked.items() if v not in work.unplaceable}
         verify(broker.bootstrap, final, report, ever)
         report.acknowledged = len(final)
         report.commits_acknowledged = work.commit_count
