@@ -59,7 +59,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.broker.offsets_dump import iter_dump
 from kafkalite.broker.testing import BrokerProcess
-from kafkalite.protocol.records import iter_batch_headers
+
+from .damage import Damage, damage, logged_truncations
 
 TOPIC = "crash-loop"
 GROUP = "crash-loop-group"
@@ -334,109 +335,6 @@ class OffsetsLog:
         return gens[-1] if gens else 0
 
 
-# --- damage ----------------------------------------------------------------------------
-
-#: Header bytes no recovery check covers: the base offset (checked only for going
-#: backwards) and the partition leader epoch. Everything else of a batch is its length,
-#: magic and CRC, or covered by the CRC.
-_BASE_OFFSET = range(0, 8)
-_LEADER_EPOCH = range(12, 16)
-
-
-@dataclass
-class Damage:
-    #: partition -> last offset surely kept (a damaged segment).
-    kept: dict[int, int]
-    #: (partition directory, segment name, valid bytes) recovery must log, if any.
-    truncation: tuple[str, str, int] | None = None
-    #: (partition, offset): a batch from this offset on had its base offset moved forward.
-    moved: tuple[int, int] | None = None
-
-
-def expected_cut(before: bytes, after: bytes, at: int, segment_base: int
-                 ) -> tuple[int, int, int]:
-    """(last offset kept, valid bytes, moved) when recovery reads ``after``, damaged from
-    ``at``: the batches before the first one the damage breaks (or the pre-existing torn
-    tail). ``moved`` is the original base offset of a batch whose base offset field alone
-    was changed to a higher value (-1 if none): recovery cannot see that (the CRC does not
-    cover the field, and offsets only have to increase), so it and what follows are kept
-    at other offsets, and valid bytes are not predicted (-1)."""
-    last, valid = segment_base - 1, 0
-    for pos, h in iter_batch_headers(before):
-        end = pos + h.size
-        if end > len(after):
-            break  # cut
-        changed = [i - pos for i in range(max(pos, at), end) if before[i] != after[i]]
-        if changed:
-            in_base = [i for i in changed if i in _BASE_OFFSET]
-            broken = [i for i in changed if i not in _BASE_OFFSET and i not in _LEADER_EPOCH]
-            if broken:
-                break
-            if in_base:
-                new_base = int.from_bytes(after[pos : pos + 8], "big", signed=True)
-                if new_base <= last:
-                    break  # goes backwards: recovery stops here
-                return last, -1, h.base_offset
-        last, valid = h.last_offset, end
-    return last, valid, -1
-
-
-def damage(data_dir: Path, rng: random.Random, report: Report) -> Damage:
-    """Damage one file of the topic; say what recovery must keep and log."""
-    files = []
-    for p in range(PARTITIONS):
-        d = data_dir / f"{TOPIC}-{p}"
-        logs = sorted(d.glob("*.log"))
-        if not logs:
-            continue
-        files.append((p, logs[-1]))
-        files += [(p, f) for f in d.glob("*.index")]
-        files += [(p, f) for f in d.glob("*.timeindex")]
-        files += [(p, f) for f in d.glob("*.snapshot")]
-    files = [(p, f) for p, f in files if f.stat().st_size > 0]
-    if not files:
-        return Damage({})
-    # Segments twice as often as the other files: they hold the data.
-    weighted = files + [(p, f) for p, f in files if f.suffix == ".log"]
-    p, path = rng.choice(weighted)
-    data = path.read_bytes()
-    at = rng.randrange(len(data))
-    if rng.random() < 0.5:
-        damaged = data[:at]
-        what = "cut"
-    else:
-        n = rng.randint(1, 8)
-        damaged = data[:at] + bytes(rng.randrange(256) for _ in range(n)) + data[at + n:]
-        what = "overwritten"
-    path.write_bytes(damaged)
-    report.corruptions.append(f"{path.parent.name}/{path.name} {what} at byte {at}")
-    if path.suffix != ".log":
-        return Damage({})
-    last, valid, moved = expected_cut(data, damaged, at, int(path.stem))
-    truncation = None
-    if 0 <= valid < len(damaged):
-        truncation = (path.parent.name, path.name, valid)
-        report.truncations_expected += 1
-    if moved >= 0:
-        report.base_offsets_moved += 1
-    return Damage({p: last}, truncation, (p, moved) if moved >= 0 else None)
-
-
-def logged_truncations(log_path: Path) -> list[tuple[str, str, int]]:
-    """(partition directory, segment, valid bytes) of each ``log.recovery_truncated``."""
-    out = []
-    for line in log_path.read_text(errors="replace").splitlines():
-        if "log.recovery_truncated" not in line:
-            continue
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if e.get("topic") == TOPIC:
-            out.append((f"{TOPIC}-{e['partition']}", e["segment"], int(e["valid_bytes"])))
-    return out
-
-
 # --- the loop --------------------------------------------------------------------------
 
 
@@ -480,9 +378,14 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
                 acked_before = dict(work.acked)
                 committed_before = dict(work.committed)
             gen = offsets_log.check(data_dir, report)
-            hurt = damage(data_dir, rng, report) if corrupt else Damage({})
+            hurt = damage(data_dir, TOPIC, PARTITIONS, rng) if corrupt else Damage({}, None)
+            if hurt.done is not None:
+                report.corruptions.append(hurt.done)
             if hurt.truncation is not None:
                 expected_truncations.append(hurt.truncation)
+                report.truncations_expected += 1
+            if hurt.moved is not None:
+                report.base_offsets_moved += 1
             dropped = hurt.kept
             if hurt.moved is not None:
                 with work.lock:
@@ -537,7 +440,7 @@ def run(data_dir: Path, kills: int, seed: int = 1, corrupt: bool = False,
         report.max_generation = max(report.max_generation, offsets_log.check(data_dir, report))
     finally:
         broker.stop()
-    logged = logged_truncations(broker.log_path)
+    logged = logged_truncations(broker.log_path, TOPIC)
     report.truncations_logged = len(logged)
     for t in expected_truncations:
         if t in logged:
