@@ -1,8 +1,11 @@
-"""Every job through ``kafkalite pipeline all --master spark://...`` on a standalone cluster
-(separate master, worker and executor JVMs): the same rows as on local[2]."""
+"""Every job through ``spark-submit`` (as the README shows for clusters) of ``kafkalite
+pipeline all --master spark://...`` on a standalone cluster (separate master, worker and
+executor JVMs): the same rows as on local[2]."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +15,7 @@ import pytest
 
 from kafkalite.pipeline import jobs
 
-from .cluster import Cluster
+from .cluster import SPARK_HOME, Cluster
 from .conftest import write_history
 from .test_source import write_mixed_log
 
@@ -30,12 +33,16 @@ def test_every_job_on_a_standalone_cluster_matches_local(
     write_history(root)
     write_mixed_log(root)  # more topics, every codec: listed and skipped by the jobs
     out = tmp_path / "out"
+    spec = importlib.util.find_spec("kafkalite.__main__")
+    assert spec is not None and spec.origin is not None
+    env = dict(os.environ, SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
+               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.run(
-        [sys.executable, "-m", "kafkalite.broker.cli", "pipeline", "all",
-         "--log-dir", root.as_uri(), "--out", str(out), "--master", spark_cluster.url,
-         "--bucket-seconds", "10", "--shuffle-partitions", "2",
-         "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2"],
-        capture_output=True, text=True, timeout=1500,
+        [str(SPARK_HOME / "bin" / "spark-submit"), "--master", spark_cluster.url,
+         "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2",
+         spec.origin, "pipeline", "all", "--log-dir", root.as_uri(), "--out", str(out),
+         "--master", spark_cluster.url, "--bucket-seconds", "10", "--shuffle-partitions", "2"],
+        capture_output=True, text=True, timeout=1500, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     # The tasks ran in executors on both workers, not in the driver.
