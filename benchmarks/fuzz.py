@@ -82,7 +82,8 @@ def main() -> None:
         ("frames cut by a stall (parked request)", res.stalled),
         ("seconds", res.seconds),
         ("frames/s", res.frames / res.seconds if res.seconds else float("nan")),
-        ("broker alive at the end", str(res.broker_alive)),
+        ("broker alive at the end", str(res.broker_alive) if res.broker_alive
+         else f"False (exit status {res.broker_exit})"),
         ("broker RSS MB at start / max / end",
          f"{res.rss_start:.1f} / {res.rss_max:.1f} / {res.rss_mb[-1][1]:.1f}"),
         ("witness produced / acknowledged / consumed",

@@ -94,6 +94,16 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie, exited and not yet reaped by its
+    parent, still has its /proc entry)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 @dataclass
 class LiveResult:
     frames: int = 0
@@ -111,6 +121,9 @@ class LiveResult:
     witness_max_ack_ms: float = 0.0
     witness_errors: list[str] = field(default_factory=list)
     broker_alive: bool = True
+    #: The broker's exit status if it stopped before the end (negative: the signal that
+    #: killed it; 0: it was stopped, by a SIGTERM from outside, without failing).
+    broker_exit: int | None = None
 
     @property
     def rss_start(self) -> float:
@@ -262,7 +275,7 @@ def fuzz(bootstrap: str, pid: int, frames: int, seconds: float, seed: int,
         t.start()
     while any(t.is_alive() for t in threads):
         r.rss_mb.append((time.monotonic() - t0, rss_mb(pid)))
-        if not Path(f"/proc/{pid}").exists():
+        if not alive(pid):
             r.broker_alive = False
             stop.set()
             break
@@ -272,7 +285,7 @@ def fuzz(bootstrap: str, pid: int, frames: int, seconds: float, seed: int,
         t.join(10)
     r.seconds = time.monotonic() - t0
     r.rss_mb.append((r.seconds, rss_mb(pid)))
-    r.broker_alive = r.broker_alive and Path(f"/proc/{pid}").exists()
+    r.broker_alive = r.broker_alive and alive(pid)
     return r
 
 
@@ -337,6 +350,8 @@ def run(data_dir: Path, frames: int, seconds: float, seed: int = 1,
         finally:
             witness.finish()
         result.broker_alive = result.broker_alive and broker.proc.poll() is None
+        if not result.broker_alive:
+            result.broker_exit = broker.proc.poll()
     finally:
         broker.stop()
     return result, broker_errors(broker.log_path)
