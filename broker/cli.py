@@ -30,12 +30,16 @@ def _raise_open_files_limit() -> None:
         pass
 
 
-def _serve(args: argparse.Namespace) -> int:
-    # kio registers hypothesis strategies for its types whenever hypothesis is installed
-    # (it is in every test environment), a third of the broker's import time; the
-    # broker process has no use for them.
+def _keep_hypothesis_out() -> None:
+    """kio registers hypothesis strategies for its types whenever hypothesis is installed
+    (it is in every test environment): a third of the broker's import time, of no use to
+    a broker process."""
     if "hypothesis" not in sys.modules:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _keep_hypothesis_out()
     _raise_open_files_limit()
     from kafkalite.coordinator.clock import ManualClock
 
@@ -94,7 +98,10 @@ def start_line(broker: Broker) -> str:
             f"data {broker.data_dir.resolve()}, console {console}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
+    """The command line; ``serve_only`` builds the ``serve`` command alone (what
+    ``kafkalite serve`` needs: the other commands' modules import most of the broker, and
+    importing them before ``_serve`` runs would also let hypothesis in)."""
     p = argparse.ArgumentParser(prog="kafkalite", description="A Kafka-protocol broker.")
     p.add_argument("--version", action="version", version=f"kafkalite {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -118,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="info")
     s.add_argument("--ready-file", help="write the bound address as JSON here once listening")
     s.set_defaults(func=_serve)
+    if serve_only:
+        return p
 
     o = sub.add_parser("offsets", help="inspect __consumer_offsets")
     osub = o.add_subparsers(dest="offsets_command", required=True)
@@ -238,8 +247,9 @@ def _scram(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    parser = build_parser(serve_only=given[:1] == ["serve"])
+    args = parser.parse_args(given)
     rc: int = args.func(args)
     return rc
 

@@ -1,0 +1,42 @@
+"""What ``kafkalite serve`` imports before it listens: nothing a plaintext broker does not
+use (start-up time is mostly imports; figures in docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Each is tens of milliseconds of start-up: hypothesis (kio registers strategies when it
+#: is importable), cryptography (TLS listeners only), scramp (SCRAM only), crc32c's
+#: package __init__ and importlib.metadata, the HTTP client (kafkalite ctl), and the
+#: pipeline's libraries.
+NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "importlib.metadata",
+                        "urllib.request", "pyspark", "pyarrow", "numpy", "pandas")
+
+
+def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "kafkalite", "serve",
+         "--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:0",
+         "--log-level", "warning", "--ready-file", str(ready)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert ready.exists(), "the broker did not listen"
+        assert json.loads(ready.read_text())["port"] > 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    imported = {line.rsplit("|", 1)[1].strip() for line in err.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "kafkalite.broker.server" in imported
+    # The packages themselves: ``serve`` keeps hypothesis out by a None in sys.modules, so
+    # kio's attempt at ``hypothesis.strategies`` is listed but fails at once.
+    print("DEBUG", len(imported), sorted(m for m in imported if "hypo" in m or m.startswith("kafkalite.broker.c"))[:10]); assert sorted(imported.intersection(NOT_BEFORE_LISTENING)) == []
