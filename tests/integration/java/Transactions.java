@@ -97,6 +97,9 @@ public class Transactions {
                 }
                 producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
                 if (attempt % 2 == 0) {
+                    // Flushed first: an abort drops what the producer has not sent, and the
+                    // aborted records are to be in the log for read_uncommitted to see.
+                    producer.flush();
                     producer.abortTransaction();
                     OffsetAndMetadata last = consumer.committed(Collections.singleton(inTp)).get(inTp);
                     consumer.seek(inTp, last == null ? 0 : last.offset());
