@@ -113,6 +113,13 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
                     logs.flush_due)
     scheduler.every("log-cleaner", lambda: config.int("log.cleaner.backoff.ms"),
                     cleaner.run_pass)
+
+    def expire_producers(now: int) -> None:
+        logs.expire_producers(now, config.int("producer.id.expiration.ms"))
+
+    scheduler.every("producer-expiry",
+                    lambda: config.int("producer.id.expiration.check.interval.ms"),
+                    expire_producers)
     return cluster, storage, cleaner
 
 

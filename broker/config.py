@@ -112,6 +112,7 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "offset.metadata.max.bytes": ("4096", int),
     "transactional.id.expiration.ms": ("604800000", int),
     "producer.id.expiration.ms": ("86400000", int),
+    "producer.id.expiration.check.interval.ms": ("600000", int),
     "transaction.state.log.num.partitions": ("50", int),
     "transaction.state.log.segment.bytes": ("104857600", int),
     "transaction.max.timeout.ms": ("900000", int),

@@ -194,6 +194,16 @@ class LogManager:
         self.logs.clear()
         self._lock.release()
 
+    def expire_producers(self, now: int, expiration_ms: int) -> int:
+        """Drop the state of producers idle past ``producer.id.expiration.ms`` from every
+        partition (a scheduler task, every ``producer.id.expiration.check.interval.ms``)."""
+        removed = 0
+        for plog in list(self.logs.values()):
+            removed += plog.producers.remove_expired(now, expiration_ms)
+        if removed:
+            log.info("log.producers_expired", producers=removed)
+        return removed
+
     def apply_retention(self) -> int:
         deleted = 0
         for plog in list(self.logs.values()):

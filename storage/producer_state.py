@@ -216,6 +216,15 @@ class ProducerStateTable:
         entry.txn_first_offset = NO_OFFSET
         return done
 
+    def remove_expired(self, now: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms`` with no transaction open
+        here (Kafka's ``removeExpiredProducers``); how many went."""
+        expired = [pid for pid, e in self.producers.items()
+                   if e.txn_first_offset < 0 and now - e.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
     def complete(self, completed: CompletedTxn) -> None:
         self.ongoing.pop(completed.producer_id, None)
 
