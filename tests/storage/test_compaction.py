@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.records import (
     NewRecord,
@@ -161,3 +163,32 @@ def test_a_crash_mid_swap_leaves_the_old_segment_whole(tmp_path: Path) -> None:
     assert reopened.segments[0].size == len(data)
     assert _replay(list(reopened.iter_batches(0))) == before
     reopened.close()
+
+
+def test_cleaning_in_a_worker_thread_shortens_gil_turns_then_restores_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from kafkalite.storage import compaction
+    from kafkalite.storage.log import LogConfig, PartitionLog
+
+    cfg = LogConfig(segment_bytes=64 * 1024, cleanup_policy="compact")
+    plog = PartitionLog(tmp_path / "__consumer_offsets-0", "__consumer_offsets", 0, cfg,
+                        clock=lambda: 2 * DAY)
+    for data in _commit_log(5_000, 10, per_batch=100, per_segment=1):
+        plog.append(data)
+    seen: list[float] = []
+    real = compaction.compute_cleaned
+
+    def watched(*args: object, **kwargs: object) -> object:
+        seen.append(sys.getswitchinterval())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compaction, "compute_cleaned", watched)
+    before = sys.getswitchinterval()
+    cleaner = compaction.LogCleaner(lambda: [(plog, DAY)], clock=lambda: 2 * DAY)
+    stats = asyncio.run(cleaner.clean_once_async())
+    assert stats.records_read > 0
+    assert seen == [pytest.approx(compaction.CLEANING_SWITCH_INTERVAL)]
+    assert sys.getswitchinterval() == before
+    plog.close()
