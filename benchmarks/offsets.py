@@ -8,6 +8,9 @@
    with 64 in flight, on kafkalite and on Tansu in the same run, with the broker's CPU time
    per committed offset.
 2. OffsetFetch per second the same two ways (one partition).
+   The round-trip floor: ApiVersions one at a time, a request whose handling costs the
+   broker almost nothing. Requests sent one at a time cannot go faster than this on either
+   broker, so it bounds the sequential ratios.
 3. Reload: a ``__consumer_offsets`` partition holding ``--records`` commit records over
    1,000 keys is loaded by a starting broker, before and after compaction (start-up time
    to listening).
@@ -36,7 +39,7 @@ from benchmarks.common import (
 from kafkalite.protocol.build import build
 from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
 
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
+OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
 TOPIC = "bench-offsets"
 GROUP = "bench-offsets-group"
 TOPIC_PARTITIONS = 64
@@ -110,9 +113,16 @@ def rates(name: str, seconds: float, pipelined: int, sizes: list[int],
             cv = conn.version(OFFSET_COMMIT, 8)
             fv = conn.version(OFFSET_FETCH, 8)
             assert cv == 8 and fv == 8, f"{name}: OffsetCommit v{cv}, OffsetFetch v{fv}"
-            out = {f"commit-{n}": commit_rates(broker, conn, cv, n, seconds,
-                                               max(pipelined // n, 500))
-                   for n in sizes}
+            # First, while the broker has nothing else to do (a log cleaning running later
+            # keeps a core busy, which shortens wake-ups and so every round trip).
+            floor = conn.frames(request(API_VERSIONS, 3, client_software_name="bench",
+                                        client_software_version="1"), 200_000)
+            lat = one_at_a_time(conn, floor, seconds)
+            out = {"floor": {"seq": len(lat) / (sum(lat) / 1000),
+                             "p50_ms": percentile(lat, 50)}}
+            out.update({f"commit-{n}": commit_rates(broker, conn, cv, n, seconds,
+                                                    max(pipelined // n, 500))
+                        for n in sizes})
             fetch: dict[str, float] = {}
             frames = conn.frames(_fetch_request(fv), 200_000)
             lat = one_at_a_time(conn, frames, seconds)
@@ -235,8 +245,10 @@ def main(argv: list[str] | None = None) -> None:
                  "p99 ms", "broker CPU µs per offset", "commits/s (64 in flight)",
                  "broker CPU µs per offset"], rows))
     print()
-    print(table(["broker", "fetches/s (1 at a time)", "p50 ms", "fetches/s (64 in flight)"],
-                [[name, r["fetch"]["seq"], r["fetch"]["p50_ms"], r["fetch"]["pipe"]]
+    print(table(["broker", "fetches/s (1 at a time)", "p50 ms", "fetches/s (64 in flight)",
+                 "ApiVersions/s (1 at a time: the floor)", "p50 ms"],
+                [[name, r["fetch"]["seq"], r["fetch"]["p50_ms"], r["fetch"]["pipe"],
+                  r["floor"]["seq"], r["floor"]["p50_ms"]]
                  for name, r in results.items()]))
     k, t = results.get("kafkalite"), results.get("tansu")
     if k is not None and t is not None:
@@ -249,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
         ratios.append(["OffsetFetch/s, 1 at a time", ratio(k["fetch"]["seq"], t["fetch"]["seq"])])
         ratios.append(["OffsetFetch/s, 64 in flight",
                        ratio(k["fetch"]["pipe"], t["fetch"]["pipe"])])
+        ratios.append(["ApiVersions/s, 1 at a time (the floor)",
+                       ratio(k["floor"]["seq"], t["floor"]["seq"])])
         print()
         print(table(["kafkalite / tansu", "ratio"], ratios))
     if not args.skip_reload and "kafkalite" in results:
