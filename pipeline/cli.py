@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
                         "watch without --out prints to the console")
     p.add_argument("--bootstrap", help="watch: a broker's HOST:PORT")
     p.add_argument("--checkpoint", help="watch: the streaming checkpoint directory")
+    p.add_argument("--admin", metavar="URL",
+                   help="watch: write the lag to a kafkalite broker's admin API "
+                        "(http://HOST:PORT, shown at /api/v1/lag) instead of the console")
     p.add_argument("--trigger-seconds", type=float, default=5.0,
                    help="watch: seconds between micro-batches (default 5)")
     p.add_argument("--duration", type=float,
@@ -110,6 +113,9 @@ def watch(args: argparse.Namespace) -> int:
     if bool(args.bootstrap) == bool(args.log_dir) or not args.checkpoint:
         print("watch needs --checkpoint and one of --bootstrap or --log-dir", file=sys.stderr)
         return 2
+    if args.admin and args.out:
+        print("watch writes to one place: --out or --admin, not both", file=sys.stderr)
+        return 2
     from . import watch as w
     from .spark import session
 
@@ -128,7 +134,8 @@ def watch(args: argparse.Namespace) -> int:
     spark = session(args.master, shuffle_partitions=args.shuffle_partitions, **conf)
     spark.sparkContext.setLogLevel("ERROR")
     query = w.start(spark, bootstrap=args.bootstrap, log_dir=log_dir, out=args.out,
-                    checkpoint=args.checkpoint, trigger_seconds=args.trigger_seconds)
+                    checkpoint=args.checkpoint, trigger_seconds=args.trigger_seconds,
+                    admin=args.admin)
     try:
         query.awaitTermination(args.duration)
     except KeyboardInterrupt:

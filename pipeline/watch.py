@@ -7,10 +7,16 @@ or log end offset moved: so a new commit shows up at the next trigger. The check
 keeps the last snapshot, and a restarted query writes only what changed meanwhile.
 
 Options: ``bootstrap`` (HOST:PORT of a broker) or ``path`` (a log directory or URI).
+The rows go to the console, to Parquet, or to a kafkalite broker's admin API
+(``POST /api/v1/lag``, shown at ``GET /api/v1/lag``).
 """
 
 from __future__ import annotations
 
+import json
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -76,9 +82,58 @@ class _LagStream(DataSourceStreamReader):  # type: ignore[misc]
         pass
 
 
+#: Rows per POST: well under the admin API's 1 MiB body limit.
+POST_ROWS = 2_000
+#: Attempts per POST before the query fails (a broker restarting is back within them).
+POST_ATTEMPTS = 5
+
+
+class AdminSinkError(RuntimeError):
+    pass
+
+
+def post_rows(admin_url: str, rows: Sequence[dict[str, Any]], timeout: float = 10.0,
+              pause: float = 1.0) -> None:
+    """POST ``rows`` to a broker's ``/api/v1/lag``, in chunks; retried, then an
+    ``AdminSinkError`` naming the URL and the broker's answer."""
+    url = admin_url.rstrip("/") + "/api/v1/lag"
+    for i in range(0, len(rows), POST_ROWS):
+        body = json.dumps({"rows": list(rows[i:i + POST_ROWS])}).encode()
+        for attempt in range(POST_ATTEMPTS):
+            req = urllib.request.Request(url, data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=timeout):
+                    break
+            except urllib.error.HTTPError as e:
+                # The broker refused the rows: retrying the same body cannot help.
+                raise AdminSinkError(f"{url}: HTTP {e.code}: {e.read().decode(errors='replace')}"
+                                     ) from None
+            except (OSError, urllib.error.URLError) as e:
+                if attempt == POST_ATTEMPTS - 1:
+                    raise AdminSinkError(f"{url}: {e}") from None
+                time.sleep(pause)
+
+
+def _admin_sink(admin_url: str) -> Any:
+    def write(batch: Any, _batch_id: int) -> None:
+        rows = [{"group": r["group"], "topic": r["topic"], "partition": r["partition"],
+                 "committed_offset": r["committed_offset"],
+                 "log_end_offset": r["log_end_offset"], "lag": r["lag"],
+                 # Spark hands timestamps over as naive local times.
+                 "as_of": datetime.fromtimestamp(r["as_of"].timestamp(), UTC).isoformat()}
+                for r in batch.collect()]
+        if rows:
+            post_rows(admin_url, rows)
+
+    return write
+
+
 def start(spark: Any, *, bootstrap: str | None = None, log_dir: str | None = None,
-          out: str | None = None, checkpoint: str, trigger_seconds: float = 5.0) -> Any:
-    """Start the lag query: Parquet under ``out``, or the console when ``out`` is None."""
+          out: str | None = None, checkpoint: str, trigger_seconds: float = 5.0,
+          admin: str | None = None) -> Any:
+    """Start the lag query: Parquet under ``out``, to the admin API at ``admin``
+    (``http://HOST:PORT``), or the console when neither is given."""
     spark.dataSource.register(LagDataSource)
     reader = spark.readStream.format("kafkalite-lag")
     if bootstrap:
@@ -90,6 +145,10 @@ def start(spark: Any, *, bootstrap: str | None = None, log_dir: str | None = Non
             reader = reader.option(k, v)
     writer = reader.load().writeStream.option("checkpointLocation", checkpoint) \
         .trigger(processingTime=f"{trigger_seconds} seconds").queryName("kafkalite_lag")
+    if out and admin:
+        raise ValueError("the lag goes to one place: --out or --admin, not both")
+    if admin:
+        return writer.foreachBatch(_admin_sink(admin)).outputMode("append").start()
     if out:
         return writer.format("parquet").option("path", out).outputMode("append").start()
     return writer.format("console").option("truncate", "false").outputMode("append").start()

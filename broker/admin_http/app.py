@@ -20,6 +20,7 @@ from ..faults import FaultError, FaultRules
 from ..metrics import BrokerMetrics
 from ..scenarios import NAMES as SCENARIO_NAMES
 from ..scenarios import CoordinatorScenarios, ScenarioError
+from .lag import LagBoard
 from .views import BadRequest, BrokerView, NotFound
 
 log = structlog.get_logger("kafkalite.admin")
@@ -163,6 +164,16 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
         clock.advance(ms)
         return web.json_response(clock.to_json())
 
+    # --- lag written by ``kafkalite pipeline watch --admin`` ---------------------------------
+
+    lag = LagBoard()
+
+    async def lag_get(req: web.Request) -> web.Response:
+        return web.json_response({"rows": lag.rows(req.query.get("group"))})
+
+    async def lag_post(req: web.Request) -> web.Response:
+        return web.json_response({"accepted": lag.post(await _json_body(req))})
+
     # --- scenarios ------------------------------------------------------------------------
 
     async def scenario(req: web.Request) -> web.Response:
@@ -193,6 +204,8 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/clock", clock_get)
     r.add_post("/api/v1/clock/advance", clock_advance)
     r.add_post("/api/v1/scenarios/{scenario}", scenario)
+    r.add_get("/api/v1/lag", lag_get)
+    r.add_post("/api/v1/lag", lag_post)
     return app
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kafkalite.broker.admin_http.lag import LagBoard
+from kafkalite.broker.admin_http.views import BadRequest
 from kafkalite.broker.control import HostPort, parse_admin_listener
 from kafkalite.broker.testing import BrokerThread
 
@@ -29,6 +31,10 @@ def call(url: str, method: str = "GET", body: Any = None, raw: bytes | None = No
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+LAG_ROW = {"group": "g1", "topic": "orders", "partition": 0, "committed_offset": 10,
+           "log_end_offset": 15, "lag": 5, "as_of": "2026-11-26T10:00:00+00:00"}
 
 
 @pytest.fixture
@@ -169,6 +175,15 @@ def test_fault_rules_over_http(admin: str) -> None:
      "__consumer_offsets has"),
     ("POST", "/api/v1/faults/1", None, 405, "Method Not Allowed"),
     ("POST", "/api/v1/clock/advance", {"ms": "ten"}, 400, "ms must be an integer"),
+    ("POST", "/api/v1/lag", {"rows": {}}, 400, 'a JSON object {"rows": [...]}'),
+    ("POST", "/api/v1/lag", b"[1, 2", 400, "malformed JSON body"),
+    ("POST", "/api/v1/lag", {"rows": [1]}, 400, "rows[0] must be a JSON object"),
+    ("POST", "/api/v1/lag", {"rows": [{"group": "g"}]}, 400, "rows[0].topic must be"),
+    ("POST", "/api/v1/lag", {"rows": [dict(LAG_ROW, partition=True)]}, 400,
+     "rows[0].partition must be an integer"),
+    ("POST", "/api/v1/lag", {"rows": [LAG_ROW, dict(LAG_ROW, partition=-1)]}, 400,
+     "rows[1].partition must be 0 or more"),
+    ("POST", "/api/v1/lag", {"rows": [LAG_ROW] * 5001}, 400, "at most 5000 rows per post"),
 ])
 def test_bad_input_gets_a_clear_4xx(broker: BrokerThread, admin: str, method: str, path: str,
                                     body: Any, status: int, message: str) -> None:
@@ -179,6 +194,31 @@ def test_bad_input_gets_a_clear_4xx(broker: BrokerThread, admin: str, method: st
     assert message in answer["error"], answer
     # The broker carries on.
     assert call(f"{admin}/api/v1/cluster")[0] == 200
+
+
+def test_lag_rows_posted_by_the_stream_are_kept_per_partition(admin: str) -> None:
+    assert call(f"{admin}/api/v1/lag") == (200, {"rows": []})
+    rows = [dict(LAG_ROW, partition=1, lag=7), LAG_ROW, dict(LAG_ROW, group="other")]
+    assert call(f"{admin}/api/v1/lag", "POST", {"rows": rows}) == (200, {"accepted": 3})
+    newer = dict(LAG_ROW, committed_offset=12, lag=3, as_of="2026-11-26T10:00:05+00:00")
+    assert call(f"{admin}/api/v1/lag", "POST", {"rows": [newer]}) == (200, {"accepted": 1})
+    status, body = call(f"{admin}/api/v1/lag?group=g1")
+    assert status == 200
+    assert body["rows"] == [newer, dict(LAG_ROW, partition=1, lag=7)]
+    assert [r["group"] for r in call(f"{admin}/api/v1/lag")[1]["rows"]] == ["g1", "g1", "other"]
+    # A post with one bad row keeps none of its rows.
+    bad = [dict(LAG_ROW, group="third"), dict(LAG_ROW, lag="x")]
+    assert call(f"{admin}/api/v1/lag", "POST", {"rows": bad})[0] == 400
+    assert call(f"{admin}/api/v1/lag?group=third")[1] == {"rows": []}
+
+
+def test_the_lag_board_refuses_rows_past_its_bound() -> None:
+    board = LagBoard(max_rows=2)
+    assert board.post({"rows": [LAG_ROW, dict(LAG_ROW, partition=1)]}) == 2
+    assert board.post({"rows": [dict(LAG_ROW, lag=1)]}) == 1  # a known partition: replaced
+    with pytest.raises(BadRequest, match="at most 2 partitions"):
+        board.post({"rows": [dict(LAG_ROW, partition=2)]})
+    assert [r["lag"] for r in board.rows()] == [1, 5]
 
 
 def test_console_and_static_files_are_served(admin: str) -> None:
