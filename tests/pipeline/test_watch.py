@@ -46,15 +46,20 @@ def rows(spark: Any, out: Path) -> list[Any]:
         .filter(f"`group` = '{GROUP}'").collect()
 
 
-def wait_row(spark: Any, out: Path, pred: Callable[[Any], bool], what: str,
+def wait_for(fetch: Callable[[], list[Any]], pred: Callable[[Any], bool], what: str,
              timeout: float = 120) -> Any:
+    """The first row ``fetch`` returns that ``pred`` accepts, polled until ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        hit = [r for r in rows(spark, out) if pred(r)]
+        hit = [r for r in fetch() if pred(r)]
         if hit:
             return hit[0]
         time.sleep(0.5)
-    raise AssertionError(f"{what}: rows are {rows(spark, out)}")
+    raise AssertionError(f"{what}: rows are {fetch()}")
+
+
+def wait_row(spark: Any, out: Path, pred: Callable[[Any], bool], what: str) -> Any:
+    return wait_for(lambda: rows(spark, out), pred, what)
 
 
 def test_commits_show_up_as_lag_within_two_triggers(
@@ -125,17 +130,6 @@ def admin_rows(admin_url: str) -> list[dict[str, Any]]:
     return rows
 
 
-def wait_admin_row(admin_url: str, pred: Callable[[dict[str, Any]], bool], what: str,
-                   timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        hit = [r for r in admin_rows(admin_url) if pred(r)]
-        if hit:
-            return hit[0]
-        time.sleep(0.5)
-    raise AssertionError(f"{what}: the admin API has {admin_rows(admin_url)}")
-
-
 def test_the_stream_writes_lag_to_the_brokers_admin_api(
     spark: Any, make_broker: Callable[..., BrokerThread], tmp_path: Path
 ) -> None:
@@ -151,11 +145,13 @@ def test_the_stream_writes_lag_to_the_brokers_admin_api(
         q = watch.start(spark, bootstrap=boot, admin=admin, checkpoint=str(tmp_path / "chk"),
                         trigger_seconds=TRIGGER)
         try:
-            first = wait_admin_row(admin, lambda r: r["partition"] == 0, "the first batch")
+            first = wait_for(lambda: admin_rows(admin), lambda r: r["partition"] == 0,
+                             "the first batch")
             assert (first["topic"], first["committed_offset"], first["log_end_offset"],
                     first["lag"]) == (TOPIC, 10, 30, 20)
             committed_at = commit(consumer, 0, 25)
-            new = wait_admin_row(admin, lambda r: r["committed_offset"] == 25, "the new commit")
+            new = wait_for(lambda: admin_rows(admin), lambda r: r["committed_offset"] == 25,
+                           "the new commit")
             assert new["lag"] == 5
             seen_after = datetime.fromisoformat(new["as_of"]).timestamp() - committed_at
             assert seen_after <= 2 * TRIGGER, f"seen {seen_after:.1f}s after the commit"
