@@ -33,6 +33,7 @@ import contextlib
 import heapq
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -351,6 +352,8 @@ def _cleanable_end(plog: PartitionLog) -> int:
 CLEANING_SWITCH_INTERVAL = 0.0002
 _cleanings = 0
 _switch_interval = 0.0
+#: Brokers on other threads of the process (test fixtures) may clean at the same time.
+_cleanings_lock = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -361,16 +364,18 @@ def _short_gil_turns() -> Iterator[None]:
     times that, pipelined OffsetFetch from 92k/s to 10k/s). A short interval while
     cleaning bounds the wait; without a competing thread it costs nothing."""
     global _cleanings, _switch_interval
-    if _cleanings == 0:
-        _switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(_switch_interval, CLEANING_SWITCH_INTERVAL))
-    _cleanings += 1
+    with _cleanings_lock:
+        if _cleanings == 0:
+            _switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_interval, CLEANING_SWITCH_INTERVAL))
+        _cleanings += 1
     try:
         yield
     finally:
-        _cleanings -= 1
-        if _cleanings == 0:
-            sys.setswitchinterval(_switch_interval)
+        with _cleanings_lock:
+            _cleanings -= 1
+            if _cleanings == 0:
+                sys.setswitchinterval(_switch_interval)
 
 
 class LogCleaner:
