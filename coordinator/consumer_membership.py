@@ -34,6 +34,7 @@ from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    SubscriptionCount,
     TopicMetadata,
     count_subscription,
     subscription_type,
@@ -240,11 +241,7 @@ class ConsumerMembership(ConsumerLifecycle):
             return group_epoch, metadata, None
         names = group.compute_subscribed_topic_names(member, updated)
         metadata = group.compute_subscription_metadata(names, self.topics.by_name)
-        n = len(group.members)
-        if updated.member_id not in group.members and group.static_member(
-                updated.instance_id) is None:
-            n += 1
-        stype = subscription_type(group.compute_subscribed_regexes(member, updated), names, n)
+        stype = _subscription_type_with(group, member, updated, names)
         if metadata != group.subscription_metadata:
             bump = True
             records.append(cr.subscription_metadata_record(gid, metadata))
@@ -342,9 +339,14 @@ class ConsumerMembership(ConsumerLifecycle):
         assignor = (group.compute_preferred_server_assignor(member, updated)
                     or self.config.consumer_assignors[0])
         try:
+            # Without a subscription change (the epoch moved for another reason, e.g. a
+            # regex resolved) Kafka passes the group's type as it was before this member
+            # joined; a member joining with no subscription then made a regex-only group
+            # look homogeneous and the assignor gave everyone that member's topics (none).
+            # The type of the group the assignment is for:
             res = build_target_assignment(
                 group, epoch, assignor, metadata,
-                group.subscription_type if stype is None else stype,
+                _subscription_type_with(group, member, updated) if stype is None else stype,
                 {updated.member_id: updated})
         except PartitionAssignorError as e:
             msg = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
@@ -521,3 +523,16 @@ def _updated_member(member: ConsumerGroupMember, req: ConsumerHeartbeatRequest
         changes["classic_member_metadata"] = None
     return replace(member, **changes) if changes else member  # type: ignore[arg-type]
 
+
+def _subscription_type_with(group: ConsumerGroup, member: ConsumerGroupMember | None,
+                            updated: ConsumerGroupMember,
+                            names: Mapping[str, SubscriptionCount] | None = None
+                            ) -> SubscriptionType:
+    """The group's subscription type with ``updated`` in place of ``member``."""
+    if names is None:
+        names = group.compute_subscribed_topic_names(member, updated)
+    n = len(group.members)
+    if updated.member_id not in group.members and group.static_member(
+            updated.instance_id) is None:
+        n += 1
+    return subscription_type(group.compute_subscribed_regexes(member, updated), names, n)

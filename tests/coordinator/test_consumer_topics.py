@@ -86,6 +86,27 @@ def test_a_second_member_with_a_resolved_regex_bumps_the_epoch() -> None:
     assert h.written[-1][:2] == [sub("m2", regex="fo.*"), epoch(3)]
 
 
+def test_a_member_without_subscription_joining_after_a_regex_resolved() -> None:
+    """The epoch moved for the regex, not for the new member: the assignment it computes
+    is still for the group with that member in it (heterogeneous), so the regex's member
+    gets the regex's topics and the new member none."""
+    h = make()
+    h.cg("m1", 0, regex="fo.*")  # resolved in its own write: epoch 2, no target yet
+    r = h.cg("m2", 0, names=[])
+    assert (r.error, r.member_epoch, r.assignment) == (E.none, 2, {})
+    assert h.written[-1] == [
+        sub("m2"),
+        target("m1", {"foo": range(4)}),
+        target("m2", {}),
+        tepoch(2),
+        current("m2", 2, 0, S, {}),
+    ]
+    r = h.cg("m1", 1)
+    assert (r.member_epoch, r.assignment) == (2, {topic_id("foo"): frozenset(range(4))})
+    assert h.written[-1] == [current("m1", 2, 1, S, {"foo": range(4)})]
+    check_replay(h)
+
+
 def test_partition_count_increase_gives_a_new_target_assignment() -> None:
     h = make()
     h.cg("m1", 0, names=["foo"])
