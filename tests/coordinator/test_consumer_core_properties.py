@@ -36,6 +36,10 @@ class Client:
     #: What the last heartbeat reported owning: as clients do, an unchanged set is not
     #: sent again (the coordinator's steady-state path answers those heartbeats).
     reported: set[TP] | None = None
+    #: The last response was lost: as the Java client (heartbeat state reset on a failed
+    #: request) and librdkafka (its send-full-request flag) do, the next heartbeat sends
+    #: every field, and the coordinator answers a full request with the assignment.
+    full: bool = False
 
     def owned(self) -> list[tuple[uuid.UUID, list[int]]]:
         by: dict[uuid.UUID, list[int]] = {}
@@ -58,10 +62,15 @@ class Cluster:
             r = self.h.cg(mid, 0, names=c.names, regex=c.regex, rebalance=REBALANCE,
                           assignor=self.assignor)
             c.reported = set()
+        elif c.full:
+            r = self.h.cg(mid, c.epoch, names=c.names, regex=c.regex, rebalance=REBALANCE,
+                          assignor=self.assignor, owned=c.owned())
+            c.reported = set(c.held)
         else:
             same = c.reported == c.held
             r = self.h.cg(mid, c.epoch, owned=None if same else c.owned())
             c.reported = set(c.held)
+        c.full = False
         if r.error in (E.fenced_member_epoch, E.unknown_member_id):
             c.held.clear()
             c.revoking.clear()
@@ -70,6 +79,7 @@ class Cluster:
             return
         assert r.error is E.none, r
         if lose:
+            c.full = True
             return
         c.epoch = r.member_epoch
         if r.assignment is not None:
@@ -178,7 +188,10 @@ def test_random_heartbeats_through_the_core(actions: list[tuple], assignor: str 
             cl = c.clients[mid]
             cl.names = action[2]
             c.h.now += 1
-            r = c.h.cg(mid, cl.epoch, names=cl.names, owned=cl.owned())
+            full = {"regex": cl.regex, "rebalance": REBALANCE, "assignor": assignor} \
+                if cl.full else {}
+            r = c.h.cg(mid, cl.epoch, names=cl.names, owned=cl.owned(), **full)
+            cl.reported, cl.full = set(cl.held), False
             if r.error is E.none and r.assignment is not None:
                 assigned = {(t, p) for t, ps in r.assignment.items() for p in ps}
                 cl.epoch = r.member_epoch
