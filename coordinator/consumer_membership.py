@@ -34,7 +34,6 @@ from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    SubscriptionCount,
     TopicMetadata,
     count_subscription,
     subscription_type,
@@ -186,11 +185,10 @@ class ConsumerMembership(ConsumerLifecycle):
         regex_bump, refresh = self._maybe_update_regexes(group, member, updated, records, now)
         bump |= regex_bump
         subscription_changed = bump
-        group_epoch, metadata, stype = self._epoch_and_metadata(group, member, updated, bump,
-                                                                records)
+        group_epoch, metadata = self._epoch_and_metadata(group, member, updated, bump, records)
 
         # 2. A new target assignment when the group epoch moved past it; 3. reconcile.
-        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata, stype,
+        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata,
                                          req.topic_partitions, subscription_changed, records)
         full = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
@@ -228,20 +226,18 @@ class ConsumerMembership(ConsumerLifecycle):
 
     def _epoch_and_metadata(self, group: ConsumerGroup, member: ConsumerGroupMember,
                             updated: ConsumerGroupMember, bump: bool, records: list[Record]
-                            ) -> tuple[int, Mapping[str, TopicMetadata],
-                                       SubscriptionType | None]:
-        """The group epoch, subscription metadata and subscription type with ``updated``
-        in the group: recomputed when the member's subscription changed (``bump``) or the
-        group's topics may have (a new ConsumerGroupPartitionMetadata record and a new
-        group epoch when they differ). The type is None when unchanged (the group's)."""
+                            ) -> tuple[int, Mapping[str, TopicMetadata]]:
+        """The group epoch and subscription metadata with ``updated`` in the group:
+        recomputed when the member's subscription changed (``bump``) or the group's topics
+        may have (a new ConsumerGroupPartitionMetadata record and a new group epoch when
+        they differ)."""
         gid = group.group_id
         group_epoch = group.group_epoch
         metadata: Mapping[str, TopicMetadata] = group.subscription_metadata
         if not bump and not self._metadata_expired(group):
-            return group_epoch, metadata, None
+            return group_epoch, metadata
         names = group.compute_subscribed_topic_names(member, updated)
         metadata = group.compute_subscription_metadata(names, self.topics.by_name)
-        stype = _subscription_type_with(group, member, updated, names)
         if metadata != group.subscription_metadata:
             bump = True
             records.append(cr.subscription_metadata_record(gid, metadata))
@@ -250,7 +246,7 @@ class ConsumerMembership(ConsumerLifecycle):
             records.append(cr.group_epoch_record(gid, group_epoch))
             log.info("consumer_group.epoch_bumped", group=gid, epoch=group_epoch)
         self._metadata_epochs[gid] = group_epoch
-        return group_epoch, metadata, stype
+        return group_epoch, metadata
 
     def _get_or_create_consumer_group(self, ps: PartitionState, gid: str, create: bool,
                                       records: list[Record], out: Outcome,
@@ -334,19 +330,17 @@ class ConsumerMembership(ConsumerLifecycle):
                                   member: ConsumerGroupMember | None,
                                   updated: ConsumerGroupMember,
                                   metadata: Mapping[str, TopicMetadata],
-                                  stype: SubscriptionType | None,
                                   records: list[Record]) -> Mapping[uuid.UUID, frozenset[int]]:
         assignor = (group.compute_preferred_server_assignor(member, updated)
                     or self.config.consumer_assignors[0])
         try:
-            # Without a subscription change (the epoch moved for another reason, e.g. a
-            # regex resolved) Kafka passes the group's type as it was before this member
-            # joined; a member joining with no subscription then made a regex-only group
-            # look homogeneous and the assignor gave everyone that member's topics (none).
-            # The type of the group the assignment is for:
+            # The type of the group this assignment is for, ``updated`` in it. Kafka passes
+            # the group's type from before the member when its subscription did not change
+            # (the epoch moved for another reason, e.g. a regex resolved): a member joining
+            # with no subscription then made a regex-only group look homogeneous.
             res = build_target_assignment(
                 group, epoch, assignor, metadata,
-                _subscription_type_with(group, member, updated) if stype is None else stype,
+                _subscription_type_with(group, member, updated),
                 {updated.member_id: updated})
         except PartitionAssignorError as e:
             msg = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
@@ -360,14 +354,14 @@ class ConsumerMembership(ConsumerLifecycle):
     def _target_and_reconcile(self, group: ConsumerGroup, group_epoch: int,
                               member: ConsumerGroupMember, updated: ConsumerGroupMember,
                               metadata: Mapping[str, TopicMetadata],
-                              stype: SubscriptionType | None, owned: OwnedPartitions | None,
+                              owned: OwnedPartitions | None,
                               subscription_changed: bool, records: list[Record]
                               ) -> ConsumerGroupMember:
         """A new target assignment when the group epoch moved past it, then the member
         reconciled towards its target."""
         if group_epoch > group.assignment_epoch:
             target = self._update_target_assignment(group, group_epoch, member, updated,
-                                                    metadata, stype, records)
+                                                    metadata, records)
             target_epoch = group_epoch
         else:
             target_epoch = group.assignment_epoch
@@ -525,12 +519,9 @@ def _updated_member(member: ConsumerGroupMember, req: ConsumerHeartbeatRequest
 
 
 def _subscription_type_with(group: ConsumerGroup, member: ConsumerGroupMember | None,
-                            updated: ConsumerGroupMember,
-                            names: Mapping[str, SubscriptionCount] | None = None
-                            ) -> SubscriptionType:
+                            updated: ConsumerGroupMember) -> SubscriptionType:
     """The group's subscription type with ``updated`` in place of ``member``."""
-    if names is None:
-        names = group.compute_subscribed_topic_names(member, updated)
+    names = group.compute_subscribed_topic_names(member, updated)
     n = len(group.members)
     if updated.member_id not in group.members and group.static_member(
             updated.instance_id) is None:

@@ -119,11 +119,10 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
         if updated != member:
             records.append(cr.member_subscription_record(gid, updated))
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
-        group_epoch, metadata, stype = self._epoch_and_metadata(group, member, updated, bump,
-                                                                records)
+        group_epoch, metadata = self._epoch_and_metadata(group, member, updated, bump, records)
         owned = [(t.topic_id, tp.partitions) for tp in sub.owned_partitions
                  if (t := self.topics.by_name.get(tp.topic)) is not None]
-        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata, stype,
+        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata,
                                          owned, bump, records)
         result = JoinResult(E.none, new.member_id, new.member_epoch, "consumer", protocols[0][0])
         rebalance = new.rebalance_timeout_ms
