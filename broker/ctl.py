@@ -18,7 +18,12 @@ class CtlError(Exception):
     pass
 
 
-def request(admin: str, method: str, path: str, body: Any = None) -> Any:
+class AdminUnreachable(CtlError):
+    """No answer from the admin listener (as opposed to an answer refusing the request)."""
+
+
+def request(admin: str, method: str, path: str, body: Any = None,
+            timeout: float = 30) -> Any:
     # Here, not at module load: the parser that registers these commands is also built
     # by ``kafkalite serve``, whose start-up should not pay for an HTTP client.
     import urllib.error
@@ -31,7 +36,7 @@ def request(admin: str, method: str, path: str, body: Any = None) -> Any:
     req = urllib.request.Request(url, data=data, method=method,
                                  headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as e:
         try:
@@ -39,8 +44,9 @@ def request(admin: str, method: str, path: str, body: Any = None) -> Any:
         except (ValueError, KeyError, TypeError):
             message = e.reason
         raise CtlError(f"{e.code}: {message}") from None
-    except urllib.error.URLError as e:
-        raise CtlError(f"cannot reach the admin listener at {admin}: {e.reason} "
+    except (urllib.error.URLError, TimeoutError) as e:
+        reason = e.reason if isinstance(e, urllib.error.URLError) else e
+        raise AdminUnreachable(f"cannot reach the admin listener at {admin}: {reason} "
                        f"(set admin.listener on the broker; --admin or {ADMIN_ENV} here)"
                        ) from None
 

@@ -13,15 +13,14 @@ The rows go to the console, to Parquet, or to a kafkalite broker's admin API
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from kafkalite.broker import ctl
 
 from .fs import fs_options
 from .lag import BrokerLag, LogDirLag, Snapshot
@@ -82,6 +81,7 @@ class _LagStream(DataSourceStreamReader):  # type: ignore[misc]
         pass
 
 
+LAG_PATH = "/api/v1/lag"
 #: Rows per POST: well under the admin API's 1 MiB body limit.
 POST_ROWS = 2_000
 #: Attempts per POST before the query fails (a broker restarting is back within them).
@@ -94,25 +94,22 @@ class AdminSinkError(RuntimeError):
 
 def post_rows(admin_url: str, rows: Sequence[dict[str, Any]], timeout: float = 10.0,
               pause: float = 1.0) -> None:
-    """POST ``rows`` to a broker's ``/api/v1/lag``, in chunks; retried, then an
-    ``AdminSinkError`` naming the URL and the broker's answer."""
-    url = admin_url.rstrip("/") + "/api/v1/lag"
+    """POST ``rows`` to a broker's ``/api/v1/lag``, in chunks; retried while the broker
+    does not answer, then an ``AdminSinkError`` naming the URL and the broker's answer."""
+    url = admin_url.rstrip("/") + LAG_PATH
     for i in range(0, len(rows), POST_ROWS):
-        body = json.dumps({"rows": list(rows[i:i + POST_ROWS])}).encode()
+        body = {"rows": list(rows[i:i + POST_ROWS])}
         for attempt in range(POST_ATTEMPTS):
-            req = urllib.request.Request(url, data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
             try:
-                with urllib.request.urlopen(req, timeout=timeout):
-                    break
-            except urllib.error.HTTPError as e:
-                # The broker refused the rows: retrying the same body cannot help.
-                raise AdminSinkError(f"{url}: HTTP {e.code}: {e.read().decode(errors='replace')}"
-                                     ) from None
-            except (OSError, urllib.error.URLError) as e:
+                ctl.request(admin_url, "POST", LAG_PATH, body, timeout=timeout)
+                break
+            except ctl.AdminUnreachable as e:
                 if attempt == POST_ATTEMPTS - 1:
                     raise AdminSinkError(f"{url}: {e}") from None
                 time.sleep(pause)
+            except ctl.CtlError as e:
+                # The broker refused the rows: retrying the same body cannot help.
+                raise AdminSinkError(f"{url}: HTTP {e}") from None
 
 
 def _admin_sink(admin_url: str) -> Any:
