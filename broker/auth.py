@@ -98,23 +98,30 @@ class Access:
     """The broker's authorizer, shared by request dispatch (one check per request) and the
     handlers that, as Kafka, authorize per resource inside the request."""
 
-    __slots__ = ("authorizer",)
+    __slots__ = ("_authorizer", "open")
 
     def __init__(self, authorizer: Authorizer | None = None) -> None:
-        self.authorizer: Authorizer = authorizer or AllowAll()
+        self.authorizer = authorizer or AllowAll()
+
+    @property
+    def authorizer(self) -> Authorizer:
+        return self._authorizer
+
+    @authorizer.setter
+    def authorizer(self, authorizer: Authorizer) -> None:
+        self._authorizer = authorizer
+        #: True when everything is allowed (no authorizer configured): the per-resource
+        #: checks of the commit and fetch paths then cost one attribute read.
+        self.open = type(authorizer) is AllowAll
 
     def allowed(self, principal: str, op: Operation, rtype: ResourceType, name: str,
                 host: str = "") -> bool:
-        return self.authorizer.authorize(principal, Action(op, rtype, name), host)
+        return self.open or self._authorizer.authorize(principal, Action(op, rtype, name), host)
 
     def permits(self, who: Requester, op: Operation, rtype: ResourceType, name: str) -> bool:
         """``allowed`` for the principal and client address of a request."""
-        return self.authorizer.authorize(who.principal, Action(op, rtype, name), who.client_host)
-
-    @property
-    def open(self) -> bool:
-        """True when everything is allowed (no authorizer configured)."""
-        return isinstance(self.authorizer, AllowAll)
+        return self.open or self._authorizer.authorize(
+            who.principal, Action(op, rtype, name), who.client_host)
 
     def operations(self, principal: str, rtype: ResourceType, name: str, host: str = "") -> int:
         """The bit field of operations ``principal`` may perform on a resource."""

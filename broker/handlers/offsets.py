@@ -88,6 +88,24 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
                  group_id: str, topics: Any, require_stable: bool,
                  member_id: str | None = None, member_epoch: int = -1,
                  ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
+    if access.open:  # nothing to filter: the path of every broker without ACLs
+        wanted = None if topics is None else [(t.name, t.partition_indexes) for t in topics]
+        error, rows = runtime.run(runtime.core.fetch_offsets(
+            group_id, wanted, require_stable, member_id, member_epoch))
+    else:
+        error, rows = _fetch_authorized(runtime, access, ctx, v, group_id, topics,
+                                        require_stable, member_id, member_epoch)
+    if error != ErrorCode.none and v <= 1:
+        # v0-v1 have no top-level error: put it on every partition.
+        rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
+    return error, rows
+
+
+def _fetch_authorized(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
+                      v: int, group_id: str, topics: Any, require_stable: bool,
+                      member_id: str | None, member_epoch: int,
+                      ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
+    """The fetch as an authorizer filters it."""
     if not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
         denied = ErrorCode.group_authorization_failed
         if v <= 1:
@@ -111,9 +129,6 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
         if not may_describe(t.name):
             rows.append((t.name, [(p, -1, -1, "", int(ErrorCode.topic_authorization_failed))
                                   for p in t.partition_indexes]))
-    if error != ErrorCode.none and v <= 1:
-        # v0-v1 have no top-level error: put it on every partition.
-        rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
     return error, rows
 
 
