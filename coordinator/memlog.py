@@ -31,6 +31,9 @@ class MemoryLog:
         self.log_end_offset = base + h.last_offset_delta + 1
         return base, self.log_end_offset - 1
 
+    def append_built(self, batch: bytes) -> tuple[int, int]:
+        return self.append(batch)
+
     def append_control_marker(self, producer_id: int, producer_epoch: int,
                               coordinator_epoch: int, commit: bool) -> int:
         batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, 0)

@@ -56,6 +56,10 @@ class StateLog(Protocol):
         transactional batch of the coordinator's own (its producer's epoch is checked)."""
         ...
 
+    def append_built(self, batch: bytes) -> tuple[int, int]:
+        """Append one batch without a producer, encoded by the runtime itself."""
+        ...
+
     def append_control_marker(self, producer_id: int, producer_epoch: int,
                               coordinator_epoch: int, commit: bool) -> int: ...
 
@@ -160,7 +164,7 @@ class CoordinatorRuntime:
             return self._append_transactional(w, core, now, records)
         batch = encode_batch(_header(now, len(w.records)), records)
         try:
-            self.logs.get_or_create(w.topic, w.partition).append(batch)
+            self.logs.get_or_create(w.topic, w.partition).append_built(batch)
         except Exception as e:
             return self._failed(w, e)
         core.replay_all(w.partition, w.records)

@@ -288,6 +288,12 @@ class PartitionLog(TransactionalLog):
                 first = b
         return first, last
 
+    def append_built(self, batch: bytes) -> tuple[int, int]:
+        """Append one batch without a producer that this process encoded itself (a
+        coordinator's records): of ``append``'s checks only the size limit applies."""
+        self._check_size(len(batch))
+        return self._write(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0), True)
+
     def _validate_client(self, batch: memoryview) -> memoryview | bytes:
         out = validate_client_batch(batch, f"{self.topic}-{self.partition}", self.config.rules,
                                     self.clock())
@@ -308,15 +314,18 @@ class PartitionLog(TransactionalLog):
             raise CorruptRecordError(f"unsupported record batch magic {h[MAGIC]}")
         if length < MIN_BATCH_LENGTH or pos + size > len(view):
             raise CorruptRecordError("record batch length does not match the data")
-        if size > self.config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
-            )
+        self._check_size(size)
         if h[RECORD_COUNT] <= 0 or h[LAST_OFFSET_DELTA] != h[RECORD_COUNT] - 1:
             raise CorruptRecordError("record count does not match the last offset delta")
         if crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
             raise CorruptRecordError("record batch CRC mismatch")
         return size
+
+    def _check_size(self, size: int) -> None:
+        if size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
+            )
 
     def _append_one(self, batch: memoryview, origin: AppendOrigin,
                     txn_verified: Callable[[int, int], bool] | None) -> tuple[int, int]:
