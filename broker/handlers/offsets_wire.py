@@ -21,7 +21,10 @@ _PARTITION = struct.Struct(">ih")
 
 def _put_len(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
     if flexible:
-        put_uvarint(out, n + 1)
+        if n < 127:  # a one-byte varint: nearly every name and count
+            out.append(n + 1)
+        else:
+            put_uvarint(out, n + 1)
     else:
         out += (_I32 if wide else _I16).pack(n)
 
