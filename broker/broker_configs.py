@@ -129,7 +129,7 @@ STATIC_TYPES: dict[str, str] = {
     # Read by the authorizer and kafkalite's own properties: not Kafka's ConfigDef, but known.
     "super.users": "STRING", "allow.everyone.if.no.acl.found": "BOOLEAN",
     "log.durable": "BOOLEAN", "connections.max.partial.request.ms": "INT",
-    "connections.max.buffered.response.bytes": "INT",
+    "connections.max.buffered.response.bytes": "INT", "socket.busy.poll.us": "INT",
 }
 
 _PY_TYPES = {int: "LONG", bool: "BOOLEAN", float: "DOUBLE", str: "STRING"}

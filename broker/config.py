@@ -39,6 +39,9 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     # connection stops reading while this many response bytes wait to be sent.
     "connections.max.partial.request.ms": ("30000", int),
     "connections.max.buffered.response.bytes": ("4194304", int),
+    # kafkalite's own: after answering, poll the connections this long before sleeping
+    # (broker/busy_poll.py); 0: off.
+    "socket.busy.poll.us": ("100", int),
     "max.request.partition.size.limit": ("2000", int),
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),

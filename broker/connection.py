@@ -25,6 +25,7 @@ from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.framing import FrameDecoder
 
 from .apis import FaultClose, KafkaApis
+from .busy_poll import BusyPoll
 from .limits import ConnectionQuotas, Limits
 from .security.authenticator import FORWARD, Close, SaslAuthenticator
 from .security.principal_rules import NoMatchingRule
@@ -45,6 +46,7 @@ class KafkaConnection(asyncio.Protocol):
         self, apis: KafkaApis, max_request_size: int, listener_name: str,
         registry: set[KafkaConnection], limits: Limits | None = None,
         quotas: ConnectionQuotas | None = None, security: ListenerSecurity | None = None,
+        busy_poll: BusyPoll | None = None,
     ) -> None:
         self.apis = apis
         self.max_request_size = max_request_size
@@ -67,6 +69,7 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = False
         self.limits = limits or _DEFAULT_LIMITS
         self._quotas = quotas
+        self._busy_poll = busy_poll
         self._counted = False
         #: Frames read but not yet served (flow control holds them back).
         self._backlog: deque[bytes] = deque()
@@ -97,6 +100,10 @@ class KafkaConnection(asyncio.Protocol):
         high = self.limits.write_high_water
         self.transport.set_write_buffer_limits(high=high, low=high // 4)
         self._registry.add(self)
+        if self._busy_poll is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                self._busy_poll.watch(sock.fileno())
         sec = self.security
         if sec is None:
             return
@@ -254,6 +261,8 @@ class KafkaConnection(asyncio.Protocol):
         assert self.transport is not None
         self.last_active = time.monotonic()
         self.transport.write(data)
+        if self._busy_poll is not None:
+            self._busy_poll.answered()
 
     def _update_reading(self) -> None:
         """Read while there is room: the write buffer below its mark, no backlog."""

@@ -18,6 +18,7 @@ from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
 
 from .apis import KafkaApis
+from .busy_poll import BusyPoll
 from .clock_control import ClockControl
 from .cluster import BoundListener, Cluster
 from .config import Config, Listener, parse_listeners
@@ -124,6 +125,7 @@ class Broker:
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
         self._reaper: IdleReaper | None = None
+        self._busy_poll: BusyPoll | None = None
         self.stopped = asyncio.Event()
 
     @property
@@ -162,7 +164,13 @@ class Broker:
             data_dir=str(self.data_dir),
             listeners=[f"{b.name}://{b.host}:{b.port}" for b in self.listeners],
             console=self.console_url,
+            busy_poll_us=self.busy_poll_us,
         )
+
+    @property
+    def busy_poll_us(self) -> int:
+        """The busy poll's window in effect (0: off; see ``busy_poll``)."""
+        return round(self._busy_poll.window * 1e6) if self._busy_poll is not None else 0
 
     async def open(self) -> None:
         """Start the components in build order (storage, then the coordinator) without
@@ -182,6 +190,11 @@ class Broker:
         quotas = self.quotas = ConnectionQuotas(limits)
         self._reaper = IdleReaper(limits, lambda: self._connections)
         await self._reaper.start()
+        window = self.config.int("socket.busy.poll.us")
+        busy_poll = BusyPoll(window, loop) if window > 0 else None
+        if busy_poll is not None and not busy_poll.enabled:
+            busy_poll = None  # one CPU, or no epoll
+        self._busy_poll = busy_poll
         # Every listener's TLS and SASL settings are checked before any binds.
         securities = self.listener_security.load([lst.name for lst in configured])
         # A new connection takes its listener's security as it is now: dynamic configs
@@ -191,7 +204,7 @@ class Broker:
 
             def factory(name: str = lst.name) -> KafkaConnection:
                 return KafkaConnection(self.apis, max_size, name, self._connections, limits,
-                                       quotas, current[name])
+                                       quotas, current[name], busy_poll)
 
             make: Callable[[], asyncio.Protocol] = factory
             if sec.ssl_context is not None:
@@ -246,6 +259,9 @@ class Broker:
                 await asyncio.wait_for(server.wait_closed(), 2)
             except TimeoutError:
                 pass
+        if self._busy_poll is not None:
+            self._busy_poll.close()
+            self._busy_poll = None
         for service in reversed(self._started):
             try:
                 await service.stop()

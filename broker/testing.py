@@ -132,7 +132,9 @@ class BrokerThread:
         self.data_dir = Path(data_dir)
         self.security = security
         self.certs: CertFiles | None = None
-        self.overrides = dict(TEST_DEFAULTS)
+        # A broker on a thread shares the GIL with its test's clients: a busy poll there
+        # would hold the lock a Python client needs to send the request it waits for.
+        self.overrides = {**TEST_DEFAULTS, "socket.busy.poll.us": "0"}
         if security is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             props, self.certs = security.prepare(
