@@ -2,32 +2,38 @@
 
 A client that sends one request at a time (``commitSync`` in a loop, a test calling an
 admin API, a producer flushing every record) waits a full round trip per request. On a
-loopback connection most of that round trip is the kernel waking processes that went to
+loopback connection much of that round trip is the kernel waking a process that went to
 sleep in ``epoll_wait``: about 35 µs per wake-up on the 2-core machine of
-docs/benchmarks.md, against a few µs to handle an OffsetFetch. So after the loop has
-written responses, it polls the client connections (``epoll_wait`` with no timeout, on a
-private epoll set) for up to ``socket.busy.poll.us`` before going back to sleep: a
-request that arrives within the window is read at once, without a wake-up. Linux's
-``SO_BUSY_POLL`` does the same below the socket layer for network cards, not for loopback.
+docs/benchmarks.md, against a few µs to handle an OffsetFetch. So for up to
+``socket.busy.poll.us`` after an answer the event loop does not sleep: a callback that
+re-schedules itself keeps it turning, and each turn polls the sockets without a timeout
+(as the loop does whenever callbacks are ready). A request that arrives within the window
+is read on the next turn, with no wake-up; timers and other callbacks run between turns as
+they always do. Linux's ``SO_BUSY_POLL`` does the same below the socket layer for network
+cards, not for loopback.
 
-The poll costs CPU only while it waits, and it backs off when it does not pay: after a
-window that saw nothing, the next 2, 4, ... up to 64 chances to poll are skipped, and
-the first window that sees a request resets that. An idle broker never polls; a broker
-whose clients pause between requests polls once in 64 answers. It is off on a machine
-with one CPU (the poll would hold the CPU the client needs to send) and where
-``select.epoll`` does not exist.
+The poll costs CPU while it waits, so it runs only where it pays. Only small answers
+start one: a large one, such as a Fetch of many records, is followed by the client's
+processing of it, and polling then would take CPU the client needs. And it backs off:
+after a window in which no request came the next 2, 4, ... up to 64 chances to poll are
+skipped, and a window that sees a request resets that. An idle broker never polls; a
+broker whose clients pause between requests polls once in 64 answers. It is off on a
+machine with one CPU, where the poll would hold the CPU the client needs to send.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import select
 import time
 from collections.abc import Callable
 
 #: After this many empty windows in a row, one chance in 2**n is taken, up to 1 in 64.
 _MAX_SKIP = 64
+#: Answers larger than this do not start a poll: the client's next request follows its
+#: processing of them (a consumer's Fetch of many records), long after any window, and a
+#: poll would only take CPU from the client.
+SMALL_ANSWER = 16 << 10
 
 
 def _usable_cpus() -> int:
@@ -38,11 +44,11 @@ def _usable_cpus() -> int:
 
 
 class BusyPoll:
-    """Polls the watched sockets for up to ``window_us`` after responses go out.
+    """Keeps the loop polling for ``window_us`` after the last small answer.
 
-    ``answered()`` is called on every write of responses; the poll itself runs once per
-    loop iteration, as a callback after the ones already ready, so the responses it
-    follows have been handed to the kernel.
+    ``answered(size)`` is called on every write of responses: it opens a window, or
+    moves the end of the open one, so a client answered within the window is caught
+    again on its next request.
     """
 
     def __init__(
@@ -50,62 +56,50 @@ class BusyPoll:
         clock: Callable[[], float] = time.perf_counter, cpus: int | None = None,
     ) -> None:
         usable = (cpus if cpus is not None else _usable_cpus()) > 1
-        self.window = window_us / 1e6 if usable and hasattr(select, "epoll") else 0.0
+        self.window = window_us / 1e6 if usable else 0.0
         self.loop = loop
         self._clock = clock
-        self._epoll = select.epoll() if self.window else None
-        self._armed = False
+        #: The end of the open window; 0.0 while none is open.
+        self._deadline = 0.0
+        #: Answers written while the window was open (requests caught by the poll).
+        self._caught = 0
         self._misses = 0
         self._skip = 0
-        #: Windows that ended with a socket readable, and windows that ran out.
+        #: Requests answered within an open window, and windows that closed with none.
         self.hits = 0
         self.misses = 0
 
     @property
     def enabled(self) -> bool:
-        return self._epoll is not None
+        return self.window > 0
 
-    def watch(self, fd: int) -> None:
-        """Poll this socket too. A closed socket leaves the set by itself (epoll drops a
-        file on its last close), so there is no unwatch: an explicit one could remove a
-        new socket that reused the number."""
-        ep = self._epoll
-        if ep is None or fd < 0:
+    def answered(self, size: int) -> None:
+        if size > SMALL_ANSWER or not self.window:
             return
-        try:
-            ep.register(fd, select.EPOLLIN)
-        except FileExistsError:
-            ep.modify(fd, select.EPOLLIN)
-
-    def answered(self) -> None:
-        if self._armed or self._epoll is None:
+        if self._deadline:
+            self._caught += 1
+            self._deadline = self._clock() + self.window
             return
         if self._skip:
             self._skip -= 1
             return
-        self._armed = True
-        self.loop.call_soon(self._poll)
+        self._caught = 0
+        self._deadline = self._clock() + self.window
+        self.loop.call_soon(self._turn)
 
-    def _poll(self) -> None:
-        self._armed = False
-        ep = self._epoll
-        if ep is None:
+    def _turn(self) -> None:
+        if self.window and self._clock() < self._deadline:
+            self.loop.call_soon(self._turn)
             return
-        clock = self._clock
-        deadline = clock() + self.window
-        poll = ep.poll
-        while True:
-            if poll(0):
-                self.hits += 1
-                self._misses = 0
-                return
-            if clock() >= deadline:
-                break
-        self.misses += 1
-        self._misses += 1
-        self._skip = min(1 << self._misses, _MAX_SKIP)
+        self._deadline = 0.0
+        if self._caught:
+            self.hits += self._caught
+            self._misses = 0
+        else:
+            self.misses += 1
+            self._misses += 1
+            self._skip = min(1 << self._misses, _MAX_SKIP)
 
     def close(self) -> None:
-        if self._epoll is not None:
-            self._epoll.close()
-            self._epoll = None
+        """No more windows; an open one ends on its next turn."""
+        self.window = 0.0

@@ -100,10 +100,6 @@ class KafkaConnection(asyncio.Protocol):
         high = self.limits.write_high_water
         self.transport.set_write_buffer_limits(high=high, low=high // 4)
         self._registry.add(self)
-        if self._busy_poll is not None:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                self._busy_poll.watch(sock.fileno())
         sec = self.security
         if sec is None:
             return
@@ -262,7 +258,7 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = time.monotonic()
         self.transport.write(data)
         if self._busy_poll is not None:
-            self._busy_poll.answered()
+            self._busy_poll.answered(len(data))
 
     def _update_reading(self) -> None:
         """Read while there is room: the write buffer below its mark, no backlog."""

@@ -1,35 +1,29 @@
-"""The busy poll after answers (broker/busy_poll.py): it ends as soon as a watched socket
-is readable, runs out its window otherwise, and backs off after empty windows. Real
-sockets and a real loop; a counting clock stands for time, so nothing here sleeps."""
+"""The busy poll after answers (broker/busy_poll.py): a small answer keeps the loop
+turning for the window, answers within it extend it, empty windows back off, and other
+callbacks run between turns. A real event loop; a settable clock stands for time, so
+nothing here sleeps."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 
 import pytest
 
-from kafkalite.broker.busy_poll import BusyPoll
+from kafkalite.broker.busy_poll import SMALL_ANSWER, BusyPoll
+
+WINDOW_US = 100
 
 
-class CountingClock:
-    """Each read is one microsecond after the one before."""
-
+class SetClock:
     def __init__(self) -> None:
-        self.reads = 0
+        self.now = 1.0
 
     def __call__(self) -> float:
-        self.reads += 1
-        return self.reads / 1e6
+        return self.now
 
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    a, b = socket.socketpair()
-    yield a, b
-    a.close()
-    b.close()
+    def advance_us(self, us: float) -> None:
+        self.now += us / 1e6
 
 
 @pytest.fixture
@@ -39,90 +33,117 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     lp.close()
 
 
-def run_answers(poll: BusyPoll, count: int, writes: int = 1) -> None:
-    """``count`` loop iterations that each write ``writes`` answers, then run what was
-    scheduled."""
-    for _ in range(count):
-        for _ in range(writes):
-            poll.answered()
-        poll.loop.run_until_complete(asyncio.sleep(0))
+def make(loop: asyncio.AbstractEventLoop, cpus: int = 2) -> tuple[BusyPoll, SetClock]:
+    clock = SetClock()
+    return BusyPoll(WINDOW_US, loop, clock=clock, cpus=cpus), clock
 
 
-def make(loop: asyncio.AbstractEventLoop, window_us: int = 100, cpus: int = 2
-         ) -> tuple[BusyPoll, CountingClock]:
-    clock = CountingClock()
-    return BusyPoll(window_us, loop, clock=clock, cpus=cpus), clock
+def turn(loop: asyncio.AbstractEventLoop, times: int = 1) -> None:
+    """Run the loop ``times`` iterations."""
+    for _ in range(times):
+        loop.run_until_complete(asyncio.sleep(0))
 
 
-def test_a_readable_socket_ends_the_window_at_once(
-        loop: asyncio.AbstractEventLoop, pair: tuple[socket.socket, socket.socket]) -> None:
+def is_turning(loop: asyncio.AbstractEventLoop) -> bool:
+    # An open window keeps a callback ready: the loop polls without sleeping.
+    return bool(loop._ready)  # type: ignore[attr-defined]
+
+
+def close_window(poll: BusyPoll, loop: asyncio.AbstractEventLoop, clock: SetClock) -> None:
+    clock.advance_us(WINDOW_US + 1)
+    turn(loop, 2)
+    assert not is_turning(loop)
+
+
+def test_a_small_answer_keeps_the_loop_turning_for_the_window(
+        loop: asyncio.AbstractEventLoop) -> None:
     poll, clock = make(loop)
-    server, client = pair
-    poll.watch(server.fileno())
-    client.send(b"next request")
-    run_answers(poll, 3, writes=2)  # two writes in one iteration: one poll
-    assert (poll.hits, poll.misses) == (3, 0)
-    # One clock read for the deadline and none after: the first look saw the request.
-    assert clock.reads == 3
-    poll.close()
-
-
-def test_an_empty_window_runs_out_then_polling_backs_off(
-        loop: asyncio.AbstractEventLoop, pair: tuple[socket.socket, socket.socket]) -> None:
-    poll, clock = make(loop, window_us=100)
-    server, _client = pair
-    poll.watch(server.fileno())
-    run_answers(poll, 1)
+    assert not is_turning(loop)
+    poll.answered(100)
+    turn(loop, 5)
+    assert is_turning(loop)
+    clock.advance_us(WINDOW_US - 1)
+    turn(loop)
+    assert is_turning(loop)
+    clock.advance_us(2)
+    turn(loop, 2)
+    assert not is_turning(loop)
     assert (poll.hits, poll.misses) == (0, 1)
-    assert clock.reads == 1 + 100  # the deadline, then one read per empty look
-    # After one miss the next 2 chances are skipped, after the second 4, and so on.
-    polled = []
-    for _ in range(40):
-        before = poll.misses
-        run_answers(poll, 1)
-        polled.append(poll.misses - before)
-    assert polled[:8] == [0, 0, 1, 0, 0, 0, 0, 1]
-    poll.close()
 
 
-def test_a_request_in_a_window_resets_the_back_off(
-        loop: asyncio.AbstractEventLoop, pair: tuple[socket.socket, socket.socket]) -> None:
+def test_answers_within_the_window_extend_it_and_count_as_caught(
+        loop: asyncio.AbstractEventLoop) -> None:
+    poll, clock = make(loop)
+    poll.answered(100)
+    for _ in range(10):  # a client answered within the window, ten times over
+        clock.advance_us(WINDOW_US * 0.8)
+        turn(loop)
+        poll.answered(100)
+    turn(loop)
+    assert is_turning(loop)  # 8 windows' time since the first answer, still open
+    close_window(poll, loop, clock)
+    assert (poll.hits, poll.misses) == (10, 0)
+
+
+def test_empty_windows_back_off_and_a_caught_request_resets_it(
+        loop: asyncio.AbstractEventLoop) -> None:
+    poll, clock = make(loop)
+    opened = []
+    for _ in range(12):
+        poll.answered(100)
+        opened.append(is_turning(loop))
+        if is_turning(loop):
+            close_window(poll, loop, clock)
+    # Open, then 2 skipped, open, 4 skipped, open, ...
+    assert opened == [True, False, False, True, False, False, False, False, True,
+                      False, False, False]
+    assert poll.misses == 3
+    for _ in range(5):  # the rest of the 8 skipped after the third miss
+        poll.answered(100)
+    assert not is_turning(loop)
+    poll.answered(100)
+    assert is_turning(loop)
+    poll.answered(100)  # caught: the back-off is over
+    close_window(poll, loop, clock)
+    poll.answered(100)
+    assert is_turning(loop)
+    close_window(poll, loop, clock)
+    assert (poll.hits, poll.misses) == (1, 4)
+
+
+def test_other_callbacks_run_while_the_window_is_open(loop: asyncio.AbstractEventLoop) -> None:
+    poll, clock = make(loop)
+    ran: list[int] = []
+    poll.answered(100)
+    turn(loop)
+    loop.call_soon(ran.append, 1)
+    loop.call_later(0, ran.append, 2)
+    turn(loop, 2)
+    assert ran == [1, 2] and is_turning(loop)
+    close_window(poll, loop, clock)
+
+
+def test_a_large_answer_opens_no_window(loop: asyncio.AbstractEventLoop) -> None:
     poll, _clock = make(loop)
-    server, client = pair
-    poll.watch(server.fileno())
-    run_answers(poll, 1)  # a miss: 2 chances skipped
-    run_answers(poll, 2)
-    client.send(b"x")
-    run_answers(poll, 1)
-    assert (poll.hits, poll.misses) == (1, 1)
-    run_answers(poll, 3)  # readable still (nobody read it): every chance polls, and hits
-    assert (poll.hits, poll.misses) == (4, 1)
-    poll.close()
+    poll.answered(SMALL_ANSWER + 1)
+    assert not is_turning(loop)
+    poll.answered(SMALL_ANSWER)
+    assert is_turning(loop)
 
 
-def test_no_poll_with_one_cpu(loop: asyncio.AbstractEventLoop) -> None:
+def test_no_window_with_one_cpu(loop: asyncio.AbstractEventLoop) -> None:
     poll, _clock = make(loop, cpus=1)
     assert not poll.enabled
-    run_answers(poll, 3)
-    assert (poll.hits, poll.misses) == (0, 0)
+    poll.answered(100)
+    assert not is_turning(loop)
 
 
-def test_a_closed_socket_leaves_the_set_and_its_number_can_be_watched_again(
-        loop: asyncio.AbstractEventLoop) -> None:
+def test_close_ends_an_open_window(loop: asyncio.AbstractEventLoop) -> None:
     poll, _clock = make(loop)
-    a, b = socket.socketpair()
-    fd = a.fileno()
-    poll.watch(fd)
-    a.close()
-    b.close()
-    c, d = socket.socketpair()
-    try:
-        poll.watch(c.fileno())  # often the same number: re-registered, not an error
-        poll.watch(d.fileno())
-        d.send(b"x")
-        run_answers(poll, 1)
-        assert poll.hits == 1
-    finally:
-        c.close()
-        d.close()
-        poll.close()
+    poll.answered(100)
+    turn(loop, 3)
+    poll.close()
+    turn(loop, 2)
+    assert not is_turning(loop) and not poll.enabled
+    poll.answered(100)
+    assert not is_turning(loop)
