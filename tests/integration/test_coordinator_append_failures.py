@@ -61,13 +61,13 @@ def _fail_appends(b: BrokerThread, exc: BaseException | None) -> None:
         rt = b.broker.coordinator  # type: ignore[union-attr]
         log = rt.logs.get_or_create("__consumer_offsets", rt.core.partition_for(GROUP))
         if exc is None:
-            log.__dict__.pop("append", None)
+            log.__dict__.pop("append_built", None)
             return
 
         def append(batch: bytes) -> tuple[int, int]:
             raise exc
 
-        log.append = append
+        log.append_built = append
 
     b.call(install)
 
