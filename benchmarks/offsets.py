@@ -7,10 +7,11 @@
    ``--seconds`` (a consumer calling ``commitSync`` in a loop) and ``--pipelined`` of them
    with 64 in flight, on kafkalite and on Tansu in the same run, with the broker's CPU time
    per committed offset.
-2. OffsetFetch per second the same two ways (one partition).
-   The round-trip floor: ApiVersions one at a time, a request whose handling costs the
-   broker almost nothing. Requests sent one at a time cannot go faster than this on either
-   broker, so it bounds the sequential ratios.
+2. OffsetFetch per second the same two ways (one partition), taken before the commits
+   (whose records start the log cleaner). First of all the round-trip floor: ApiVersions
+   one at a time, a request whose handling costs the broker almost nothing. Requests
+   sent one at a time cannot go faster than this on either broker, so it bounds the
+   sequential ratios.
 3. Reload: a ``__consumer_offsets`` partition holding ``--records`` commit records over
    1,000 keys is loaded by a starting broker, before and after compaction (start-up time
    to listening).
