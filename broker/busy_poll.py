@@ -17,8 +17,9 @@ start one: a large one, such as a Fetch of many records, is followed by the clie
 processing of it, and polling then would take CPU the client needs. And it backs off:
 after a window in which no request came the next 2, 4, ... up to 64 chances to poll are
 skipped, and a window that sees a request resets that. An idle broker never polls; a
-broker whose clients pause between requests polls once in 64 answers. It is off on a
-machine with one CPU, where the poll would hold the CPU the client needs to send.
+broker whose clients pause between requests polls once in 64 answers. It is off with
+fewer than two CPUs (the affinity mask, or a container's quota), where the poll would hold
+the CPU the client needs to send.
 """
 
 from __future__ import annotations
@@ -36,11 +37,20 @@ _MAX_SKIP = 64
 SMALL_ANSWER = 16 << 10
 
 
-def _usable_cpus() -> int:
+def _usable_cpus(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> float:
+    """The CPUs this process may run on, as a container's CPU quota (cgroup v2) limits
+    them too: ``docker run --cpus 1`` leaves every CPU in the affinity mask."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus: float = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+    try:
+        quota, period = open(cpu_max).read().split()
+        if quota != "max":
+            cpus = min(cpus, int(quota) / int(period))
+    except (OSError, ValueError):
+        pass
+    return cpus
 
 
 class BusyPoll:
@@ -53,9 +63,9 @@ class BusyPoll:
 
     def __init__(
         self, window_us: int, loop: asyncio.AbstractEventLoop, *,
-        clock: Callable[[], float] = time.perf_counter, cpus: int | None = None,
+        clock: Callable[[], float] = time.perf_counter, cpus: float | None = None,
     ) -> None:
-        usable = (cpus if cpus is not None else _usable_cpus()) > 1
+        usable = (cpus if cpus is not None else _usable_cpus()) >= 2
         self.window = window_us / 1e6 if usable else 0.0
         self.loop = loop
         self._clock = clock

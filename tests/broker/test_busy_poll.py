@@ -6,11 +6,13 @@ nothing here sleeps."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.busy_poll import SMALL_ANSWER, BusyPoll
+from kafkalite.broker.busy_poll import SMALL_ANSWER, BusyPoll, _usable_cpus
 
 WINDOW_US = 100
 
@@ -33,7 +35,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     lp.close()
 
 
-def make(loop: asyncio.AbstractEventLoop, cpus: int = 2) -> tuple[BusyPoll, SetClock]:
+def make(loop: asyncio.AbstractEventLoop, cpus: float = 2) -> tuple[BusyPoll, SetClock]:
     clock = SetClock()
     return BusyPoll(WINDOW_US, loop, clock=clock, cpus=cpus), clock
 
@@ -136,6 +138,18 @@ def test_no_window_with_one_cpu(loop: asyncio.AbstractEventLoop) -> None:
     assert not poll.enabled
     poll.answered(100)
     assert not is_turning(loop)
+
+
+@pytest.mark.parametrize(("cpu_max", "limit"), [("max 100000\n", None),
+                                                ("150000 100000\n", 1.5),
+                                                ("50000 100000\n", 0.5)])
+def test_a_container_quota_limits_the_cpus(tmp_path: Path, cpu_max: str,
+                                           limit: float | None) -> None:
+    f = tmp_path / "cpu.max"
+    f.write_text(cpu_max)
+    mask = len(os.sched_getaffinity(0))
+    assert _usable_cpus(str(f)) == (mask if limit is None else min(mask, limit))
+    assert _usable_cpus(str(tmp_path / "absent")) == mask
 
 
 def test_close_ends_an_open_window(loop: asyncio.AbstractEventLoop) -> None:
