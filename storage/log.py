@@ -58,6 +58,7 @@ from .errors import (
 )
 from .index import MAX_RELATIVE_OFFSET
 from .leader_epoch import LeaderEpochCache
+from .log_deletion import LogDeletion
 from .log_txn import TransactionalLog
 from .producer_recovery import (
     snapshot_offsets,
@@ -74,8 +75,6 @@ from .validation import RecordRules, validate_client_batch
 log = structlog.get_logger("kafkalite.storage")
 
 NEVER = 2**63 - 1
-#: DeleteRecords' offset meaning "up to the high watermark".
-HIGH_WATERMARK = -1
 
 
 def now_ms() -> int:
@@ -105,7 +104,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog(TransactionalLog):
+class PartitionLog(LogDeletion, TransactionalLog):
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig,
         log_start_offset: int = 0, clock: Callable[[], int] = now_ms,
@@ -510,78 +509,6 @@ class PartitionLog(TransactionalLog):
             if r.timestamp == best[1]:
                 return r.offset, r.timestamp
         return best
-
-    # --- deletion -----------------------------------------------------------------------
-
-    def delete_records(self, offset: int) -> int:
-        """Advance the log start offset to ``offset`` (-1: the high watermark).
-
-        As Kafka's ``Partition.deleteRecordsOnLeader``: any other negative offset (-1001 is
-        librdkafka's unset one) and one past the high watermark raise OffsetOutOfRangeError
-        and delete nothing; one at or below the log start offset changes nothing.
-        """
-        if offset == HIGH_WATERMARK:
-            offset = self.high_watermark
-        if offset < 0:
-            raise OffsetOutOfRangeError(
-                f"The offset {offset} for partition {self.topic}-{self.partition} is not valid"
-            )
-        if offset > self.high_watermark:
-            raise OffsetOutOfRangeError(
-                f"Cannot increment the log start offset to {offset} of partition "
-                f"{self.topic}-{self.partition} since it is larger than the high watermark "
-                f"{self.high_watermark}"
-            )
-        if offset > self.log_start_offset:
-            self.log_start_offset = offset
-            self._drop_segments_below(offset)
-            self._start_moved()
-        return self.log_start_offset
-
-    def _start_moved(self) -> None:
-        if self.epochs.truncate_from_start(self.log_start_offset):
-            self.epochs.save()
-
-    def _drop_segments_below(self, offset: int) -> None:
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            self._delete_oldest("log_start_offset")
-
-    def _delete_oldest(self, reason: str) -> None:
-        seg = self.segments.pop(0)
-        self._bases.pop(0)
-        seg.delete()
-        self.aborted_txns -= len(seg.txn_index.entries)
-        if self.log_start_offset < self.segments[0].base_offset:
-            self.log_start_offset = self.segments[0].base_offset
-            self._start_moved()
-        log.info("log.segment_deleted", topic=self.topic, partition=self.partition,
-                 base_offset=seg.base_offset, reason=reason,
-                 log_start_offset=self.log_start_offset)
-
-    def apply_retention(self) -> int:
-        """Delete whole segments past ``retention.ms`` / ``retention.bytes``; return count."""
-        cfg = self.config
-        if not cfg.deletes:
-            return 0
-        deleted = 0
-        now = self.clock()
-        if cfg.retention_ms >= 0:
-            while self.segments and self.segments[0].size > 0 and (
-                now - self.segments[0].max_timestamp > cfg.retention_ms
-            ):
-                if len(self.segments) == 1:
-                    self.roll()  # Kafka rolls an expired active segment so it can go too
-                    if len(self.segments) == 1:
-                        break
-                self._delete_oldest("retention_ms")
-                deleted += 1
-        if cfg.retention_bytes >= 0:
-            total = self.size_bytes
-            while len(self.segments) > 1 and total - self.segments[0].size >= cfg.retention_bytes:
-                total -= self.segments[0].size
-                self._delete_oldest("retention_bytes")
-                deleted += 1
-        return deleted
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at or after ``offset`` (whole batches; the one holding it too)
