@@ -37,7 +37,7 @@ _MAX_SKIP = 64
 SMALL_ANSWER = 16 << 10
 
 
-def _usable_cpus(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> float:
+def usable_cpus(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> float:
     """The CPUs this process may run on, as a container's CPU quota (cgroup v2) limits
     them too: ``docker run --cpus 1`` leaves every CPU in the affinity mask."""
     try:
@@ -65,7 +65,7 @@ class BusyPoll:
         self, window_us: int, loop: asyncio.AbstractEventLoop, *,
         clock: Callable[[], float] = time.perf_counter, cpus: float | None = None,
     ) -> None:
-        usable = (cpus if cpus is not None else _usable_cpus()) >= 2
+        usable = (cpus if cpus is not None else usable_cpus()) >= 2
         self.window = window_us / 1e6 if usable else 0.0
         self.loop = loop
         self._clock = clock

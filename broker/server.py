@@ -169,7 +169,7 @@ class Broker:
 
     @property
     def busy_poll_us(self) -> int:
-        """The busy poll's window in effect (0: off; see ``busy_poll``)."""
+        """The busy poll's window in effect, µs (0: off; ``broker/busy_poll.py``)."""
         return round(self._busy_poll.window * 1e6) if self._busy_poll is not None else 0
 
     async def open(self) -> None:
@@ -193,7 +193,7 @@ class Broker:
         window = self.config.int("socket.busy.poll.us")
         busy_poll = BusyPoll(window, loop) if window > 0 else None
         if busy_poll is not None and not busy_poll.enabled:
-            busy_poll = None  # one CPU, or no epoll
+            busy_poll = None  # fewer than two CPUs
         self._busy_poll = busy_poll
         # Every listener's TLS and SASL settings are checked before any binds.
         securities = self.listener_security.load([lst.name for lst in configured])

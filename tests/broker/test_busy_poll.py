@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.busy_poll import SMALL_ANSWER, BusyPoll, _usable_cpus
+from kafkalite.broker.busy_poll import SMALL_ANSWER, BusyPoll, usable_cpus
 
 WINDOW_US = 100
 
@@ -148,8 +148,8 @@ def test_a_container_quota_limits_the_cpus(tmp_path: Path, cpu_max: str,
     f = tmp_path / "cpu.max"
     f.write_text(cpu_max)
     mask = len(os.sched_getaffinity(0))
-    assert _usable_cpus(str(f)) == (mask if limit is None else min(mask, limit))
-    assert _usable_cpus(str(tmp_path / "absent")) == mask
+    assert usable_cpus(str(f)) == (mask if limit is None else min(mask, limit))
+    assert usable_cpus(str(tmp_path / "absent")) == mask
 
 
 def test_close_ends_an_open_window(loop: asyncio.AbstractEventLoop) -> None:
