@@ -190,11 +190,9 @@ class Broker:
         quotas = self.quotas = ConnectionQuotas(limits)
         self._reaper = IdleReaper(limits, lambda: self._connections)
         await self._reaper.start()
-        window = self.config.int("socket.busy.poll.us")
-        busy_poll = BusyPoll(window, loop) if window > 0 else None
-        if busy_poll is not None and not busy_poll.enabled:
-            busy_poll = None  # fewer than two CPUs
-        self._busy_poll = busy_poll
+        poll = BusyPoll(self.config.int("socket.busy.poll.us"), loop)
+        # Off (0, or fewer than two CPUs): connections do not even call it.
+        busy_poll = self._busy_poll = poll if poll.enabled else None
         # Every listener's TLS and SASL settings are checked before any binds.
         securities = self.listener_security.load([lst.name for lst in configured])
         # A new connection takes its listener's security as it is now: dynamic configs
