@@ -34,6 +34,12 @@ class FrameDecoder:
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return every complete frame body now available."""
         buf = self._buf
+        if not buf and len(data) >= 4 and type(data) is bytes:
+            # One whole frame in one read, nothing buffered (a client waiting for each
+            # answer): no copy into the buffer and out again.
+            (size,) = _SIZE.unpack_from(data, 0)
+            if len(data) == 4 + size and 0 <= size <= self.max_size:
+                return [data[4:]]
         buf += data
         out: list[bytes] = []
         pos = 0
