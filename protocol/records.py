@@ -130,6 +130,9 @@ _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 #: baseOffset, batchLength, partitionLeaderEpoch: the bytes the broker assigns.
 _ASSIGNED = struct.Struct(_FORMAT[:4])
+#: The header up to the CRC, and from the attributes on (the part the CRC covers).
+_UNCOVERED = struct.Struct(_FORMAT[: 1 + ATTRIBUTES])
+_CRC_COVERED = struct.Struct(">" + _FORMAT[1 + ATTRIBUTES :])
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -453,13 +456,10 @@ def encode_batch(header: tuple[int, ...], records: Iterable[RecordFields],
         count += 1
     codec = header[ATTRIBUTES] & ATTR_COMPRESSION_MASK
     payload = body if codec == COMPRESSION_NONE else compress(codec, bytes(body), level)
-    out = bytearray(BATCH_HEADER.pack(
-        header[BASE_OFFSET], MIN_BATCH_LENGTH + len(payload), header[PARTITION_LEADER_EPOCH],
-        2, 0, *header[ATTRIBUTES:RECORD_COUNT], count,
-    ))
-    out += payload
-    set_crc(out)
-    return bytes(out)
+    # The CRC-covered part first, then what precedes it: no pass to patch the CRC in.
+    covered = _CRC_COVERED.pack(*header[ATTRIBUTES:RECORD_COUNT], count) + payload
+    return _UNCOVERED.pack(header[BASE_OFFSET], MIN_BATCH_LENGTH + len(payload),
+                           header[PARTITION_LEADER_EPOCH], 2, crc32c(covered)) + covered
 
 
 def build_batch(
