@@ -133,19 +133,26 @@ class CoordinatorRuntime:
     def run(self, out: Outcome) -> Any:
         """Carry out an outcome: answer parked requests, append and replay each write, run
         its continuation; return the response to the request that produced ``out``."""
-        response = out.response
-        for waiter, resp in out.replies:
-            waiter(resp)
-        for w in out.writes:
-            err = self._append(w)
-            if w.then is not None:
-                answer = self.run(w.then(err, self.now()))
-                if response is AFTER_WRITE:
-                    response = answer
+        response = self._carry(out)
         self.scheduler.rearm()
         return response
 
-    def _append(self, w: Write) -> ErrorCode:
+    def _carry(self, out: Outcome) -> Any:
+        """``run`` but for re-arming the timer, which the outermost call does once."""
+        response = out.response
+        for waiter, resp in out.replies:
+            waiter(resp)
+        if out.writes:
+            now = self.now()  # one clock read for the batches and their continuations
+            for w in out.writes:
+                err = self._append(w, now)
+                if w.then is not None:
+                    answer = self._carry(w.then(err, now))
+                    if response is AFTER_WRITE:
+                        response = answer
+        return response
+
+    def _append(self, w: Write, now: int) -> ErrorCode:
         """Append a write's records and replay them; the error Kafka would map to."""
         topic = self.topics[w.topic]
         core = topic.core
@@ -153,7 +160,6 @@ class CoordinatorRuntime:
             return ErrorCode.not_coordinator
         if not w.records:
             return ErrorCode.none
-        now = self.now()
         topic.ensure()
         encoded = w.encoded
         if encoded is None:
@@ -318,13 +324,14 @@ class CoordinatorRuntime:
                         waiter(resp)
 
 
-def _header(now: int, count: int) -> BatchHeader:
-    """The batch header of a coordinator write: every record stamped ``now``."""
-    # base offset, length, leader epoch, magic, crc, attributes, last offset delta,
-    # base and max timestamp, producer id, epoch and base sequence, record count
-    # (positional: keywords cost more than the rest of a one-offset commit's batch).
-    return BatchHeader(0, 0, 0, 2, 0, 0, count - 1, now, now, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
-                       NO_SEQUENCE, count)
+def _header(now: int, count: int) -> tuple[int, ...]:
+    """The batch header fields of a coordinator write, every record stamped ``now``, as a
+    plain tuple in ``BatchHeader``'s order (building the named tuple costs more than the
+    rest of a one-offset commit's batch): base offset, length, leader epoch, magic, crc,
+    attributes, last offset delta, base and max timestamp, producer id, epoch and base
+    sequence, record count."""
+    return (0, 0, 0, 2, 0, 0, count - 1, now, now, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+            NO_SEQUENCE, count)
 
 
 __all__ = ["CoordinatorRuntime", "StateCore", "StateLog", "StateLogs", "Write", "store_error"]
