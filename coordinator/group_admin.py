@@ -17,6 +17,7 @@ import structlog
 
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import OFFSETS_TOPIC
 
 from . import consumer_admin
 from .offsets import CommitRequest, CommitResult, OffsetRow, Record, TopicPartition
@@ -45,25 +46,30 @@ class GroupAdmin(Partitions):
 
     def commit_offsets(self, now: int, req: CommitRequest) -> Outcome:
         """Response: (topic, partition) -> error, in request order."""
-        err = self.group_status(req.group_id)
+        group_id = req.group_id
+        # One partition lookup for the status and both group maps (this runs per commit).
+        partition = self.partition_for(group_id) if group_id else -1
+        err = self.partition_status(partition) if group_id else ErrorCode.invalid_group_id
         if err is not ErrorCode.none:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
-        cgroup = self.consumer_group(req.group_id)
+        ps = self.partitions[partition]
+        cgroup = ps.consumer_groups.get(group_id) if ps.consumer_groups else None
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req)
             if err is not ErrorCode.none:
                 return Outcome({(t, p.partition_index): err for t, parts in req.topics
                                 for p in parts})
-            return self._commit_result(req, self.offsets.commit_records(req, now))
-        group = self.group(req.group_id)
+            return self._commit_result(partition, req, self.offsets.commit_records(req, now))
+        group = ps.groups.get(group_id)
         result = self.offsets.commit(group, req, now)
         if result.heartbeat_member is not None and group is not None:
             member = group.members[result.heartbeat_member]
-            self.timers.schedule(hb_key(req.group_id, member.member_id),
+            self.timers.schedule(hb_key(group_id, member.member_id),
                                  now + member.session_timeout_ms)
-        return self._commit_result(req, result)
+        return self._commit_result(partition, req, result)
 
-    def _commit_result(self, req: CommitRequest, result: CommitResult) -> Outcome:
+    def _commit_result(self, partition: int, req: CommitRequest,
+                       result: CommitResult) -> Outcome:
         errors = result.errors
         if not result.records:
             return Outcome(errors)
@@ -74,9 +80,10 @@ class GroupAdmin(Partitions):
             return Outcome({tp: (append_err if e is ErrorCode.none else e)
                             for tp, e in errors.items()})
 
-        return Outcome(AFTER_WRITE, writes=[
-            Write(self.partition_for(req.group_id), req.group_id, result.records, then,
-                  encoded=result.encoded)])
+        # Positional (keywords cost more than the rest of this step of a commit): no
+        # replies; one write of the records, not transactional (-1, -1), already encoded.
+        return Outcome(AFTER_WRITE, [], [Write(partition, req.group_id, result.records, then,
+                                               OFFSETS_TOPIC, -1, -1, result.encoded)])
 
     # --- OffsetFetch ----------------------------------------------------------------
 
