@@ -47,8 +47,9 @@ from .metrics import BUCKETS_S, FIRST_BUCKET_S, ApiStats, BrokerMetrics
 
 log = structlog.get_logger("kafkalite.apis")
 
-_SIZE = struct.Struct(">i")
-_I32 = struct.Struct(">i")
+#: A response's size and header: v0 (correlation id), v1 (and empty tagged fields).
+_HEADER_V0 = struct.Struct(">ii")
+_HEADER_V1 = struct.Struct(">iiB")
 _PREFIX = struct.Struct(">hhih")
 
 
@@ -329,10 +330,11 @@ class KafkaApis:
 
     @staticmethod
     def _frame(c: codecs.ApiCodec, correlation_id: int, response: Any) -> bytes:
-        body = response if isinstance(response, bytes | bytearray) else c.encode_response(response)
-        if c.response_header_flexible:
-            return b"".join((_SIZE.pack(len(body) + 5), _I32.pack(correlation_id), b"\x00", body))
-        return b"".join((_SIZE.pack(len(body) + 4), _I32.pack(correlation_id), body))
+        body = response if type(response) is bytes or isinstance(response, bytearray) \
+            else c.encode_response(response)
+        if c.response_header_flexible:  # size, correlation id, no tagged fields
+            return _HEADER_V1.pack(len(body) + 5, correlation_id, 0) + body
+        return _HEADER_V0.pack(len(body) + 4, correlation_id) + body
 
     def _api_versions_fallback(self, correlation_id: int) -> bytes:
         """Kafka answers an unknown ApiVersions version in v0 format with UNSUPPORTED_VERSION."""

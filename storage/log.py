@@ -355,7 +355,7 @@ class PartitionLog(LogDeletion, TransactionalLog):
         size = len(batch)
         base = self.log_end_offset
         last = base + h[LAST_OFFSET_DELTA]
-        seg = self.active
+        seg = self.segments[-1]  # the active segment (the property costs a call per append)
         max_ts = h[MAX_TIMESTAMP]
         if self._should_roll(seg, size, last, max_ts):
             seg = self.roll()
@@ -371,8 +371,9 @@ class PartitionLog(LogDeletion, TransactionalLog):
             self.unflushed_messages += last - base + 1
             if self.unflushed_messages >= self.config.flush_messages:
                 self.flush()
-            for w in list(self.watchers):
-                w(size)
+            if self.watchers:
+                for w in list(self.watchers):
+                    w(size)
         return base, last
 
     def _appended(self, records: int, size: int) -> None:
