@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kio.schema.index import api_key_map, schema_name_map
@@ -60,6 +61,36 @@ def test_frame_size_limit(size: int) -> None:
         assert size <= 1000
     except ProtocolError:
         assert size > 1000
+
+
+@given(st.binary(max_size=1100), st.booleans())
+def test_one_whole_frame_per_read(body: bytes, buffered: bool) -> None:
+    """A read holding exactly one frame, the usual read of a client waiting for each answer:
+    its body comes back as bytes, and the size limit holds as for any other read."""
+    dec = FrameDecoder(1000)
+    if buffered:  # an earlier partial read: the frame arrives across two reads
+        data = frame(body)
+        try:
+            assert dec.feed(data[:3]) == []
+            out = dec.feed(data[3:])
+        except ProtocolError:
+            assert len(body) > 1000
+            return
+    else:
+        try:
+            out = dec.feed(frame(body))
+        except ProtocolError:
+            assert len(body) > 1000
+            return
+    assert len(body) <= 1000
+    assert out == [body] and type(out[0]) is bytes
+    assert dec.buffered == 0
+
+
+def test_negative_frame_size_in_one_whole_read_is_refused() -> None:
+    dec = FrameDecoder(1000)
+    with pytest.raises(ProtocolError):
+        dec.feed(struct.pack(">i", -1))
 
 
 @given(i16, i16, i32, client_ids, st.booleans(), st.binary(max_size=20))
