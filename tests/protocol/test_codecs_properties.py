@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from kio.schema.index import api_key_map, schema_name_map
 from kio.static.primitive import Records
@@ -64,6 +64,9 @@ def test_frame_size_limit(size: int) -> None:
 
 
 @given(st.binary(max_size=1100), st.booleans())
+@example(b"x" * 1000, False)
+@example(b"x" * 1001, False)
+@example(b"x" * 1001, True)
 def test_one_whole_frame_per_read(body: bytes, buffered: bool) -> None:
     """A read holding exactly one frame, the usual read of a client waiting for each answer:
     its body comes back as bytes, and the size limit holds as for any other read."""
