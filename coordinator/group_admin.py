@@ -47,12 +47,10 @@ class GroupAdmin(Partitions):
     def commit_offsets(self, now: int, req: CommitRequest) -> Outcome:
         """Response: (topic, partition) -> error, in request order."""
         group_id = req.group_id
-        # One partition lookup for the status and both group maps (this runs per commit).
-        partition = self.partition_for(group_id) if group_id else -1
-        err = self.partition_status(partition) if group_id else ErrorCode.invalid_group_id
-        if err is not ErrorCode.none:
+        err, ps = self.group_partition(group_id)
+        if ps is None:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
-        ps = self.partitions[partition]
+        partition = ps.partition
         cgroup = ps.consumer_groups.get(group_id) if ps.consumer_groups else None
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req)
@@ -92,22 +90,21 @@ class GroupAdmin(Partitions):
                       member_epoch: int = -1) -> Outcome:
         """Response: ``FetchResult``. ``topics`` None: every partition with an offset.
         ``member_id``/``member_epoch``: OffsetFetch v9's, checked for a consumer group."""
-        err = self.group_status(group_id)
-        if err is ErrorCode.none:
-            cgroup = self.consumer_group(group_id)
-            if cgroup is not None:
-                err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
-                if err is not ErrorCode.none:
-                    return Outcome((err, []))  # the group's error alone, as Kafka
-                found = self.offsets.fetch(None, group_id, topics)
-                if require_stable and group_id in self.pending.open_by_group:
-                    found = self._unstable(group_id, found)
-                return Outcome((ErrorCode.none, found))
-        if err is not ErrorCode.none:
+        err, ps = self.group_partition(group_id)
+        if ps is None:
             rows = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
             return Outcome((err, rows))
-        found = self.offsets.fetch(self.group(group_id), group_id, topics)
+        cgroup = ps.consumer_groups.get(group_id) if ps.consumer_groups else None
+        if cgroup is not None:
+            err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
+            if err is not ErrorCode.none:
+                return Outcome((err, []))  # the group's error alone, as Kafka
+            found = self.offsets.fetch(None, group_id, topics)
+            if require_stable and group_id in self.pending.open_by_group:
+                found = self._unstable(group_id, found)
+            return Outcome((ErrorCode.none, found))
+        found = self.offsets.fetch(ps.groups.get(group_id), group_id, topics)
         if require_stable and group_id in self.pending.open_by_group:
             found = self._unstable(group_id, found)
         return Outcome((ErrorCode.none, found))

@@ -114,14 +114,26 @@ class Partitions:
 
     def group_status(self, group_id: str) -> ErrorCode:
         """Kafka's validateGroupStatus: group id, ownership and loading."""
+        return self.group_partition(group_id)[0]
+
+    def group_partition(self, group_id: str) -> tuple[ErrorCode, PartitionState | None]:
+        """``group_status`` and the state of the group's partition (None unless the status
+        is none): one lookup for the status and the group maps, as a commit needs."""
         if not group_id:
-            return ErrorCode.invalid_group_id
-        return self.partition_status(self.partition_for(group_id))
+            return ErrorCode.invalid_group_id, None
+        ps = self.partitions.get(self.partition_for(group_id))
+        if ps is not None and not ps.loading:
+            return ErrorCode.none, ps
+        return _status(ps), None
 
     def partition_status(self, partition: int) -> ErrorCode:
-        ps = self.partitions.get(partition)
-        if ps is None:
-            return ErrorCode.not_coordinator
-        if ps.loading:
-            return ErrorCode.coordinator_load_in_progress
-        return ErrorCode.none
+        return _status(self.partitions.get(partition))
+
+
+def _status(ps: PartitionState | None) -> ErrorCode:
+    """Whether this coordinator serves a partition's groups now."""
+    if ps is None:
+        return ErrorCode.not_coordinator
+    if ps.loading:
+        return ErrorCode.coordinator_load_in_progress
+    return ErrorCode.none
