@@ -59,6 +59,7 @@ def encode_commit_response(version: int, topics: Sequence[Any], errors: dict[tup
 
 
 _FETCHED = struct.Struct(">iq")
+_FETCHED_EPOCH = struct.Struct(">iqi")
 
 
 def _put_str(out: bytearray, s: str | None, flexible: bool) -> None:
@@ -74,17 +75,25 @@ def _put_fetch_topics(out: bytearray, version: int, rows: Sequence[tuple[str, Se
                       flexible: bool) -> None:
     _put_len(out, len(rows), flexible, True)
     epoch = version >= 5
+    # Most rows have empty metadata and no error: their bytes are written whole.
+    empty = b"\x01" if flexible else b"\x00\x00"
+    no_error = b"\x00\x00\x00" if flexible else b"\x00\x00"  # (and no tagged fields)
     for topic, parts in rows:
         _put_str(out, topic, flexible)
         _put_len(out, len(parts), flexible, True)
         for index, offset, leader_epoch, metadata, error in parts:
-            out += _FETCHED.pack(index, offset)
-            if epoch:
-                out += _I32.pack(leader_epoch)
-            _put_str(out, metadata, flexible)
-            out += _I16.pack(error)
-            if flexible:
-                out.append(0)
+            out += (_FETCHED_EPOCH.pack(index, offset, leader_epoch) if epoch
+                    else _FETCHED.pack(index, offset))
+            if metadata == "":
+                out += empty
+            else:
+                _put_str(out, metadata, flexible)
+            if error == 0:
+                out += no_error
+            else:
+                out += _I16.pack(error)
+                if flexible:
+                    out.append(0)
         if flexible:
             out.append(0)
 
