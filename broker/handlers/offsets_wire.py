@@ -29,6 +29,37 @@ def _put_len(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
         out += (_I32 if wide else _I16).pack(n)
 
 
+def _put_str(out: bytearray, s: str | None, flexible: bool) -> None:
+    if s is None:
+        out += b"\x00" if flexible else b"\xff\xff"
+        return
+    raw = s.encode("utf-8")
+    _put_len(out, len(raw), flexible, False)
+    out += raw
+
+
+#: Group ids and topic names as written (length and bytes), per flexibility: the same few
+#: names are answered over and over. Bounded in count (cleared when full) and in the length
+#: of a name kept, so a client sending long names cannot grow it much.
+_NAMES: tuple[dict[str, bytes], dict[str, bytes]] = ({}, {})
+_NAMES_MAX = 4096
+_NAME_MAX_CHARS = 255
+
+
+def _name(s: str, flexible: bool) -> bytes:
+    names = _NAMES[flexible]
+    found = names.get(s)
+    if found is None:
+        out = bytearray()
+        _put_str(out, s, flexible)
+        found = bytes(out)
+        if len(s) <= _NAME_MAX_CHARS:
+            if len(names) >= _NAMES_MAX:
+                names.clear()
+            names[s] = found
+    return found
+
+
 def encode_commit_response(version: int, topics: Sequence[Any], errors: dict[tuple[str, int], int],
                            default: int = 0) -> bytes:
     """The OffsetCommit response body for ``topics`` of the request, in request order, with
@@ -40,9 +71,7 @@ def encode_commit_response(version: int, topics: Sequence[Any], errors: dict[tup
     pack = _PARTITION.pack
     for t in topics:
         name = t.name
-        raw = name.encode("utf-8")
-        _put_len(out, len(raw), flexible, False)
-        out += raw
+        out += _name(name, flexible)
         parts = t.partitions
         _put_len(out, len(parts), flexible, True)
         get = errors.get
@@ -62,15 +91,6 @@ _FETCHED = struct.Struct(">iq")
 _FETCHED_EPOCH = struct.Struct(">iqi")
 
 
-def _put_str(out: bytearray, s: str | None, flexible: bool) -> None:
-    if s is None:
-        out += b"\x00" if flexible else b"\xff\xff"
-        return
-    raw = s.encode("utf-8")
-    _put_len(out, len(raw), flexible, False)
-    out += raw
-
-
 def _put_fetch_topics(out: bytearray, version: int, rows: Sequence[tuple[str, Sequence[OffsetRow]]],
                       flexible: bool) -> None:
     _put_len(out, len(rows), flexible, True)
@@ -79,7 +99,7 @@ def _put_fetch_topics(out: bytearray, version: int, rows: Sequence[tuple[str, Se
     empty = b"\x01" if flexible else b"\x00\x00"
     no_error = b"\x00\x00\x00" if flexible else b"\x00\x00"  # (and no tagged fields)
     for topic, parts in rows:
-        _put_str(out, topic, flexible)
+        out += _name(topic, flexible)
         _put_len(out, len(parts), flexible, True)
         for index, offset, leader_epoch, metadata, error in parts:
             out += (_FETCHED_EPOCH.pack(index, offset, leader_epoch) if epoch
@@ -107,7 +127,7 @@ def encode_fetch_response(version: int, groups: Sequence[tuple[str, int, Sequenc
     if version >= 8:
         _put_len(out, len(groups), flexible, True)
         for group_id, error, rows in groups:
-            _put_str(out, group_id, flexible)
+            out += _name(group_id, flexible)
             _put_fetch_topics(out, version, rows, flexible)
             out += _I16.pack(error)
             out.append(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkalite.broker.handlers import offsets_wire
 from kafkalite.broker.handlers.offsets import OFFSET_COMMIT, OFFSET_FETCH
 from kafkalite.broker.handlers.offsets_wire import encode_commit_response, encode_fetch_response
 from kafkalite.protocol import apis as codecs
@@ -77,3 +78,18 @@ def test_fetch_response_matches_kio(version: int) -> None:
                          error_code=ErrorCode.coordinator_load_in_progress)
         groups = [("g1", int(ErrorCode.coordinator_load_in_progress), ROWS)]
     assert encode_fetch_response(version, groups) == c.encode_response(expected)
+
+
+def test_name_cache_is_bounded() -> None:
+    """Names are kept for reuse only up to a length and a count: clients choose them."""
+    long_name = "g" * (offsets_wire._NAME_MAX_CHARS + 1)
+    # A compact string's length is a varint of length + 1: 257 is 0x81 0x02.
+    assert offsets_wire._name(long_name, True) == b"\x81\x02" + long_name.encode()
+    assert long_name not in offsets_wire._NAMES[True]
+    for i in range(offsets_wire._NAMES_MAX + 10):
+        assert offsets_wire._name(f"group-{i}", False) == \
+            len(f"group-{i}").to_bytes(2, "big") + f"group-{i}".encode()
+    assert len(offsets_wire._NAMES[False]) <= offsets_wire._NAMES_MAX
+    # The same name is written per its version's flexibility, whichever came first.
+    assert offsets_wire._name("orders", True) == b"\x07orders"
+    assert offsets_wire._name("orders", False) == b"\x00\x06orders"
