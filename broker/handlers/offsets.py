@@ -101,7 +101,7 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
     else:
         error, rows = _fetch_authorized(runtime, access, ctx, v, group_id, topics,
                                         require_stable, member_id, member_epoch)
-    if error != ErrorCode.none and v <= 1:
+    if v <= 1 and error != ErrorCode.none:
         # v0-v1 have no top-level error: put it on every partition.
         rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
     return error, rows
@@ -141,13 +141,15 @@ def _fetch_authorized(runtime: CoordinatorRuntime, access: Access, ctx: RequestC
 def offset_fetch(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
                  req: Any) -> bytes:
     v = ctx.api_version
-    require_stable = bool(getattr(req, "require_stable", False))
+    require_stable = v >= 7 and req.require_stable
     if v >= 8:
-        return encode_fetch_response(v, [
-            (g.group_id, *_fetch_group(runtime, access, ctx, v, g.group_id, g.topics,
-                                       require_stable, getattr(g, "member_id", None),
-                                       getattr(g, "member_epoch", -1)))
-            for g in req.groups])
+        groups = []
+        for g in req.groups:  # v9 adds the member's id and epoch
+            error, rows = _fetch_group(runtime, access, ctx, v, g.group_id, g.topics,
+                                       require_stable, g.member_id if v >= 9 else None,
+                                       g.member_epoch if v >= 9 else -1)
+            groups.append((g.group_id, error, rows))
+        return encode_fetch_response(v, groups)
     topics_req = req.topics if v >= 2 else req.topics or ()
     err, rows = _fetch_group(runtime, access, ctx, v, req.group_id, topics_req, require_stable)
     return encode_fetch_response(v, [(req.group_id, err, rows)])
