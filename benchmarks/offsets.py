@@ -1,6 +1,7 @@
 """Offsets: commit and OffsetFetch rates, and the reload time of ``__consumer_offsets``.
 
-    python -m benchmarks.offsets [--brokers kafkalite,tansu] [--seconds 5] [--records 1000000]
+    python -m benchmarks.offsets [--brokers kafkalite,tansu] [--seconds 5] [--turns 10]
+                                 [--records 1000000]
 
 1. Commits per second from one client, for OffsetCommit v8 requests of 1 and of 64
    partitions (a simple group; ``--partitions`` changes the sizes): sent one at a time for
@@ -12,6 +13,13 @@
    one at a time, a request whose handling costs the broker almost nothing. Requests
    sent one at a time cannot go faster than this on either broker, so it bounds the
    sequential ratios.
+
+   Each broker runs alone, one after the other. With ``--turns N`` the one-at-a-time
+   figures of the floor, OffsetFetch and one-partition commits are taken with both
+   brokers running side by side, taking N turns of ``seconds / N`` each
+   (``taking_turns``): a round trip on a small virtual machine is a quarter slower in some
+   stretches of seconds than in others, and taking turns puts both brokers in the same
+   stretches. (Tansu, though, is faster side by side: docs/benchmarks.md.)
 3. Reload: a ``__consumer_offsets`` partition holding ``--records`` commit records over
    1,000 keys is loaded by a starting broker, before and after compaction (start-up time
    to listening).
@@ -20,6 +28,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import tempfile
 import time
@@ -44,6 +53,10 @@ OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
 TOPIC = "bench-offsets"
 GROUP = "bench-offsets-group"
 TOPIC_PARTITIONS = 64
+#: One-at-a-time commits of up to this many partitions are measured with the brokers
+#: taking turns; larger ones write enough to start kafkalite's log cleaner, whose thread
+#: would run during the other broker's turns, so each broker has its own run of them.
+TURNS_UP_TO = 1
 
 
 def _commit_request(version: int, offset: int, partitions: int = 1) -> Any:
@@ -81,19 +94,91 @@ def _cpu_us_per(broker: Broker, before: float, count: int) -> float:
     return (broker.cpu_seconds() - before) * 1e6 / count if count else float("nan")
 
 
-def commit_rates(broker: Broker, conn: RawConnection, version: int, partitions: int,
-                 seconds: float, pipelined: int) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _sequential(lat: list[float]) -> dict[str, float]:
+    return {"seq": len(lat) / (sum(lat) / 1000), "p50_ms": percentile(lat, 50),
+            "p99_ms": percentile(lat, 99)}
+
+
+def taking_turns(conns: dict[str, RawConnection], frames: dict[str, list[bytes]],
+                 seconds: float, turns: int) -> dict[str, list[float]]:
+    """Round-trip milliseconds of each broker's ``frames`` sent one at a time, the brokers
+    taking ``turns`` turns of ``seconds / turns`` each. A one-at-a-time round trip on a
+    small virtual machine moves by a quarter from one stretch of seconds to the next (where
+    the scheduler has put the processes, what the host is doing): taking turns puts both
+    brokers in the same stretches instead of one after the other."""
+    out: dict[str, list[float]] = {name: [] for name in conns}
+    for _ in range(turns):
+        for name, conn in conns.items():
+            sent = len(out[name])
+            out[name] += one_at_a_time(conn, frames[name][sent:], seconds / turns)
+    return out
+
+
+def _commit_frames(conn: RawConnection, version: int, partitions: int, name: str) -> list[bytes]:
     first = conn.call(_commit_request(version, 1, partitions))
     errs = {int(p.error_code) for p in first.topics[0].partitions}
-    assert errs == {0}, f"{broker.name}: commit failed with {errs}"
-    frames = conn.frames(_commit_request(version, 42, partitions), 200_000)
-    cpu = broker.cpu_seconds()
-    lat = one_at_a_time(conn, frames, seconds)
-    out["seq"] = len(lat) / (sum(lat) / 1000)
-    out["p50_ms"] = percentile(lat, 50)
-    out["p99_ms"] = percentile(lat, 99)
-    out["seq_cpu_us"] = _cpu_us_per(broker, cpu, len(lat) * partitions)
+    assert errs == {0}, f"{name}: commit failed with {errs}"
+    return conn.frames(_commit_request(version, 42, partitions), 200_000)
+
+
+def one_at_a_time_rates(names: list[str], seconds: float, turns: int, sizes: list[int],
+                        overrides: dict[str, str]) -> dict[str, dict[str, dict[str, float]]]:
+    """The one-at-a-time figures of every broker, running side by side and taking turns:
+    {name: {"floor" | "fetch" | "commit-<n>": {...}}}. Only sizes of at most one
+    partition: the 64-partition commits write enough to start kafkalite's log cleaner,
+    whose thread would then run during the other broker's turns."""
+    with contextlib.ExitStack() as stack:
+        brokers = {name: stack.enter_context(running(name, overrides)) for name in names}
+        conns: dict[str, RawConnection] = {}
+        versions: dict[str, tuple[int, int]] = {}
+        for name, broker in brokers.items():
+            create_topic(broker.bootstrap, TOPIC, TOPIC_PARTITIONS)
+            conn = conns[name] = RawConnection(broker.bootstrap)
+            stack.callback(conn.close)
+            versions[name] = _versions(conn, name)
+        out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in names}
+        # First the floor: ApiVersions, whose handling costs a broker almost nothing.
+        floor = taking_turns(conns, {name: _floor_frames(c) for name, c in conns.items()},
+                             seconds, turns)
+        for name, lat in floor.items():
+            out[name]["floor"] = _sequential(lat)
+        # OffsetFetch of one offset committed here.
+        for name, conn in conns.items():
+            conn.call(_commit_request(versions[name][0], 42))
+        fetch = taking_turns(conns, {name: c.frames(_fetch_request(versions[name][1]), 200_000)
+                                     for name, c in conns.items()}, seconds, turns)
+        for name, lat in fetch.items():
+            out[name]["fetch"] = _sequential(lat)
+        for n in sizes:
+            frames = {name: _commit_frames(c, versions[name][0], n, name)
+                      for name, c in conns.items()}
+            cpu = {name: b.cpu_seconds() for name, b in brokers.items()}
+            lat_by = taking_turns(conns, frames, seconds, turns)
+            for name, lat in lat_by.items():
+                out[name][f"commit-{n}"] = {
+                    **_sequential(lat),
+                    # Includes the little the broker does during the other's turns.
+                    "seq_cpu_us": _cpu_us_per(brokers[name], cpu[name], len(lat) * n)}
+        return out
+
+
+def _versions(conn: RawConnection, name: str) -> tuple[int, int]:
+    cv = conn.version(OFFSET_COMMIT, 8)
+    fv = conn.version(OFFSET_FETCH, 8)
+    assert cv == 8 and fv == 8, f"{name}: OffsetCommit v{cv}, OffsetFetch v{fv}"
+    return cv, fv
+
+
+def commit_rates(broker: Broker, conn: RawConnection, version: int, partitions: int,
+                 seconds: float, pipelined: int, sequential: bool) -> dict[str, float]:
+    """The pipelined commit rate, and with ``sequential`` first the one-at-a-time one."""
+    frames = _commit_frames(conn, version, partitions, broker.name)
+    out: dict[str, float] = {}
+    if sequential:
+        cpu = broker.cpu_seconds()
+        lat = one_at_a_time(conn, frames, seconds)
+        out = {**_sequential(lat),
+               "seq_cpu_us": _cpu_us_per(broker, cpu, len(lat) * partitions)}
     # A fixed count, all sent before the time limit: the rate is count / time.
     cpu = broker.cpu_seconds()
     p = pipeline(conn, conn.frames(_commit_request(version, 43, partitions), pipelined),
@@ -105,41 +190,41 @@ def commit_rates(broker: Broker, conn: RawConnection, version: int, partitions: 
 
 
 def rates(name: str, seconds: float, pipelined: int, sizes: list[int],
-          overrides: dict[str, str]) -> dict[str, dict[str, float]]:
-    """{"commit-<n>": {...}, "fetch": {...}} for one broker."""
+          overrides: dict[str, str], alone: bool) -> dict[str, dict[str, float]]:
+    """The figures of one broker running alone: {"floor" | "fetch" | "commit-<n>": {...}}.
+    Without ``alone`` only those ``one_at_a_time_rates`` leaves out: the pipelined ones
+    and the one-at-a-time commits of more than ``TURNS_UP_TO`` partitions."""
     with running(name, overrides) as broker:
         create_topic(broker.bootstrap, TOPIC, TOPIC_PARTITIONS)
         conn = RawConnection(broker.bootstrap)
         try:
-            cv = conn.version(OFFSET_COMMIT, 8)
-            fv = conn.version(OFFSET_FETCH, 8)
-            assert cv == 8 and fv == 8, f"{name}: OffsetCommit v{cv}, OffsetFetch v{fv}"
-            # First, while the broker has nothing else to do (a log cleaning running later
-            # keeps a core busy, which shortens wake-ups and so every round trip).
-            floor = conn.frames(request(API_VERSIONS, 3, client_software_name="bench",
-                                        client_software_version="1"), 200_000)
-            lat = one_at_a_time(conn, floor, seconds)
-            out = {"floor": {"seq": len(lat) / (sum(lat) / 1000),
-                             "p50_ms": percentile(lat, 50)}}
+            cv, fv = _versions(conn, name)
+            out: dict[str, dict[str, float]] = {}
+            if alone:
+                # First, while the broker has nothing else to do (a log cleaning running
+                # later keeps a core busy, which shortens wake-ups and so every round trip).
+                out["floor"] = _sequential(one_at_a_time(conn, _floor_frames(conn), seconds))
             # OffsetFetch next, of one offset committed here: the commit measurements write
             # enough for the log cleaner to start, on a thread that shares the GIL.
             conn.call(_commit_request(cv, 42))
-            fetch: dict[str, float] = {}
-            frames = conn.frames(_fetch_request(fv), 200_000)
-            lat = one_at_a_time(conn, frames, seconds)
-            fetch["seq"] = len(lat) / (sum(lat) / 1000)
-            fetch["p50_ms"] = percentile(lat, 50)
+            fetch = out["fetch"] = (_sequential(one_at_a_time(
+                conn, conn.frames(_fetch_request(fv), 200_000), seconds)) if alone else {})
             p = pipeline(conn, conn.frames(_fetch_request(fv), pipelined),
                          _fetch_error_offset(), 64, 120)
             assert set(p.errors) == {0}, f"{name}: fetch errors {p.errors}"
             fetch["pipe"] = p.per_second
-            out["fetch"] = fetch
             out.update({f"commit-{n}": commit_rates(broker, conn, cv, n, seconds,
-                                                    max(pipelined // n, 500))
+                                                    max(pipelined // n, 500),
+                                                    alone or n > TURNS_UP_TO)
                         for n in sizes})
             return out
         finally:
             conn.close()
+
+
+def _floor_frames(conn: RawConnection) -> list[bytes]:
+    return conn.frames(request(API_VERSIONS, 3, client_software_name="bench",
+                               client_software_version="1"), 200_000)
 
 
 # --- reload ------------------------------------------------------------------------------
@@ -233,12 +318,24 @@ def main(argv: list[str] | None = None) -> None:
                     help="partitions per OffsetCommit request, comma-separated")
     ap.add_argument("--records", type=int, default=1_000_000,
                     help="records in the __consumer_offsets partition to reload")
+    ap.add_argument("--turns", type=int, default=0,
+                    help="run the brokers side by side, taking this many turns in each "
+                         "one-at-a-time measurement (0: each broker alone, one after the "
+                         "other)")
     ap.add_argument("--skip-reload", action="store_true")
     args = ap.parse_args(argv)
     overrides = parse_sets(args.set)
     sizes = [int(n) for n in args.partitions.split(",")]
-    results = {name: rates(name, args.seconds, args.pipelined, sizes, overrides)
-               for name in args.brokers.split(",")}
+    names = args.brokers.split(",")
+    alone = args.turns <= 0
+    results: dict[str, dict[str, dict[str, float]]] = (
+        {name: {} for name in names} if alone else one_at_a_time_rates(
+            names, args.seconds, args.turns, [n for n in sizes if n <= TURNS_UP_TO],
+            overrides))
+    for name in names:
+        for key, figures in rates(name, args.seconds, args.pipelined, sizes, overrides,
+                                  alone).items():
+            results[name].setdefault(key, {}).update(figures)
     rows = []
     for name, r in results.items():
         for n in sizes:
