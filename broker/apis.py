@@ -330,8 +330,12 @@ class KafkaApis:
 
     @staticmethod
     def _frame(c: codecs.ApiCodec, correlation_id: int, response: Any) -> bytes:
-        body = response if type(response) is bytes or isinstance(response, bytearray) \
-            else c.encode_response(response)
+        if type(response) is bytes:
+            body = response
+        elif isinstance(response, bytearray):
+            body = bytes(response)  # the frame stays bytes
+        else:
+            body = c.encode_response(response)
         if c.response_header_flexible:  # size, correlation id, no tagged fields
             return _HEADER_V1.pack(len(body) + 5, correlation_id, 0) + body
         return _HEADER_V0.pack(len(body) + 4, correlation_id) + body
