@@ -51,7 +51,7 @@ class GroupAdmin(Partitions):
         if ps is None:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
         partition = ps.partition
-        cgroup = ps.consumer_groups.get(group_id) if ps.consumer_groups else None
+        cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req)
             if err is not ErrorCode.none:
@@ -95,7 +95,7 @@ class GroupAdmin(Partitions):
             rows = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
             return Outcome((err, rows))
-        cgroup = ps.consumer_groups.get(group_id) if ps.consumer_groups else None
+        cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
             if err is not ErrorCode.none:
