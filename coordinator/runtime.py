@@ -97,6 +97,8 @@ class CoordinatorRuntime:
         self.core = core
         self.logs = logs
         self.scheduler = scheduler
+        #: The scheduler's clock, bound once: every commit reads it twice.
+        self.now: Callable[[], int] = scheduler.clock.now_ms
         self.stopped = False
         self.topics: dict[str, StateTopic] = {}
         self.serve(StateTopic(OFFSETS_TOPIC, core.config.num_partitions, core, OFFSETS_CODEC,
@@ -118,15 +120,14 @@ class CoordinatorRuntime:
 
     def ensure_topic(self, name: str = OFFSETS_TOPIC) -> None:
         """Create an internal topic on first use (FindCoordinator, or a core's first write)."""
-        self.topics[name].ensure()
+        topic = self.topics[name]
+        topic.ensure()
+        topic.ensured = True
 
     @property
     def clock_now(self) -> Callable[[], int]:
         """The clock's read function (the heartbeat path binds it once)."""
-        return self.scheduler.clock.now_ms
-
-    def now(self) -> int:
-        return self.scheduler.clock.now_ms()
+        return self.now
 
     # --- running outcomes ----------------------------------------------------------------
 
@@ -160,7 +161,8 @@ class CoordinatorRuntime:
             return ErrorCode.not_coordinator
         if not w.records:
             return ErrorCode.none
-        topic.ensure()
+        if not topic.ensured:
+            self.ensure_topic(w.topic)
         encoded = w.encoded
         if encoded is None:
             encode_key, encode_value = topic.codec.encode_key, topic.codec.encode_value

@@ -82,6 +82,9 @@ class StateTopic:
     codec: RecordCodec
     #: Creates the topic in the catalogue before its first write (and FindCoordinator).
     ensure: Callable[[], None]
+    #: Set once ``ensure`` has run: internal topics are never deleted, so every later
+    #: write skips the catalogue lookup.
+    ensured: bool = False
 
 
 def _decode_offsets(key: bytes, value: bytes | None) -> tuple[Any, Any]:

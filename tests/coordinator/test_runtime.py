@@ -11,6 +11,7 @@ from kafkalite.coordinator.clock import SystemClock
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.memlog import MemoryLogs
+from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.states import GroupState
@@ -93,5 +94,28 @@ def test_records_in_the_log_load_back_into_a_stable_group() -> None:
         assert again.core.heartbeat(again.now(), "g", mid, None, 1) is E.none
         again.scheduler.stop()
         await again.stop()
+
+    asyncio.run(run())
+
+
+def test_the_internal_topic_is_ensured_before_the_first_write_only() -> None:
+    async def run() -> None:
+        logs = MemoryLogs()
+        scheduler = Scheduler(SystemClock())
+        ensured: list[int] = []
+        rt = CoordinatorRuntime(GroupCoordinatorCore(CoreConfig(**CFG), scheduler.timers),
+                                logs, scheduler, ensure_topic=lambda: ensured.append(1))
+        await rt.load_all(exists=False)
+        assert ensured == []  # loading creates nothing
+        for offset in range(3):
+            errors = rt.run(rt.core.commit_offsets(rt.now(), CommitRequest(
+                "g", topics=[("t", [PartitionCommit(0, offset)])])))
+            assert errors == {("t", 0): E.none}
+        assert ensured == [1]
+        p = rt.core.partition_for("g")
+        assert len(list(logs.get_or_create(OFFSETS_TOPIC, p).iter_batches())) == 3
+        rt.ensure_topic()  # FindCoordinator asks again: the topic's own check decides
+        assert ensured == [1, 1]
+        await rt.stop()
 
     asyncio.run(run())
