@@ -59,7 +59,7 @@ TOPIC_PARTITIONS = 64
 TURNS_UP_TO = 1
 
 
-def _commit_request(version: int, offset: int, partitions: int = 1) -> Any:
+def commit_request(version: int, offset: int, partitions: int = 1) -> Any:
     topic_t = request_class(OFFSET_COMMIT, version, "OffsetCommitRequestTopic")
     part_t = request_class(OFFSET_COMMIT, version, "OffsetCommitRequestPartition")
     return request(
@@ -71,7 +71,7 @@ def _commit_request(version: int, offset: int, partitions: int = 1) -> Any:
     )
 
 
-def _fetch_request(version: int) -> Any:
+def fetch_request(version: int) -> Any:
     group_t = request_class(OFFSET_FETCH, version, "OffsetFetchRequestGroup")
     topics_t = request_class(OFFSET_FETCH, version, "OffsetFetchRequestTopics")
     return request(OFFSET_FETCH, version, require_stable=False, groups=(build(
@@ -94,7 +94,7 @@ def _cpu_us_per(broker: Broker, before: float, count: int) -> float:
     return (broker.cpu_seconds() - before) * 1e6 / count if count else float("nan")
 
 
-def _sequential(lat: list[float]) -> dict[str, float]:
+def sequential(lat: list[float]) -> dict[str, float]:
     return {"seq": len(lat) / (sum(lat) / 1000), "p50_ms": percentile(lat, 50),
             "p99_ms": percentile(lat, 99)}
 
@@ -115,10 +115,10 @@ def taking_turns(conns: dict[str, RawConnection], frames: dict[str, list[bytes]]
 
 
 def _commit_frames(conn: RawConnection, version: int, partitions: int, name: str) -> list[bytes]:
-    first = conn.call(_commit_request(version, 1, partitions))
+    first = conn.call(commit_request(version, 1, partitions))
     errs = {int(p.error_code) for p in first.topics[0].partitions}
     assert errs == {0}, f"{name}: commit failed with {errs}"
-    return conn.frames(_commit_request(version, 42, partitions), 200_000)
+    return conn.frames(commit_request(version, 42, partitions), 200_000)
 
 
 def one_at_a_time_rates(names: list[str], seconds: float, turns: int, sizes: list[int],
@@ -138,17 +138,17 @@ def one_at_a_time_rates(names: list[str], seconds: float, turns: int, sizes: lis
             versions[name] = _versions(conn, name)
         out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in names}
         # First the floor: ApiVersions, whose handling costs a broker almost nothing.
-        floor = taking_turns(conns, {name: _floor_frames(c) for name, c in conns.items()},
+        floor = taking_turns(conns, {name: floor_frames(c) for name, c in conns.items()},
                              seconds, turns)
         for name, lat in floor.items():
-            out[name]["floor"] = _sequential(lat)
+            out[name]["floor"] = sequential(lat)
         # OffsetFetch of one offset committed here.
         for name, conn in conns.items():
-            conn.call(_commit_request(versions[name][0], 42))
-        fetch = taking_turns(conns, {name: c.frames(_fetch_request(versions[name][1]), 200_000)
+            conn.call(commit_request(versions[name][0], 42))
+        fetch = taking_turns(conns, {name: c.frames(fetch_request(versions[name][1]), 200_000)
                                      for name, c in conns.items()}, seconds, turns)
         for name, lat in fetch.items():
-            out[name]["fetch"] = _sequential(lat)
+            out[name]["fetch"] = sequential(lat)
         for n in sizes:
             frames = {name: _commit_frames(c, versions[name][0], n, name)
                       for name, c in conns.items()}
@@ -156,7 +156,7 @@ def one_at_a_time_rates(names: list[str], seconds: float, turns: int, sizes: lis
             lat_by = taking_turns(conns, frames, seconds, turns)
             for name, lat in lat_by.items():
                 out[name][f"commit-{n}"] = {
-                    **_sequential(lat),
+                    **sequential(lat),
                     # Includes the little the broker does during the other's turns.
                     "seq_cpu_us": _cpu_us_per(brokers[name], cpu[name], len(lat) * n)}
         return out
@@ -170,18 +170,18 @@ def _versions(conn: RawConnection, name: str) -> tuple[int, int]:
 
 
 def commit_rates(broker: Broker, conn: RawConnection, version: int, partitions: int,
-                 seconds: float, pipelined: int, sequential: bool) -> dict[str, float]:
-    """The pipelined commit rate, and with ``sequential`` first the one-at-a-time one."""
+                 seconds: float, pipelined: int, one_by_one: bool) -> dict[str, float]:
+    """The pipelined commit rate, and with ``one_by_one`` first the one-at-a-time one."""
     frames = _commit_frames(conn, version, partitions, broker.name)
     out: dict[str, float] = {}
-    if sequential:
+    if one_by_one:
         cpu = broker.cpu_seconds()
         lat = one_at_a_time(conn, frames, seconds)
-        out = {**_sequential(lat),
+        out = {**sequential(lat),
                "seq_cpu_us": _cpu_us_per(broker, cpu, len(lat) * partitions)}
     # A fixed count, all sent before the time limit: the rate is count / time.
     cpu = broker.cpu_seconds()
-    p = pipeline(conn, conn.frames(_commit_request(version, 43, partitions), pipelined),
+    p = pipeline(conn, conn.frames(commit_request(version, 43, partitions), pipelined),
                  _commit_error_offset(), 64, 120)
     assert set(p.errors) == {0}, f"{broker.name}: commit errors {p.errors}"
     out["pipe"] = p.per_second
@@ -203,13 +203,13 @@ def rates(name: str, seconds: float, pipelined: int, sizes: list[int],
             if alone:
                 # First, while the broker has nothing else to do (a log cleaning running
                 # later keeps a core busy, which shortens wake-ups and so every round trip).
-                out["floor"] = _sequential(one_at_a_time(conn, _floor_frames(conn), seconds))
+                out["floor"] = sequential(one_at_a_time(conn, floor_frames(conn), seconds))
             # OffsetFetch next, of one offset committed here: the commit measurements write
             # enough for the log cleaner to start, on a thread that shares the GIL.
-            conn.call(_commit_request(cv, 42))
-            fetch = out["fetch"] = (_sequential(one_at_a_time(
-                conn, conn.frames(_fetch_request(fv), 200_000), seconds)) if alone else {})
-            p = pipeline(conn, conn.frames(_fetch_request(fv), pipelined),
+            conn.call(commit_request(cv, 42))
+            fetch = out["fetch"] = (sequential(one_at_a_time(
+                conn, conn.frames(fetch_request(fv), 200_000), seconds)) if alone else {})
+            p = pipeline(conn, conn.frames(fetch_request(fv), pipelined),
                          _fetch_error_offset(), 64, 120)
             assert set(p.errors) == {0}, f"{name}: fetch errors {p.errors}"
             fetch["pipe"] = p.per_second
@@ -222,7 +222,7 @@ def rates(name: str, seconds: float, pipelined: int, sizes: list[int],
             conn.close()
 
 
-def _floor_frames(conn: RawConnection) -> list[bytes]:
+def floor_frames(conn: RawConnection) -> list[bytes]:
     return conn.frames(request(API_VERSIONS, 3, client_software_name="bench",
                                client_software_version="1"), 200_000)
 
@@ -289,7 +289,7 @@ def reload(records: int, overrides: dict[str, str]) -> list[list[Any]]:
         first.start()
         create_topic(first.bootstrap, TOPIC, 1)
         conn = RawConnection(first.bootstrap)
-        conn.call(_commit_request(conn.version(OFFSET_COMMIT, 8), 0))
+        conn.call(commit_request(conn.version(OFFSET_COMMIT, 8), 0))
         conn.close()
         first.stop()
         data = root / "data"
