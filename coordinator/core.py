@@ -33,7 +33,7 @@ from kafkalite.protocol.consumer_offsets import (
     RecordKey,
     RecordValue,
 )
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from . import consumer_records as cr
 from .consumer_group import ConsumerGroup, ReplayError
@@ -191,7 +191,7 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration, TxnOffsetCo
                     protocols=protocols, require_known_member_id=require_known_member_id)
 
             def then(err: ErrorCode, t: int) -> Outcome:
-                if err is not ErrorCode.none:
+                if err is not NO_ERROR:
                     return Outcome(JoinResult(err, member_id))
                 return Membership.join(
                     self, t, waiter, group_id=group_id, member_id=member_id,
@@ -257,7 +257,7 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration, TxnOffsetCo
         return super().leave(now, group_id, members)
 
     def _consumer_group_for_classic(self, group_id: str) -> ConsumerGroup | None:
-        if self.group_status(group_id) is not ErrorCode.none:
+        if self.group_status(group_id) is not NO_ERROR:
             return None
         return self.consumer_group(group_id)
 

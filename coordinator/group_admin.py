@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import structlog
 
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
 from . import consumer_admin
@@ -54,7 +54,7 @@ class GroupAdmin(Partitions):
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req)
-            if err is not ErrorCode.none:
+            if err is not NO_ERROR:
                 return Outcome({(t, p.partition_index): err for t, parts in req.topics
                                 for p in parts})
             return self._commit_result(partition, req, self.offsets.commit_records(req, now))
@@ -73,9 +73,9 @@ class GroupAdmin(Partitions):
             return Outcome(errors)
 
         def then(append_err: ErrorCode, _now: int) -> Outcome:
-            if append_err is ErrorCode.none:
+            if append_err is NO_ERROR:
                 return Outcome(errors)
-            return Outcome({tp: (append_err if e is ErrorCode.none else e)
+            return Outcome({tp: (append_err if e is NO_ERROR else e)
                             for tp, e in errors.items()})
 
         # Positional (keywords cost more than the rest of this step of a commit): no
@@ -98,16 +98,16 @@ class GroupAdmin(Partitions):
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
-            if err is not ErrorCode.none:
+            if err is not NO_ERROR:
                 return Outcome((err, []))  # the group's error alone, as Kafka
             found = self.offsets.fetch(None, group_id, topics)
             if require_stable and group_id in self.pending.open_by_group:
                 found = self._unstable(group_id, found)
-            return Outcome((ErrorCode.none, found))
+            return Outcome((NO_ERROR, found))
         found = self.offsets.fetch(ps.groups.get(group_id), group_id, topics)
         if require_stable and group_id in self.pending.open_by_group:
             found = self._unstable(group_id, found)
-        return Outcome((ErrorCode.none, found))
+        return Outcome((NO_ERROR, found))
 
     def _unstable(self, group_id: str, rows: list[tuple[str, list[OffsetRow]]]
                   ) -> list[tuple[str, list[OffsetRow]]]:
@@ -124,27 +124,27 @@ class GroupAdmin(Partitions):
                        topics: Sequence[tuple[str, Sequence[int]]]) -> Outcome:
         """Response: ``DeleteOffsetsResult``."""
         err = self.group_status(group_id)
-        if err is not ErrorCode.none:
+        if err is not NO_ERROR:
             return Outcome((err, []))
         cgroup = self.consumer_group(group_id)
         if cgroup is not None:
-            group_err = ErrorCode.none
+            group_err = NO_ERROR
             rows, records = consumer_admin.delete_offsets(self.offsets, cgroup, topics)
         else:
             group_err, rows, records = self.offsets.delete_offsets(self.group(group_id),
                                                                    group_id, topics)
-        if group_err is not ErrorCode.none:
+        if group_err is not NO_ERROR:
             return Outcome((group_err, []))
         # As Kafka: a partition with only a pending transactional offset gets a tombstone.
         records.extend(self._pending_tombstones(
-            group_id, {(t, p) for t, parts in rows for p, e in parts if e is ErrorCode.none},
+            group_id, {(t, p) for t, parts in rows for p, e in parts if e is NO_ERROR},
             records))
-        result: DeleteOffsetsResult = (ErrorCode.none, rows)
+        result: DeleteOffsetsResult = (NO_ERROR, rows)
         if not records:
             return Outcome(result)
 
         def then(append_err: ErrorCode, _now: int) -> Outcome:
-            return Outcome(result if append_err is ErrorCode.none else (append_err, []))
+            return Outcome(result if append_err is NO_ERROR else (append_err, []))
 
         return Outcome(AFTER_WRITE, writes=[
             Write(self.partition_for(group_id), group_id, records, then)])
@@ -154,7 +154,7 @@ class GroupAdmin(Partitions):
     def delete_group(self, now: int, group_id: str) -> Outcome:
         """Response: the group's error. Writes tombstones for its offsets and itself."""
         err = self.group_status(group_id)
-        if err is not ErrorCode.none:
+        if err is not NO_ERROR:
             return Outcome(err)
         cgroup = self.consumer_group(group_id)
         if cgroup is not None:
@@ -163,11 +163,11 @@ class GroupAdmin(Partitions):
         else:
             err = self.offsets.validate_delete_group(self.group(group_id))
             records = self.offsets.delete_group_records(group_id)
-        if err is not ErrorCode.none:
+        if err is not NO_ERROR:
             return Outcome(err)
 
         def then(append_err: ErrorCode, _now: int) -> Outcome:
-            if append_err is ErrorCode.none:
+            if append_err is NO_ERROR:
                 log.info("group.deleted", group=group_id)
             return Outcome(append_err)
 
@@ -199,7 +199,7 @@ class GroupAdmin(Partitions):
         offsets, and for an Empty group left without offsets."""
         out = Outcome(None)
         for g in self.groups():
-            if self.partition_status(g.partition) is not ErrorCode.none:
+            if self.partition_status(g.partition) is not NO_ERROR:
                 continue
             records: list[Record] = []
             expired, remove = self._spare_pending(g.group_id, *self.offsets.expire(
@@ -212,7 +212,7 @@ class GroupAdmin(Partitions):
                                         _log_expiry(g.group_id, len(expired), remove)))
         for cg in self.consumer_groups():
             p = self.partition_for(cg.group_id)
-            if self.partition_status(p) is not ErrorCode.none:
+            if self.partition_status(p) is not NO_ERROR:
                 continue
             expired, remove = self._spare_pending(cg.group_id, *consumer_admin.expire(
                 self.offsets, cg, now))
@@ -239,29 +239,29 @@ class GroupAdmin(Partitions):
 
     def describe_group(self, group_id: str) -> DescribedGroup:
         err = self.group_status(group_id)
-        if err is not ErrorCode.none:
+        if err is not NO_ERROR:
             return DescribedGroup(err)
         g = self.group(group_id)
         if g is None:
             # Kafka describes an unknown group as Dead, without error (below v6), and so
             # a consumer group ("is not a classic group").
-            return DescribedGroup(ErrorCode.none, DEAD.value)
+            return DescribedGroup(NO_ERROR, DEAD.value)
         stable = g.state is STABLE
         members = tuple(
             DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                             m.metadata(g.protocol_name) if stable else b"",
                             m.assignment if stable else b"")
             for m in g.members.values())
-        return DescribedGroup(ErrorCode.none, g.state.value, g.protocol_type or "",
+        return DescribedGroup(NO_ERROR, g.state.value, g.protocol_type or "",
                               (g.protocol_name or "") if stable else "", members)
 
     def list_groups(self) -> list[ListedGroup]:
         out = [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
                for g in self.groups() if g.state is not DEAD
-               and self.partition_status(g.partition) is ErrorCode.none]
+               and self.partition_status(g.partition) is NO_ERROR]
         out.extend(ListedGroup(g.group_id, "consumer", g.state.value, "consumer")
                    for g in self.consumer_groups()
-                   if self.partition_status(self.partition_for(g.group_id)) is ErrorCode.none)
+                   if self.partition_status(self.partition_for(g.group_id)) is NO_ERROR)
         return out
 
     def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
@@ -270,7 +270,7 @@ class GroupAdmin(Partitions):
         default = self.config.consumer_assignors[0]
         for gid in group_ids:
             err = self.group_status(gid)
-            if err is not ErrorCode.none:
+            if err is not NO_ERROR:
                 out.append(DescribedConsumerGroup(gid, err))
                 continue
             cg = self.consumer_group(gid)
@@ -290,7 +290,7 @@ class GroupAdmin(Partitions):
 def _log_expiry(group_id: str, tombstones: int, removed: bool
                 ) -> Callable[[ErrorCode, int], Outcome]:
     def then(err: ErrorCode, _now: int) -> Outcome:
-        if err is ErrorCode.none:
+        if err is NO_ERROR:
             log.info("offsets.expired", group=group_id, tombstones=tombstones,
                      group_removed=removed)
         return Outcome(None)

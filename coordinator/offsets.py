@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
 
@@ -190,7 +190,7 @@ class OffsetStore:
         replayed."""
         if group is None:
             if req.generation_id < 0:
-                return ErrorCode.none
+                return NO_ERROR
             if req.api_version >= 9:
                 return ErrorCode.group_id_not_found
             return ErrorCode.illegal_generation
@@ -198,7 +198,7 @@ class OffsetStore:
         if state is DEAD:
             return ErrorCode.coordinator_not_available
         if req.generation_id < 0 and state is EMPTY:
-            return ErrorCode.none
+            return NO_ERROR
         if req.generation_id >= 0 or req.member_id or req.instance_id is not None:
             if req.instance_id is not None:
                 existing = group.static_member_id(req.instance_id)
@@ -214,14 +214,14 @@ class OffsetStore:
             return ErrorCode.unknown_member_id
         if state is COMPLETING and not transactional:
             return ErrorCode.rebalance_in_progress
-        return ErrorCode.none
+        return NO_ERROR
 
     def commit(self, group: GroupView | None, req: CommitRequest, now: int) -> CommitResult:
         """Validate a commit and return its records (not yet applied: replay them once
         appended) and per-partition errors."""
         result = CommitResult()
         error = self.validate_commit(group, req)
-        if error is not ErrorCode.none:
+        if error is not NO_ERROR:
             for topic, parts in req.topics:
                 for p in parts:
                     result.errors[(topic, p.partition_index)] = error
@@ -240,7 +240,7 @@ class OffsetStore:
             else now + req.retention_time_ms
         limit = self.max_metadata_bytes
         errors, records, encoded = result.errors, result.records, result.encoded
-        ok = ErrorCode.none
+        ok = NO_ERROR
         group_id = req.group_id
         Key, Value = co.OffsetCommitKey, co.OffsetCommitValue
         pack_partition, value_bytes = _I32.pack, co.offset_value_bytes
@@ -279,7 +279,7 @@ class OffsetStore:
             by_topic: dict[str, list[OffsetRow]] = {}
             for (topic, partition), c in offsets.items():
                 by_topic.setdefault(topic, []).append(
-                    (partition, c.offset, c.leader_epoch, c.metadata, ErrorCode.none))
+                    (partition, c.offset, c.leader_epoch, c.metadata, NO_ERROR))
             for topic in sorted(by_topic):
                 out.append((topic, sorted(by_topic[topic])))
             return out
@@ -288,10 +288,10 @@ class OffsetStore:
             for partition in partitions:
                 found = offsets.get((topic, partition))
                 if found is None:
-                    rows.append((partition, -1, -1, "", ErrorCode.none))
+                    rows.append((partition, -1, -1, "", NO_ERROR))
                 else:
                     rows.append((partition, found.offset, found.leader_epoch, found.metadata,
-                                 ErrorCode.none))
+                                 NO_ERROR))
             out.append((topic, rows))
         return out
 
@@ -315,8 +315,8 @@ class OffsetStore:
             for p in partitions:
                 if self.get(group_id, topic, p) is not None:
                     records.append((co.OffsetCommitKey(group_id, topic, p), None))
-            out.append((topic, [(p, ErrorCode.none) for p in partitions]))
-        return ErrorCode.none, out, records
+            out.append((topic, [(p, NO_ERROR) for p in partitions]))
+        return NO_ERROR, out, records
 
     # --- DeleteGroups -------------------------------------------------------------------
 
@@ -326,7 +326,7 @@ class OffsetStore:
             return ErrorCode.group_id_not_found
         if group.state in (STABLE, PREPARING, COMPLETING):
             return ErrorCode.non_empty_group
-        return ErrorCode.none
+        return NO_ERROR
 
     def delete_group_records(self, group_id: str) -> list[Record]:
         """Tombstones for every offset of the group, then for the group itself."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafkalite.protocol.consumer_offsets import group_partition
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .config import CoreConfig
 from .consumer_group import ConsumerGroup
@@ -123,7 +123,7 @@ class Partitions:
             return ErrorCode.invalid_group_id, None
         ps = self.partitions.get(self.partition_for(group_id))
         if ps is not None and not ps.loading:
-            return ErrorCode.none, ps
+            return NO_ERROR, ps
         return _status(ps), None
 
     def partition_status(self, partition: int) -> ErrorCode:
@@ -136,4 +136,4 @@ def _status(ps: PartitionState | None) -> ErrorCode:
         return ErrorCode.not_coordinator
     if ps.loading:
         return ErrorCode.coordinator_load_in_progress
-    return ErrorCode.none
+    return NO_ERROR

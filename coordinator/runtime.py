@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode, ProtocolError
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode, ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import (
     ATTR_TRANSACTIONAL,
@@ -160,7 +160,7 @@ class CoordinatorRuntime:
         if self.stopped or w.partition not in core.partitions:
             return ErrorCode.not_coordinator
         if not w.records:
-            return ErrorCode.none
+            return NO_ERROR
         if not topic.ensured:
             self.ensure_topic(w.topic)
         encoded = w.encoded
@@ -176,7 +176,7 @@ class CoordinatorRuntime:
         except Exception as e:
             return self._failed(w, e)
         core.replay_all(w.partition, w.records)
-        return ErrorCode.none
+        return NO_ERROR
 
     def on_topic_change(self, change: TopicChange) -> None:
         """A topic catalogue event (wired by the composition root): the group core learns
@@ -199,7 +199,7 @@ class CoordinatorRuntime:
             return self._failed(w, e)
         core.replay_transactional(w.partition, w.producer_id, w.producer_epoch,
                                   [TxnRecord(k, v, base + i) for i, (k, v) in enumerate(w.records)])
-        return ErrorCode.none
+        return NO_ERROR
 
     @staticmethod
     def _failed(w: Write, e: Exception) -> ErrorCode:
@@ -217,7 +217,7 @@ class CoordinatorRuntime:
         pending offsets there committed or drops them. A partition not loaded here answers
         NOT_LEADER_OR_FOLLOWER, the retriable error Kafka translates those to."""
         core = self.core
-        if self.stopped or core.partition_status(partition) is not ErrorCode.none:
+        if self.stopped or core.partition_status(partition) is not NO_ERROR:
             return ErrorCode.not_leader_or_follower
         self.ensure_topic()
         try:
@@ -229,7 +229,7 @@ class CoordinatorRuntime:
                         producer_id=producer_id, error=repr(e), mapped=err.name)
             return err
         core.replay_end_marker(partition, producer_id, commit)
-        return ErrorCode.none
+        return NO_ERROR
 
     def _expire_offsets(self, now: int) -> None:
         if not self.stopped:
