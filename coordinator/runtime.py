@@ -124,11 +124,6 @@ class CoordinatorRuntime:
         topic.ensure()
         topic.ensured = True
 
-    @property
-    def clock_now(self) -> Callable[[], int]:
-        """The clock's read function (the heartbeat path binds it once)."""
-        return self.now
-
     # --- running outcomes ----------------------------------------------------------------
 
     def run(self, out: Outcome) -> Any:
