@@ -38,6 +38,9 @@ class Scheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handle: asyncio.Handle | None = None
         self._armed_for: int | None = None
+        #: ``timers.pushes`` when the handle was armed: with no push since, no deadline
+        #: moved earlier, and a handle armed too early only fires and re-arms.
+        self._armed_pushes = -1
         self._running = False
 
     def now(self) -> int:
@@ -118,9 +121,12 @@ class Scheduler:
 
     def rearm(self) -> None:
         """Arm the loop for the earliest deadline (called after anything may have moved it)."""
+        if self._handle is not None and self.timers.pushes == self._armed_pushes:
+            return  # every commit and fetch ends here: no next_deadline() walk
         if not self._running or self._loop is None:
             return
         deadline = self.timers.next_deadline()
+        self._armed_pushes = self.timers.pushes
         if deadline == self._armed_for and self._handle is not None:
             return
         if self._handle is not None:

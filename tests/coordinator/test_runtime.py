@@ -119,3 +119,35 @@ def test_the_internal_topic_is_ensured_before_the_first_write_only() -> None:
         await rt.stop()
 
     asyncio.run(run())
+
+
+def test_the_loop_timer_is_rearmed_when_a_deadline_moves_earlier_only() -> None:
+    async def run() -> None:
+        scheduler = Scheduler(SystemClock())
+        fired: list[tuple[object, ...]] = []
+        scheduler.handle("t", lambda key, _deadline, _now: fired.append(key))
+        scheduler.start()
+        timers, now = scheduler.timers, scheduler.now()
+        timers.schedule(("t", "late"), now + 60_000)
+        scheduler.rearm()
+        armed = scheduler._handle
+        assert armed is not None
+        timers.schedule(("t", "late"), now + 120_000)  # later: rides on the armed handle
+        scheduler.rearm()
+        assert scheduler._handle is armed
+        timers.schedule(("t", "soon"), scheduler.now() + 20)  # earlier: re-armed for it
+        scheduler.rearm()
+        assert scheduler._handle is not armed
+        await asyncio.sleep(0.2)
+        assert fired == [("t", "soon")]
+        # A handle armed for a deadline that moved later fires early, runs nothing and
+        # re-arms for the new deadline.
+        timers.schedule(("t", "moved"), scheduler.now() + 20)
+        scheduler.rearm()
+        timers.schedule(("t", "moved"), scheduler.now() + 60_000)
+        await asyncio.sleep(0.2)
+        assert fired == [("t", "soon")]
+        assert scheduler._handle is not None and ("t", "moved") in timers
+        scheduler.stop()
+
+    asyncio.run(run())
