@@ -39,11 +39,17 @@ from kafkalite.protocol.client import RawConnection, one_at_a_time
 PLACEMENTS = ("free", "same", "apart")
 
 
-def _threads(pid: int) -> list[int]:
+def _pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` (tokio's workers, the log cleaner) on ``cpus``."""
     try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        threads = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
-        return []
+        return
+    for tid in threads:
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
 
 
 @contextmanager
@@ -57,20 +63,12 @@ def placed(pid: int, placement: str, cpus: list[int]) -> Iterator[None]:
     }[placement]
     mine = os.sched_getaffinity(0)
     try:
-        for tid in _threads(pid):  # tokio and the cleaner have threads of their own
-            try:
-                os.sched_setaffinity(tid, broker_cpus)
-            except OSError:  # a thread that ended meanwhile
-                pass
+        _pin(pid, broker_cpus)
         os.sched_setaffinity(0, client_cpus)
         yield
     finally:
         os.sched_setaffinity(0, mine)
-        for tid in _threads(pid):
-            try:
-                os.sched_setaffinity(tid, everywhere)
-            except OSError:
-                pass
+        _pin(pid, everywhere)
 
 
 def measure(name: str, seconds: float, rounds: int, overrides: dict[str, str],
