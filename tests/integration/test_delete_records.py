@@ -3,8 +3,6 @@ OFFSET_OUT_OF_RANGE and the records stay; valid offsets still work in the same s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from confluent_kafka import OFFSET_INVALID, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient

@@ -4,7 +4,6 @@ consumer and kafka-python send incremental ones, as the broker's session counter
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP

@@ -3,10 +3,7 @@ kafka-python KafkaAdminClient and the Java Admin/KafkaConsumer."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import (
@@ -22,7 +19,6 @@ from kafka.admin import KafkaAdminClient
 from kafkalite.broker.testing import BrokerThread
 
 from .java_support import run_java
-
 from .test_offsets_clients import _ck_consumer, _ck_first_offset, _name, produce
 
 

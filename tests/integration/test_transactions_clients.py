@@ -18,7 +18,6 @@ import datetime
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer
