@@ -37,7 +37,7 @@ KAFKALITE_KAFKA_JARS_DIR=$(bash scripts/kafka-jars.sh)
 export KAFKALITE_KAFKA_JARS_DIR
 
 echo "== ruff"
-ruff check kafkalite broker protocol coordinator storage pipeline tests benchmarks
+ruff check kafkalite broker protocol coordinator storage pipeline schema_registry tests benchmarks timekeeping
 echo "== mypy"
 mypy
 echo "== docker-compose.yml"
