@@ -228,7 +228,8 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
 
 
 def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
-                          security: SecurityState) -> AdminListener | None:
+                          security: SecurityState, metrics: BrokerMetrics
+                          ) -> AdminListener | None:
     """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
     imported otherwise."""
     try:
@@ -240,7 +241,7 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
     from kafkalite.schema_registry.hooks import build_registry
 
     return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
-                          security.scram)
+                          security.scram, metrics)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
@@ -255,7 +256,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     txn = build_transactions(config, storage, runtime)
     control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
-    registry = build_schema_registry(config, storage, scheduler, security)
+    registry = build_schema_registry(config, storage, scheduler, security, control.metrics)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)
