@@ -15,6 +15,7 @@ from kio.schema.consumer_group_heartbeat.v0 import request as cgh
 
 from kafkalite.broker.config import Config, ConfigError
 from kafkalite.broker.dynamic_config import FILE_NAME
+from kafkalite.coordinator.partitions import session_key
 from kafkalite.protocol.errors import ErrorCode
 
 from .harness import Handlers
@@ -240,8 +241,8 @@ async def test_consumer_group_uses_its_session_timeout_and_heartbeat(tmp_path: P
         assert (other.error_code, other.heartbeat_interval) == (0, timedelta(seconds=5))
         timers = h.broker.scheduler.timers
         now = h.broker.scheduler.now()
-        deadline = timers.deadline(("consumer-session", "g", resp.member_id))
-        other_deadline = timers.deadline(("consumer-session", "other", other.member_id))
+        deadline = timers.deadline(session_key("g", resp.member_id))
+        other_deadline = timers.deadline(session_key("other", other.member_id))
         assert deadline is not None and other_deadline is not None
         assert deadline - now > 70000 >= other_deadline - now
     finally:

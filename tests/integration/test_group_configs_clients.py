@@ -62,7 +62,7 @@ def test_confluent_admin_group_configs(make_broker: Callable[..., BrokerThread])
     with pytest.raises(KafkaException, match=r"share.record.lock.duration.ms must be in the "
                                              r"range 15000 to 60000 inclusive."):
         _set(admin, "shares", share_record_lock_duration_ms="90000")
-    with pytest.raises(KafkaException, match="Unknown group config name: share.nonsense"):
+    with pytest.raises(KafkaException, match=r"Unknown group config name: share\.nonsense"):
         _set(admin, "shares", share_nonsense="1")
 
     broker.restart()
