@@ -229,7 +229,7 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
 
 
 def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
-                          security: SecurityState, metrics: BrokerMetrics
+                          security: SecurityState, control: Control
                           ) -> AdminListener | None:
     """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
     imported otherwise."""
@@ -242,7 +242,7 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
     from kafkalite.schema_registry.hooks import build_registry
 
     return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
-                          security.scram, metrics)
+                          security.scram, control.metrics, control.view)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
@@ -257,7 +257,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     txn = build_transactions(config, storage, runtime)
     control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
-    registry = build_schema_registry(config, storage, scheduler, security, control.metrics)
+    registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)
