@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
@@ -124,7 +124,8 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
     return cluster, storage, cleaner
 
 
-def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
+def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
+                      group_overrides: GroupOverrides | None = None
                       ) -> tuple[CoordinatorRuntime, GroupService]:
     """The group coordinator's core and runtime; ``__consumer_offsets`` is created on first
     use (FindCoordinator for a group, or the runtime's first write)."""
@@ -145,6 +146,7 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
         consumer_assignors=consumer_assignors(config),
         migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
         regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
+        group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
     core.set_topics([topic_change("created", t) for t in storage.catalog], scheduler.now())
@@ -235,7 +237,7 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
 
 
 def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
-                          security: SecurityState, metrics: BrokerMetrics
+                          security: SecurityState, control: Control
                           ) -> AdminListener | None:
     """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
     imported otherwise."""
@@ -248,7 +250,7 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
     from kafkalite.schema_registry.hooks import build_registry
 
     return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
-                          security.scram, metrics)
+                          security.scram, control.metrics, control.view)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
@@ -259,11 +261,11 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     scheduler = Scheduler(clock or SystemClock())
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
-    runtime, groups = build_coordinator(config, storage, scheduler)
+    runtime, groups = build_coordinator(config, storage, scheduler, dynamic.groups)
     txn_core, txn = build_transactions(config, storage, runtime, groups)
     control = build_control(config, cluster, storage, runtime, groups, scheduler)
     security, authorizer = build_security(config)
-    registry = build_schema_registry(config, storage, scheduler, security, control.metrics)
+    registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)
