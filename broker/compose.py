@@ -29,11 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from kafkalite.coordinator.clock import Clock, SystemClock
-from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
@@ -44,6 +42,8 @@ from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
+from kafkalite.timekeeping.clock import Clock, SystemClock
+from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.views import BrokerView
 from .apis import KafkaApis
@@ -59,7 +59,7 @@ from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .scenarios import CoordinatorScenarios
-from .security.setup import build_security
+from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .storage import Storage, TopicConfigs
 
@@ -123,8 +123,8 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
     return cluster, storage, cleaner
 
 
-def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
-                      ) -> CoordinatorRuntime:
+def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
+                      group_overrides: GroupOverrides | None = None) -> CoordinatorRuntime:
     """The group coordinator's core and runtime; ``__consumer_offsets`` is created on first
     use (FindCoordinator for a group, or the runtime's first write)."""
     offsets_topic = storage.catalog.get(OFFSETS_TOPIC)
@@ -144,6 +144,7 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
         consumer_assignors=consumer_assignors(config),
         migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
         regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
+        group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
     core.set_topics([topic_change("created", t) for t in storage.catalog], scheduler.now())
@@ -227,6 +228,23 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
     return Control(clock, scenarios, metrics, faults, view, admin)
 
 
+def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
+                          security: SecurityState, control: Control
+                          ) -> AdminListener | None:
+    """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
+    imported otherwise."""
+    try:
+        where = parse_admin_listener(config.text("schema.registry.listener"))
+    except ValueError as e:
+        raise ConfigError(str(e).replace("admin.listener", "schema.registry.listener")) from None
+    if where is None:
+        return None
+    from kafkalite.schema_registry.hooks import build_registry
+
+    return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
+                          security.scram, control.metrics, control.view)
+
+
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     # The dynamic broker configs first: every component below reads the merged values
     # (the scheduler reads its intervals, log.cleaner.backoff.ms among them, anew each time).
@@ -235,10 +253,11 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     scheduler = Scheduler(clock or SystemClock())
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
-    runtime = build_coordinator(config, storage, scheduler)
+    runtime = build_coordinator(config, storage, scheduler, dynamic.groups)
     txn = build_transactions(config, storage, runtime)
     control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
+    registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)
@@ -254,5 +273,5 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
-        scenarios=control.scenarios, admin=control.admin,
+        scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
     )

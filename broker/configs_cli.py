@@ -18,7 +18,7 @@ from typing import Any
 from kafkalite.storage.fsutil import DirLock
 
 from .broker_configs import DynamicConfigError, is_sensitive, validate_dynamic
-from .dynamic_config import DynamicStore
+from .config_store import DynamicStore
 
 
 def register(sub: Any) -> None:
