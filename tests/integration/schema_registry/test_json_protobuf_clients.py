@@ -131,3 +131,22 @@ def test_protobuf_text_schemas(schema_registry_url: str) -> None:
     client.set_compatibility("m", "NONE")
     client.register_schema("m", Schema(removed, "PROTOBUF"))
     assert client.get_versions("m") == [1, 2]
+
+
+def test_text_schema_read_by_the_python_deserializer(schema_registry_url: str) -> None:
+    """A schema registered as .proto text (as KafkaJS or Java clients register them) is
+    given as a descriptor with format=serialized, which the Python deserializer needs."""
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    text = ('syntax = "proto3";\npackage shop;\nmessage Item {\n  string name = 1;\n'
+            '  int32 qty = 2;\n  map<string, int32> tags = 3;\n  Kind kind = 4;\n'
+            '  enum Kind { NONE = 0; BIG = 1; }\n}\n')
+    schema_id = client.register_schema("text-value", Schema(text, "PROTOBUF"))
+    item = _message_class([("name", 1, STRING), ("qty", 2, INT32)])
+    payload = b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + \
+        item(name="box", qty=4).SerializeToString()
+    reader = SchemaRegistryClient({"url": schema_registry_url})  # another process's cache
+    de = ProtobufDeserializer(item, {"use.deprecated.format": False}, reader)
+    got = de(payload, SerializationContext("text", MessageField.VALUE))
+    assert (got.name, got.qty) == ("box", 4)
+    # Without the format the text comes back as registered.
+    assert client.get_schema(schema_id).schema_str == text.strip()
