@@ -150,3 +150,37 @@ def test_text_schema_read_by_the_python_deserializer(schema_registry_url: str) -
     assert (got.name, got.qty) == ("box", 4)
     # Without the format the text comes back as registered.
     assert client.get_schema(schema_id).schema_str == text.strip()
+
+
+def test_protobuf_imports_registered_as_references(kafkalite_registry_broker: BrokerThread
+                                                   ) -> None:
+    client = SchemaRegistryClient({"url": kafkalite_registry_broker.schema_registry_url})
+    dep = descriptor_pb2.FileDescriptorProto(name="geo/addr.proto", package="geo",
+                                             syntax="proto3")
+    addr = dep.message_type.add(name="Addr")
+    addr.field.add(name="city", number=1, type=STRING,
+                   label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    main = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop",
+                                              syntax="proto3", dependency=["geo/addr.proto"])
+    order = main.message_type.add(name="Order")
+    order.field.add(name="to", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                    type_name=".geo.Addr",
+                    label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(dep)
+    pool.Add(main)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    ctx = SerializationContext("orders-pb", MessageField.VALUE)
+    data = ProtobufSerializer(cls, client, {"use.deprecated.format": False})(
+        cls(to={"city": "Oslo"}), ctx)
+    latest = client.get_latest_version("orders-pb-value")
+    assert [(r.name, r.subject, r.version) for r in latest.schema.references] == [
+        ("geo/addr.proto", "geo/addr.proto", 1)]
+    reader = SchemaRegistryClient({"url": kafkalite_registry_broker.schema_registry_url})
+    got = ProtobufDeserializer(cls, {"use.deprecated.format": False}, reader)(data, ctx)
+    assert got.to.city == "Oslo"
+    # The imported file is referenced: it cannot be deleted while the order uses it.
+    with pytest.raises(SchemaRegistryError) as e:
+        client.delete_subject("geo/addr.proto")
+    assert e.value.error_code == 42206
+    assert client.get_referenced_by("geo/addr.proto", 1) == [latest.schema_id]
