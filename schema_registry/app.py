@@ -46,7 +46,7 @@ async def _body(request: web.Request) -> Any:
         raise errors.too_large(MAX_BODY) from None
     try:
         return json.loads(raw) if raw.strip() else None
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise errors.malformed_json(str(e)) from None
 
 
@@ -62,6 +62,10 @@ def _error_middleware(auth: Authenticate | None) -> Any:
             return await handler(request)
         except RegistryError as e:
             return reply(e.body(), e.status)
+        except RecursionError:
+            # A schema nested deeper than the parsers (and the checks) recurse.
+            deep = errors.invalid_schema("nested too deeply")
+            return reply(deep.body(), deep.status)
         except web.HTTPRequestEntityTooLarge:
             big = errors.too_large(MAX_BODY)
             return reply(big.body(), big.status)

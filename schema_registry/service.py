@@ -30,6 +30,8 @@ LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSIT
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 DEFAULT_LEVEL = "BACKWARD"
 MAX_REFERENCE_DEPTH = 32
+#: Parsed schemas kept for compatibility checks (the oldest dropped first).
+PARSED_CACHE = 256
 
 
 def parse_version(text: str, allow_latest: bool = True) -> int | None:
@@ -60,6 +62,8 @@ class Registry:
         self.topic = topic
         #: Operations by name, for ``/metrics``.
         self.counts: Counter[str] = Counter()
+        #: Parsed schemas by id (an id's schema never changes), for compatibility checks.
+        self._parsed_by_id: dict[int, Parsed] = {}
 
     # --- levels and modes ----------------------------------------------------------
 
@@ -119,9 +123,18 @@ class Registry:
     # --- compatibility ----------------------------------------------------------------
 
     def _parsed(self, row: VersionRow) -> Parsed:
-        schema = self.state.schemas[row.id]
-        return format_for(schema.type).parse(schema.schema, self.resolve(schema.references),
-                                             False)
+        parsed = self._parsed_by_id.get(row.id)
+        if parsed is None:
+            schema = self.state.schemas[row.id]
+            parsed = format_for(schema.type).parse(schema.schema,
+                                                   self.resolve(schema.references), False)
+            self._remember(row.id, parsed)
+        return parsed
+
+    def _remember(self, schema_id: int, parsed: Parsed) -> None:
+        if len(self._parsed_by_id) >= PARSED_CACHE:
+            self._parsed_by_id.pop(next(iter(self._parsed_by_id)))
+        self._parsed_by_id[schema_id] = parsed
 
     def incompatibilities(self, level: str, new: Parsed, olds: list[VersionRow]) -> list[str]:
         if level == "NONE" or not olds:
@@ -185,6 +198,8 @@ class Registry:
             schema_id, parsed.type, parsed.canonical, refs)
         row = VersionRow(subject, version, schema_id)
         self.topic.write([(schema_key(subject, version), schema_value(row, schema))])
+        if schema.schema == parsed.canonical and schema_id not in self._parsed_by_id:
+            self._remember(schema_id, parsed)
         self.counts["register"] += 1
         return {"id": schema_id}
 
