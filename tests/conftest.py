@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalite.broker.pytest_plugin import kafkalite_broker, kafkalite_factory  # noqa: F401
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.broker.testing.pytest_plugin import kafkalite_broker, kafkalite_factory  # noqa: F401
 
 
 @pytest.fixture

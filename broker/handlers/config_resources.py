@@ -20,7 +20,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..cluster import Cluster
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 LIST_CONFIG_RESOURCES = 74
 #: ConfigResource.Type ids.

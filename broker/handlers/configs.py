@@ -30,7 +30,8 @@ from kafkalite.storage.topic_config import (
 )
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
-from ..broker_configs import (
+from ..cluster import Cluster
+from ..config.definitions import (
     ALL_DYNAMIC,
     DynamicConfigError,
     broker_synonyms,
@@ -38,11 +39,10 @@ from ..broker_configs import (
     is_dynamic,
     is_sensitive,
 )
-from ..cluster import Cluster
-from ..config import DEFAULT_VALUES, DEFAULTS, Config
+from ..config.dynamic import DynamicBrokerConfig
+from ..config.properties import DEFAULT_VALUES, DEFAULTS, Config
 from ..context import RequestContext
-from ..dynamic_config import DynamicBrokerConfig
-from ..storage import Storage, TopicConfigs
+from ..topic_store import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
 

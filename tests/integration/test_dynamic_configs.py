@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
 from kafkalite.broker import cli
 from kafkalite.broker.security.certs import make_certs
 from kafkalite.broker.security.fixture import SecuritySetup
-from kafkalite.broker.testing import BrokerProcess, BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 
 from .java_support import compile_java, run_java
 

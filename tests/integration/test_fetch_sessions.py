@@ -9,7 +9,7 @@ from pathlib import Path
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import compile_java, run_java
 

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 def _classpath() -> str:

@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 MTLS_DN = "User:CN=client,O=kafkalite"
 SETUPS = {

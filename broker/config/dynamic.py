@@ -23,9 +23,9 @@ import structlog
 
 from kafkalite.storage.fsutil import atomic_write
 
-from .broker_configs import DYNAMIC_LOG, DynamicConfigError, is_sensitive, validate_dynamic
-from .config import Config
-from .storage import Storage
+from ..topic_store import Storage
+from .definitions import DYNAMIC_LOG, DynamicConfigError, is_sensitive, validate_dynamic
+from .properties import Config
 
 log = structlog.get_logger("kafkalite.broker")
 
