@@ -8,6 +8,8 @@ COPY broker broker
 COPY protocol protocol
 COPY coordinator coordinator
 COPY storage storage
+COPY timekeeping timekeeping
+COPY client client
 COPY pipeline pipeline
 # kafkalite/ links the folders above into the one import package.
 COPY kafkalite kafkalite

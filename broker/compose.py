@@ -29,11 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from kafkalite.coordinator.clock import Clock, SystemClock
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
@@ -44,6 +42,8 @@ from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
+from kafkalite.timekeeping.clock import Clock, SystemClock
+from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
 from .admin_http.views import BrokerView

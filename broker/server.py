@@ -11,11 +11,11 @@ from typing import Protocol
 import structlog
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
+from kafkalite.timekeeping.scheduler import Scheduler
 
 from .apis import KafkaApis
 from .busy_poll import BusyPoll

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import structlog
 
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.timekeeping.timers import Timers
 
 from . import consumer_records as cr
 from .config import CoreConfig
@@ -38,7 +39,6 @@ from .partitions import (
     session_key,
 )
 from .results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
-from .timers import Timers
 from .topic_regex import TopicRegexResolver
 from .topics_image import TopicChange, TopicEvent
 
@@ -218,21 +218,29 @@ class ConsumerLifecycle(Partitions):
 
     # --- timers ----------------------------------------------------------------------
 
-    def on_consumer_timer(self, key: tuple[Hashable, ...], deadline: int, now: int
-                          ) -> Outcome:
-        kind, gid, mid = key[0], key[1], key[2]
-        assert isinstance(gid, str) and isinstance(mid, str)
-        if kind == "consumer-session":
-            return self._fence_by_timer(gid, mid, now, "the member session expired")
-        if kind == "consumer-rebalance":
-            epoch = self._rebalance_epochs.pop((gid, mid), None)
-            if epoch is None:
-                return Outcome(None)
-            return self._fence_by_timer(gid, mid, now, "it failed to transition from epoch "
-                                        f"{epoch} within its rebalance timeout", epoch)
-        if kind == "consumer-join":
-            return self._fence_by_timer(
-                gid, mid, now, "the classic member failed to join within the rebalance timeout")
+    def on_session_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
+                         ) -> Outcome:
+        gid, mid = _member_of(key)
+        return self._fence_by_timer(gid, mid, now, "the member session expired")
+
+    def on_rebalance_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
+                           ) -> Outcome:
+        gid, mid = _member_of(key)
+        epoch = self._rebalance_epochs.pop((gid, mid), None)
+        if epoch is None:
+            return Outcome(None)
+        return self._fence_by_timer(gid, mid, now, "it failed to transition from epoch "
+                                    f"{epoch} within its rebalance timeout", epoch)
+
+    def on_member_join_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
+                             ) -> Outcome:
+        gid, mid = _member_of(key)
+        return self._fence_by_timer(
+            gid, mid, now, "the classic member failed to join within the rebalance timeout")
+
+    def on_member_sync_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
+                             ) -> Outcome:
+        gid, mid = _member_of(key)
         return self._fence_by_timer(gid, mid, now, "the member failed to sync within timeout")
 
     def schedule_loaded_consumer_groups(self, ps: PartitionState, now: int) -> None:
@@ -298,3 +306,9 @@ def _counts_without(group: ConsumerGroup, members: Sequence[ConsumerGroupMember]
         for t in resolved.topics if resolved is not None else ():
             count_subscription(names, t, by_regex=-1)
     return names, regexes
+
+
+def _member_of(key: tuple[Hashable, ...]) -> tuple[str, str]:
+    gid, mid = key[1], key[2]
+    assert isinstance(gid, str) and isinstance(mid, str)
+    return gid, mid

@@ -120,7 +120,7 @@ class ConsumerMembership(ConsumerLifecycle):
                     or group.static_members.get(req.instance_id) != mid))
                 or self._metadata_epochs.get(gid, epoch + 1) > epoch):
             return None
-        self.timers.schedule(("consumer-session", gid, mid),
+        self.timers.schedule(session_key(gid, mid),
                              now + self.config.consumer_session_timeout_ms)
         return ConsumerHeartbeatResult(E.none, None, mid, epoch,
                                        self.config.consumer_heartbeat_interval_ms)

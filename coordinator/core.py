@@ -22,7 +22,7 @@ conversions between them (``consumer_migration``) are written as Kafka writes th
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kafkalite.protocol import consumer_group_records as cg
@@ -43,10 +43,23 @@ from .group import GroupMetadata
 from .group_admin import GroupAdmin
 from .group_records import group_from_record
 from .membership import Membership
-from .partitions import GROUP_TIMER_KINDS, PartitionState, hb_key, join_key, sync_key
+from .partitions import (
+    HEARTBEAT_TIMER,
+    JOIN_TIMER,
+    MEMBER_JOIN_TIMER,
+    MEMBER_SYNC_TIMER,
+    REBALANCE_TIMER,
+    SESSION_TIMER,
+    SYNC_TIMER,
+    PartitionState,
+    hb_key,
+    join_key,
+    sync_key,
+)
 from .rebalance import log
 from .results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
 from .scenarios import Scenarios
+from .state_topics import TimerHandler
 from .states import DEAD
 from .txn_offsets import TxnOffsetCommits
 
@@ -54,8 +67,6 @@ _CONSUMER_KEYS = cg.KEY_CLASSES
 
 
 class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration, TxnOffsetCommits):
-    timer_kinds = GROUP_TIMER_KINDS
-
     # --- replay and loading ------------------------------------------------------------
 
     def begin_load(self, partition: int) -> PartitionState:
@@ -261,12 +272,18 @@ class GroupCoordinatorCore(Scenarios, GroupAdmin, ConsumerMigration, TxnOffsetCo
             return None
         return self.consumer_group(group_id)
 
-    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
-        """A deadline passed: a classic group's (``rebalance``) or a consumer group's."""
-        kind = key[0]
-        if isinstance(kind, str) and kind.startswith("consumer-"):
-            return self.on_consumer_timer(key, deadline, now)
-        return super().on_timer(key, deadline, now)
+    def timer_handlers(self) -> dict[str, TimerHandler]:
+        """Each timer kind's handler: a classic group's deadlines (``rebalance``) and a
+        consumer group's (``consumer_lifecycle``)."""
+        return {
+            HEARTBEAT_TIMER: self.on_heartbeat_timer,
+            JOIN_TIMER: self.on_join_timer,
+            SYNC_TIMER: self.on_sync_timer,
+            SESSION_TIMER: self.on_session_timer,
+            REBALANCE_TIMER: self.on_rebalance_timer,
+            MEMBER_JOIN_TIMER: self.on_member_join_timer,
+            MEMBER_SYNC_TIMER: self.on_member_sync_timer,
+        }
 
     def unload(self, partition: int) -> Outcome:
         """Give up a partition (the broker stops, or a test moves it away): its parked

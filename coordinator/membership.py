@@ -345,7 +345,7 @@ class Membership(Rebalancing):
             return E.illegal_generation
         if state is EMPTY:
             return E.unknown_member_id
-        self.timers.schedule(("heartbeat", group_id, member_id), now + member.session_timeout_ms)
+        self.timers.schedule(hb_key(group_id, member_id), now + member.session_timeout_ms)
         if state is PREPARING:
             return E.rebalance_in_progress
         return E.none

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.timekeeping.timers import Timers
 
 from .config import CoreConfig
 from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
 from .offsets import OffsetStore
 from .pending_offsets import PendingTxnOffsets
-from .timers import Timers
 from .topics_image import TopicsImage
 
 
@@ -32,43 +32,49 @@ class PartitionState:
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
 
 
+#: The group coordinator's timer kinds: a key's first element. Keys are built only by the
+#: helpers below; the core's ``timer_handlers`` table gives each kind its handler.
+HEARTBEAT_TIMER = "heartbeat"
+JOIN_TIMER = "join"
+SYNC_TIMER = "sync"
+SESSION_TIMER = "consumer-session"
+REBALANCE_TIMER = "consumer-rebalance"
+MEMBER_JOIN_TIMER = "consumer-join"
+MEMBER_SYNC_TIMER = "consumer-sync"
+
+
 def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A member's session deadline (and, before its first join completes, the new-member
     join timeout) in the timers."""
-    return ("heartbeat", group_id, member_id)
+    return (HEARTBEAT_TIMER, group_id, member_id)
 
 
 def join_key(group_id: str) -> tuple[str, str]:
-    return ("join", group_id)
+    return (JOIN_TIMER, group_id)
 
 
 def sync_key(group_id: str) -> tuple[str, str]:
-    return ("sync", group_id)
+    return (SYNC_TIMER, group_id)
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A consumer group member's session deadline (Kafka's ``session-timeout-G-M``)."""
-    return ("consumer-session", group_id, member_id)
+    return (SESSION_TIMER, group_id, member_id)
 
 
 def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """The deadline of a consumer group member revoking partitions (``rebalance-timeout``)."""
-    return ("consumer-rebalance", group_id, member_id)
+    return (REBALANCE_TIMER, group_id, member_id)
 
 
 def member_join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A classic-protocol member of a consumer group asked to rejoin (``join-G-M``)."""
-    return ("consumer-join", group_id, member_id)
+    return (MEMBER_JOIN_TIMER, group_id, member_id)
 
 
 def member_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A classic-protocol member of a consumer group that must send SyncGroup."""
-    return ("consumer-sync", group_id, member_id)
-
-
-#: Timer kinds of the group core (the scheduler routes their keys to ``on_timer``).
-GROUP_TIMER_KINDS: tuple[str, ...] = ("heartbeat", "join", "sync", "consumer-session",
-                                      "consumer-rebalance", "consumer-join", "consumer-sync")
+    return (MEMBER_SYNC_TIMER, group_id, member_id)
 
 
 class Partitions:

@@ -144,21 +144,27 @@ class Rebalancing(Partitions):
 
     # --- timers ----------------------------------------------------------------------
 
-    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
-        """A group deadline passed (the scheduler removed ``key`` from the timers)."""
-        kind, gid = key[0], key[1]
+    def _timer_group(self, key: tuple[Hashable, ...]) -> GroupMetadata | None:
+        gid = key[1]
         assert isinstance(gid, str)
-        group = self.group(gid)
+        return self.group(gid)
+
+    def on_heartbeat_timer(self, key: tuple[Hashable, ...], deadline: int, now: int
+                           ) -> Outcome:
+        """A member's session passed (the scheduler removed ``key`` from the timers)."""
+        group = self._timer_group(key)
         if group is None:
             return Outcome()
-        if kind == "heartbeat":
-            assert isinstance(key[2], str)
-            return self._on_heartbeat_expired(group, key[2], now, deadline)
-        if kind == "join":
-            return self._on_join_timer(group, now)
-        if kind == "sync":
-            return self._on_sync_expired(group, now, deadline)
-        return Outcome()
+        assert isinstance(key[2], str)
+        return self._on_heartbeat_expired(group, key[2], now, deadline)
+
+    def on_join_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int) -> Outcome:
+        group = self._timer_group(key)
+        return Outcome() if group is None else self._on_join_timer(group, now)
+
+    def on_sync_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
+        group = self._timer_group(key)
+        return Outcome() if group is None else self._on_sync_expired(group, now, deadline)
 
     def _on_heartbeat_expired(self, group: GroupMetadata, member_id: str, now: int,
                               deadline: int) -> Outcome:

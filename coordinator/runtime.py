@@ -35,12 +35,19 @@ from kafkalite.protocol.records import (
 )
 from kafkalite.storage.errors import InvalidProducerEpochError, RecordTooLargeError
 from kafkalite.storage.producer_state import COORDINATOR, AppendOrigin
+from kafkalite.timekeeping.scheduler import Scheduler
 
 from .core import GroupCoordinatorCore
 from .results import AFTER_WRITE, Outcome, Write
-from .scheduler import Scheduler
 from .state_load import scan
-from .state_topics import OFFSETS_CODEC, SkipRecord, StateCore, StateTopic, TxnRecord
+from .state_topics import (
+    OFFSETS_CODEC,
+    SkipRecord,
+    StateCore,
+    StateTopic,
+    TimerHandler,
+    TxnRecord,
+)
 from .topics_image import TopicChange
 from .txn_markers import marker_error
 
@@ -110,13 +117,14 @@ class CoordinatorRuntime:
     def serve(self, topic: StateTopic) -> None:
         """Drive another core over its internal topic (loaded by ``load_all``)."""
         self.topics[topic.name] = topic
-        core = topic.core
+        for kind, handler in topic.core.timer_handlers().items():
+            self.scheduler.handle(kind, self._timer(handler))
 
-        def on_timer(key: tuple[Hashable, ...], deadline: int, now: int) -> None:
-            self.run(core.on_timer(key, deadline, now))
+    def _timer(self, handler: TimerHandler) -> Callable[[tuple[Hashable, ...], int, int], None]:
+        def fire(key: tuple[Hashable, ...], deadline: int, now: int) -> None:
+            self.run(handler(key, deadline, now))
 
-        for kind in core.timer_kinds:
-            self.scheduler.handle(kind, on_timer)
+        return fire
 
     def ensure_topic(self, name: str = OFFSETS_TOPIC) -> None:
         """Create an internal topic on first use (FindCoordinator, or a core's first write)."""

@@ -19,11 +19,12 @@ from kafkalite.protocol import transaction_log as tl
 
 from .results import Outcome
 
+#: (key, deadline, now) -> what to carry out: a core's handler of one timer kind.
+TimerHandler = Callable[[tuple[Hashable, ...], int, int], Outcome]
+
 
 class StateCore(Protocol):
     """A pure coordinator core over the partitions of one internal topic."""
-
-    timer_kinds: tuple[str, ...]
 
     @property
     def partitions(self) -> Mapping[int, object]:
@@ -46,7 +47,9 @@ class StateCore(Protocol):
         """Give up a partition; the outcome answers what was parked on it."""
         ...
 
-    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome: ...
+    def timer_handlers(self) -> Mapping[str, TimerHandler]:
+        """The handler of each timer kind this core schedules (a key's first element)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ answered at once has the Outcome's ``response`` set; otherwise the response is P
 arrives as a reply once the record is appended and replayed. Records go to
 ``__transaction_state`` (``Write.topic``); markers go through the injected MarkerWriter;
 new producer ids come from the injected allocator. Deadlines are keys of the injected
-timers (``timer_kinds``: ``("txn-timeout", id)``, ``("txn-expire", id)``, and the
-marker/completion retries ``("txn-markers", id)``, ``("txn-complete", id)``); the
-scheduler hands each due key to ``on_timer``.
+timers (``("txn-timeout", id)``, ``("txn-expire", id)``, and the marker/completion
+retries ``("txn-markers", id)``, ``("txn-complete", id)``); the scheduler hands each due
+key to its kind's handler in ``timer_handlers``.
 """
 
 from __future__ import annotations

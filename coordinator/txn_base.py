@@ -24,10 +24,10 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.transaction_log import TransactionLogKey, TransactionLogValue, txn_partition
+from kafkalite.timekeeping.timers import Timers
 
 from .results import Outcome, Write
 from .state_topics import TxnRecord
-from .timers import Timers
 from .txn_markers import MarkerWriter
 from .txn_state import EXPIRATION_ALLOWED, IllegalTxnState, TxnMetadata, TxnState, TxnTransit
 
@@ -36,12 +36,18 @@ log = structlog.get_logger("kafkalite.coordinator.transactions")
 E = ErrorCode
 S = TxnState
 
-#: Timer keys are (kind, transactional id); the scheduler routes them to ``on_timer``.
+#: Timer keys are (kind, transactional id), built by ``txn_timer``; the core's
+#: ``timer_handlers`` table gives each kind its handler.
 TIMEOUT_TIMER = "txn-timeout"  # an Ongoing transaction passes its transaction.timeout.ms
 EXPIRE_TIMER = "txn-expire"  # an idle id passes transactional.id.expiration.ms
 MARKERS_TIMER = "txn-markers"  # retry markers that failed with a retriable error
 COMPLETE_TIMER = "txn-complete"  # retry the CompleteCommit/CompleteAbort record
 TXN_TIMER_KINDS = (TIMEOUT_TIMER, EXPIRE_TIMER, MARKERS_TIMER, COMPLETE_TIMER)
+
+
+def txn_timer(kind: str, transactional_id: str) -> tuple[str, str]:
+    """The timer key of one of a transactional id's deadlines (``kind``: one of the above)."""
+    return (kind, transactional_id)
 
 Done = Callable[[ErrorCode, int], Outcome]
 
@@ -107,8 +113,6 @@ class Call:
 
 
 class TxnCoreBase:
-    timer_kinds: tuple[str, ...] = TXN_TIMER_KINDS
-
     def __init__(
         self,
         config: TxnConfig,
@@ -254,15 +258,15 @@ class TxnCoreBase:
         and shouldExpire (last update <= now - transactional.id.expiration.ms)."""
         tid = meta.transactional_id
         if meta.state is S.ONGOING:
-            self.timers.schedule((TIMEOUT_TIMER, tid), meta.start_ts + meta.timeout_ms + 1)
+            self.timers.schedule(txn_timer(TIMEOUT_TIMER, tid), meta.start_ts + meta.timeout_ms + 1)
         else:
-            self.timers.cancel((TIMEOUT_TIMER, tid))
+            self.timers.cancel(txn_timer(TIMEOUT_TIMER, tid))
         if meta.state in EXPIRATION_ALLOWED:
-            self.timers.schedule((EXPIRE_TIMER, tid),
+            self.timers.schedule(txn_timer(EXPIRE_TIMER, tid),
                                  meta.last_update_ts + self.config.transactional_id_expiration_ms)
         else:
-            self.timers.cancel((EXPIRE_TIMER, tid))
+            self.timers.cancel(txn_timer(EXPIRE_TIMER, tid))
 
     def _cancel_timers(self, tid: str) -> None:
         for kind in TXN_TIMER_KINDS:
-            self.timers.cancel((kind, tid))
+            self.timers.cancel(txn_timer(kind, tid))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable
 from kafkalite.protocol.errors import ErrorCode
 
 from .results import Outcome
+from .state_topics import TimerHandler
 from .txn_base import (
     COMPLETE_TIMER,
     EXPIRE_TIMER,
@@ -25,6 +26,7 @@ from .txn_base import (
     TxnCoreBase,
     TxnPartition,
     log,
+    txn_timer,
 )
 from .txn_markers import RETRIABLE, SKIPPED
 from .txn_state import (
@@ -236,7 +238,8 @@ class TxnCompletion(TxnCoreBase):
                               partition=tp[1], error=err.name)
                     return Outcome()
             if remaining:
-                self.timers.schedule((MARKERS_TIMER, tid), now + self.config.retry_backoff_ms)
+                self.timers.schedule(txn_timer(MARKERS_TIMER, tid),
+                                     now + self.config.retry_backoff_ms)
                 return Outcome()
         return self._write_completion(ps, meta, transit)
 
@@ -249,7 +252,8 @@ class TxnCompletion(TxnCoreBase):
                 log.info("txn.completed", transactional_id=tid, state=transit.state.label,
                          producer_id=transit.producer_id, epoch=transit.producer_epoch)
             elif err is E.coordinator_not_available:
-                self.timers.schedule((COMPLETE_TIMER, tid), t + self.config.retry_backoff_ms)
+                self.timers.schedule(txn_timer(COMPLETE_TIMER, tid),
+                                     t + self.config.retry_backoff_ms)
             elif err not in (E.not_coordinator, E.coordinator_load_in_progress):
                 log.error("txn.complete_failed", transactional_id=tid, error=err.name)
             return Outcome()
@@ -278,22 +282,31 @@ class TxnCompletion(TxnCoreBase):
 
     # --- timers ------------------------------------------------------------------------
 
-    def on_timer(self, key: tuple[Hashable, ...], deadline: int, now: int) -> Outcome:
-        """A transaction deadline passed (the scheduler removed ``key`` from the timers)."""
-        kind, tid = key[0], key[1]
-        assert isinstance(tid, str)
-        _err, ps = self._lookup(tid)
-        meta = None if ps is None else ps.txns.get(tid)
-        if ps is None or meta is None:
-            return Outcome()
-        if kind == TIMEOUT_TIMER:
-            return self._abort_timed_out(ps, meta, now)
-        if kind == EXPIRE_TIMER:
-            return self._expire_id(ps, meta, now)
-        if kind == MARKERS_TIMER:
-            return self._write_markers(ps, meta, now)
+    def timer_handlers(self) -> dict[str, TimerHandler]:
+        """Each transaction timer kind's handler (keys are (kind, transactional id))."""
+        return {TIMEOUT_TIMER: self._timed(self._abort_timed_out),
+                EXPIRE_TIMER: self._timed(self._expire_id),
+                MARKERS_TIMER: self._timed(self._write_markers),
+                COMPLETE_TIMER: self._timed(self._retry_completion)}
+
+    def _timed(self, run: Callable[[TxnPartition, TxnMetadata, int], Outcome]
+               ) -> TimerHandler:
+        """A handler that runs ``run`` for the key's transaction, if it is still here."""
+
+        def on_timer(key: tuple[Hashable, ...], _deadline: int, now: int) -> Outcome:
+            tid = key[1]
+            assert isinstance(tid, str)
+            _err, ps = self._lookup(tid)
+            meta = None if ps is None else ps.txns.get(tid)
+            if ps is None or meta is None:
+                return Outcome()
+            return run(ps, meta, now)
+
+        return on_timer
+
+    def _retry_completion(self, ps: TxnPartition, meta: TxnMetadata, _now: int) -> Outcome:
         transit = meta.pending
-        if kind == COMPLETE_TIMER and transit is not None and meta.marker_partitions == set() \
+        if transit is not None and meta.marker_partitions == set() \
                 and transit.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             return self._write_completion(ps, meta, transit)
         return Outcome()
@@ -317,7 +330,7 @@ class TxnCompletion(TxnCoreBase):
                 log.warning("txn.timeout_abort_failed", transactional_id=tid, error=err.name)
                 cur = ps.txns.get(tid)
                 if cur is not None and cur.state is S.ONGOING:
-                    self.timers.schedule((TIMEOUT_TIMER, tid),
+                    self.timers.schedule(txn_timer(TIMEOUT_TIMER, tid),
                                          t + self.config.abort_retry_interval_ms)
             return Outcome()
 
@@ -340,7 +353,7 @@ class TxnCompletion(TxnCoreBase):
                 log.info("txn.id_expired", transactional_id=tid, producer_id=transit.producer_id,
                          last_update=meta.last_update_ts)
             elif ps.txns.get(tid) is meta:
-                self.timers.schedule((EXPIRE_TIMER, tid),
+                self.timers.schedule(txn_timer(EXPIRE_TIMER, tid),
                                      t + self.config.expire_retry_interval_ms)
             return Outcome()
 

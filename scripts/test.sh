@@ -30,7 +30,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 (cd tests/integration/js && npm ci --no-audit --no-fund --silent)
 
 echo "== ruff"
-ruff check kafkalite broker protocol coordinator storage pipeline tests benchmarks
+ruff check kafkalite broker protocol coordinator storage pipeline tests benchmarks timekeeping
 echo "== mypy"
 mypy
 echo "== docker-compose.yml"

@@ -41,7 +41,7 @@ def _keep_hypothesis_out() -> None:
 def _serve(args: argparse.Namespace) -> int:
     _keep_hypothesis_out()
     _raise_open_files_limit()
-    from kafkalite.coordinator.clock import ManualClock
+    from kafkalite.timekeeping.clock import ManualClock
 
     from ..compose import build_broker
     from ..server import new_event_loop, serve_until_signalled

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.coordinator.scheduler import Scheduler
+from kafkalite.timekeeping.scheduler import Scheduler
 
 
 class ClockNotManual(RuntimeError):

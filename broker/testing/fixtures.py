@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kafkalite.coordinator.clock import ManualClock
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.timekeeping.clock import ManualClock
 
 from ..compose import build_broker
 from ..config.properties import Config

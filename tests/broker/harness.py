@@ -14,10 +14,10 @@ from kafkalite.broker.compose import build_broker
 from kafkalite.broker.config.properties import Config
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.server import Broker
-from kafkalite.coordinator.clock import Clock
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build
 from kafkalite.protocol.headers import RequestHeader
+from kafkalite.timekeeping.clock import Clock
 
 #: Short group timeouts, as the integration fixtures use.
 DEFAULTS = {

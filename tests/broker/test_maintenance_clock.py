@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.protocol.records import NewRecord, build_batch, iter_records
+from kafkalite.timekeeping.clock import ManualClock
 
 from .harness import Handlers
 

@@ -8,10 +8,10 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from kafkalite.coordinator.clock import ManualClock
 from kafkalite.protocol.apis import codec
 from kafkalite.protocol.build import nested
 from kafkalite.protocol.records import NewRecord, build_batch
+from kafkalite.timekeeping.clock import ManualClock
 
 from .harness import Handlers
 from .test_handlers import CREATE_TOPICS, create_topics

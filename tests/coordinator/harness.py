@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.core import GroupCoordinatorCore
@@ -20,13 +19,14 @@ from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.offsets import CommittedOffset
 from kafkalite.coordinator.results import PARKED, ConsumerHeartbeatResult, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.states import COMPLETING, PREPARING
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import iter_records
 from kafkalite.storage.errors import RecordTooLargeError
+from kafkalite.timekeeping.clock import ManualClock
+from kafkalite.timekeeping.scheduler import Scheduler
 
 GROUP = "g"
 SESSION = 1000

@@ -77,7 +77,7 @@ def test_retention_time_writes_v1_with_expire_timestamp() -> None:
 
 
 def test_simple_commit_to_missing_group_is_accepted() -> None:
-    # The simple group itself is made when the record is replayed (test_group_admin).
+    # The simple group itself is made when the record is replayed (test_group_admin.py).
     r = OffsetStore().commit(None, req(member_id="", generation_id=-1), now=5)
     assert r.errors == {("t", 0): E.none} and len(r.records) == 1
     assert r.heartbeat_member is None

@@ -7,17 +7,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkalite.coordinator.clock import SystemClock
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.states import GroupState
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch
+from kafkalite.timekeeping.clock import SystemClock
+from kafkalite.timekeeping.scheduler import Scheduler
 
 CFG = dict(num_partitions=2, min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
 

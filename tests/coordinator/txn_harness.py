@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.results import PARKED, Outcome
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
 from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol import transaction_log as tl
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
+from kafkalite.timekeeping.clock import ManualClock
+from kafkalite.timekeeping.scheduler import Scheduler
 
 from .harness import Box
 
@@ -70,9 +70,9 @@ class TxnHarness:
                                           allocate_producer_id=lambda: next(pids),
                                           markers=markers)
         h = cls(core, markers, scheduler)
-        for kind in core.timer_kinds:
-            scheduler.handle(kind, lambda key, deadline, now: h.run(
-                core.on_timer(key, deadline, now)))
+        for kind, handler in core.timer_handlers().items():
+            scheduler.handle(kind, lambda key, deadline, now, handler=handler: h.run(
+                handler(key, deadline, now)))
         for p in range(base["num_partitions"]):
             core.begin_load(p)
             h.run(core.finish_load(p, h.now))

@@ -11,14 +11,12 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.coordinator.clock import ManualClock
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.memlog import MemoryLog
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import PARKED, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.scheduler import Scheduler
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
 from kafkalite.coordinator.txn_markers import LocalMarkerWriter
@@ -27,6 +25,8 @@ from kafkalite.protocol.control import read_end_txn_marker
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.records import BatchHeader, decode_batch, iter_batch_headers
+from kafkalite.timekeeping.clock import ManualClock
+from kafkalite.timekeeping.scheduler import Scheduler
 
 from .harness import Box, RecordingLogs
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupType, Producer
@@ -18,7 +17,7 @@ from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.client.kafka import RawConnection, request
 
 from .group_helpers import create_topic, group_view
-from .java_support import classpath, compile_java
+from .java_support import java_command, run_java
 from .kip848_helpers import (
     FAST_CONSUMER_GROUPS,
     SESSION_S,
@@ -136,9 +135,9 @@ def test_regex_subscription_picks_up_a_topic_created_later(
         stop_all(members)
 
 
-def _java_member(out: Path, bootstrap: str, group: str, topic: str) -> TimelineMember:
-    return TimelineMember(["java", "-cp", f"{out}:{classpath()}", "ConsumerProtocolMember",
-                           "member", bootstrap, group, topic], "java")
+def _java_member(bootstrap: str, group: str, topic: str) -> TimelineMember:
+    return TimelineMember(java_command("ConsumerProtocolMember", "member", bootstrap, group,
+                                       topic), "java")
 
 
 def _raw_describe(bootstrap: str, group: str) -> dict[str, int]:
@@ -156,8 +155,7 @@ def _raw_describe(bootstrap: str, group: str) -> dict[str, int]:
 
 @pytest.mark.timeout(240)
 def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe_it(
-        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
-    compile_java("ConsumerProtocolMember.java", tmp_path)
+        make_broker: Callable[..., BrokerThread]) -> None:
     broker = make_broker(FAST_CONSUMER_GROUPS)
     topic, group = "kip848-java", "g-kip848-java"
     create_topic(broker, topic, 12)
@@ -166,7 +164,7 @@ def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe
         producer.produce(topic, value=f"m{i}".encode(), partition=i % 12)
     assert producer.flush(10) == 0
     del producer
-    java = _java_member(tmp_path, broker.bootstrap, group, topic)
+    java = _java_member(broker.bootstrap, group, topic)
     members = [java] + [TimelineMember.confluent(broker.bootstrap, group, topic, f"c{i}")
                         for i in range(2)]
     try:
@@ -193,7 +191,7 @@ def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe
         assert {tp: offsets.get(tp) for tp in java_parts} == {tp: 20 for tp in java_parts}
 
         # Java Admin.describeConsumerGroups.
-        d = _run_java(tmp_path, "describe", broker.bootstrap, group)
+        d = _run_java("describe", broker.bootstrap, group)
         assert (d["type"], d["state"], d["assignor"], d["members"]) == (
             "Consumer", "Stable", "uniform", "3")
         described = {d[f"member.{i}.id"]: d[f"member.{i}.assignment"] for i in range(3)}
@@ -223,10 +221,8 @@ def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe
         stop_all(members)
 
 
-def _run_java(out: Path, *args: str) -> dict[str, str]:
-    from .java_support import run_java
-
-    return run_java(out, "ConsumerProtocolMember", *args, timeout=60)
+def _run_java(*args: str) -> dict[str, str]:
+    return run_java("ConsumerProtocolMember", *args, timeout=60)
 
 
 def test_classic_and_consumer_members_share_a_group_through_the_migration_path(

@@ -3,8 +3,6 @@ OFFSET_OUT_OF_RANGE and the records stay; valid offsets still work in the same s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from confluent_kafka import OFFSET_INVALID, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
@@ -13,7 +11,7 @@ from kafka.errors import OffsetOutOfRangeError
 
 from kafkalite.broker.testing.fixtures import BrokerThread
 
-from .java_support import compile_java, run_java
+from .java_support import run_java
 
 
 def _fill(broker: BrokerThread, topic: str, n: int = 50) -> None:
@@ -65,10 +63,9 @@ def test_kafka_python_delete_records_out_of_range(broker: BrokerThread) -> None:
         admin.close()
 
 
-def test_java_delete_records_out_of_range(broker: BrokerThread, tmp_path: Path) -> None:
+def test_java_delete_records_out_of_range(broker: BrokerThread) -> None:
     _fill(broker, "dr-j")
-    compile_java("AdminChecks.java", tmp_path)
-    out = run_java(tmp_path, "AdminChecks", broker.bootstrap, "delete-records", "dr-j",
+    out = run_java("AdminChecks", broker.bootstrap, "delete-records", "dr-j",
                    "-5", "51", "10", "5")
     assert out == {"-5": "OffsetOutOfRangeException", "51": "OffsetOutOfRangeException",
                    "10": "10", "5": "10"}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -21,7 +20,7 @@ from confluent_kafka.admin import (
 from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.records import COMPRESSION_ZSTD, iter_batch_headers, iter_records
 
-from .java_support import compile_java, run_java
+from .java_support import run_java
 
 KEYLESS = [i for i in range(100) if i % 10 == 9]
 
@@ -72,10 +71,9 @@ def test_confluent_keyless_records_on_compacted_topic(broker: BrokerThread) -> N
     assert len(stored) == 90 and all(k is not None for k, _v in stored)
 
 
-def test_java_keyless_records_on_compacted_topic(broker: BrokerThread, tmp_path: Path) -> None:
+def test_java_keyless_records_on_compacted_topic(broker: BrokerThread) -> None:
     _create(broker, "cmp-j", {"cleanup.policy": "compact"})
-    compile_java("RecordErrors.java", tmp_path)
-    out = run_java(tmp_path, "RecordErrors", broker.bootstrap, "cmp-j", "100", "10")
+    out = run_java("RecordErrors", broker.bootstrap, "cmp-j", "100", "10")
     assert out["failed.InvalidRecordException"] == str(KEYLESS)
     assert out["message.InvalidRecordException"] == (
         "Compacted topic cannot accept message without key in topic partition cmp-j-0")

@@ -22,6 +22,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
 from kafkalite.broker.testing.fixtures import BrokerThread
 
+from .java_support import java_command
+
 MTLS_DN = "User:CN=client,O=kafkalite"
 SETUPS = {
     "ssl": SecuritySetup("SSL"),
@@ -173,23 +175,6 @@ def test_kcat(brokers: dict[str, BrokerThread], mode: str, mech: str | None) -> 
     assert committed(s, name, name) == N  # the balanced consumer commits as it closes
 
 
-def _classpath() -> str:
-    import pyflink  # a namespace package from shigawire-apache-flink-libraries
-
-    lib = Path(next(iter(pyflink.__path__))) / "lib"
-    return ":".join(str(lib / j) for j in ("kafka-clients.jar", "slf4j-api.jar", "lz4-java.jar",
-                                           "snappy-java.jar", "zstd-jni.jar"))
-
-
-def java_classes(tmp: Path) -> tuple[str, str]:
-    javac, java = shutil.which("javac"), shutil.which("java")
-    assert javac and java, "a JDK (javac, java) is needed"
-    cp = _classpath()
-    src = Path(__file__).parent / "java" / "SecureClients.java"
-    subprocess.run([javac, "-d", str(tmp), "-cp", cp, str(src)], check=True, timeout=120)
-    return java, f"{tmp}:{cp}"
-
-
 def write_properties(path: Path, props: dict[str, str]) -> Path:
     def esc(v: str) -> str:
         return v.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\:").replace("=", "\\=")
@@ -199,14 +184,13 @@ def write_properties(path: Path, props: dict[str, str]) -> Path:
 
 def test_java(brokers: dict[str, BrokerThread], tmp_path: Path) -> None:
     """One JVM runs every mode in turn (a JVM start costs more than a round trip)."""
-    java, cp = java_classes(tmp_path)
     runs = []
     for mode, mech in [*CASES, *MTLS_CASES]:
         props = settings(brokers, mode, mech).java()
         props["request.timeout.ms"] = "20000"
         name = _id(mode, mech)
         runs.append(f"{name}={write_properties(tmp_path / f'{name}.properties', props)}")
-    out = subprocess.run([java, "-cp", cp, "SecureClients", "run", *runs],
+    out = subprocess.run(java_command("SecureClients", "run", *runs),
                          capture_output=True, text=True, timeout=300)
     results = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     expected = {r.split("=", 1)[0]: "ok" for r in runs}

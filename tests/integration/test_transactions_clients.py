@@ -18,7 +18,6 @@ import datetime
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -40,7 +39,7 @@ from kafkalite.protocol.records import (
 )
 from kafkalite.storage.log import PartitionLog
 
-from .java_support import compile_java, run_java
+from .java_support import run_java
 
 TOPIC = "txn-history"
 A, B = 9001, 9002
@@ -187,12 +186,11 @@ def test_kafka_python_read_committed(history: BrokerThread) -> None:
     assert values == COMMITTED
 
 
-def test_java_consumer_read_committed(history: BrokerThread, tmp_path: Path) -> None:
-    compile_java("ReadCommitted.java", tmp_path)
-    out = run_java(tmp_path, "ReadCommitted", history.bootstrap, TOPIC, "read_committed", "end")
+def test_java_consumer_read_committed(history: BrokerThread) -> None:
+    out = run_java("ReadCommitted", history.bootstrap, TOPIC, "read_committed", "end")
     assert out["values"].split(",") == COMMITTED
     assert out["end.offset"] == "15"
-    out = run_java(tmp_path, "ReadCommitted", history.bootstrap, TOPIC, "read_uncommitted",
+    out = run_java("ReadCommitted", history.bootstrap, TOPIC, "read_uncommitted",
                    "end")
     assert out["values"].split(",") == EVERYTHING
 

@@ -3,6 +3,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -11,6 +12,7 @@ import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.FeatureMetadata;
 import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
+import org.apache.kafka.clients.admin.ListConfigResourcesOptions;
 import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.ReplicaInfo;
@@ -20,6 +22,7 @@ import org.apache.kafka.clients.admin.UpdateFeaturesOptions;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartitionReplica;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
@@ -60,7 +63,8 @@ public class AdminApis {
             case "describe-topics" -> describeTopics(admin, args);
             case "quorum" -> quorum(admin);
             case "client-metrics" -> System.out.println("client-metrics="
-                + admin.listClientMetricsResources().all().get().size());
+                + admin.listConfigResources(Set.of(ConfigResource.Type.CLIENT_METRICS),
+                    new ListConfigResourcesOptions()).all().get().size());
             case "log-dirs" -> logDirs(admin, args[1], args[2]);
             case "quotas" -> quotas(admin);
             case "features" -> features(admin);

@@ -126,7 +126,7 @@ public class ConsumerProtocolMember {
                 .describedGroups().get(group).get();
             System.out.println("group=" + d.groupId());
             System.out.println("type=" + d.type());
-            System.out.println("state=" + d.state());
+            System.out.println("state=" + d.groupState());
             System.out.println("assignor=" + d.partitionAssignor());
             System.out.println("members=" + d.members().size());
             int i = 0;

@@ -70,7 +70,7 @@ public class GroupOffsets {
             System.out.println("resumed.offset=" + resumed.offset());
             ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group))
                 .describedGroups().get(group).get();
-            System.out.println("describe.state=" + d.state());
+            System.out.println("describe.state=" + d.groupState());
             System.out.println("describe.members=" + d.members().size());
             System.out.println("describe.assignor=" + d.partitionAssignor());
             Collection<TopicPartition> assigned = d.members().iterator().next().assignment().topicPartitions();

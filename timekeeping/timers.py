@@ -45,10 +45,6 @@ class Timers:
     def __len__(self) -> int:
         return len(self._deadlines)
 
-    def pop_expired(self, now: int) -> list[Key]:
-        """Keys whose deadline is at or before ``now``, earliest first; they are removed."""
-        return [k for k, _d in self.pop_due(now)]
-
     def pop_due(self, now: int) -> list[tuple[Key, int]]:
         """(key, deadline) of every key due at ``now``, earliest first; they are removed."""
         out: list[tuple[Key, int]] = []

@@ -26,7 +26,7 @@ from kafkalite.broker.security.certs import make_certs
 from kafkalite.broker.security.fixture import SecuritySetup
 from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 
-from .java_support import compile_java, run_java
+from .java_support import run_java
 
 HOUR = 3600_000
 #: Retention runs often, so a new retention default shows within the test.
@@ -118,12 +118,11 @@ def test_confluent_admin_broker_level_effect_and_restart(
     assert _describe(admin, "1")["log.retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
 
-def test_java_admin_both_levels_and_restart(make_broker: Callable[..., BrokerThread],
-                                            tmp_path: Path) -> None:
+def test_java_admin_both_levels_and_restart(
+        make_broker: Callable[..., BrokerThread]) -> None:
     broker = make_broker(FAST_RETENTION)
     _old_segments(broker, "old")
-    compile_java("DynamicConfigs.java", tmp_path)
-    out = run_java(tmp_path, "DynamicConfigs", broker.bootstrap,
+    out = run_java("DynamicConfigs", broker.bootstrap,
                    "set::log.retention.ms:10800000",
                    "set:1:log.cleaner.backoff.ms:500",
                    "describe:1:log.retention.ms",
@@ -148,12 +147,12 @@ def test_java_admin_both_levels_and_restart(make_broker: Callable[..., BrokerThr
     assert broker.broker is not None
     assert broker.broker.config.int("log.cleaner.backoff.ms") == 500
 
-    out = run_java(tmp_path, "DynamicConfigs", broker.bootstrap, "set:1:log.retention.ms:3600000")
+    out = run_java("DynamicConfigs", broker.bootstrap, "set:1:log.retention.ms:3600000")
     assert out["1.result"] == "ok"
     assert _low_watermark(broker, "old", lambda low: low > 0) > 0
 
     broker.restart()
-    out = run_java(tmp_path, "DynamicConfigs", broker.bootstrap,
+    out = run_java("DynamicConfigs", broker.bootstrap,
                    "describe:1:log.retention.ms", "describe:1:log.cleaner.backoff.ms",
                    "delete:1:log.retention.ms", "describe:1:log.retention.ms")
     assert (out["1.value"], out["1.source"]) == ("3600000", "DYNAMIC_BROKER_CONFIG")

@@ -3,10 +3,7 @@ kafka-python KafkaAdminClient and the Java Admin/KafkaConsumer."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import (
@@ -21,6 +18,7 @@ from kafka.admin import KafkaAdminClient
 
 from kafkalite.broker.testing.fixtures import BrokerThread
 
+from .java_support import run_java
 from .test_offsets_clients import _ck_consumer, _ck_first_offset, _name, produce
 
 
@@ -135,29 +133,10 @@ def test_kafka_python_admin_groups_and_offsets(broker: BrokerThread) -> None:
         admin.close()
 
 
-def _flink_lib() -> Path:
-    import pyflink  # a namespace package from shigawire-apache-flink-libraries
-
-    return Path(next(iter(pyflink.__path__))) / "lib"
-
-
-def test_java_consumer_group_commit_resume_and_describe(broker: BrokerThread,
-                                                        tmp_path: Path) -> None:
-    javac, java = shutil.which("javac"), shutil.which("java")
-    assert javac and java, "a JDK (javac, java) is needed"
-    lib = _flink_lib()
-    cp = ":".join(str(lib / j) for j in ("kafka-clients.jar", "slf4j-api.jar", "lz4-java.jar",
-                                         "snappy-java.jar", "zstd-jni.jar"))
-    src = Path(__file__).parent / "java" / "GroupOffsets.java"
-    subprocess.run([javac, "-d", str(tmp_path), "-cp", cp, str(src)], check=True, timeout=120)
+def test_java_consumer_group_commit_resume_and_describe(broker: BrokerThread) -> None:
     topic, group = _name("java"), _name("g")
     produce(broker.bootstrap, topic)
-    out = subprocess.run(
-        [java, "-cp", f"{tmp_path}:{cp}", "GroupOffsets", broker.bootstrap, topic, group, "4"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    lines = run_java("GroupOffsets", broker.bootstrap, topic, group, "4", timeout=120)
     assert lines["first.offset"] == "0"
     assert lines["committed"] == "4"
     assert lines["resumed.offset"] == "4"

@@ -4,20 +4,18 @@ consumer and kafka-python send incremental ones, as the broker's session counter
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
 from kafkalite.broker.testing.fixtures import BrokerThread
 
-from .java_support import compile_java, run_java
+from .java_support import run_java
 
 
 def test_java_consumer_on_1000_partitions_fetches_incrementally(
-        broker: BrokerThread, tmp_path: Path) -> None:
-    compile_java("ManyPartitions.java", tmp_path)
-    out = run_java(tmp_path, "ManyPartitions", broker.bootstrap, "many", "1000", "200")
+        broker: BrokerThread) -> None:
+    out = run_java("ManyPartitions", broker.bootstrap, "many", "1000", "200")
     assert out["read"] == "205"
     assert broker.broker is not None
     stats = broker.broker.fetch_sessions.stats
