@@ -56,7 +56,7 @@ from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
-from .security.setup import build_security
+from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
@@ -227,6 +227,23 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
     return Control(clock, scenarios, metrics, faults, view, admin)
 
 
+def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
+                          security: SecurityState, metrics: BrokerMetrics
+                          ) -> AdminListener | None:
+    """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
+    imported otherwise."""
+    try:
+        where = parse_admin_listener(config.text("schema.registry.listener"))
+    except ValueError as e:
+        raise ConfigError(str(e).replace("admin.listener", "schema.registry.listener")) from None
+    if where is None:
+        return None
+    from kafkalite.schema_registry.hooks import build_registry
+
+    return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
+                          security.scram, metrics)
+
+
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     # The dynamic broker configs first: every component below reads the merged values
     # (the scheduler reads its intervals, log.cleaner.backoff.ms among them, anew each time).
@@ -239,6 +256,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     txn = build_transactions(config, storage, runtime)
     control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
+    registry = build_schema_registry(config, storage, scheduler, security, control.metrics)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)
@@ -254,5 +272,5 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
-        scenarios=control.scenarios, admin=control.admin,
+        scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
     )

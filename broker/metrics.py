@@ -16,7 +16,7 @@ equivalent for start with ``kafkalite_``.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from .testing.faults import FaultRule, api_display_name
@@ -78,6 +78,8 @@ class BrokerMetrics:
         #: Completed rebalances: generations seen advance between scrapes (see _Collector).
         self.rebalances = 0
         self._generations: dict[str, int] = {}
+        #: The Schema Registry's operation counts (set when it is on).
+        self.schema_registry: Callable[[], Mapping[str, int]] | None = None
 
     # --- the request path -----------------------------------------------------------------
 
@@ -181,6 +183,15 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
     for (api, action), n in sorted(m.faults_fired.items()):
         fired.add_metric([api, action], n)
     yield fired
+    if m.schema_registry is not None:
+        ops = CounterMetricFamily(
+            "kafkalite_schema_registry_operations",
+            "Schema Registry operations: registrations (new and existing), lookups, reads "
+            "by id and version, deletes, compatibility checks, records refused by "
+            "broker-side validation", labels=["operation"])
+        for op, n in sorted(m.schema_registry().items()):
+            ops.add_metric([op], n)
+        yield ops
 
     rows = m.group_rows()
     by_state = dict.fromkeys(GROUP_STATES, 0)

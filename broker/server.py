@@ -83,6 +83,7 @@ class Broker:
         clock_control: ClockControl,
         scenarios: CoordinatorScenarios,
         admin: AdminListener | None = None,
+        schema_registry: AdminListener | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -107,6 +108,8 @@ class Broker:
         self.scenarios = scenarios
         #: The admin HTTP listener (``admin.listener``); None when it is off.
         self.admin = admin
+        #: The Schema Registry's REST listener (``schema.registry.listener``); None when off.
+        self.schema_registry = schema_registry
         self._services = tuple(services)
         #: SCRAM credentials and, with an authorizer configured, the ACLs.
         self.security = security or SecurityState.empty(config.data_dir)
@@ -157,6 +160,8 @@ class Broker:
         if self.admin is not None:
             await self.admin.start()
             log.info("admin.listening", url=self.admin.url)
+        if self.schema_registry is not None:
+            await self.schema_registry.start()
         log.info(
             "broker.started",
             cluster_id=self.cluster_id,
@@ -243,7 +248,14 @@ class Broker:
         """The web console's address, when the admin listener is on."""
         return f"{self.admin.url}/" if self.admin is not None and self.admin.port else None
 
+    @property
+    def schema_registry_url(self) -> str | None:
+        """The Schema Registry's address, when it is on."""
+        return self.schema_registry.url if self.schema_registry is not None else None
+
     async def stop(self) -> None:
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         if self.admin is not None:
             await self.admin.stop()
         if self._reaper is not None:

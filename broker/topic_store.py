@@ -3,6 +3,8 @@ topic config resolution (topic override, then broker property, then Kafka's defa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 
 from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -49,6 +51,9 @@ class Storage:
         self.catalog = catalog
         self.topic_configs = topic_configs
         self.logs = logs
+        #: Checks a client's batch for a topic before it is appended (raising the log's
+        #: record errors): the Schema Registry's broker-side validation, when it is on.
+        self.schema_check: Callable[[str, bytes], None] | None = None
 
     # --- topics ---------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 # A JDK for the Java client test (compiled against the kafka-clients jar from PyPI).
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+# Maven, which resolves Apache Kafka's jars (the reference broker of tests/differential).
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
@@ -29,8 +31,13 @@ export PATH="$PWD/.venv/bin:$PATH"
 # KafkaJS 2.x for the KafkaJS tests, into the folder they run their scripts from.
 (cd tests/integration/js && npm ci --no-audit --no-fund --silent)
 
+# Apache Kafka's jars (jvm/pom.xml), resolved once into a cache; the differential suite
+# starts a real Kafka from them. Fails here with one line when Maven cannot be reached.
+KAFKALITE_KAFKA_JARS_DIR=$(bash scripts/kafka-jars.sh)
+export KAFKALITE_KAFKA_JARS_DIR
+
 echo "== ruff"
-ruff check kafkalite broker protocol coordinator storage pipeline tests benchmarks timekeeping
+ruff check kafkalite broker protocol coordinator storage pipeline schema_registry tests benchmarks timekeeping
 echo "== mypy"
 mypy
 echo "== docker-compose.yml"

@@ -65,6 +65,10 @@ def _d(name: str, default: str, typ: str, *synonyms: str | Synonym,
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
+SUBJECT_STRATEGY = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+SUBJECT_STRATEGIES = tuple(f"io.confluent.kafka.serializers.subject.{n}" for n in (
+    "TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"))
+
 _DEFS = [
     _d("cleanup.policy", "delete", "LIST", "log.cleanup.policy", choices=("compact", "delete")),
     _d("compression.type", "producer", "STRING", "compression.type", choices=COMPRESSION_TYPES),
@@ -107,6 +111,13 @@ _DEFS = [
     _d("segment.ms", "604800000", "LONG", "log.roll.ms", Synonym("log.roll.hours", HOURS),
        at_least=1),
     _d("unclean.leader.election.enable", "false", "BOOLEAN", "unclean.leader.election.enable"),
+    # Confluent Server's broker-side schema validation (served with --schema-registry).
+    _d("confluent.key.schema.validation", "false", "BOOLEAN"),
+    _d("confluent.value.schema.validation", "false", "BOOLEAN"),
+    _d("confluent.key.subject.name.strategy", SUBJECT_STRATEGY, "STRING",
+       choices=SUBJECT_STRATEGIES),
+    _d("confluent.value.subject.name.strategy", SUBJECT_STRATEGY, "STRING",
+       choices=SUBJECT_STRATEGIES),
 ]
 
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in _DEFS}

@@ -64,6 +64,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["log.durable"] = "true"
     if args.admin is not None:
         overrides["admin.listener"] = args.admin
+    if args.schema_registry is not None:
+        overrides["schema.registry.listener"] = args.schema_registry
     try:
         config = Config.build(Path(args.config) if args.config else None, overrides=overrides)
         broker = build_broker(config, ManualClock() if args.manual_clock else None)
@@ -76,7 +78,8 @@ def _serve(args: argparse.Namespace) -> int:
         if args.ready_file:
             Path(args.ready_file).write_text(
                 json.dumps({"bootstrap": broker.bootstrap, "port": broker.port,
-                            "cluster_id": broker.cluster_id, "admin": broker.console_url})
+                            "cluster_id": broker.cluster_id, "admin": broker.console_url,
+                            "schema_registry": broker.schema_registry_url})
             )
         if sys.stdout.isatty():
             print(start_line(broker), flush=True)
@@ -121,6 +124,9 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     s.add_argument("--admin", metavar="HOST:PORT",
                    help="open the admin HTTP listener (JSON API, /metrics, web console) "
                    "here (admin.listener; default off)")
+    s.add_argument("--schema-registry", metavar="HOST:PORT",
+                   help="serve a Confluent-compatible Schema Registry here "
+                   "(schema.registry.listener; default off)")
     s.add_argument("--log-format", choices=["auto", "console", "json"], default="auto")
     s.add_argument("--log-level", default="info")
     s.add_argument("--ready-file", help="write the bound address as JSON here once listening")

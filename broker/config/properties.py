@@ -135,6 +135,9 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     # kafkalite's own: HOST:PORT of the admin HTTP listener (JSON API, /metrics, the web
     # console); empty: off. ":PORT" listens on loopback.
     "admin.listener": ("", str),
+    # kafkalite's own: HOST:PORT of the Confluent-compatible Schema Registry (REST API over
+    # the _schemas topic); empty: off.
+    "schema.registry.listener": ("", str),
 }
 
 

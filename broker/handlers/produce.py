@@ -127,6 +127,7 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
     topic_t = nested(resp_t, "TopicProduceResponse")
     manager = storage.logs
     catalog = storage.catalog
+    schema_check = storage.schema_check
     # As KafkaApis: transactional batches need a transactional id the client may write
     # (checked per partition below, to keep plain requests free of a second pass).
     txn_allowed = req.transactional_id is not None and access.permits(
@@ -191,6 +192,8 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
                     verified = _Verified(verify, req.transactional_id, (info.name, p.index),
                                          version)
             try:
+                if schema_check is not None:
+                    schema_check(info.name, records)
                 base, last = plog.append(records, from_client=True,
                                          txn_verified=verified)
                 metrics.produced(info.name, last - base + 1, len(records))

@@ -128,7 +128,7 @@ class BrokerThread:
 
     def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None,
                  security: SecuritySetup | None = None, admin: bool = False,
-                 manual_clock: bool = False) -> None:
+                 manual_clock: bool = False, schema_registry: bool = False) -> None:
         self.data_dir = Path(data_dir)
         self.security = security
         self.certs: CertFiles | None = None
@@ -143,6 +143,8 @@ class BrokerThread:
             self.overrides["listeners"] = f"{security.listener}://127.0.0.1:0"
         if admin:
             self.overrides["admin.listener"] = "127.0.0.1:0"
+        if schema_registry:
+            self.overrides["schema.registry.listener"] = "127.0.0.1:0"
         if manual_clock:
             # The initial delay is a timer too: with time standing still, a group's first
             # rebalance would wait for an advance.
@@ -240,6 +242,15 @@ class BrokerThread:
         return admin.url
 
     @property
+    def schema_registry_url(self) -> str:
+        """The Schema Registry's base URL (start with ``schema_registry=True``)."""
+        url = self.inner.schema_registry_url
+        if url is None:
+            raise RuntimeError("no schema registry: start the broker with schema_registry=True "
+                               "or schema.registry.listener set")
+        return url
+
+    @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
@@ -287,6 +298,7 @@ class BrokerThread:
         assert self.broker is not None
         bound = [f"{b.name}://127.0.0.1:{b.port}" for b in self.broker.listeners]
         admin = self.broker.admin
+        registry = self.broker.schema_registry
         if self.manual_clock:
             self._clock_at = self.now_ms()
         self.stop()
@@ -294,6 +306,8 @@ class BrokerThread:
             self.overrides["listeners"] = ",".join(bound)
             if admin is not None:
                 self.overrides["admin.listener"] = f"{admin.host}:{admin.port}"
+            if registry is not None:
+                self.overrides["schema.registry.listener"] = f"{registry.host}:{registry.port}"
         return self.start()
 
     def __enter__(self) -> BrokerThread:

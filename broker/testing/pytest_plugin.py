@@ -20,6 +20,11 @@ the broker on a manual clock: ``broker.advance(45_000)`` makes 45 s pass at once
 expiry, rebalance timeouts, retention all fire). ``broker.scenario("rebalance",
 group_id="g")`` forces a coordinator scenario (also ``expire-member``, ``evict-member``,
 ``fence-static-member``, ``partition-loading``, ``partition-moved``).
+
+``schema_registry_url`` starts a broker that also serves the Schema Registry
+(``kafkalite_registry_broker``, whose ``bootstrap`` producers and consumers use) and
+gives its base URL, for confluent-kafka's ``SchemaRegistryClient({"url": ...})``;
+``kafkalite_factory(schema_registry=True)`` starts more.
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
 
     def make(overrides: dict[str, str] | None = None, name: str = "broker",
              security: SecuritySetup | None = None, admin: bool = False,
-             manual_clock: bool = False) -> BrokerThread:
+             manual_clock: bool = False, schema_registry: bool = False) -> BrokerThread:
         b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security,
-                         admin=admin, manual_clock=manual_clock).start()
+                         admin=admin, manual_clock=manual_clock,
+                         schema_registry=schema_registry).start()
         started.append(b)
         return b
 
@@ -60,3 +66,16 @@ def kafkalite_security() -> SecuritySetup | None:
 def kafkalite_broker(kafkalite_factory: Callable[..., BrokerThread],
                      kafkalite_security: SecuritySetup | None) -> BrokerThread:
     return kafkalite_factory(security=kafkalite_security)
+
+
+@pytest.fixture
+def kafkalite_registry_broker(kafkalite_factory: Callable[..., BrokerThread],
+                              kafkalite_security: SecuritySetup | None) -> BrokerThread:
+    """A broker serving the Schema Registry too (``schema.registry.listener``)."""
+    return kafkalite_factory(security=kafkalite_security, schema_registry=True)
+
+
+@pytest.fixture
+def schema_registry_url(kafkalite_registry_broker: BrokerThread) -> str:
+    """The Schema Registry's base URL, on a broker started for the test."""
+    return kafkalite_registry_broker.schema_registry_url

@@ -48,7 +48,8 @@ from kafkalite.broker.security.acl import (
 from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
 from kafkalite.broker.testing.fixtures import BrokerThread
 
-from .test_security_clients import java_classes, write_properties
+from .java_support import java_command
+from .test_security_clients import write_properties
 
 SETUP = SecuritySetup("SASL_PLAINTEXT", mechanisms=("PLAIN", "SCRAM-SHA-256"),
                       users={"admin": "admin-secret", "alice": "alice-secret",
@@ -56,16 +57,13 @@ SETUP = SecuritySetup("SASL_PLAINTEXT", mechanisms=("PLAIN", "SCRAM-SHA-256"),
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Path]:
-    """(java, classpath, a directory) with SecureClients compiled once for the module."""
-    out = tmp_path_factory.mktemp("java")
-    java_bin, cp = java_classes(out)
-    return java_bin, cp, out
+def java(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory for the Java client's properties files."""
+    return tmp_path_factory.mktemp("java")
 
 
-def run_java(java: tuple[str, str, Path], *args: str) -> dict[str, str]:
-    java_bin, cp, _ = java
-    out = subprocess.run([java_bin, "-cp", cp, "SecureClients", *args],
+def run_java(java: Path, *args: str) -> dict[str, str]:
+    out = subprocess.run(java_command("SecureClients", *args),
                          capture_output=True, text=True, timeout=180)
     lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     lines["_output"] = out.stdout + out.stderr[-2000:]
@@ -150,8 +148,8 @@ def test_kafka_python_admin_acls(broker: BrokerThread) -> None:
     admin.close()
 
 
-def test_java_admin_acls(broker: BrokerThread, java: tuple[str, str, Path]) -> None:
-    props = write_properties(java[2] / "admin.properties",
+def test_java_admin_acls(broker: BrokerThread, java: Path) -> None:
+    props = write_properties(java / "admin.properties",
                              broker.client("admin", "SCRAM-SHA-256").java())
     lines = run_java(java, "acl", str(props), "User:bob")
     output = lines.pop("_output")
@@ -160,7 +158,7 @@ def test_java_admin_acls(broker: BrokerThread, java: tuple[str, str, Path]) -> N
 
 
 def test_idempotent_producers_need_write_on_a_topic_only(
-        broker: BrokerThread, java: tuple[str, str, Path]) -> None:
+        broker: BrokerThread, java: Path) -> None:
     """Kafka 2.8+ (KIP-679): InitProducerId of an idempotent producer needs
     IdempotentWrite on the cluster or Write on any topic. The Java producer is idempotent
     by default; librdkafka when asked."""
@@ -172,7 +170,7 @@ def test_idempotent_producers_need_write_on_a_topic_only(
         p.produce("idem", b"x", on_delivery=lambda err, _m: errors.append(err))
         p.flush(15)
         assert errors == [None]
-        props = write_properties(java[2] / "alice.properties",
+        props = write_properties(java / "alice.properties",
                                  broker.client("alice", "PLAIN").java())
         lines = run_java(java, "produce", str(props), "idem")
         assert lines.get("produced") == "3", lines["_output"]

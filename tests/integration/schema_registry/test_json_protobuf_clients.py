@@ -1,0 +1,133 @@
+"""confluent-kafka's JSON Schema and Protobuf serde against the broker's registry: records
+through a topic and back, and evolution accepted or refused per compatibility level."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from kafkalite.broker.testing.fixtures import BrokerThread
+
+ORDER = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Order",
+         "type": "object", "additionalProperties": False,
+         "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
+         "required": ["id"]}
+
+
+def _round_trip(broker: BrokerThread, topic: str, values: list[bytes]) -> list[bytes]:
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for v in values:
+        p.produce(topic, value=v)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    out: list[bytes] = []
+    try:
+        for _ in range(100):
+            if len(out) >= len(values):
+                break
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                out.append(m.value())
+    finally:
+        c.close()
+    return out
+
+
+def test_json_schema_round_trip_and_evolution(kafkalite_registry_broker: BrokerThread) -> None:
+    client = SchemaRegistryClient({"url": kafkalite_registry_broker.schema_registry_url})
+    ser = JSONSerializer(json.dumps(ORDER), client)
+    de = JSONDeserializer(None, schema_registry_client=client)
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    sent = [{"id": i, "item": f"i{i}"} for i in range(3)]
+    got = _round_trip(kafkalite_registry_broker, "orders",
+                      [ser(v, ctx) for v in sent])
+    assert [de(v, ctx) for v in got] == sent
+    assert client.get_latest_version("orders-value").schema.schema_type == "JSON"
+    # Closed content model: a new optional property is backward compatible...
+    v2 = dict(ORDER, properties={**ORDER["properties"], "qty": {"type": "integer"}})
+    client.register_schema("orders-value", Schema(json.dumps(v2), "JSON"))
+    # ...a new required one is not, nor is a narrowed type.
+    v3 = dict(v2, required=["id", "qty"])
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema("orders-value", Schema(json.dumps(v3), "JSON"))
+    assert e.value.http_status_code == 409
+    assert "REQUIRED_ATTRIBUTE_ADDED" in e.value.error_message
+    v4 = dict(v2, properties={**v2["properties"], "item": {"type": "integer"}})
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema("orders-value", Schema(json.dumps(v4), "JSON"))
+    assert "TYPE_CHANGED" in e.value.error_message
+    # An open content model: adding a property is refused (old data may hold anything).
+    opened = {k: v for k, v in ORDER.items() if k != "additionalProperties"}
+    client.register_schema("open", Schema(json.dumps(opened), "JSON"))
+    more = dict(opened, properties={**opened["properties"], "x": {"type": "string"}})
+    assert not client.test_compatibility("open", Schema(json.dumps(more), "JSON"))
+    # A widened type is fine (integer -> number).
+    wide = dict(opened, properties={**opened["properties"], "id": {"type": "number"}})
+    assert client.test_compatibility("open", Schema(json.dumps(wide), "JSON"))
+
+
+def _message_class(fields: list[tuple[str, int, int]], package: str = "shop") -> Any:
+    """A Protobuf message class built at run time (no generated code)."""
+    fd = descriptor_pb2.FileDescriptorProto(name=f"{package}_{uuid.uuid4().hex}.proto",
+                                            package=package, syntax="proto3")
+    msg = fd.message_type.add(name="Item")
+    for name, number, ftype in fields:
+        msg.field.add(name=name, number=number, type=ftype,
+                      label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Item"))
+
+
+STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
+INT32 = descriptor_pb2.FieldDescriptorProto.TYPE_INT32
+DOUBLE = descriptor_pb2.FieldDescriptorProto.TYPE_DOUBLE
+
+
+def test_protobuf_round_trip_and_evolution(kafkalite_registry_broker: BrokerThread) -> None:
+    client = SchemaRegistryClient({"url": kafkalite_registry_broker.schema_registry_url})
+    item = _message_class([("name", 1, STRING), ("qty", 2, INT32)])
+    ser = ProtobufSerializer(item, client, {"use.deprecated.format": False})
+    de = ProtobufDeserializer(item, {"use.deprecated.format": False})
+    ctx = SerializationContext("items", MessageField.VALUE)
+    sent = [item(name=f"n{i}", qty=i) for i in range(3)]
+    got = _round_trip(kafkalite_registry_broker, "items", [ser(m, ctx) for m in sent])
+    assert [de(v, ctx) for v in got] == sent
+    latest = client.get_latest_version("items-value")
+    assert latest.schema.schema_type == "PROTOBUF"
+    # A field added: compatible. A field's kind changed: refused.
+    more = _message_class([("name", 1, STRING), ("qty", 2, INT32), ("note", 3, STRING)])
+    ProtobufSerializer(more, client, {"use.deprecated.format": False})(more(name="x"), ctx)
+    assert client.get_versions("items-value") == [1, 2]
+    changed = _message_class([("name", 1, STRING), ("qty", 2, DOUBLE)])
+    with pytest.raises(SchemaRegistryError) as e:
+        ProtobufSerializer(changed, client, {"use.deprecated.format": False})(
+            changed(name="y"), ctx)
+    assert "FIELD_SCALAR_KIND_CHANGED" in e.value.error_message
+
+
+def test_protobuf_text_schemas(schema_registry_url: str) -> None:
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    v1 = 'syntax = "proto3";\npackage p;\nmessage M {\n  string a = 1;\n  int32 b = 2;\n}\n'
+    client.register_schema("m", Schema(v1, "PROTOBUF"))
+    renamed = v1.replace("int32 b = 2", "int64 bb = 2")  # same wire group, new name
+    assert client.test_compatibility("m", Schema(renamed, "PROTOBUF"))
+    moved = v1.replace("package p;", "package q;")
+    assert not client.test_compatibility("m", Schema(moved, "PROTOBUF"))
+    removed = 'syntax = "proto3";\npackage p;\nmessage Other { string a = 1; }\n'
+    assert not client.test_compatibility("m", Schema(removed, "PROTOBUF"))
+    client.set_compatibility("m", "NONE")
+    client.register_schema("m", Schema(removed, "PROTOBUF"))
+    assert client.get_versions("m") == [1, 2]
