@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
@@ -123,8 +123,8 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
     return cluster, storage, cleaner
 
 
-def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
-                      ) -> CoordinatorRuntime:
+def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
+                      group_overrides: GroupOverrides | None = None) -> CoordinatorRuntime:
     """The group coordinator's core and runtime; ``__consumer_offsets`` is created on first
     use (FindCoordinator for a group, or the runtime's first write)."""
     offsets_topic = storage.catalog.get(OFFSETS_TOPIC)
@@ -144,6 +144,7 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
         consumer_assignors=consumer_assignors(config),
         migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
         regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
+        group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
     core.set_topics([topic_change("created", t) for t in storage.catalog], scheduler.now())
@@ -228,7 +229,7 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
 
 
 def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
-                          security: SecurityState, metrics: BrokerMetrics
+                          security: SecurityState, control: Control
                           ) -> AdminListener | None:
     """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
     imported otherwise."""
@@ -241,7 +242,7 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
     from kafkalite.schema_registry.hooks import build_registry
 
     return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
-                          security.scram, metrics)
+                          security.scram, control.metrics, control.view)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
@@ -252,11 +253,11 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     scheduler = Scheduler(clock or SystemClock())
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
-    runtime = build_coordinator(config, storage, scheduler)
+    runtime = build_coordinator(config, storage, scheduler, dynamic.groups)
     txn = build_transactions(config, storage, runtime)
     control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
-    registry = build_schema_registry(config, storage, scheduler, security, control.metrics)
+    registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics)
     quotas = ClientQuotaStore(config.data_dir)

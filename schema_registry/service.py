@@ -263,6 +263,18 @@ class Registry:
         schema = self._schema(schema_id)
         return sorted({r.subject for r in self.state.usage(schema.id, deleted)})
 
+    def listing(self) -> list[Json]:
+        """Every live subject with its versions, for the console."""
+        out = []
+        for subject in self.state.live_subjects():
+            versions = []
+            for row in self.state.versions(subject):
+                schema = self.state.schemas[row.id]
+                versions.append({"version": row.version, "id": row.id, "type": schema.type,
+                                 "schema": schema.schema})
+            out.append({"subject": subject, "versions": versions})
+        return out
+
     # --- deletes ----------------------------------------------------------------------
 
     def delete_version(self, subject: str, version: str, permanent: bool) -> int:

@@ -105,6 +105,11 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     async def topics(_req: web.Request) -> web.Response:
         return web.json_response({"topics": view.topics()})
 
+    async def schemas(_req: web.Request) -> web.Response:
+        listed = view.schemas
+        return web.json_response({"enabled": listed is not None,
+                                  "subjects": listed() if listed is not None else []})
+
     async def topic(req: web.Request) -> web.Response:
         return web.json_response(view.topic(req.match_info["topic"]))
 
@@ -196,6 +201,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/topics/{topic}", topic)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)
     r.add_get("/api/v1/groups", groups)
+    r.add_get("/api/v1/schemas", schemas)
     r.add_get("/api/v1/groups/{group}", group)
     r.add_get("/api/v1/faults", fault_list)
     r.add_post("/api/v1/faults", fault_add)

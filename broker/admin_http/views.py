@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from kafkalite.coordinator.consumer_group import ConsumerGroup
@@ -87,6 +88,8 @@ class BrokerView:
         self.runtime = runtime
         self.clock = clock
         self._history: dict[int, _History] = {}
+        #: The Schema Registry's subjects and versions for the console (set when it is on).
+        self.schemas: Callable[[], list[dict[str, Any]]] | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Any
 from kafkalite.storage.fsutil import DirLock
 
 from ..config.definitions import DynamicConfigError, is_sensitive, validate_dynamic
-from ..config.dynamic import DynamicStore
+from ..config.store import DynamicStore
 
 
 def register(sub: Any) -> None:

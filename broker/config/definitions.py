@@ -130,6 +130,9 @@ STATIC_TYPES: dict[str, str] = {
     "super.users": "STRING", "allow.everyone.if.no.acl.found": "BOOLEAN",
     "log.durable": "BOOLEAN", "connections.max.partial.request.ms": "INT",
     "connections.max.buffered.response.bytes": "INT", "socket.busy.poll.us": "INT",
+    # Kafka's group coordinator settings are INTs.
+    **{k: "INT" for k, (_, t) in DEFAULTS.items()
+       if k.startswith(("group.consumer.", "group.share.")) and t is int},
 }
 
 _PY_TYPES = {int: "LONG", bool: "BOOLEAN", float: "DOUBLE", str: "STRING"}

@@ -12,24 +12,22 @@ it was, as Kafka's ``DynamicBrokerConfig`` does.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import structlog
 
-from kafkalite.storage.fsutil import atomic_write
-
 from ..topic_store import Storage
 from .definitions import DYNAMIC_LOG, DynamicConfigError, is_sensitive, validate_dynamic
+from .groups import GroupConfigs
 from .properties import Config
+from .store import FILE_NAME, DynamicStore
 
 log = structlog.get_logger("kafkalite.broker")
 
-FILE_NAME = "__broker_configs.json"
+__all__ = ["FILE_NAME", "DynamicBrokerConfig", "DynamicStore", "LogDefaults",
+           "Reconfigurable"]
 
 
 class Reconfigurable(Protocol):
@@ -41,43 +39,6 @@ class Reconfigurable(Protocol):
         """Raise if the component cannot run with ``config`` (nothing is applied yet)."""
 
     def reconfigure(self, config: Config) -> None: ...
-
-
-@dataclass
-class DynamicStore:
-    """The persisted dynamic configs: the cluster-wide defaults and each broker's own."""
-
-    default: dict[str, str] = field(default_factory=dict)
-    brokers: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    @classmethod
-    def read(cls, data_dir: Path) -> DynamicStore:
-        path = data_dir / FILE_NAME
-        if not path.exists():
-            return cls()
-        raw = json.loads(path.read_text())
-        return cls({str(k): str(v) for k, v in raw.get("default", {}).items()},
-                   {str(b): {str(k): str(v) for k, v in cfg.items()}
-                    for b, cfg in raw.get("brokers", {}).items()})
-
-    def write(self, data_dir: Path) -> None:
-        data = json.dumps({"version": 1, "default": self.default, "brokers": self.brokers},
-                          indent=2, sort_keys=True).encode()
-        path = data_dir / FILE_NAME
-        atomic_write(path, data)
-        os.chmod(path, 0o600)
-
-    def level(self, broker: int | None) -> dict[str, str]:
-        """The configs of one broker, or the cluster-wide defaults (``broker=None``)."""
-        return dict(self.default if broker is None else self.brokers.get(str(broker), {}))
-
-    def set_level(self, broker: int | None, values: Mapping[str, str]) -> None:
-        if broker is None:
-            self.default = dict(values)
-        elif values:
-            self.brokers[str(broker)] = dict(values)
-        else:
-            self.brokers.pop(str(broker), None)
 
 
 def redacted(values: Mapping[str, str]) -> dict[str, str]:
@@ -108,6 +69,8 @@ class DynamicBrokerConfig:
         self.node_id = node_id
         self.data_dir = data_dir
         self.reconfigurables: list[Reconfigurable] = []
+        #: The group configs (resource type GROUP), kept in the same file.
+        self.groups = GroupConfigs(config, data_dir)
 
     def load(self) -> None:
         """Read the persisted levels into ``config`` (at build time, before the
@@ -119,6 +82,7 @@ class DynamicBrokerConfig:
             return
         self.config.set_dynamic(default=_valid_subset(store.default, False),
                                 broker=_valid_subset(store.level(self.node_id), True))
+        self.groups.load(store)
 
     def current(self, per_broker: bool) -> dict[str, str]:
         return dict(self.config.dynamic_broker if per_broker else self.config.dynamic_default)

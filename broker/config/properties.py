@@ -106,6 +106,30 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "group.consumer.migration.policy": ("bidirectional", str),
     # kafkalite's own: Kafka's fixed 10 s between two resolutions of a group's regexes.
     "group.consumer.regex.refresh.interval.ms": ("10000", int),
+    "group.consumer.assignment.interval.ms": ("1000", int),
+    "group.consumer.min.assignment.interval.ms": ("0", int),
+    "group.consumer.max.assignment.interval.ms": ("15000", int),
+    # KIP-932 share groups (Kafka 4.4 names and defaults); group configs are bounded by
+    # the min/max ones.
+    "group.share.session.timeout.ms": ("45000", int),
+    "group.share.min.session.timeout.ms": ("45000", int),
+    "group.share.max.session.timeout.ms": ("60000", int),
+    "group.share.heartbeat.interval.ms": ("5000", int),
+    "group.share.min.heartbeat.interval.ms": ("5000", int),
+    "group.share.max.heartbeat.interval.ms": ("15000", int),
+    "group.share.max.size": ("200", int),
+    "group.share.assignment.interval.ms": ("1000", int),
+    "group.share.min.assignment.interval.ms": ("0", int),
+    "group.share.max.assignment.interval.ms": ("15000", int),
+    "group.share.record.lock.duration.ms": ("30000", int),
+    "group.share.min.record.lock.duration.ms": ("15000", int),
+    "group.share.max.record.lock.duration.ms": ("60000", int),
+    "group.share.delivery.count.limit": ("5", int),
+    "group.share.min.delivery.count.limit": ("2", int),
+    "group.share.max.delivery.count.limit": ("10", int),
+    "group.share.partition.max.record.locks": ("2000", int),
+    "group.share.min.partition.max.record.locks": ("100", int),
+    "group.share.max.partition.max.record.locks": ("4000", int),
     "offsets.topic.num.partitions": ("8", int),
     "offsets.topic.replication.factor": ("1", int),
     "offsets.topic.segment.bytes": ("104857600", int),
@@ -395,6 +419,49 @@ def validate_group_coordinator(config: Config) -> None:
                           f"insensitive): {', '.join(p.upper() for p in MIGRATION_POLICIES)}")
     consumer_assignors(config)
     rebalance_protocols(config)
+    validate_share_groups(config)
+
+
+#: (setting, its min, its max, Kafka's least allowed value): the bounded group settings.
+_BOUNDED = (
+    ("group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
+     "group.share.max.session.timeout.ms", 1),
+    ("group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
+     "group.share.max.heartbeat.interval.ms", 1),
+    ("group.share.assignment.interval.ms", "group.share.min.assignment.interval.ms",
+     "group.share.max.assignment.interval.ms", 0),
+    ("group.consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms",
+     "group.consumer.max.assignment.interval.ms", 0),
+    ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
+     "group.share.max.record.lock.duration.ms", 1000),
+    ("group.share.delivery.count.limit", "group.share.min.delivery.count.limit",
+     "group.share.max.delivery.count.limit", 2),
+    ("group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks",
+     "group.share.max.partition.max.record.locks", 100),
+)
+
+
+def validate_share_groups(config: Config) -> None:
+    """GroupCoordinatorConfig's and ShareGroupConfig's checks of the share group settings
+    (and the consumer assignment interval), with their messages."""
+    g = config.int
+    for value, lo, hi, least in _BOUNDED:
+        for name in (value, lo, hi):
+            if g(name) < least:
+                raise ConfigError(f"Invalid value {g(name)} for configuration {name}: "
+                                  f"Value must be at least {least}")
+        if g(hi) < g(lo):
+            raise ConfigError(f"{hi} must be greater than or equal to {lo}")
+        if g(value) < g(lo):
+            raise ConfigError(f"{value} must be greater than or equal to {lo}")
+        if g(value) > g(hi):
+            raise ConfigError(f"{value} must be less than or equal to {hi}")
+    if g("group.share.max.size") < 1:
+        raise ConfigError(f"Invalid value {g('group.share.max.size')} for configuration "
+                          "group.share.max.size: Value must be at least 1")
+    if g("group.share.heartbeat.interval.ms") >= g("group.share.session.timeout.ms"):
+        raise ConfigError("group.share.heartbeat.interval.ms must be less than "
+                          "group.share.session.timeout.ms")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ def test_services_agree_with_the_broker_config() -> None:
     assert advertised["EXTERNAL"].host == "localhost"
     published = {int(p["target"]): int(p["published"]) for p in services["kafkalite"]["ports"]}
     assert published[bound["EXTERNAL"].port] == advertised["EXTERNAL"].port
+    # The Schema Registry listens on 8081 in the container and is published there.
+    command = services["kafkalite"]["command"]
+    registry = command[command.index("--schema-registry") + 1]
+    assert published[int(registry.rpartition(":")[2])] == 8081
 
     check = services["kafkalite"]["healthcheck"]["test"]
     assert "kafkalite.broker.cli.healthcheck" in check
