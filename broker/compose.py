@@ -31,10 +31,11 @@ from functools import partial
 
 from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
+from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Transactions, TxnConfig
 from kafkalite.coordinator.txn_markers import LocalMarkerWriter
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -124,7 +125,8 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
 
 
 def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
-                      group_overrides: GroupOverrides | None = None) -> CoordinatorRuntime:
+                      group_overrides: GroupOverrides | None = None
+                      ) -> tuple[CoordinatorRuntime, GroupService]:
     """The group coordinator's core and runtime; ``__consumer_offsets`` is created on first
     use (FindCoordinator for a group, or the runtime's first write)."""
     offsets_topic = storage.catalog.get(OFFSETS_TOPIC)
@@ -150,10 +152,12 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
     core.set_topics([topic_change("created", t) for t in storage.catalog], scheduler.now())
     runtime = CoordinatorRuntime(
         core, storage.logs, scheduler,
-        ensure_topic=partial(storage.ensure_offsets_topic, core_cfg.num_partitions),
+        ensure_topic=partial(storage.ensure_offsets_topic, core_cfg.num_partitions))
+    groups = GroupService(
+        runtime, core,
         retention_check_interval_ms=lambda: config.int("offsets.retention.check.interval.ms"))
-    storage.catalog.listeners.append(partial(forward_topic_event, runtime))
-    return runtime
+    storage.catalog.listeners.append(partial(forward_topic_event, groups))
+    return runtime, groups
 
 
 def topic_change(event: str, info: TopicInfo) -> TopicChange:
@@ -161,13 +165,14 @@ def topic_change(event: str, info: TopicInfo) -> TopicChange:
     return TopicChange(TopicEvent(event), info.name, info.topic_id, info.partitions)
 
 
-def forward_topic_event(runtime: CoordinatorRuntime, event: str, info: TopicInfo) -> None:
+def forward_topic_event(groups: GroupService, event: str, info: TopicInfo) -> None:
     """Catalogue listener: the group coordinator learns of every topic change."""
-    runtime.on_topic_change(topic_change(event, info))
+    groups.on_topic_change(topic_change(event, info))
 
 
-def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRuntime
-                       ) -> TransactionCoordinatorCore:
+def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRuntime,
+                       groups: GroupService
+                       ) -> tuple[TransactionCoordinatorCore, Transactions]:
     """The transaction coordinator's core, served by the runtime over
     ``__transaction_state`` (created on first use, like ``__consumer_offsets``)."""
     existing = storage.catalog.get(TRANSACTION_STATE_TOPIC)
@@ -178,7 +183,7 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
         max_timeout_ms=config.int("transaction.max.timeout.ms"),
         transactional_id_expiration_ms=config.int("transactional.id.expiration.ms"),
         transaction_version=TRANSACTION_VERSION.level,
-        offsets_partitions=runtime.core.config.num_partitions,
+        offsets_partitions=groups.core.config.num_partitions,
         abort_retry_interval_ms=config.int(
             "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
         expire_retry_interval_ms=config.int(
@@ -187,12 +192,14 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
     core = TransactionCoordinatorCore(
         cfg, runtime.scheduler.timers,
         allocate_producer_id=storage.logs.producer_ids.allocate,
-        markers=LocalMarkerWriter(storage.logs.get, runtime),
-        group_partition_for=runtime.core.partition_for)
-    runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
-                             TRANSACTION_CODEC,
-                             partial(storage.ensure_transaction_topic, cfg.num_partitions)))
-    return core
+        markers=LocalMarkerWriter(storage.logs.get, groups),
+        group_partition_for=groups.core.partition_for)
+    served = runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
+                                      TRANSACTION_CODEC,
+                                      partial(storage.ensure_transaction_topic,
+                                              cfg.num_partitions)),
+                           core)
+    return core, served
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,10 +215,11 @@ class Control:
 
 
 def build_control(config: Config, cluster: Cluster, storage: Storage,
-                  runtime: CoordinatorRuntime, scheduler: Scheduler) -> Control:
+                  runtime: CoordinatorRuntime, groups: GroupService, scheduler: Scheduler
+                  ) -> Control:
     clock = ClockControl(scheduler)
     scenarios = CoordinatorScenarios(runtime)
-    view = BrokerView(cluster, storage, runtime, clock)
+    view = BrokerView(cluster, storage, groups, clock)
     metrics = BrokerMetrics(groups=view.group_rows)
     # Rule durations run on the broker's clock, as every other deadline does.
     faults = FaultRules(scheduler.clock.now_ms, on_fire=metrics.fault_fired)
@@ -253,9 +261,9 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     scheduler = Scheduler(clock or SystemClock())
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
-    runtime = build_coordinator(config, storage, scheduler, dynamic.groups)
-    txn = build_transactions(config, storage, runtime)
-    control = build_control(config, cluster, storage, runtime, scheduler)
+    runtime, groups = build_coordinator(config, storage, scheduler, dynamic.groups)
+    txn_core, txn = build_transactions(config, storage, runtime, groups)
+    control = build_control(config, cluster, storage, runtime, groups, scheduler)
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
@@ -268,7 +276,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                         dynamic, fetch_sessions, control.metrics, consumer_protocol):
         apis.register(route)
     return Broker(
-        config, cluster, storage, runtime, txn, cleaner, apis, scheduler,
+        config, cluster, storage, runtime, txn_core, cleaner, apis, scheduler, groups=groups,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,

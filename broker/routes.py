@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore
+from kafkalite.coordinator.transactions import Transactions
 from kafkalite.protocol import apis as codecs
 
 from .apis import KafkaApis, Route
@@ -57,7 +57,7 @@ def routes(
     storage: Storage,
     access: Access,
     runtime: CoordinatorRuntime,
-    txn: TransactionCoordinatorCore,
+    txn: Transactions,
     apis: KafkaApis,
     security: SecurityState,
     quotas: ClientQuotaStore,
@@ -69,7 +69,7 @@ def routes(
     """``consumer_protocol``: KIP-848 consumer groups are enabled
     (``group.coordinator.rebalance.protocols`` lists ``consumer``)."""
     group_acl = groups.GroupAcl()
-    verify = TxnVerification(runtime, txn, storage.config)
+    verify = TxnVerification(txn, storage.config)
     return [
         # --- data ---------------------------------------------------------------------
         Route(produce.PRODUCE, partial(produce.produce, storage, access, metrics, verify),
@@ -81,7 +81,7 @@ def routes(
         Route(list_offsets.DELETE_RECORDS,
               partial(list_offsets.delete_records, storage, access)),
         Route(producer_ids.INIT_PRODUCER_ID,
-              partial(producer_ids.init_producer_id, storage, runtime, txn, access),
+              partial(producer_ids.init_producer_id, storage, txn, access),
               min_version=0, max_version=5),
         Route(producer_ids.DESCRIBE_PRODUCERS,
               partial(producer_ids.describe_producers, storage, access),
@@ -186,12 +186,12 @@ def routes(
               min_version=0, max_version=2),
         # --- transactions -----------------------------------------------------------------
         Route(transactions.ADD_PARTITIONS_TO_TXN,
-              partial(transactions.add_partitions_to_txn, storage, runtime, txn, access),
+              partial(transactions.add_partitions_to_txn, storage, txn, access),
               min_version=0, max_version=5),
         Route(transactions.ADD_OFFSETS_TO_TXN,
-              partial(transactions.add_offsets_to_txn, runtime, txn, access),
+              partial(transactions.add_offsets_to_txn, txn, access),
               min_version=0, max_version=4),
-        Route(transactions.END_TXN, partial(transactions.end_txn, runtime, txn, access),
+        Route(transactions.END_TXN, partial(transactions.end_txn, txn, access),
               min_version=0, max_version=5),
         Route(txn_offsets.TXN_OFFSET_COMMIT,
               partial(txn_offsets.txn_offset_commit, storage, runtime, verify, access),
@@ -203,7 +203,7 @@ def routes(
               partial(transactions.describe_transactions, txn, access),
               min_version=0, max_version=0),
         Route(transactions.LIST_TRANSACTIONS,
-              partial(transactions.list_transactions, runtime, txn, access),
+              partial(transactions.list_transactions, txn, access),
               min_version=0, max_version=2),
         # --- security -------------------------------------------------------------------
         Route(sasl.SASL_HANDSHAKE, sasl.sasl_handshake, min_version=0, max_version=1),

@@ -10,6 +10,7 @@ from typing import Protocol
 
 import structlog
 
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
@@ -82,6 +83,7 @@ class Broker:
         metrics: BrokerMetrics,
         clock_control: ClockControl,
         scenarios: CoordinatorScenarios,
+        groups: GroupService,
         admin: AdminListener | None = None,
         schema_registry: AdminListener | None = None,
     ) -> None:
@@ -92,6 +94,8 @@ class Broker:
         self.storage = storage
         self.logs: LogManager = storage.logs
         self.coordinator = coordinator
+        #: The group coordinator's work outside requests, and its core for inspection.
+        self.groups = groups
         #: The transaction coordinator's core (driven by ``coordinator``, the runtime).
         self.transactions = transactions
         self.log_cleaner = cleaner

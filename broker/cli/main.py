@@ -140,6 +140,9 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
                          "--offsets-decoder shows them")
     od.add_argument("--data-dir", required=True, help="the broker's data directory (log.dirs)")
     od.add_argument("--partition", type=int, help="only this partition")
+    od.add_argument("--topic", default="__consumer_offsets",
+                    choices=["__consumer_offsets", "__share_group_state"],
+                    help="the internal topic to read (default __consumer_offsets)")
     od.set_defaults(func=_offsets_dump)
 
     c = sub.add_parser("certs", help="make a development CA, broker and client certificates "
@@ -189,7 +192,7 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
 def _offsets_dump(args: argparse.Namespace) -> int:
     from .offsets_dump import dump
 
-    dump(Path(args.data_dir), sys.stdout, args.partition)
+    dump(Path(args.data_dir), sys.stdout, args.partition, args.topic)
     return 0
 
 

@@ -6,8 +6,10 @@ Each key and value has the shape Kafka's ``kafka-dump-log --offsets-decoder`` pr
 as Kafka's generated JSON converters write them (camelCase, bytes in base64, topic ids
 as Kafka's ``Uuid.toString``, tagged fields only when they differ from their default),
 and, for groups of protocol type ``consumer``, each member's subscription and assignment
-decoded. KIP-848 consumer group records (types 3-8 and 16) are decoded too. A
-tombstone's value is ``null`` (Kafka prints ``<DELETE>``).
+decoded. KIP-848 consumer group records (types 3-8 and 16) and KIP-932 share group
+records (types 10-15) are decoded too, and with ``--topic __share_group_state`` the
+share-partition state records (``broker/cli/share_dump.py``). A tombstone's value is ``null``
+(Kafka prints ``<DELETE>``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,14 @@ from typing import Any, TextIO
 
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
+from kafkalite.protocol.schema_io import Reader
 
-_PARTITION_DIR = re.compile(rf"^{OFFSETS_TOPIC}-(\d+)$")
+from .share_dump import share_group_key_json, share_group_value_json, share_state_record_json
+
+SHARE_STATE_TOPIC = "__share_group_state"
 
 
 def _b64(b: bytes | None) -> str | None:
@@ -187,6 +193,8 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
         key = co.decode_key(key_bytes, consumer_groups=True)
     except co.UnknownRecordType:
         version = int.from_bytes(key_bytes[:2], "big", signed=True)
+        if version in sg.KEY_TYPES:
+            return _share_group_record_json(version, key_bytes, value_bytes)
         return {"key": f"Unknown record type {version}", "value": None}
     except Exception as e:
         return {"key": None, "value": None, "error": str(e)}
@@ -207,20 +215,41 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
     return out
 
 
-def partition_dirs(data_dir: Path) -> list[tuple[int, Path]]:
+def _share_group_record_json(record_type: int, key_bytes: bytes,
+                             value_bytes: bytes | None) -> dict[str, Any]:
+    try:
+        r = Reader(key_bytes)
+        r.i16()
+        key = sg.decode_key_fields(record_type, r)
+    except Exception as e:
+        return {"key": None, "value": None, "error": str(e)}
+    out: dict[str, Any] = {"key": share_group_key_json(key), "value": None}
+    if value_bytes is not None:
+        try:
+            out["value"] = share_group_value_json(sg.decode_value(key, value_bytes))
+        except Exception as e:
+            out["error"] = str(e)
+    return out
+
+
+def partition_dirs(data_dir: Path, topic: str = OFFSETS_TOPIC) -> list[tuple[int, Path]]:
     found: list[tuple[int, Path]] = []
     if not data_dir.is_dir():
         return found
+    pattern = re.compile(rf"^{re.escape(topic)}-(\d+)$")
     for d in data_dir.iterdir():
-        m = _PARTITION_DIR.match(d.name)
+        m = pattern.match(d.name)
         if m and d.is_dir():
             found.append((int(m.group(1)), d))
     return sorted(found)
 
 
-def iter_dump(data_dir: Path, partition: int | None = None) -> Iterator[dict[str, Any]]:
-    """Every record of ``__consumer_offsets`` under ``data_dir``, in partition and offset order."""
-    for p, d in partition_dirs(data_dir):
+def iter_dump(data_dir: Path, partition: int | None = None,
+              topic: str = OFFSETS_TOPIC) -> Iterator[dict[str, Any]]:
+    """Every record of ``__consumer_offsets`` (or ``__share_group_state``) under
+    ``data_dir``, in partition and offset order."""
+    decode = share_state_record_json if topic == SHARE_STATE_TOPIC else record_json
+    for p, d in partition_dirs(data_dir, topic):
         if partition is not None and p != partition:
             continue
         for seg in sorted(d.glob("*.log")):
@@ -232,13 +261,14 @@ def iter_dump(data_dir: Path, partition: int | None = None) -> Iterator[dict[str
                 for r in records:
                     row: dict[str, Any] = {"partition": p, "offset": r.offset,
                                            "timestamp": r.timestamp}
-                    row.update(record_json(r.key, r.value))
+                    row.update(decode(r.key, r.value))
                     yield row
 
 
-def dump(data_dir: Path, out: TextIO = sys.stdout, partition: int | None = None) -> int:
+def dump(data_dir: Path, out: TextIO = sys.stdout, partition: int | None = None,
+         topic: str = OFFSETS_TOPIC) -> int:
     n = 0
-    for row in iter_dump(data_dir, partition):
+    for row in iter_dump(data_dir, partition, topic):
         out.write(json.dumps(row, separators=(",", ":")) + "\n")
         n += 1
     return n

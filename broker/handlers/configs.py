@@ -6,7 +6,7 @@ the cluster-wide defaults (empty name) change through ``DynamicBrokerConfig``, w
 validates, persists and applies them; read-only properties are refused with Kafka's
 messages. Errors on broker resources are INVALID_REQUEST, as a KRaft broker answers. Group configs
 (resource type GROUP) are one group's overrides of the broker's group settings
-(``broker/group_configs.py``), authorized on the group as Kafka does.
+(``broker/config/groups.py``), authorized on the group as Kafka does.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ clients see is what a broker in that state sends them. Call ``run`` on the broke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.results import Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol.errors import ErrorCode
@@ -44,37 +45,41 @@ class CoordinatorScenarios:
         """Run scenario ``name``; the outcome as JSON: ``error`` is Kafka's error name
         (NONE when it took effect), with what it acted on."""
         rt = self.runtime
-        core = rt.core
-        now = rt.now()
+        groups = rt.groups
         if name in ("partition-loading", "partition-moved"):
             if "partition" in params:
                 partition = _int(params, "partition")
-                if partition >= core.config.num_partitions:
-                    raise ScenarioError(f"__consumer_offsets has {core.config.num_partitions}"
+                count = rt.topics[OFFSETS_TOPIC].num_partitions
+                if partition >= count:
+                    raise ScenarioError(f"__consumer_offsets has {count}"
                                         f" partitions, not {partition + 1}")
             else:
-                partition = core.partition_for(_text(params, "group_id"))
+                gid = _text(params, "group_id")
+                partition = groups.read(lambda g, _now: g.partition_for(gid))
             for_ms = _int(params, "for_ms")
             moved = name == "partition-moved"
             rt.hold_partition(OFFSETS_TOPIC, partition, for_ms, moved)
             return {"error": "NONE", "partition": partition, "for_ms": for_ms,
                     "answers": "NOT_COORDINATOR" if moved else "COORDINATOR_LOAD_IN_PROGRESS"}
         group_id = _text(params, "group_id")
-        out: Outcome
+        op: Callable[[GroupCoordinatorCore, int], Outcome]
         if name == "rebalance":
-            out = core.force_rebalance(now, group_id)
+            op = lambda g, now: g.force_rebalance(now, group_id)  # noqa: E731
         elif name == "expire-member":
-            out = core.expire_member(now, group_id, _text(params, "member_id"))
+            mid = _text(params, "member_id")
+            op = lambda g, now: g.expire_member(now, group_id, mid)  # noqa: E731
         elif name == "evict-member":
-            out = core.evict_member(now, group_id, _text(params, "member_id"))
+            mid = _text(params, "member_id")
+            op = lambda g, now: g.evict_member(now, group_id, mid)  # noqa: E731
         elif name == "fence-static-member":
-            out = core.fence_static_member(now, group_id, _text(params, "group_instance_id"))
+            iid = _text(params, "group_instance_id")
+            op = lambda g, now: g.fence_static_member(now, group_id, iid)  # noqa: E731
         else:
             raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(NAMES)}")
-        err: ErrorCode = rt.run(out)
+        err: ErrorCode = groups.write(op)
         result: dict[str, Any] = {"error": err.name.upper(), "group_id": group_id}
         if name == "fence-static-member" and err is ErrorCode.none:
-            group = core.group(group_id)
+            group = groups.read(lambda g, _now: g.group(group_id))
             member = None if group is None else group.static_member_id(
                 params["group_instance_id"])
             result["member_id"] = member

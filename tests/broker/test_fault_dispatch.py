@@ -90,7 +90,7 @@ def test_injected_commit_error_stores_nothing(broker: BrokerThread) -> None:
         [ErrorCode.coordinator_load_in_progress]
 
     def committed() -> int:
-        found = broker.inner.coordinator.core.offsets.get("simple", "t", 0)
+        found = broker.inner.groups.core.offsets.get("simple", "t", 0)
         return -1 if found is None else found.offset
 
     assert broker.call(committed) == -1

@@ -183,7 +183,7 @@ def group_view(broker: BrokerThread, group_id: str) -> GroupView | None:
 
     def read() -> GroupView | None:
         assert broker.broker is not None
-        g = broker.broker.coordinator.core.group(group_id)
+        g = broker.broker.groups.core.group(group_id)
         if g is None:
             return None
         leader = g.members.get(g.leader_id) if g.leader_id else None

@@ -185,7 +185,7 @@ def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe
 
         def committed() -> dict[tuple[str, int], int]:
             assert broker.broker is not None
-            return broker.broker.coordinator.core.committed(group)
+            return broker.broker.groups.core.committed(group)
 
         offsets = broker.call(committed)
         assert {tp: offsets.get(tp) for tp in java_parts} == {tp: 20 for tp in java_parts}

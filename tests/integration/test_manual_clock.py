@@ -111,7 +111,7 @@ def test_scenarios_reach_a_real_consumer(kafkalite_factory: Callable[..., Broker
     try:
         c.subscribe(["scenes"], on_assign=on_assign)
         _consume_until(c, lambda: len(assignments) == 1)
-        conn_group = broker.call(lambda: broker.inner.coordinator.core.group("scenes-group"))
+        conn_group = broker.call(lambda: broker.inner.groups.core.group("scenes-group"))
         first = conn_group.generation
         member = next(iter(conn_group.members))
         # A forced rebalance: the consumer rejoins the same way as for a new member.
@@ -131,7 +131,7 @@ def test_scenarios_reach_a_real_consumer(kafkalite_factory: Callable[..., Broker
         assert moved["answers"] == "NOT_COORDINATOR"
         time.sleep(1.5)
         _consume_until(c, lambda: (g := broker.call(
-            lambda: broker.inner.coordinator.core.group("scenes-group"))) is not None
+            lambda: broker.inner.groups.core.group("scenes-group"))) is not None
             and g.state.value == "Stable" and g.generation >= before)
     finally:
         c.close()

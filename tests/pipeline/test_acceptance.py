@@ -52,7 +52,7 @@ class Member:
 def group_state(broker: BrokerThread) -> tuple[str, int, dict[str, str | None]]:
     def read() -> tuple[str, int, dict[str, str | None]]:
         assert broker.broker is not None
-        g = broker.broker.coordinator.core.group(GROUP)
+        g = broker.broker.groups.core.group(GROUP)
         if g is None:
             return ("Dead", 0, {})
         return (g.state.value, g.generation,
