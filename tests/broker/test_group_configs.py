@@ -305,8 +305,8 @@ def test_bad_share_group_settings_stop_the_broker() -> None:
 
 def test_kafkalite_configs_list_shows_group_configs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kafkalite.broker import cli
-    from kafkalite.broker.config_store import DynamicStore
+    from kafkalite.broker.cli import main as cli
+    from kafkalite.broker.config.store import DynamicStore
 
     data = tmp_path / "data"
     data.mkdir()
