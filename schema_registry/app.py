@@ -115,7 +115,8 @@ class Routes:
     async def lookup(self, request: web.Request) -> web.Response:
         body = await _body(request)
         return reply(self.r.lookup(request.match_info["subject"], body,
-                                   _flag(request, "normalize"), _flag(request, "deleted")))
+                                   _flag(request, "normalize"), _flag(request, "deleted"),
+                                   request.query.get("format")))
 
     async def delete_subject(self, request: web.Request) -> web.Response:
         return reply(self.r.delete_subject(request.match_info["subject"],
@@ -136,7 +137,7 @@ class Routes:
     async def version(self, request: web.Request) -> web.Response:
         row = self.r.get_version(request.match_info["subject"], request.match_info["version"],
                                  _flag(request, "deleted"))
-        return reply(self.r.version_body(row))
+        return reply(self.r.version_body(row, request.query.get("format")))
 
     async def version_schema(self, request: web.Request) -> web.Response:
         row = self.r.get_version(request.match_info["subject"], request.match_info["version"],
@@ -155,7 +156,7 @@ class Routes:
                                            _flag(request, "permanent")))
 
     async def schema_by_id(self, request: web.Request) -> web.Response:
-        return reply(self.r.schema_by_id(request.match_info["id"]))
+        return reply(self.r.schema_by_id(request.match_info["id"], request.query.get("format")))
 
     async def schema_text_by_id(self, request: web.Request) -> web.Response:
         body = self.r.schema_by_id(request.match_info["id"])

@@ -301,3 +301,20 @@ def test_bad_share_group_settings_stop_the_broker() -> None:
             Config.build(environ={}, overrides=overrides)
     ok = Config.build(environ={}, overrides={"group.share.delivery.count.limit": "10"})
     assert ok.int("group.share.delivery.count.limit") == 10
+
+
+def test_kafkalite_configs_list_shows_group_configs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkalite.broker import cli
+    from kafkalite.broker.config_store import DynamicStore
+
+    data = tmp_path / "data"
+    data.mkdir()
+    DynamicStore(default={"log.cleaner.backoff.ms": "700"},
+                 groups={"q": {"share.auto.offset.reset": "earliest"}}).write(data)
+    assert cli.main(["configs", "set", "--data-dir", str(data), "--default",
+                     "log.segment.bytes=1048576"]) == 0
+    assert cli.main(["configs", "list", "--data-dir", str(data)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "default\tlog.cleaner.backoff.ms=700", "default\tlog.segment.bytes=1048576",
+        "group q\tshare.auto.offset.reset=earliest"]
