@@ -13,8 +13,8 @@ import pytest
 from kio.schema.alter_configs.v2 import request as ac
 from kio.schema.consumer_group_heartbeat.v0 import request as cgh
 
-from kafkalite.broker.config import Config, ConfigError
-from kafkalite.broker.dynamic_config import FILE_NAME
+from kafkalite.broker.config.dynamic import FILE_NAME
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.coordinator.partitions import session_key
 from kafkalite.protocol.errors import ErrorCode
 
@@ -305,8 +305,8 @@ def test_bad_share_group_settings_stop_the_broker() -> None:
 
 def test_kafkalite_configs_list_shows_group_configs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kafkalite.broker import cli
-    from kafkalite.broker.config_store import DynamicStore
+    from kafkalite.broker.cli import main as cli
+    from kafkalite.broker.config.store import DynamicStore
 
     data = tmp_path / "data"
     data.mkdir()

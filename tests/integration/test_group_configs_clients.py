@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
     ConfigSource,
 )
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import run_tool, tools_log_config
 

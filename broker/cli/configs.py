@@ -17,8 +17,8 @@ from typing import Any
 
 from kafkalite.storage.fsutil import DirLock
 
-from .broker_configs import DynamicConfigError, is_sensitive, validate_dynamic
-from .config_store import DynamicStore
+from ..config.definitions import DynamicConfigError, is_sensitive, validate_dynamic
+from ..config.store import DynamicStore
 
 
 def register(sub: Any) -> None:

@@ -20,8 +20,8 @@ import structlog
 
 from kafkalite.storage.topic_config import DEFAULT_CONFIG, InvalidConfig
 
-from .config import DEFAULTS, Config
-from .config_store import DynamicStore
+from .properties import DEFAULTS, Config
+from .store import DynamicStore
 
 log = structlog.get_logger("kafkalite.group_configs")
 
