@@ -20,20 +20,20 @@ from kafkalite.timekeeping.scheduler import Scheduler
 
 from .apis import KafkaApis
 from .busy_poll import BusyPoll
-from .clock_control import ClockControl
 from .cluster import BoundListener, Cluster
-from .config import Config, Listener, parse_listeners
+from .config.dynamic import DynamicBrokerConfig
+from .config.listeners import ConnectionLimitsConfigs, ListenerSecurityMap
+from .config.properties import Config, Listener, parse_listeners
 from .connection import KafkaConnection
-from .dynamic_config import DynamicBrokerConfig
-from .faults import FaultRules
-from .fetch_session import FetchSessionCache
+from .handlers.fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
-from .listener_configs import ConnectionLimitsConfigs, ListenerSecurityMap
 from .metrics import BrokerMetrics
-from .scenarios import CoordinatorScenarios
 from .security.setup import SecurityState
 from .security.tls_accept import TlsAcceptor
-from .storage import Storage
+from .testing.clock_control import ClockControl
+from .testing.faults import FaultRules
+from .testing.scenarios import CoordinatorScenarios
+from .topic_store import Storage
 
 log = structlog.get_logger("kafkalite.broker")
 

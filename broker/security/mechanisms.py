@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 from .jaas import JaasEntry, parse_jaas, plain_users
 from .listeners import ListenerProps
 from .oauthbearer import OAuthBearerServer

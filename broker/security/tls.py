@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 from .listeners import ListenerProps
 from .principal_rules import PrincipalMapper
 

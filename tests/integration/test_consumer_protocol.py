@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import ConsumerGroupType, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request
 
 from .group_helpers import create_topic, group_view
 from .java_support import java_command, run_java

@@ -15,8 +15,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kafkalite.broker.testing import BrokerProcess
-from kafkalite.protocol.client import RawConnection, request
+from kafkalite.broker.testing.fixtures import BrokerProcess
+from kafkalite.client.kafka import RawConnection, request
 from kafkalite.protocol.errors import ErrorCode
 
 HEARTBEAT = 12

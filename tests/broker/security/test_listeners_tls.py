@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.security.certs import CertFiles, broker_properties, make_certs
 from kafkalite.broker.security.listeners import (
     ListenerProps,

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from kafkalite import __version__
 
-from .config import Config, ConfigError
+from ..config.properties import Config, ConfigError
 
 if TYPE_CHECKING:
-    from .server import Broker
+    from ..server import Broker
 
 
 def _raise_open_files_limit() -> None:
@@ -43,9 +43,9 @@ def _serve(args: argparse.Namespace) -> int:
     _raise_open_files_limit()
     from kafkalite.timekeeping.clock import ManualClock
 
+    from ..compose import build_broker
+    from ..server import new_event_loop, serve_until_signalled
     from . import logs
-    from .compose import build_broker
-    from .server import new_event_loop, serve_until_signalled
 
     overrides: dict[str, str] = {}
     for item in args.set or []:
@@ -174,9 +174,9 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
             sp.add_argument("--iterations", type=int, default=4096)
         sp.set_defaults(func=_scram)
 
-    from .configs_cli import register as register_configs
+    from .configs import register as register_configs
     from .ctl import register as register_ctl
-    from .groups_cli import register as register_groups
+    from .groups import register as register_groups
 
     register_configs(sub)
     register_ctl(sub)
@@ -197,7 +197,7 @@ def _offsets_dump(args: argparse.Namespace) -> int:
 
 
 def _certs(args: argparse.Namespace) -> int:
-    from .security.certs import make_certs
+    from ..security.certs import make_certs
 
     files = make_certs(Path(args.out), args.host, client=args.client, days=args.days,
                        p12_password=args.p12_password)
@@ -220,7 +220,7 @@ def _certs(args: argparse.Namespace) -> int:
 
 
 def _scram(args: argparse.Namespace) -> int:
-    from .security.scram import (
+    from ..security.scram import (
         MAX_ITERATIONS,
         MECHANISMS,
         MIN_ITERATIONS,
