@@ -35,7 +35,7 @@ def test_bad_listener_is_a_configuration_error(tmp_path: Path) -> None:
 def test_nothing_loaded_when_off(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from kafkalite.broker.config import Config\n"
+        "from kafkalite.broker.config.properties import Config\n"
         "from kafkalite.broker.compose import build_broker\n"
         f"build_broker(Config.build(environ={{}}, overrides={{'log.dirs': {str(tmp_path)!r}}}))\n"
         "loaded = [m for m in sys.modules if m.startswith(('kafkalite.schema_registry', "
