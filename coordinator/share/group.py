@@ -252,6 +252,26 @@ def leave(group: ShareGroup, member_id: str, topics: Mapping[str, TopicInfo]) ->
     return records
 
 
+@dataclass(frozen=True, slots=True)
+class DescribedShareGroup:
+    """What ShareGroupDescribe answers for a group (Kafka's ShareGroup.asDescribedGroup)."""
+
+    group_id: str
+    #: "Empty" or "Stable" (Kafka's share group states; "Dead" is a group that is gone).
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[ShareMember, ...]
+
+
+def describe(group: ShareGroup) -> DescribedShareGroup:
+    return DescribedShareGroup(
+        group.group_id, "Stable" if group.members else "Empty", group.group_epoch,
+        group.assignment_epoch, "simple",
+        tuple(group.members[m] for m in sorted(group.members)))
+
+
 def replay(groups: dict[str, ShareGroup], key: sg.ShareGroupKey,
            value: sg.ShareGroupValue | None) -> None:
     """Apply one share group record to ``groups`` (live and at load)."""

@@ -154,3 +154,19 @@ def test_new_partitions_move_the_group_epoch() -> None:
     # A topic nobody subscribes to changes nothing.
     c.topics["other"] = TopicInfo(uuid.UUID(int=3), 1)
     assert c.hb("b", 2).member_epoch == 3  # type: ignore[attr-defined]
+
+
+def test_describe() -> None:
+    from kafkalite.coordinator.share.group import describe
+
+    c = Coordinator()
+    c.hb("b", 0, ("t",))
+    c.hb("a", 0, ("t",))
+    d = describe(c.groups["g"])
+    assert (d.group_id, d.state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (
+        "g", "Stable", 2, 2, "simple")
+    assert [m.member_id for m in d.members] == ["a", "b"]
+    assert d.members[0].client_host == "/127.0.0.1" and d.members[0].member_epoch == 2
+    c.hb("a", -1)
+    c.hb("b", -1)
+    assert describe(c.groups["g"]).state == "Empty"
