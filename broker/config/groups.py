@@ -18,6 +18,7 @@ from pathlib import Path
 
 import structlog
 
+from kafkalite.coordinator.share import offset_reset
 from kafkalite.storage.topic_config import DEFAULT_CONFIG, InvalidConfig
 
 from .properties import DEFAULTS, Config
@@ -137,12 +138,6 @@ _SESSION_PAIRS = (("consumer.session.timeout.ms", "consumer.heartbeat.interval.m
 
 _STREAMS_ASSIGNORS = ("sticky",)
 
-# java.time.Duration.parse's format (PnDTnHnMn.nS), as share.auto.offset.reset's
-# by_duration takes it.
-_DURATION = re.compile(
-    r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
-    r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
-
 
 def broker_value(config: Config, name: str) -> str:
     """A broker group setting: its value in ``config``, else Kafka's default."""
@@ -157,16 +152,7 @@ def _broker_int(config: Config, name: str) -> int:
 
 
 def _valid_offset_reset(value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("latest", "earliest"):
-        return True
-    if not v.startswith("by_duration:"):
-        return False
-    m = _DURATION.fullmatch(v[len("by_duration:"):].strip())
-    if m is None or m.group(1) == "-" or (m.group(3) is not None and not any(
-            m.group(i) for i in (4, 5, 6))) or not any(m.group(i) for i in (2, 4, 5, 6)):
-        return False
-    return not any((m.group(i) or "").startswith("-") for i in (2, 4, 5, 6))
+    return offset_reset.parse(value) is not None
 
 
 def _parse(d: GroupConfigDef, value: str) -> object:
@@ -324,6 +310,10 @@ class GroupConfigs:
         """Drop a deleted group's overrides."""
         if group in self.groups:
             self.alter(group, {}, validate_only=False)
+
+    def value(self, group: str, name: str) -> str | None:
+        """``group``'s own value of a config (as set), None when it does not set it."""
+        return self.groups.get(group, {}).get(name)
 
     def int_value(self, group: str, name: str) -> int | None:
         """``group``'s own value of an INT config, clamped to the broker's current bounds

@@ -5,5 +5,6 @@
 - ``assignor``: the ``simple`` assignor;
 - ``group``: ShareGroupHeartbeat's records and answers, and their replay;
 - ``state_store``: share-partition state in ``__share_group_state`` (the share
-  coordinator's snapshots and updates).
+  coordinator's snapshots and updates);
+- ``offset_reset``: ``share.auto.offset.reset`` and the start offset it gives.
 """

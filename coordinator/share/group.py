@@ -9,6 +9,10 @@ target's epoch on its next heartbeat. Records are Kafka's (``share_group_records
 member metadata, 11 group epoch, 12 target assignment epoch, 13 a member's target
 assignment, 14 a member's current assignment. Member ids come from the clients (KIP-1082).
 
+The group epoch also moves when a subscribed topic appears, goes or changes its partition
+count: the group epoch record keeps a hash of the subscribed topics' metadata (Kafka's
+field; kafkalite's own hash function, not Kafka's KIP-1101 one).
+
 Not here yet: the share-partition state initialization that Kafka tracks in record 15
 with the share coordinator, and the part that hooks this into the group coordinator (its
 timers for the session timeout call :func:`leave`).
@@ -16,8 +20,9 @@ timers for the session timeout call :func:`leave`).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kafkalite.protocol import share_group_records as sg
@@ -133,14 +138,25 @@ def _target(group: ShareGroup, members: Mapping[str, ShareMember],
     return {m: frozenset((topics[t].topic_id, p) for t, p in ps) for m, ps in got.items()}
 
 
+def metadata_hash(names: Iterable[str], topics: Mapping[str, TopicInfo]) -> int:
+    """A hash of the subscribed topics that exist: their names, ids and partition counts."""
+    h = hashlib.blake2b(digest_size=8)
+    for name in sorted(set(names)):
+        info = topics.get(name)
+        if info is not None:
+            h.update(f"{name}\0{info.topic_id}\0{info.partitions}\0".encode())
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
 def _epoch_and_target(group: ShareGroup, members: Mapping[str, ShareMember],
                       topics: Mapping[str, TopicInfo], records: list[Record]
                       ) -> tuple[int, dict[str, Assigned]]:
     """The records of a new group epoch and the target assignment at it."""
     epoch = group.group_epoch + 1
     gid = group.group_id
+    subscribed = (t for m in members.values() for t in m.subscribed_topic_names)
     records.append((sg.ShareGroupMetadataKey(gid),
-                    sg.ShareGroupMetadataValue(epoch, group.metadata_hash)))
+                    sg.ShareGroupMetadataValue(epoch, metadata_hash(subscribed, topics))))
     target = _target(group, members, topics)
     for m, assigned in sorted(target.items()):
         if group.target.get(m) != assigned:
@@ -201,7 +217,9 @@ def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str
         records += _member_records(gid, updated)
     members = {**group.members, mid: updated}
     epoch = group.group_epoch
-    if new_member or updated.subscribed_topic_names != member.subscribed_topic_names:
+    subscribed = (t for m in members.values() for t in m.subscribed_topic_names)
+    if new_member or updated.subscribed_topic_names != member.subscribed_topic_names \
+            or metadata_hash(subscribed, topics) != group.metadata_hash:
         epoch, target = _epoch_and_target(group, members, topics, records)
     else:
         target = dict(group.target)
@@ -232,6 +250,26 @@ def leave(group: ShareGroup, member_id: str, topics: Mapping[str, TopicInfo]) ->
                          rest, {m: a for m, a in group.target.items() if m != member_id})
     _epoch_and_target(without, rest, topics, records)
     return records
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedShareGroup:
+    """What ShareGroupDescribe answers for a group (Kafka's ShareGroup.asDescribedGroup)."""
+
+    group_id: str
+    #: "Empty" or "Stable" (Kafka's share group states; "Dead" is a group that is gone).
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[ShareMember, ...]
+
+
+def describe(group: ShareGroup) -> DescribedShareGroup:
+    return DescribedShareGroup(
+        group.group_id, "Stable" if group.members else "Empty", group.group_epoch,
+        group.assignment_epoch, "simple",
+        tuple(group.members[m] for m in sorted(group.members)))
 
 
 def replay(groups: dict[str, ShareGroup], key: sg.ShareGroupKey,

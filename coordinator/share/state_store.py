@@ -14,15 +14,31 @@ topic finds what was written.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from kafkalite.protocol import share_state_records as ss
+from kafkalite.protocol.consumer_offsets import group_partition
 
 #: A share-partition: (group id, topic id, partition).
 ShareKey = tuple[str, uuid.UUID, int]
 Record = tuple[ss.ShareStateKey, ss.ShareStateValue | None]
+
+
+def coordinator_key(group: str, topic_id: uuid.UUID, partition: int) -> str:
+    """Kafka's ``SharePartitionKey.asCoordinatorKey``: FindCoordinator's key (key type
+    share) for a share-partition, ``group:topic id:partition`` with the topic id as Kafka's
+    ``Uuid.toString`` writes it."""
+    tid = base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
+    return f"{group}:{tid}:{partition}"
+
+
+def state_partition(key: str, num_partitions: int) -> int:
+    """The ``__share_group_state`` partition holding a coordinator key's state (Kafka's
+    ``Utils.abs(key.hashCode()) % share.coordinator.state.topic.num.partitions``)."""
+    return group_partition(key, num_partitions)
 
 
 @dataclass(frozen=True, slots=True)

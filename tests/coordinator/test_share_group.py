@@ -32,6 +32,7 @@ class Coordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.written: list[tuple[sg.ShareGroupKey, sg.ShareGroupValue | None]] = []
         self.max_size = max_size
+        self.topics = dict(TOPICS)
 
     def apply(self, records: list[tuple[sg.ShareGroupKey, sg.ShareGroupValue | None]]) -> None:
         for key, value in records:
@@ -46,7 +47,7 @@ class Coordinator:
         records, result = heartbeat(self.groups.get(group),
                                     ShareHeartbeat(group, member, epoch, None, topics, "cli",
                                                    "/127.0.0.1"),
-                                    TOPICS, HB, self.max_size)
+                                    self.topics, HB, self.max_size)
         self.apply(records)
         return result
 
@@ -139,3 +140,33 @@ def test_subscription_change_moves_partitions() -> None:
     assert r.member_epoch == 2  # type: ignore[attr-defined]
     assert parts(r) == {(T, p) for p in range(4)} | {(U, 0)}
     assert r.assignment == (TopicIdPartitions(T, (0, 1, 2, 3)), TopicIdPartitions(U, (0,)))  # type: ignore[attr-defined]
+
+
+def test_new_partitions_move_the_group_epoch() -> None:
+    c = Coordinator()
+    c.hb("a", 0, ("t",))
+    c.hb("b", 0, ("t",))
+    assert c.hb("a", 1).member_epoch == 2  # type: ignore[attr-defined]
+    c.topics["t"] = TopicInfo(T, 6)
+    r = c.hb("a", 2)
+    assert r.member_epoch == 3 and len(parts(r)) == 3  # type: ignore[attr-defined]
+    assert c.groups["g"].group_epoch == 3
+    # A topic nobody subscribes to changes nothing.
+    c.topics["other"] = TopicInfo(uuid.UUID(int=3), 1)
+    assert c.hb("b", 2).member_epoch == 3  # type: ignore[attr-defined]
+
+
+def test_describe() -> None:
+    from kafkalite.coordinator.share.group import describe
+
+    c = Coordinator()
+    c.hb("b", 0, ("t",))
+    c.hb("a", 0, ("t",))
+    d = describe(c.groups["g"])
+    assert (d.group_id, d.state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (
+        "g", "Stable", 2, 2, "simple")
+    assert [m.member_id for m in d.members] == ["a", "b"]
+    assert d.members[0].client_host == "/127.0.0.1" and d.members[0].member_epoch == 2
+    c.hb("a", -1)
+    c.hb("b", -1)
+    assert describe(c.groups["g"]).state == "Empty"

@@ -114,3 +114,12 @@ def test_restart_redelivers_acquired_records_never_acknowledged_ones() -> None:
                        x.delivery_count) for x in st.batches])
     got = back.acquire("m2", 10, [LogBatch(0, 4), LogBatch(5, 9)], 100)
     assert got == [AcquiredRange(3, 5, 2), AcquiredRange(8, 9, 2)]
+
+
+def test_coordinator_key_and_state_partition() -> None:
+    from kafkalite.coordinator.share.state_store import coordinator_key, state_partition
+
+    key = coordinator_key("g", uuid.UUID(int=1), 3)
+    assert key == "g:AAAAAAAAAAAAAAAAAAAAAQ:3"
+    # Kafka 4.4's SharePartitionKey gives this key, hashCode -92966820, partition 20 of 50.
+    assert state_partition(key, 50) == 20
