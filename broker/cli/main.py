@@ -44,7 +44,7 @@ def _serve(args: argparse.Namespace) -> int:
     from kafkalite.timekeeping.clock import ManualClock
 
     from ..compose import build_broker
-    from ..server import new_event_loop, serve_until_signalled
+    from ..server import data_dir_problem, new_event_loop, serve_until_signalled
     from . import logs
 
     overrides: dict[str, str] = {}
@@ -66,12 +66,20 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["admin.listener"] = args.admin
     if args.schema_registry is not None:
         overrides["schema.registry.listener"] = args.schema_registry
+    # Every problem with a setting, found while building the broker or while it starts
+    # (keystores, SASL, data directory, binding), ends the process with one line, exit 1.
     try:
         config = Config.build(Path(args.config) if args.config else None, overrides=overrides)
+    except ConfigError as e:
+        return _config_error(str(e))
+    except OSError as e:
+        return _config_error(f"--config {args.config}: {e.strerror or e}")
+    try:
         broker = build_broker(config, ManualClock() if args.manual_clock else None)
-    except (ConfigError, OSError) as e:
-        print(f"configuration error: {e}", file=sys.stderr)
-        return 2
+    except ConfigError as e:
+        return _config_error(str(e))
+    except OSError as e:
+        return _config_error(data_dir_problem(config.data_dir, e))
     logs.configure(args.log_format, args.log_level)
 
     def ready(broker: Broker) -> None:
@@ -88,9 +96,16 @@ def _serve(args: argparse.Namespace) -> int:
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(serve_until_signalled(broker, ready))
+    except ConfigError as e:
+        return _config_error(str(e))
     finally:
         loop.close()
     return 0
+
+
+def _config_error(message: str) -> int:
+    print(f"configuration error: {message}", file=sys.stderr)
+    return 1
 
 
 def start_line(broker: Broker) -> str:

@@ -306,11 +306,6 @@ class GroupConfigs:
             self.groups.pop(group, None)
         log.info("group.configs_altered", group=group, configs=dict(new))
 
-    def delete_group(self, group: str) -> None:
-        """Drop a deleted group's overrides."""
-        if group in self.groups:
-            self.alter(group, {}, validate_only=False)
-
     def value(self, group: str, name: str) -> str | None:
         """``group``'s own value of a config (as set), None when it does not set it."""
         return self.groups.get(group, {}).get(name)
