@@ -81,9 +81,11 @@ def java_classes() -> Path:
     return dest
 
 
-def java_command(main: str, *args: str, cp: str | None = None) -> list[str]:
+def java_command(main: str, *args: str, cp: str | None = None,
+                 jvm_args: tuple[str, ...] = ()) -> list[str]:
     """The command line that runs one of the compiled programs."""
-    return [_java("java"), "-cp", f"{java_classes()}:{cp or classpath()}", main, *args]
+    return [_java("java"), *jvm_args, "-cp", f"{java_classes()}:{cp or classpath()}", main,
+            *args]
 
 
 def run_java(main: str, *args: str, timeout: float = 180,
