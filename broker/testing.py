@@ -335,6 +335,8 @@ class BrokerProcess:
         self.port = 0
         #: The admin listener's base URL, when ``admin.listener`` is set.
         self.admin_url: str | None = None
+        #: The Schema Registry's base URL, when ``schema.registry.listener`` is set.
+        self.schema_registry_url: str | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
 
     def start(self, timeout: float = 30) -> BrokerProcess:
@@ -357,6 +359,7 @@ class BrokerProcess:
                 facts = json.loads(Path(ready).read_text())
                 self.port = int(facts["port"])
                 self.admin_url = facts["admin"].rstrip("/") if facts.get("admin") else None
+                self.schema_registry_url = facts.get("schema_registry")
                 os.unlink(ready)
                 self.requested_port = self.port
                 return self

@@ -46,7 +46,7 @@ async def _body(request: web.Request) -> Any:
         raise errors.too_large(MAX_BODY) from None
     try:
         return json.loads(raw) if raw.strip() else None
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise errors.malformed_json(str(e)) from None
 
 
@@ -62,6 +62,10 @@ def _error_middleware(auth: Authenticate | None) -> Any:
             return await handler(request)
         except RegistryError as e:
             return reply(e.body(), e.status)
+        except RecursionError:
+            # A schema nested deeper than the parsers (and the checks) recurse.
+            deep = errors.invalid_schema("nested too deeply")
+            return reply(deep.body(), deep.status)
         except web.HTTPRequestEntityTooLarge:
             big = errors.too_large(MAX_BODY)
             return reply(big.body(), big.status)
@@ -111,7 +115,8 @@ class Routes:
     async def lookup(self, request: web.Request) -> web.Response:
         body = await _body(request)
         return reply(self.r.lookup(request.match_info["subject"], body,
-                                   _flag(request, "normalize"), _flag(request, "deleted")))
+                                   _flag(request, "normalize"), _flag(request, "deleted"),
+                                   request.query.get("format")))
 
     async def delete_subject(self, request: web.Request) -> web.Response:
         return reply(self.r.delete_subject(request.match_info["subject"],
@@ -132,7 +137,7 @@ class Routes:
     async def version(self, request: web.Request) -> web.Response:
         row = self.r.get_version(request.match_info["subject"], request.match_info["version"],
                                  _flag(request, "deleted"))
-        return reply(self.r.version_body(row))
+        return reply(self.r.version_body(row, request.query.get("format")))
 
     async def version_schema(self, request: web.Request) -> web.Response:
         row = self.r.get_version(request.match_info["subject"], request.match_info["version"],
@@ -151,7 +156,7 @@ class Routes:
                                            _flag(request, "permanent")))
 
     async def schema_by_id(self, request: web.Request) -> web.Response:
-        return reply(self.r.schema_by_id(request.match_info["id"]))
+        return reply(self.r.schema_by_id(request.match_info["id"], request.query.get("format")))
 
     async def schema_text_by_id(self, request: web.Request) -> web.Response:
         body = self.r.schema_by_id(request.match_info["id"])

@@ -247,7 +247,7 @@ class FetchPlan:
                     min_one = False
                     remaining -= len(data)
                     total += len(data)
-                    if read_committed and plog.aborted_txns:
+                    if read_committed and plog.txn.aborted_txns:
                         aborted = plog.aborted_transactions(offset, _next_offset(data))
                 parts.append(PartitionResult(partition, E_NONE, hw, start, data, lso, aborted))
             out.append((key, parts))

@@ -98,7 +98,7 @@ def describe_producers(storage: Storage, access: Access, ctx: RequestContext, re
                                    error_code=error or ErrorCode.unknown_topic_or_partition,
                                    active_producers=()))
                 continue
-            producers = plog.producers.producers
+            producers = plog.txn.producers.producers
             parts.append(build(
                 part_t, partition_index=p, error_code=ErrorCode.none, error_message=None,
                 active_producers=tuple(
