@@ -126,6 +126,7 @@ class GroupCoordinatorCore:
         self.set_topics = self.consumer.set_topics
         self.commit_offsets = self.admin.commit_offsets
         self.fetch_offsets = self.admin.fetch_offsets
+        self.fetch_committed = self.admin.fetch_committed
         self.delete_offsets = self.admin.delete_offsets
         self.delete_group = self.admin.delete_group
         self.expire_offsets = self.admin.expire_offsets

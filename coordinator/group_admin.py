@@ -49,6 +49,8 @@ class GroupAdmin:
     def __init__(self, registry: GroupPartitions, offsets: OffsetStore,
                  pending: PendingTxnOffsets) -> None:
         self.registry = registry
+        #: Bound once: the first lookup of every commit and fetch.
+        self._group_partition = registry.group_partition
         self.config = registry.config
         self.timers = registry.timers
         self.topics = registry.topics
@@ -62,7 +64,7 @@ class GroupAdmin:
     def commit_offsets(self, now: int, req: CommitRequest) -> Outcome:
         """Response: (topic, partition) -> error, in request order."""
         group_id = req.group_id
-        err, ps = self.registry.group_partition(group_id)
+        err, ps = self._group_partition(group_id)
         if ps is None:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
         partition = ps.partition
@@ -103,26 +105,35 @@ class GroupAdmin:
     def fetch_offsets(self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None,
                       require_stable: bool = False, member_id: str | None = None,
                       member_epoch: int = -1) -> Outcome:
-        """Response: ``FetchResult``. ``topics`` None: every partition with an offset.
-        ``member_id``/``member_epoch``: OffsetFetch v9's, checked for a consumer group."""
-        err, ps = self.registry.group_partition(group_id)
+        """``fetch_committed`` as an outcome."""
+        return Outcome(self.fetch_committed(group_id, topics, require_stable, member_id,
+                                            member_epoch))
+
+    def fetch_committed(self, group_id: str,
+                        topics: Sequence[tuple[str, Sequence[int]]] | None,
+                        require_stable: bool = False, member_id: str | None = None,
+                        member_epoch: int = -1) -> FetchResult:
+        """OffsetFetch; it writes nothing. ``topics`` None: every partition with an
+        offset. ``member_id``/``member_epoch``: OffsetFetch v9's, checked for a consumer
+        group."""
+        err, ps = self._group_partition(group_id)
         if ps is None:
-            rows = [] if topics is None else [
+            rows: list[tuple[str, list[OffsetRow]]] = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
-            return Outcome((err, rows))
+            return err, rows
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
             if err is not NO_ERROR:
-                return Outcome((err, []))  # the group's error alone, as Kafka
+                return err, []  # the group's error alone, as Kafka
             found = self.offsets.fetch(None, group_id, topics)
             if require_stable and group_id in self.pending.open_by_group:
                 found = self._unstable(group_id, found)
-            return Outcome((NO_ERROR, found))
+            return NO_ERROR, found
         found = self.offsets.fetch(ps.groups.get(group_id), group_id, topics)
         if require_stable and group_id in self.pending.open_by_group:
             found = self._unstable(group_id, found)
-        return Outcome((NO_ERROR, found))
+        return NO_ERROR, found
 
     def _unstable(self, group_id: str, rows: list[tuple[str, list[OffsetRow]]]
                   ) -> list[tuple[str, list[OffsetRow]]]:
