@@ -9,6 +9,7 @@ COPY protocol protocol
 COPY coordinator coordinator
 COPY storage storage
 COPY timekeeping timekeeping
+COPY client client
 COPY pipeline pipeline
 COPY schema_registry schema_registry
 # kafkalite/ links the folders above into the one import package.
@@ -24,7 +25,7 @@ ENV KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
 VOLUME /var/lib/kafkalite
 EXPOSE 9092 8081
 HEALTHCHECK --interval=5s --timeout=5s --start-period=5s --retries=10 \
-    CMD ["python", "-m", "kafkalite.broker.healthcheck", "127.0.0.1:9092"]
+    CMD ["python", "-m", "kafkalite.broker.cli.healthcheck", "127.0.0.1:9092"]
 ENTRYPOINT ["kafkalite"]
 CMD ["serve", "--log-format", "json"]
 

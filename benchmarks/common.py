@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kafkalite.broker.config import DEFAULTS  # noqa: E402
-from kafkalite.broker.testing import TEST_DEFAULTS, BrokerProcess  # noqa: E402
+from kafkalite.broker.config.properties import DEFAULTS  # noqa: E402
+from kafkalite.broker.testing.fixtures import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 
 BROKERS = ("kafkalite", "tansu")
 #: The brokers kafkalite can be measured beside.

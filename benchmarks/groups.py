@@ -39,7 +39,7 @@ from benchmarks.common import (
     running,
     table,
 )
-from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
+from kafkalite.client.kafka import RawConnection, one_at_a_time, pipeline, request, request_class
 
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT = 11, 14, 12
 MEMBER_ID_REQUIRED = 79

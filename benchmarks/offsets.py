@@ -47,8 +47,8 @@ from benchmarks.common import (
     running,
     table,
 )
+from kafkalite.client.kafka import RawConnection, one_at_a_time, pipeline, request, request_class
 from kafkalite.protocol.build import build
-from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
 
 OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
 TOPIC = "bench-offsets"

@@ -42,7 +42,7 @@ from benchmarks.offsets import (
     floor_frames,
     sequential,
 )
-from kafkalite.protocol.client import RawConnection, one_at_a_time
+from kafkalite.client.kafka import RawConnection, one_at_a_time
 
 PLACEMENTS = ("free", "same", "apart")
 

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from kafkalite.broker.testing import BrokerProcess
+from kafkalite.broker.testing.fixtures import BrokerProcess
 
 from .common import header, percentile, table
 

@@ -46,23 +46,23 @@ from kafkalite.storage.manager import LogManager
 from kafkalite.timekeeping.clock import Clock, SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
+from .admin_http.address import parse_admin_listener
 from .admin_http.views import BrokerView
 from .apis import KafkaApis
 from .auth import Access
-from .clock_control import ClockControl
 from .cluster import Cluster
-from .config import Config, ConfigError, consumer_assignors, rebalance_protocols
-from .control import parse_admin_listener
-from .dynamic_config import DynamicBrokerConfig, LogDefaults
-from .faults import FaultRules
-from .fetch_session import FetchSessionCache
+from .config.dynamic import DynamicBrokerConfig, LogDefaults
+from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
+from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
-from .scenarios import CoordinatorScenarios
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
-from .storage import Storage, TopicConfigs
+from .testing.clock_control import ClockControl
+from .testing.faults import FaultRules
+from .testing.scenarios import CoordinatorScenarios
+from .topic_store import Storage, TopicConfigs
 
 
 class CoordinatorLoader:

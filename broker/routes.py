@@ -16,8 +16,7 @@ from kafkalite.protocol import apis as codecs
 from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
-from .dynamic_config import DynamicBrokerConfig
-from .fetch_session import FetchSessionCache
+from .config.dynamic import DynamicBrokerConfig
 from .handlers import (
     acls,
     api_versions,
@@ -45,11 +44,12 @@ from .handlers import (
     transactions,
     txn_offsets,
 )
+from .handlers.fetch_session import FetchSessionCache
 from .handlers.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
-from .storage import Storage
+from .topic_store import Storage
 
 
 def routes(

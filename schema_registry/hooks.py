@@ -8,7 +8,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.security.scram import ScramStore
 
 from .auth import broker_users

@@ -27,7 +27,6 @@ from pathlib import Path
 import structlog
 
 from kafkalite.protocol.control import end_txn_marker_batch
-from kafkalite.protocol.crc import crc32c
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
@@ -36,20 +35,13 @@ from kafkalite.protocol.records import (
     BASE_OFFSET,
     BASE_SEQUENCE,
     BATCH_HEADER,
-    BATCH_LENGTH,
-    CRC,
-    CRC_START,
     HEADER_SIZE,
     LAST_OFFSET_DELTA,
-    LOG_OVERHEAD,
-    MAGIC,
     MAX_TIMESTAMP,
-    MIN_BATCH_LENGTH,
     NO_SEQUENCE,
     PARTITION_LEADER_EPOCH,
     PRODUCER_EPOCH,
     PRODUCER_ID,
-    RECORD_COUNT,
     assigned_parts,
     decode_batch,
     increment_sequence,
@@ -69,7 +61,7 @@ from .log_txn import LogTransactions
 from .producer_state import CLIENT, AppendOrigin
 from .segment import Segment
 from .txn_index import AbortedTxn
-from .validation import RecordRules, validate_client_batch
+from .validation import RecordRules, check_batch, check_size, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -269,9 +261,10 @@ class PartitionLog:
         view = memoryview(batch)
         # Validate every batch before writing any, so a bad record set leaves no trace.
         batches: list[memoryview | bytes] = []
+        max_bytes = self.config.max_message_bytes
         pos = 0
         while pos < n:
-            size = self._check(view, pos)
+            size = check_batch(view, pos, max_bytes)
             batches.append(view[pos : pos + size])
             pos += size
         if from_client:
@@ -288,7 +281,7 @@ class PartitionLog:
     def append_built(self, batch: bytes) -> tuple[int, int]:
         """Append one batch without a producer that this process encoded itself (a
         coordinator's records): of ``append``'s checks only the size limit applies."""
-        self._check_size(len(batch))
+        check_size(len(batch), self.config.max_message_bytes)
         return self._write(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0), True)
 
     def _validate_client(self, batch: memoryview) -> memoryview | bytes:
@@ -300,29 +293,6 @@ class PartitionLog:
                 f"{self.topic}-{self.partition} which exceeds the maximum configured size of "
                 f"{self.config.max_message_bytes}.")
         return out
-
-    def _check(self, view: memoryview, pos: int) -> int:
-        if len(view) - pos < HEADER_SIZE:
-            raise CorruptRecordError("truncated record batch header")
-        h = BATCH_HEADER.unpack_from(view, pos)
-        length: int = h[BATCH_LENGTH]
-        size = length + LOG_OVERHEAD
-        if h[MAGIC] != 2:
-            raise CorruptRecordError(f"unsupported record batch magic {h[MAGIC]}")
-        if length < MIN_BATCH_LENGTH or pos + size > len(view):
-            raise CorruptRecordError("record batch length does not match the data")
-        self._check_size(size)
-        if h[RECORD_COUNT] <= 0 or h[LAST_OFFSET_DELTA] != h[RECORD_COUNT] - 1:
-            raise CorruptRecordError("record count does not match the last offset delta")
-        if crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
-            raise CorruptRecordError("record batch CRC mismatch")
-        return size
-
-    def _check_size(self, size: int) -> None:
-        if size > self.config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
-            )
 
     def _append_one(self, batch: memoryview, origin: AppendOrigin,
                     txn_verified: Callable[[int, int], bool] | None) -> tuple[int, int]:

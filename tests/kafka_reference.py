@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 JARS_SCRIPT = REPO / "scripts" / "kafka-jars.sh"
 
 #: Settings that keep a one-node Kafka quick to start and quick to form groups, as the
-#: kafkalite integration tests use (tests/… and broker/testing.py TEST_DEFAULTS).
+#: kafkalite integration tests use (tests/… and broker/testing/fixtures.py TEST_DEFAULTS).
 TEST_SETTINGS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "100",
@@ -194,7 +194,7 @@ class KafkaReference:
     def _wait_ready(self, timeout: float) -> None:
         # Ready when the broker answers Metadata with itself as a live broker (KRaft
         # registration done), not merely when the port accepts.
-        from kafkalite.protocol.client import RawConnection, request
+        from kafkalite.client.kafka import RawConnection, request
 
         deadline = time.monotonic() + timeout
         last: Exception | None = None

@@ -15,11 +15,11 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from ..clock_control import ClockControl, ClockNotManual
-from ..faults import FaultError, FaultRules
 from ..metrics import BrokerMetrics
-from ..scenarios import NAMES as SCENARIO_NAMES
-from ..scenarios import CoordinatorScenarios, ScenarioError
+from ..testing.clock_control import ClockControl, ClockNotManual
+from ..testing.faults import FaultError, FaultRules
+from ..testing.scenarios import NAMES as SCENARIO_NAMES
+from ..testing.scenarios import CoordinatorScenarios, ScenarioError
 from .lag import LagBoard
 from .views import BadRequest, BrokerView, NotFound
 

@@ -23,10 +23,10 @@ from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
 
-from ..clock_control import ClockControl
 from ..cluster import Cluster
 from ..metrics import GroupRow
-from ..storage import Storage
+from ..testing.clock_control import ClockControl
+from ..topic_store import Storage
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500

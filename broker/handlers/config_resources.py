@@ -19,9 +19,9 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..cluster import Cluster
+from ..config.groups import GroupConfigs
 from ..context import RequestContext
-from ..group_configs import GroupConfigs
-from ..storage import Storage
+from ..topic_store import Storage
 
 LIST_CONFIG_RESOURCES = 74
 #: ConfigResource.Type ids.

@@ -6,7 +6,7 @@ the cluster-wide defaults (empty name) change through ``DynamicBrokerConfig``, w
 validates, persists and applies them; read-only properties are refused with Kafka's
 messages. Errors on broker resources are INVALID_REQUEST, as a KRaft broker answers. Group configs
 (resource type GROUP) are one group's overrides of the broker's group settings
-(``broker/group_configs.py``), authorized on the group as Kafka does.
+(``broker/config/groups.py``), authorized on the group as Kafka does.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from kafkalite.storage.topic_config import (
 )
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
-from ..broker_configs import (
+from ..cluster import Cluster
+from ..config.definitions import (
     ALL_DYNAMIC,
     DynamicConfigError,
     broker_synonyms,
@@ -41,12 +42,11 @@ from ..broker_configs import (
     is_dynamic,
     is_sensitive,
 )
-from ..cluster import Cluster
-from ..config import DEFAULT_VALUES, DEFAULTS, Config
+from ..config.dynamic import DynamicBrokerConfig
+from ..config.groups import GROUP_CONFIGS, GroupConfigs, default_chain, describe_keys, value_of
+from ..config.properties import DEFAULT_VALUES, DEFAULTS, Config
 from ..context import RequestContext
-from ..dynamic_config import DynamicBrokerConfig
-from ..group_configs import GROUP_CONFIGS, GroupConfigs, default_chain, describe_keys, value_of
-from ..storage import Storage, TopicConfigs
+from ..topic_store import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
 

@@ -49,10 +49,6 @@ _HB_BODY: tuple[dict[ErrorCode, bytes], ...] = tuple(
 )
 
 
-def heartbeat_body(version: int, error: ErrorCode) -> bytes:
-    return _HB_BODY[version][error]
-
-
 def _join_response(version: int, res: JoinResult) -> Any:
     resp_t = codecs.codec(JOIN_GROUP, version).response_type
     member_t = nested(resp_t, "JoinGroupResponseMember")

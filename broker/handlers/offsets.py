@@ -24,7 +24,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Access, Action, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .offsets_wire import encode_commit_response, encode_fetch_response
 
 OFFSET_COMMIT = 8

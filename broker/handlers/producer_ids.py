@@ -22,7 +22,7 @@ from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .transactions import ask
 
 log = structlog.get_logger("kafkalite.producer_ids")

@@ -36,7 +36,7 @@ from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25

@@ -23,7 +23,7 @@ from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .txn_verify import TxnVerification, offset_commit_error
 
 TXN_OFFSET_COMMIT = 28

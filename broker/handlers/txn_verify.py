@@ -18,7 +18,7 @@ from kafkalite.coordinator.transactions import (
 from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 
-from ..config import Config
+from ..config.properties import Config
 from .transactions import Answer
 
 E = ErrorCode

@@ -32,7 +32,7 @@ acquired, or acquired by another member.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from kafkalite.protocol.errors import ErrorCode
@@ -119,6 +119,20 @@ class PersistedBatch:
 
 
 @dataclass(slots=True)
+class ShareStats:
+    """Counters for ``/metrics``: what happened to this share-partition's records."""
+
+    acquired: int = 0
+    #: Acquisitions of a record delivered before.
+    redelivered: int = 0
+    #: Acknowledged records by type name (ACCEPT, RELEASE, REJECT, GAP, RENEW).
+    acknowledged: dict[str, int] = field(default_factory=dict)
+    lock_expiries: int = 0
+    #: Records archived because they reached the delivery count limit.
+    archived_at_limit: int = 0
+
+
+@dataclass(slots=True)
 class InFlight:
     state: RecordState
     delivery_count: int = 0
@@ -136,6 +150,7 @@ class SharePartition:
         #: The first offset never acquired: one past Kafka's (inclusive) end offset.
         self.next_offset = start_offset
         self.records: dict[int, InFlight] = {}
+        self.stats = ShareStats()
 
     # --- views -------------------------------------------------------------------------
 
@@ -198,6 +213,8 @@ class SharePartition:
                     r.state, r.member, r.deadline = RecordState.ACQUIRED, member, deadline
                     r.delivery_count += 1
                     acquired.append(offset)
+                    if r.delivery_count > 1:
+                        self.stats.redelivered += 1
             # Records never acquired: the rest of the batch, whole.
             if batch.last_offset < self.next_offset or len(acquired) >= max_records:
                 continue
@@ -218,6 +235,7 @@ class SharePartition:
                 acquired.extend(new)
             self.next_offset = batch.last_offset + 1
         self._advance_start()
+        self.stats.acquired += len(acquired)
         return self._ranges(acquired)
 
     def _aborted_batches(self, batches: Sequence[LogBatch],
@@ -281,7 +299,9 @@ class SharePartition:
                 if r.state is not RecordState.ACQUIRED or r.member != member:
                     return ErrorCode.invalid_record_state
                 planned.append((offset, t))
+        counts = self.stats.acknowledged
         for offset, t in planned:
+            counts[t.name] = counts.get(t.name, 0) + 1
             r = self.records[offset]
             if t is AckType.RENEW:
                 r.deadline = now + self.config.lock_duration_ms
@@ -300,6 +320,8 @@ class SharePartition:
 
     def _release(self, r: InFlight) -> None:
         limit_reached = r.delivery_count >= self.config.delivery_count_limit
+        if limit_reached:
+            self.stats.archived_at_limit += 1
         self._settle(r, RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE)
 
     # --- releases ----------------------------------------------------------------------
@@ -310,6 +332,7 @@ class SharePartition:
                if r.deadline is not None and r.deadline <= now]
         for offset in due:
             self._release(self.records[offset])
+        self.stats.lock_expiries += len(due)
         self._advance_start()
         return sorted(due)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.security.acl import (
     AclBinding,
     AclOperation,

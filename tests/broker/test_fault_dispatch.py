@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import NewRecord, build_batch
 

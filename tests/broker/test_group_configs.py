@@ -13,8 +13,8 @@ import pytest
 from kio.schema.alter_configs.v2 import request as ac
 from kio.schema.consumer_group_heartbeat.v0 import request as cgh
 
-from kafkalite.broker.config import Config, ConfigError
-from kafkalite.broker.dynamic_config import FILE_NAME
+from kafkalite.broker.config.dynamic import FILE_NAME
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.coordinator.partitions import session_key
 from kafkalite.protocol.errors import ErrorCode
 
@@ -301,3 +301,40 @@ def test_bad_share_group_settings_stop_the_broker() -> None:
             Config.build(environ={}, overrides=overrides)
     ok = Config.build(environ={}, overrides={"group.share.delivery.count.limit": "10"})
     assert ok.int("group.share.delivery.count.limit") == 10
+
+
+def test_kafkalite_configs_list_shows_group_configs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkalite.broker.cli import main as cli
+    from kafkalite.broker.config.store import DynamicStore
+
+    data = tmp_path / "data"
+    data.mkdir()
+    DynamicStore(default={"log.cleaner.backoff.ms": "700"},
+                 groups={"q": {"share.auto.offset.reset": "earliest"}}).write(data)
+    assert cli.main(["configs", "set", "--data-dir", str(data), "--default",
+                     "log.segment.bytes=1048576"]) == 0
+    assert cli.main(["configs", "list", "--data-dir", str(data)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "default\tlog.cleaner.backoff.ms=700", "default\tlog.segment.bytes=1048576",
+        "group q\tshare.auto.offset.reset=earliest"]
+
+
+async def test_share_partition_settings_of_a_group(tmp_path: Path) -> None:
+    from kafkalite.coordinator.share.offset_reset import OffsetReset
+    from kafkalite.coordinator.share.partition import SharePartitionConfig
+
+    h = Handlers(tmp_path / "data", {"group.share.delivery.count.limit": "4"})
+    await h.open()
+    try:
+        groups = h.broker.dynamic.groups
+        assert groups.share_partition_config("q") == SharePartitionConfig(30000, 4, 2000, False)
+        assert groups.share_offset_reset("q") == OffsetReset("latest")
+        assert (await group_set(h, "q", ("share.record.lock.duration.ms", "20000"),
+                                ("share.isolation.level", "read_committed"),
+                                ("share.partition.max.record.locks", "100"),
+                                ("share.auto.offset.reset", "by_duration:PT1M")))[0] == 0
+        assert groups.share_partition_config("q") == SharePartitionConfig(20000, 4, 100, True)
+        assert groups.share_offset_reset("q") == OffsetReset("by_duration", 60_000)
+    finally:
+        await h.close()

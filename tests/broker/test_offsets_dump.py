@@ -56,7 +56,7 @@ def test_dump_shapes(tmp_path: Path) -> None:
 def test_dump_consumer_group_records(tmp_path: Path) -> None:
     import uuid
 
-    from kafkalite.broker.offsets_dump import iter_dump, uuid_json
+    from kafkalite.broker.cli.offsets_dump import iter_dump, uuid_json
     from kafkalite.protocol import consumer_group_records as cg
 
     t = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
@@ -117,7 +117,7 @@ def test_dump_consumer_group_records(tmp_path: Path) -> None:
 def test_dump_share_group_records(tmp_path: Path) -> None:
     import uuid
 
-    from kafkalite.broker.offsets_dump import iter_dump, uuid_json
+    from kafkalite.broker.cli.offsets_dump import iter_dump, uuid_json
     from kafkalite.protocol import share_group_records as sg
     from kafkalite.protocol import share_state_records as ss
     from kafkalite.protocol.consumer_group_records import TopicIdPartitions

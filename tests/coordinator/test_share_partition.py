@@ -308,3 +308,43 @@ def test_invariants_under_random_operations(ops: list[tuple[object, ...]], limit
                 done.add(o)
         done.update(range(0, sp.start_offset))
         assert len(sp.records) == sp.next_offset - sp.start_offset
+
+
+def test_stats_count_what_happened() -> None:
+    sp = SharePartition(CFG, 0)  # delivery limit 3
+    sp.acquire(A, 0, log((0, 3)), 10)
+    sp.acknowledge(A, 0, [ack(0, 0, ACCEPT), ack(1, 1, RELEASE), ack(2, 2, RENEW)])
+    sp.expire_locks(LOCK)
+    sp.acquire(B, LOCK, log((0, 3)), 10)
+    sp.expire_locks(2 * LOCK)
+    sp.acquire(B, 2 * LOCK, log((0, 3)), 10)
+    sp.expire_locks(3 * LOCK)
+    st = sp.stats
+    assert (st.acquired, st.redelivered, st.lock_expiries, st.archived_at_limit) == (
+        4 + 3 + 3, 6, 2 + 3 + 3, 3)
+    assert st.acknowledged == {"ACCEPT": 1, "RELEASE": 1, "RENEW": 1}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ops)
+def test_restore_keeps_every_settled_state(ops: list[tuple[object, ...]]) -> None:
+    sp = SharePartition(CFG, 0)
+    now = 0
+    for op in ops:
+        if op[0] == "acquire":
+            sp.acquire(str(op[1]), now, [b for b in LOG if b.last_offset >= sp.fetch_offset()],
+                       int(op[2]))  # type: ignore[call-overload]
+        elif op[0] == "ack":
+            first, size = int(op[2]), int(op[3])  # type: ignore[call-overload]
+            sp.acknowledge(str(op[1]), now, [AckBatch(first, first + size, (int(op[4]),))])  # type: ignore[call-overload]
+        elif op[0] == "tick":
+            now += int(op[1])  # type: ignore[call-overload]
+            sp.expire_locks(now)
+        else:
+            sp.release_member(str(op[1]))
+    back = SharePartition.restore(CFG, sp.start_offset, sp.persisted_batches())
+    assert (back.start_offset, back.next_offset) == (sp.start_offset, sp.next_offset)
+    for o, r in sp.records.items():
+        want = RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state
+        assert (back.records[o].state, back.records[o].delivery_count) == (
+            want, r.delivery_count)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 MEMBER_SCRIPT = str(Path(__file__).with_name("group_member.py"))
 PARTITIONS = 12

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, SYNC, HEARTBEAT = 10, 11, 14, 12

@@ -10,7 +10,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from kafkalite.broker.config import Config, parse_listeners
+from kafkalite.broker.config.properties import Config, parse_listeners
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def test_services_agree_with_the_broker_config() -> None:
     assert published[int(registry.rpartition(":")[2])] == 8081
 
     check = services["kafkalite"]["healthcheck"]["test"]
-    assert "kafkalite.broker.healthcheck" in check
+    assert "kafkalite.broker.cli.healthcheck" in check
     assert check[-1] == f"127.0.0.1:{bound['INTERNAL'].port}"
 
     tests = services["tests"]

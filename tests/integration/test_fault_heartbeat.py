@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .group_helpers import Member, create_topic, describe_all, stop_all, wait_stable
 

@@ -5,8 +5,6 @@ after a restart; Kafka's own ``kafka-configs --entity-type groups`` does the sam
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +18,9 @@ from confluent_kafka.admin import (
     ConfigSource,
 )
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
+
+from .java_support import run_tool, tools_log_config
 
 GROUP_CONFIG_SOURCE = 8  # Kafka's ConfigSource.GROUP_CONFIG
 
@@ -74,35 +74,22 @@ def test_confluent_admin_group_configs(make_broker: Callable[..., BrokerThread])
     assert "share.auto.offset.reset" not in _describe(admin, "shares")
 
 
-def _kafka_jars() -> Path:
-    """Kafka 4.4's jars, resolved by scripts/kafka-jars.sh (cached after the first run)."""
-    assert shutil.which("java"), "a JDK is needed"
-    script = Path(__file__).parents[2] / "scripts" / "kafka-jars.sh"
-    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr
-    return Path(out.stdout.strip().splitlines()[-1])
-
-
-def _kafka_configs(jars: Path, bootstrap: str, *args: str) -> str:
-    out = subprocess.run(
-        ["java", "-cp", f"{jars}/*", "org.apache.kafka.tools.ConfigCommand",
-         "--bootstrap-server", bootstrap, "--entity-type", "groups", *args],
-        capture_output=True, text=True, timeout=180)
-    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-    return out.stdout
-
-
 def test_kafka_configs_tool_entity_type_groups(
-        make_broker: Callable[..., BrokerThread]) -> None:
-    jars = _kafka_jars()
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
     broker = make_broker()
-    _kafka_configs(jars, broker.bootstrap, "--entity-name", "q", "--alter", "--add-config",
-                   "share.auto.offset.reset=earliest,share.delivery.count.limit=3")
-    out = _kafka_configs(jars, broker.bootstrap, "--entity-name", "q", "--describe")
+    log = tools_log_config(tmp_path)
+
+    def kafka_configs(*args: str) -> str:
+        return run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                        broker.bootstrap, "--entity-type", "groups", "--entity-name", "q",
+                        *args, log_config=log).stdout
+
+    kafka_configs("--alter", "--add-config",
+                  "share.auto.offset.reset=earliest,share.delivery.count.limit=3")
+    out = kafka_configs("--describe")
     assert "share.auto.offset.reset=earliest" in out
     assert "share.delivery.count.limit=3" in out
-    _kafka_configs(jars, broker.bootstrap, "--entity-name", "q", "--alter", "--delete-config",
-                   "share.delivery.count.limit")
-    out = _kafka_configs(jars, broker.bootstrap, "--entity-name", "q", "--describe")
+    kafka_configs("--alter", "--delete-config", "share.delivery.count.limit")
+    out = kafka_configs("--describe")
     assert "share.delivery.count.limit" not in out
     assert "share.auto.offset.reset=earliest" in out

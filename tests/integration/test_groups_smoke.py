@@ -6,7 +6,7 @@ import asyncio
 
 from aiokafka import AIOKafkaConsumer
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 FAST = {
     "group.min.session.timeout.ms": "100",

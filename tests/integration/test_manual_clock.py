@@ -11,8 +11,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, HEARTBEAT, SYNC, DESCRIBE = 10, 11, 12, 14, 15

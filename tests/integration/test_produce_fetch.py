@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 N = 10_000
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

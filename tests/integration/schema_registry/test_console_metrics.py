@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 def _get(url: str) -> bytes:

@@ -16,7 +16,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 ORDER = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Order",
          "type": "object", "additionalProperties": False,

@@ -12,7 +12,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from kafkalite.broker.security.fixture import SecuritySetup
 from kafkalite.broker.security.scram import credential_from_password
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 STRING = Schema(json.dumps({"type": "string"}), "AVRO")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 CT = "application/vnd.schemaregistry.v1+json"
 

@@ -23,12 +23,12 @@ from typing import Any, TypeVar
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.timekeeping.clock import ManualClock
 
-from .compose import build_broker
-from .config import Config
+from ..compose import build_broker
+from ..config.properties import Config
+from ..security.certs import CertFiles
+from ..security.fixture import ClientSettings, SecuritySetup
+from ..server import Broker, new_event_loop
 from .faults import FaultAction, FaultRule
-from .security.certs import CertFiles
-from .security.fixture import ClientSettings, SecuritySetup
-from .server import Broker, new_event_loop
 
 T = TypeVar("T")
 
@@ -215,7 +215,7 @@ class BrokerThread:
         return self.call(lambda: self.inner.clock_control.now_ms())
 
     def scenario(self, name: str, **params: Any) -> dict[str, Any]:
-        """Run a coordinator scenario (``broker/scenarios.py``): ``rebalance``,
+        """Run a coordinator scenario (``broker/testing/scenarios.py``): ``rebalance``,
         ``expire-member``, ``evict-member``, ``fence-static-member`` (group_id, member_id or
         group_instance_id), ``partition-loading``, ``partition-moved`` (group_id or
         partition, for_ms)."""

@@ -1,4 +1,5 @@
-"""``python -m kafkalite.broker.healthcheck [HOST:PORT]``: exit 0 when a broker answers ApiVersions.
+"""``python -m kafkalite.broker.cli.healthcheck [HOST:PORT]``: exit 0 when a broker answers
+ApiVersions.
 
 A real Kafka request rather than a port probe, so a container is healthy only once the
 broker serves requests. Uses only the standard library and the protocol package.
@@ -49,7 +50,7 @@ def _recv(s: socket.socket, n: int) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kafkalite.broker.healthcheck")
+    p = argparse.ArgumentParser(prog="python -m kafkalite.broker.cli.healthcheck")
     p.add_argument("address", nargs="?", default="127.0.0.1:9092", help="HOST:PORT")
     p.add_argument("--timeout", type=float, default=5.0)
     args = p.parse_args(argv)

@@ -13,7 +13,7 @@ from kafkalite.storage.log import PartitionLog
 from kafkalite.storage.manager import LogManager
 from kafkalite.storage.topic_config import BrokerLevels, ResolvedConfig, resolve
 
-from .config import Config
+from .config.properties import Config
 
 log = structlog.get_logger("kafkalite.broker")
 

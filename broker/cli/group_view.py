@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.build import build
-from kafkalite.protocol.client import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 
 FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, OFFSET_FETCH = 10, 15, 16, 9

@@ -18,11 +18,11 @@ from typing import Protocol
 
 import structlog
 
-from .broker_configs import DYNAMIC_LOG, DynamicConfigError, is_sensitive, validate_dynamic
-from .config import Config
-from .config_store import FILE_NAME, DynamicStore
-from .group_configs import GroupConfigs
-from .storage import Storage
+from ..topic_store import Storage
+from .definitions import DYNAMIC_LOG, DynamicConfigError, is_sensitive, validate_dynamic
+from .groups import GroupConfigs
+from .properties import Config
+from .store import FILE_NAME, DynamicStore
 
 log = structlog.get_logger("kafkalite.broker")
 

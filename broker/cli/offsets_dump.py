@@ -8,7 +8,7 @@ as Kafka's ``Uuid.toString``, tagged fields only when they differ from their def
 and, for groups of protocol type ``consumer``, each member's subscription and assignment
 decoded. KIP-848 consumer group records (types 3-8 and 16) and KIP-932 share group
 records (types 10-15) are decoded too, and with ``--topic __share_group_state`` the
-share-partition state records (``broker/share_dump.py``). A tombstone's value is ``null``
+share-partition state records (``broker/cli/share_dump.py``). A tombstone's value is ``null``
 (Kafka prints ``<DELETE>``).
 """
 

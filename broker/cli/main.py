@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from kafkalite import __version__
 
-from .config import Config, ConfigError
+from ..config.properties import Config, ConfigError
 
 if TYPE_CHECKING:
-    from .server import Broker
+    from ..server import Broker
 
 
 def _raise_open_files_limit() -> None:
@@ -43,9 +43,9 @@ def _serve(args: argparse.Namespace) -> int:
     _raise_open_files_limit()
     from kafkalite.timekeeping.clock import ManualClock
 
+    from ..compose import build_broker
+    from ..server import data_dir_problem, new_event_loop, serve_until_signalled
     from . import logs
-    from .compose import build_broker
-    from .server import new_event_loop, serve_until_signalled
 
     overrides: dict[str, str] = {}
     for item in args.set or []:
@@ -66,12 +66,20 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["admin.listener"] = args.admin
     if args.schema_registry is not None:
         overrides["schema.registry.listener"] = args.schema_registry
+    # Every problem with a setting, found while building the broker or while it starts
+    # (keystores, SASL, data directory, binding), ends the process with one line, exit 1.
     try:
         config = Config.build(Path(args.config) if args.config else None, overrides=overrides)
+    except ConfigError as e:
+        return _config_error(str(e))
+    except OSError as e:
+        return _config_error(f"--config {args.config}: {e.strerror or e}")
+    try:
         broker = build_broker(config, ManualClock() if args.manual_clock else None)
-    except (ConfigError, OSError) as e:
-        print(f"configuration error: {e}", file=sys.stderr)
-        return 2
+    except ConfigError as e:
+        return _config_error(str(e))
+    except OSError as e:
+        return _config_error(data_dir_problem(config.data_dir, e))
     logs.configure(args.log_format, args.log_level)
 
     def ready(broker: Broker) -> None:
@@ -88,9 +96,16 @@ def _serve(args: argparse.Namespace) -> int:
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(serve_until_signalled(broker, ready))
+    except ConfigError as e:
+        return _config_error(str(e))
     finally:
         loop.close()
     return 0
+
+
+def _config_error(message: str) -> int:
+    print(f"configuration error: {message}", file=sys.stderr)
+    return 1
 
 
 def start_line(broker: Broker) -> str:
@@ -174,9 +189,9 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
             sp.add_argument("--iterations", type=int, default=4096)
         sp.set_defaults(func=_scram)
 
-    from .configs_cli import register as register_configs
+    from .configs import register as register_configs
     from .ctl import register as register_ctl
-    from .groups_cli import register as register_groups
+    from .groups import register as register_groups
 
     register_configs(sub)
     register_ctl(sub)
@@ -197,7 +212,7 @@ def _offsets_dump(args: argparse.Namespace) -> int:
 
 
 def _certs(args: argparse.Namespace) -> int:
-    from .security.certs import make_certs
+    from ..security.certs import make_certs
 
     files = make_certs(Path(args.out), args.host, client=args.client, days=args.days,
                        p12_password=args.p12_password)
@@ -220,7 +235,7 @@ def _certs(args: argparse.Namespace) -> int:
 
 
 def _scram(args: argparse.Namespace) -> int:
-    from .security.scram import (
+    from ..security.scram import (
         MAX_ITERATIONS,
         MECHANISMS,
         MIN_ITERATIONS,

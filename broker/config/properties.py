@@ -370,7 +370,8 @@ def rebalance_protocols(config: Config) -> frozenset[str]:
         if p not in REBALANCE_PROTOCOLS:
             raise ConfigError(f"group.coordinator.rebalance.protocols: unknown protocol {p!r}")
     if "classic" not in protocols:
-        raise ConfigError("Disabling the 'classic' protocol is not supported.")
+        raise ConfigError("group.coordinator.rebalance.protocols: Disabling the 'classic' "
+                          "protocol is not supported.")
     return frozenset(protocols)
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from .security.fixture import SecuritySetup
-from .testing import BrokerThread
+from ..security.fixture import SecuritySetup
+from .fixtures import BrokerThread
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .config import Config
-from .limits import ConnectionQuotas, Limits
-from .security.scram import ScramStore
-from .security.setup import ListenerSecurity, listener_security
+from ..limits import ConnectionQuotas, Limits
+from ..security.scram import ScramStore
+from ..security.setup import ListenerSecurity, listener_security
+from .properties import Config
 
 _LIMITS = frozenset({"max.connections", "max.connections.per.ip",
                      "max.connections.per.ip.overrides"})

@@ -3,7 +3,7 @@ broker that is not running. The broker reads them at start-up; a running broker 
 changes through AlterConfigs / IncrementalAlterConfigs (``kafka-configs
 --bootstrap-server``, an Admin client) instead.
 
-    kafkalite configs list   --data-dir DIR [--broker ID | --default]
+    kafkalite configs list   --data-dir DIR [--broker ID | --default]   (also lists group configs)
     kafkalite configs set    --data-dir DIR (--broker ID | --default) NAME=VALUE ...
     kafkalite configs delete --data-dir DIR (--broker ID | --default) NAME ...
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 from kafkalite.storage.fsutil import DirLock
 
-from .broker_configs import DynamicConfigError, is_sensitive, validate_dynamic
-from .config_store import DynamicStore
+from ..config.definitions import DynamicConfigError, is_sensitive, validate_dynamic
+from ..config.store import DynamicStore
 
 
 def register(sub: Any) -> None:
@@ -58,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
             _print_level("default", store.default)
             for node, values in sorted(store.brokers.items()):
                 _print_level(f"broker {node}", values)
+            # Group configs (resource type GROUP) are listed; a running broker changes
+            # them (kafka-configs --entity-type groups), as it validates them against its
+            # group settings.
+            for group, values in sorted(store.groups.items()):
+                for k, v in sorted(values.items()):  # none of them is sensitive
+                    print(f"group {group}\t{k}={v}")
         elif args.default:
             _print_level("default", store.default)
         else:

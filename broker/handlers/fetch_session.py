@@ -146,10 +146,6 @@ class FetchSessionCache:
     def __len__(self) -> int:
         return len(self.sessions)
 
-    @property
-    def partitions_cached(self) -> int:
-        return sum(len(s.partitions) for s in self.sessions.values())
-
     def get(self, session_id: int) -> FetchSession | None:
         return self.sessions.get(session_id)
 

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import structlog
 
+from kafkalite.coordinator.share import offset_reset
+from kafkalite.coordinator.share.partition import SharePartitionConfig
 from kafkalite.storage.topic_config import DEFAULT_CONFIG, InvalidConfig
 
-from .config import DEFAULTS, Config
-from .config_store import DynamicStore
+from .properties import DEFAULTS, Config
+from .store import DynamicStore
 
 log = structlog.get_logger("kafkalite.group_configs")
 
@@ -137,12 +139,6 @@ _SESSION_PAIRS = (("consumer.session.timeout.ms", "consumer.heartbeat.interval.m
 
 _STREAMS_ASSIGNORS = ("sticky",)
 
-# java.time.Duration.parse's format (PnDTnHnMn.nS), as share.auto.offset.reset's
-# by_duration takes it.
-_DURATION = re.compile(
-    r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
-    r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
-
 
 def broker_value(config: Config, name: str) -> str:
     """A broker group setting: its value in ``config``, else Kafka's default."""
@@ -157,16 +153,7 @@ def _broker_int(config: Config, name: str) -> int:
 
 
 def _valid_offset_reset(value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("latest", "earliest"):
-        return True
-    if not v.startswith("by_duration:"):
-        return False
-    m = _DURATION.fullmatch(v[len("by_duration:"):].strip())
-    if m is None or m.group(1) == "-" or (m.group(3) is not None and not any(
-            m.group(i) for i in (4, 5, 6))) or not any(m.group(i) for i in (2, 4, 5, 6)):
-        return False
-    return not any((m.group(i) or "").startswith("-") for i in (2, 4, 5, 6))
+    return offset_reset.parse(value) is not None
 
 
 def _parse(d: GroupConfigDef, value: str) -> object:
@@ -320,10 +307,9 @@ class GroupConfigs:
             self.groups.pop(group, None)
         log.info("group.configs_altered", group=group, configs=dict(new))
 
-    def delete_group(self, group: str) -> None:
-        """Drop a deleted group's overrides."""
-        if group in self.groups:
-            self.alter(group, {}, validate_only=False)
+    def value(self, group: str, name: str) -> str | None:
+        """``group``'s own value of a config (as set), None when it does not set it."""
+        return self.groups.get(group, {}).get(name)
 
     def int_value(self, group: str, name: str) -> int | None:
         """``group``'s own value of an INT config, clamped to the broker's current bounds
@@ -341,3 +327,26 @@ class GroupConfigs:
         if hi_name is not None:
             n = min(n, _broker_int(self.config, hi_name))
         return n
+
+    def effective_int(self, group: str, name: str) -> int:
+        """An INT config in effect for ``group``: its own (clamped), else the broker's."""
+        own = self.int_value(group, name)
+        if own is not None:
+            return own
+        return _broker_int(self.config, GROUP_CONFIGS[name].broker_synonym or "")
+
+    def share_partition_config(self, group: str) -> SharePartitionConfig:
+        """What a share-partition of ``group`` runs with: the group's share configs, else
+        the broker's ``group.share.*`` settings (share.isolation.level has none: Kafka's
+        default, read_uncommitted)."""
+        isolation = (self.value(group, "share.isolation.level") or "read_uncommitted").strip()
+        return SharePartitionConfig(
+            lock_duration_ms=self.effective_int(group, "share.record.lock.duration.ms"),
+            delivery_count_limit=self.effective_int(group, "share.delivery.count.limit"),
+            max_record_locks=self.effective_int(group, "share.partition.max.record.locks"),
+            read_committed=isolation == "read_committed")
+
+    def share_offset_reset(self, group: str) -> offset_reset.OffsetReset:
+        """The group's share.auto.offset.reset (Kafka's default: latest)."""
+        parsed = offset_reset.parse(self.value(group, "share.auto.offset.reset") or "latest")
+        return parsed or offset_reset.OffsetReset("latest")

@@ -21,7 +21,7 @@ from kafkalite.storage.topic_config import (
     check_value,
 )
 
-from .config import DEFAULTS
+from .properties import DEFAULTS
 
 #: ``listener.name.<listener>.<property>``.
 LISTENER_CONFIG = re.compile(r"^listener\.name\.[^.]*\.(.*)$")
