@@ -9,19 +9,23 @@ COPY protocol protocol
 COPY coordinator coordinator
 COPY storage storage
 COPY timekeeping timekeeping
+COPY client client
 COPY pipeline pipeline
+COPY schema_registry schema_registry
 # kafkalite/ links the folders above into the one import package.
 COPY kafkalite kafkalite
 RUN pip install .
 
 FROM base AS broker
+# The Schema Registry's format libraries (--schema-registry).
+RUN pip install ".[registry]"
 # Listen on every interface inside the container; compose sets the advertised addresses.
 ENV KAFKALITE_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     KAFKALITE_LOG_DIRS=/var/lib/kafkalite
 VOLUME /var/lib/kafkalite
-EXPOSE 9092
+EXPOSE 9092 8081
 HEALTHCHECK --interval=5s --timeout=5s --start-period=5s --retries=10 \
-    CMD ["python", "-m", "kafkalite.broker.healthcheck", "127.0.0.1:9092"]
+    CMD ["python", "-m", "kafkalite.broker.cli.healthcheck", "127.0.0.1:9092"]
 ENTRYPOINT ["kafkalite"]
 CMD ["serve", "--log-format", "json"]
 

@@ -10,8 +10,8 @@ import struct
 from datetime import timedelta
 from typing import Any
 
+from kafkalite.client.kafka import request, request_class
 from kafkalite.protocol.apis import codec, decode_response, encode_request
-from kafkalite.protocol.client import request, request_class
 from kafkalite.protocol.headers import encode_request_header, parse_response_header
 
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 11, 14, 12, 13

@@ -28,10 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kafkalite.broker.config import DEFAULTS  # noqa: E402
-from kafkalite.broker.testing import TEST_DEFAULTS, BrokerProcess  # noqa: E402
+from kafkalite.broker.config.properties import DEFAULTS  # noqa: E402
+from kafkalite.broker.testing.fixtures import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 
 BROKERS = ("kafkalite", "tansu")
+#: The brokers kafkalite can be measured beside.
+PEERS = ("tansu", "kafka")
 
 
 def free_port() -> int:
@@ -198,11 +200,73 @@ class Tansu(Broker):
             os.unlink(self.log.name)
 
 
+#: Apache Kafka as a benchmark peer runs with Kafka's defaults, not the tests' short
+#: settings (tests/kafka_reference.py TEST_SETTINGS), except what one node needs
+#: (replication factors of 1) and the initial rebalance delay, which is kafkalite's
+#: default so that group formation is timed with the same wait on both.
+KAFKA_BENCH_SETTINGS: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": DEFAULTS["group.initial.rebalance.delay.ms"][0],
+    "group.min.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "offsets.topic.num.partitions": "50",
+    "transaction.state.log.num.partitions": "50",
+    "auto.create.topics.enable": "true",
+    "num.network.threads": "3",
+    "num.io.threads": "8",
+    "background.threads": "10",
+    "log.initial.task.delay.ms": "30000",
+    "authorizer.class.name": "",  # kafkalite and Tansu run without one
+}
+#: bin/kafka-server-start.sh's heap and bin/kafka-run-class.sh's JVM performance options.
+KAFKA_JVM = ("-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent")
+
+
+class Kafka(Broker):
+    """Apache Kafka (the jars of jvm/pom.xml), one KRaft node, through the tests'
+    ``KafkaReference``; its log directory is formatted in ``format()``, before the clock of
+    a start-up measurement starts, as an installation does once."""
+
+    name = "kafka"
+
+    def __init__(self) -> None:
+        super().__init__()
+        from tests.kafka_reference import KafkaReference
+
+        self.workdir = Path(tempfile.mkdtemp(prefix="kafka-bench-"))
+        self.ref = KafkaReference(self.workdir, KAFKA_BENCH_SETTINGS, heap="1G",
+                                  jvm_flags=KAFKA_JVM)
+        self.formatted = False
+
+    @property
+    def pid(self) -> int:
+        assert self.ref.proc is not None
+        return self.ref.proc.pid
+
+    def format(self) -> None:
+        self.ref.format()
+        self.formatted = True
+
+    def start(self, timeout: float = 120) -> Kafka:
+        if not self.formatted:
+            self.format()
+        self.ref.launch(timeout)
+        self.port = self.ref.port
+        return self
+
+    def stop(self) -> None:
+        self.ref.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
 def make_broker(name: str, kafkalite_overrides: dict[str, str] | None = None) -> Broker:
     if name == "kafkalite":
         return Kafkalite(kafkalite_overrides)
     if name == "tansu":
         return Tansu()
+    if name == "kafka":
+        return Kafka()
     raise ValueError(name)
 
 
@@ -278,10 +342,29 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def broker_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--brokers", default=",".join(BROKERS),
-                        help="comma-separated brokers to run (kafkalite,tansu)")
+    parser.add_argument("--brokers", default=None,
+                        help="comma-separated brokers to run (kafkalite,kafka,tansu); "
+                             "default: kafkalite and the peers")
+    parser.add_argument("--peer", default="tansu", type=peers,
+                        help="what kafkalite is measured beside: tansu, kafka or both "
+                             "(kafka,tansu); Kafka from the jars of jvm/pom.xml")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra kafkalite broker property; repeatable")
+
+
+def peers(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    for n in names:
+        if n not in PEERS:
+            raise argparse.ArgumentTypeError(f"unknown peer {n!r} (one of {', '.join(PEERS)})")
+    return names
+
+
+def broker_names(args: argparse.Namespace) -> list[str]:
+    """The brokers to run: ``--brokers`` when given, else kafkalite and ``--peer``."""
+    if args.brokers:
+        return [n.strip() for n in args.brokers.split(",") if n.strip()]
+    return ["kafkalite", *args.peer]
 
 
 def parse_sets(items: list[str]) -> dict[str, str]:

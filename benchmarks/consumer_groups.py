@@ -38,7 +38,7 @@ from benchmarks.common import (
     running,
     table,
 )
-from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request
+from kafkalite.client.kafka import RawConnection, one_at_a_time, pipeline, request
 
 CONSUMER_GROUP_HEARTBEAT = 68
 

@@ -37,9 +37,9 @@ from typing import Any
 import psutil
 
 from benchmarks.groups import heartbeat_error_offset, join_member
-from kafkalite.broker.faults import FaultRules
-from kafkalite.broker.testing import BrokerProcess, BrokerThread
-from kafkalite.protocol.client import RawConnection, pipeline, request
+from kafkalite.broker.testing.faults import FaultRules
+from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
+from kafkalite.client.kafka import RawConnection, pipeline, request
 
 HEARTBEAT = 12
 GROUP = "hb-group"

@@ -29,6 +29,7 @@ from typing import Any
 from benchmarks.common import (
     Broker,
     broker_args,
+    broker_names,
     create_topic,
     guarded,
     header,
@@ -38,7 +39,7 @@ from benchmarks.common import (
     running,
     table,
 )
-from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
+from kafkalite.client.kafka import RawConnection, one_at_a_time, pipeline, request, request_class
 
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT = 11, 14, 12
 MEMBER_ID_REQUIRED = 79
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     header(f"consumer groups (aiokafka, {max(sizes)} partitions) and heartbeats (raw TCP)")
     results: dict[str, Result] = {}
-    for name in args.brokers.split(","):
+    for name in broker_names(args):
         results[name] = run(name, args, sizes)
 
     names = list(results)

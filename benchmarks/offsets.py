@@ -39,6 +39,7 @@ from benchmarks.common import (
     Broker,
     Kafkalite,
     broker_args,
+    broker_names,
     create_topic,
     parse_sets,
     percentile,
@@ -46,8 +47,8 @@ from benchmarks.common import (
     running,
     table,
 )
+from kafkalite.client.kafka import RawConnection, one_at_a_time, pipeline, request, request_class
 from kafkalite.protocol.build import build
-from kafkalite.protocol.client import RawConnection, one_at_a_time, pipeline, request, request_class
 
 OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
 TOPIC = "bench-offsets"
@@ -326,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     overrides = parse_sets(args.set)
     sizes = [int(n) for n in args.partitions.split(",")]
-    names = args.brokers.split(",")
+    names = broker_names(args)
     alone = args.turns <= 0
     results: dict[str, dict[str, dict[str, float]]] = (
         {name: {} for name in names} if alone else one_at_a_time_rates(

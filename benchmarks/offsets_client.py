@@ -20,6 +20,7 @@ from typing import Any
 
 from benchmarks.common import (
     broker_args,
+    broker_names,
     create_topic,
     guarded,
     header,
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = parse_sets(args.set)
     header("offsets from a consumer (confluent-kafka, synchronous commits)")
     results: dict[str, Rates | None] = {}
-    for name in args.brokers.split(","):
+    for name in broker_names(args):
         with running(name, overrides) as broker:
             results[name] = guarded(f"{name} rates",
                                     lambda b=broker: rates(b.bootstrap, args.commits,

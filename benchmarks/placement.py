@@ -25,7 +25,15 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from benchmarks.common import BROKERS, broker_args, create_topic, parse_sets, running, table
+from benchmarks.common import (
+    BROKERS,
+    broker_args,
+    broker_names,
+    create_topic,
+    parse_sets,
+    running,
+    table,
+)
 from benchmarks.offsets import (
     TOPIC,
     TOPIC_PARTITIONS,
@@ -34,7 +42,7 @@ from benchmarks.offsets import (
     floor_frames,
     sequential,
 )
-from kafkalite.protocol.client import RawConnection, one_at_a_time
+from kafkalite.client.kafka import RawConnection, one_at_a_time
 
 PLACEMENTS = ("free", "same", "apart")
 
@@ -109,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("placement needs two CPUs")
     overrides = parse_sets(args.set)
     rows: list[list[object]] = []
-    for name in args.brokers.split(","):
+    for name in broker_names(args):
         if name not in BROKERS:
             raise SystemExit(f"unknown broker {name}")
         rows += measure(name, args.seconds, args.rounds, overrides, cpus)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from benchmarks.common import (
     Broker,
     broker_args,
+    broker_names,
     create_topic,
     guarded,
     header,
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--counts needs one count per size")
     header("produce / consume (confluent-kafka, acks=1, 1 partition, no compression)")
     results: dict[str, Result] = {}
-    for name in args.brokers.split(","):
+    for name in broker_names(args):
         results[name] = run(name, args, sizes, counts)
 
     names = list(results)

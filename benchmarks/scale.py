@@ -57,7 +57,7 @@ from benchmarks.common import (
     percentile,
     table,
 )
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.client.kafka import RawConnection, request, request_class
 
 TOPIC = "soak"
 

@@ -37,8 +37,8 @@ from kafkalite.broker.security.acl import (  # noqa: E402
     PatternType,
 )
 from kafkalite.broker.security.fixture import SecuritySetup  # noqa: E402
-from kafkalite.broker.testing import BrokerThread  # noqa: E402
-from kafkalite.protocol.client import RawConnection, pipeline, request  # noqa: E402
+from kafkalite.broker.testing.fixtures import BrokerThread  # noqa: E402
+from kafkalite.client.kafka import RawConnection, pipeline, request  # noqa: E402
 
 HEARTBEAT = 12
 

@@ -28,6 +28,7 @@ from typing import Any
 from benchmarks.common import (
     Broker,
     broker_args,
+    broker_names,
     create_topic,
     guarded,
     header,
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per measurement")
     args = ap.parse_args(argv)
     header("transactions (confluent-kafka, 1 partition)")
-    results = {name: run(name, args) for name in args.brokers.split(",")}
+    results = {name: run(name, args) for name in broker_names(args)}
 
     rows: list[list[Any]] = []
     for label, attr in (("begin, 1 record, commit", "small"),

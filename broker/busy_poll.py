@@ -3,8 +3,8 @@
 A client that sends one request at a time (``commitSync`` in a loop, a test calling an
 admin API, a producer flushing every record) waits a full round trip per request. On a
 loopback connection much of that round trip is the kernel waking a process that went to
-sleep in ``epoll_wait``: about 35 µs per wake-up on the 2-core machine of
-docs/benchmarks.md, against a few µs to handle an OffsetFetch. So for up to
+sleep in ``epoll_wait``, which costs several times what handling an OffsetFetch does
+(docs/benchmarks.md, "Busy poll", has the figures). So for up to
 ``socket.busy.poll.us`` after an answer the event loop does not sleep: a callback that
 re-schedules itself keeps it turning, and each turn polls the sockets without a timeout
 (as the loop does whenever callbacks are ready). A request that arrives within the window

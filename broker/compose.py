@@ -29,12 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from kafkalite.coordinator.config import CoreConfig
+from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
+from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Transactions, TxnConfig
 from kafkalite.coordinator.txn_markers import LocalMarkerWriter
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -46,23 +47,23 @@ from kafkalite.storage.manager import LogManager
 from kafkalite.timekeeping.clock import Clock, SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
+from .admin_http.address import parse_admin_listener
 from .admin_http.views import BrokerView
 from .apis import KafkaApis
 from .auth import Access
-from .clock_control import ClockControl
 from .cluster import Cluster
-from .config import Config, ConfigError, consumer_assignors, rebalance_protocols
-from .control import parse_admin_listener
-from .dynamic_config import DynamicBrokerConfig, LogDefaults
-from .faults import FaultRules
-from .fetch_session import FetchSessionCache
+from .config.dynamic import DynamicBrokerConfig, LogDefaults
+from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
+from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
-from .scenarios import CoordinatorScenarios
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
-from .storage import Storage, TopicConfigs
+from .testing.clock_control import ClockControl
+from .testing.faults import FaultRules
+from .testing.scenarios import CoordinatorScenarios
+from .topic_store import Storage, TopicConfigs
 
 
 class CoordinatorLoader:
@@ -124,8 +125,9 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
     return cluster, storage, cleaner
 
 
-def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
-                      ) -> CoordinatorRuntime:
+def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
+                      group_overrides: GroupOverrides | None = None
+                      ) -> tuple[CoordinatorRuntime, GroupService]:
     """The group coordinator's core and runtime; ``__consumer_offsets`` is created on first
     use (FindCoordinator for a group, or the runtime's first write)."""
     offsets_topic = storage.catalog.get(OFFSETS_TOPIC)
@@ -145,15 +147,18 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler
         consumer_assignors=consumer_assignors(config),
         migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
         regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
+        group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
     core.set_topics([topic_change("created", t) for t in storage.catalog], scheduler.now())
     runtime = CoordinatorRuntime(
         core, storage.logs, scheduler,
-        ensure_topic=partial(storage.ensure_offsets_topic, core_cfg.num_partitions),
+        ensure_topic=partial(storage.ensure_offsets_topic, core_cfg.num_partitions))
+    groups = GroupService(
+        runtime, core,
         retention_check_interval_ms=lambda: config.int("offsets.retention.check.interval.ms"))
-    storage.catalog.listeners.append(partial(forward_topic_event, runtime))
-    return runtime
+    storage.catalog.listeners.append(partial(forward_topic_event, groups))
+    return runtime, groups
 
 
 def topic_change(event: str, info: TopicInfo) -> TopicChange:
@@ -161,13 +166,14 @@ def topic_change(event: str, info: TopicInfo) -> TopicChange:
     return TopicChange(TopicEvent(event), info.name, info.topic_id, info.partitions)
 
 
-def forward_topic_event(runtime: CoordinatorRuntime, event: str, info: TopicInfo) -> None:
+def forward_topic_event(groups: GroupService, event: str, info: TopicInfo) -> None:
     """Catalogue listener: the group coordinator learns of every topic change."""
-    runtime.on_topic_change(topic_change(event, info))
+    groups.on_topic_change(topic_change(event, info))
 
 
-def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRuntime
-                       ) -> TransactionCoordinatorCore:
+def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRuntime,
+                       groups: GroupService
+                       ) -> tuple[TransactionCoordinatorCore, Transactions]:
     """The transaction coordinator's core, served by the runtime over
     ``__transaction_state`` (created on first use, like ``__consumer_offsets``)."""
     existing = storage.catalog.get(TRANSACTION_STATE_TOPIC)
@@ -178,7 +184,7 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
         max_timeout_ms=config.int("transaction.max.timeout.ms"),
         transactional_id_expiration_ms=config.int("transactional.id.expiration.ms"),
         transaction_version=TRANSACTION_VERSION.level,
-        offsets_partitions=runtime.core.config.num_partitions,
+        offsets_partitions=groups.core.config.num_partitions,
         abort_retry_interval_ms=config.int(
             "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
         expire_retry_interval_ms=config.int(
@@ -187,12 +193,14 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
     core = TransactionCoordinatorCore(
         cfg, runtime.scheduler.timers,
         allocate_producer_id=storage.logs.producer_ids.allocate,
-        markers=LocalMarkerWriter(storage.logs.get, runtime),
-        group_partition_for=runtime.core.partition_for)
-    runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
-                             TRANSACTION_CODEC,
-                             partial(storage.ensure_transaction_topic, cfg.num_partitions)))
-    return core
+        markers=LocalMarkerWriter(storage.logs.get, groups),
+        group_partition_for=groups.core.partition_for)
+    served = runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
+                                      TRANSACTION_CODEC,
+                                      partial(storage.ensure_transaction_topic,
+                                              cfg.num_partitions)),
+                           core)
+    return core, served
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,10 +216,11 @@ class Control:
 
 
 def build_control(config: Config, cluster: Cluster, storage: Storage,
-                  runtime: CoordinatorRuntime, scheduler: Scheduler) -> Control:
+                  runtime: CoordinatorRuntime, groups: GroupService, scheduler: Scheduler
+                  ) -> Control:
     clock = ClockControl(scheduler)
     scenarios = CoordinatorScenarios(runtime)
-    view = BrokerView(cluster, storage, runtime, clock)
+    view = BrokerView(cluster, storage, groups, clock)
     metrics = BrokerMetrics(groups=view.group_rows)
     # Rule durations run on the broker's clock, as every other deadline does.
     faults = FaultRules(scheduler.clock.now_ms, on_fire=metrics.fault_fired)
@@ -229,7 +238,7 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
 
 
 def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler,
-                          security: SecurityState, metrics: BrokerMetrics
+                          security: SecurityState, control: Control
                           ) -> AdminListener | None:
     """The Schema Registry when ``schema.registry.listener`` is set; nothing of it is
     imported otherwise."""
@@ -242,7 +251,7 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
     from kafkalite.schema_registry.hooks import build_registry
 
     return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
-                          security.scram, metrics)
+                          security.scram, control.metrics, control.view)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:
@@ -253,11 +262,11 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     scheduler = Scheduler(clock or SystemClock())
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
-    runtime = build_coordinator(config, storage, scheduler)
-    txn = build_transactions(config, storage, runtime)
-    control = build_control(config, cluster, storage, runtime, scheduler)
+    runtime, groups = build_coordinator(config, storage, scheduler, dynamic.groups)
+    txn_core, txn = build_transactions(config, storage, runtime, groups)
+    control = build_control(config, cluster, storage, runtime, groups, scheduler)
     security, authorizer = build_security(config)
-    registry = build_schema_registry(config, storage, scheduler, security, control.metrics)
+    registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     apis = KafkaApis(access, control.faults, control.metrics,
                      release(config.text("kafkalite.as.version")))
@@ -269,7 +278,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                         dynamic, fetch_sessions, control.metrics, consumer_protocol):
         apis.register(route)
     return Broker(
-        config, cluster, storage, runtime, txn, cleaner, apis, scheduler,
+        config, cluster, storage, runtime, txn_core, cleaner, apis, scheduler, groups=groups,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,

@@ -19,7 +19,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from .faults import FaultRule, api_display_name
+from .testing.faults import FaultRule, api_display_name
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric

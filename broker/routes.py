@@ -10,14 +10,13 @@ from __future__ import annotations
 from functools import partial
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore
+from kafkalite.coordinator.transactions import Transactions
 from kafkalite.protocol import apis as codecs
 
 from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
-from .dynamic_config import DynamicBrokerConfig
-from .fetch_session import FetchSessionCache
+from .config.dynamic import DynamicBrokerConfig
 from .handlers import (
     acls,
     api_versions,
@@ -45,11 +44,12 @@ from .handlers import (
     transactions,
     txn_offsets,
 )
+from .handlers.fetch_session import FetchSessionCache
 from .handlers.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
-from .storage import Storage
+from .topic_store import Storage
 
 
 def routes(
@@ -57,7 +57,7 @@ def routes(
     storage: Storage,
     access: Access,
     runtime: CoordinatorRuntime,
-    txn: TransactionCoordinatorCore,
+    txn: Transactions,
     apis: KafkaApis,
     security: SecurityState,
     quotas: ClientQuotaStore,
@@ -69,7 +69,7 @@ def routes(
     """``consumer_protocol``: KIP-848 consumer groups are enabled
     (``group.coordinator.rebalance.protocols`` lists ``consumer``)."""
     group_acl = groups.GroupAcl()
-    verify = TxnVerification(runtime, txn, storage.config)
+    verify = TxnVerification(txn, storage.config)
     return [
         # --- data ---------------------------------------------------------------------
         Route(produce.PRODUCE, partial(produce.produce, storage, access, metrics, verify),
@@ -81,7 +81,7 @@ def routes(
         Route(list_offsets.DELETE_RECORDS,
               partial(list_offsets.delete_records, storage, access)),
         Route(producer_ids.INIT_PRODUCER_ID,
-              partial(producer_ids.init_producer_id, storage, runtime, txn, access),
+              partial(producer_ids.init_producer_id, storage, txn, access),
               min_version=0, max_version=5),
         Route(producer_ids.DESCRIBE_PRODUCERS,
               partial(producer_ids.describe_producers, storage, access),
@@ -104,7 +104,7 @@ def routes(
               partial(topics.create_partitions, cluster, storage, access),
               min_version=0, max_version=3),
         Route(configs.DESCRIBE_CONFIGS,
-              partial(configs.describe_configs, cluster, storage, access),
+              partial(configs.describe_configs, cluster, storage, dynamic, access),
               min_version=1, max_version=4),
         Route(configs.ALTER_CONFIGS,
               partial(configs.alter_configs, cluster, storage, dynamic, access),
@@ -113,7 +113,8 @@ def routes(
               partial(configs.incremental_alter_configs, cluster, storage, dynamic, access),
               min_version=0, max_version=1),
         Route(config_resources.LIST_CONFIG_RESOURCES,
-              partial(config_resources.list_config_resources, cluster, storage),
+              partial(config_resources.list_config_resources, cluster, storage,
+                      dynamic.groups),
               min_version=0, max_version=1, acl=cluster_admin.cluster_describe_configs_acl),
         Route(client_quotas.DESCRIBE_CLIENT_QUOTAS,
               partial(client_quotas.describe_client_quotas, quotas),
@@ -185,12 +186,12 @@ def routes(
               min_version=0, max_version=2),
         # --- transactions -----------------------------------------------------------------
         Route(transactions.ADD_PARTITIONS_TO_TXN,
-              partial(transactions.add_partitions_to_txn, storage, runtime, txn, access),
+              partial(transactions.add_partitions_to_txn, storage, txn, access),
               min_version=0, max_version=5),
         Route(transactions.ADD_OFFSETS_TO_TXN,
-              partial(transactions.add_offsets_to_txn, runtime, txn, access),
+              partial(transactions.add_offsets_to_txn, txn, access),
               min_version=0, max_version=4),
-        Route(transactions.END_TXN, partial(transactions.end_txn, runtime, txn, access),
+        Route(transactions.END_TXN, partial(transactions.end_txn, txn, access),
               min_version=0, max_version=5),
         Route(txn_offsets.TXN_OFFSET_COMMIT,
               partial(txn_offsets.txn_offset_commit, storage, runtime, verify, access),
@@ -202,7 +203,7 @@ def routes(
               partial(transactions.describe_transactions, txn, access),
               min_version=0, max_version=0),
         Route(transactions.LIST_TRANSACTIONS,
-              partial(transactions.list_transactions, runtime, txn, access),
+              partial(transactions.list_transactions, txn, access),
               min_version=0, max_version=2),
         # --- security -------------------------------------------------------------------
         Route(sasl.SASL_HANDSHAKE, sasl.sasl_handshake, min_version=0, max_version=1),

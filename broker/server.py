@@ -10,6 +10,7 @@ from typing import Protocol
 
 import structlog
 
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
@@ -19,20 +20,20 @@ from kafkalite.timekeeping.scheduler import Scheduler
 
 from .apis import KafkaApis
 from .busy_poll import BusyPoll
-from .clock_control import ClockControl
 from .cluster import BoundListener, Cluster
-from .config import Config, Listener, parse_listeners
+from .config.dynamic import DynamicBrokerConfig
+from .config.listeners import ConnectionLimitsConfigs, ListenerSecurityMap
+from .config.properties import Config, ConfigError, Listener, parse_listeners
 from .connection import KafkaConnection
-from .dynamic_config import DynamicBrokerConfig
-from .faults import FaultRules
-from .fetch_session import FetchSessionCache
+from .handlers.fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
-from .listener_configs import ConnectionLimitsConfigs, ListenerSecurityMap
 from .metrics import BrokerMetrics
-from .scenarios import CoordinatorScenarios
-from .security.setup import SecurityState
+from .security.setup import ListenerSecurity, SecurityState
 from .security.tls_accept import TlsAcceptor
-from .storage import Storage
+from .testing.clock_control import ClockControl
+from .testing.faults import FaultRules
+from .testing.scenarios import CoordinatorScenarios
+from .topic_store import Storage
 
 log = structlog.get_logger("kafkalite.broker")
 
@@ -82,6 +83,7 @@ class Broker:
         metrics: BrokerMetrics,
         clock_control: ClockControl,
         scenarios: CoordinatorScenarios,
+        groups: GroupService,
         admin: AdminListener | None = None,
         schema_registry: AdminListener | None = None,
     ) -> None:
@@ -92,6 +94,8 @@ class Broker:
         self.storage = storage
         self.logs: LogManager = storage.logs
         self.coordinator = coordinator
+        #: The group coordinator's work outside requests, and its core for inspection.
+        self.groups = groups
         #: The transaction coordinator's core (driven by ``coordinator``, the runtime).
         self.transactions = transactions
         self.log_cleaner = cleaner
@@ -155,8 +159,21 @@ class Broker:
         return self.storage.create_topic(name, partitions, configs, internal)
 
     async def start(self) -> None:
-        await self.open()
-        await self._listen()
+        """Check every listener's TLS and SASL settings, open the components, listen.
+        A failure part way stops what had started and raises (``ConfigError`` for a
+        setting), so the process can end with one line instead of a traceback."""
+        configured = parse_listeners(self.config.text("listeners"))
+        # Before anything starts: a bad keystore or JAAS setting is a configuration error.
+        securities = self.listener_security.load([lst.name for lst in configured])
+        try:
+            try:
+                await self.open()
+            except OSError as e:
+                raise ConfigError(data_dir_problem(self.data_dir, e)) from None
+            await self._listen(configured, securities)
+        except BaseException:
+            await self.stop()
+            raise
         if self.admin is not None:
             await self.admin.start()
             log.info("admin.listening", url=self.admin.url)
@@ -185,9 +202,9 @@ class Broker:
             await service.start()
             self._started.append(service)
 
-    async def _listen(self) -> None:
+    async def _listen(self, configured: list[Listener],
+                      securities: list[ListenerSecurity]) -> None:
         loop = asyncio.get_running_loop()
-        configured = parse_listeners(self.config.text("listeners"))
         advertised_raw = self.config.text("advertised.listeners")
         advertised = {a.name: a for a in parse_listeners(advertised_raw)} if advertised_raw else {}
         max_size = self.config.int("socket.request.max.bytes")
@@ -198,8 +215,6 @@ class Broker:
         poll = BusyPoll(self.config.int("socket.busy.poll.us"), loop)
         # Off (0, or fewer than two CPUs): connections do not even call it.
         busy_poll = self._busy_poll = poll if poll.enabled else None
-        # Every listener's TLS and SASL settings are checked before any binds.
-        securities = self.listener_security.load([lst.name for lst in configured])
         # A new connection takes its listener's security as it is now: dynamic configs
         # may have replaced it (a rotated keystore, another JAAS config).
         current = self.listener_security
@@ -217,12 +232,12 @@ class Broker:
                     assert ctx is not None
                     return TlsAcceptor(ctx, factory, name)
 
-            server = await loop.create_server(
-                make,
-                lst.host,
-                lst.port,
-                reuse_address=True,
-            )
+            try:
+                server = await loop.create_server(make, lst.host, lst.port,
+                                                  reuse_address=True)
+            except OSError as e:
+                raise ConfigError(f"listeners: cannot listen on {lst.host}:{lst.port} "
+                                  f"({lst.name}): {e.strerror or e}") from None
             self._servers.append(server)
             port = server.sockets[0].getsockname()[1]
             adv: Listener | None = advertised.get(lst.name)
@@ -281,6 +296,16 @@ class Broker:
         self._servers.clear()
         self.stopped.set()
         log.info("broker.stopped", node_id=self.node_id)
+
+
+def data_dir_problem(data_dir: object, e: OSError) -> str:
+    """``log.dirs``, named in one line, for a data directory the broker cannot use."""
+    from pathlib import Path
+
+    if Path(str(data_dir)).exists() and not Path(str(data_dir)).is_dir():
+        return f"log.dirs {data_dir}: not a directory"
+    where = f" ({e.filename})" if e.filename and str(e.filename) != str(data_dir) else ""
+    return f"log.dirs {data_dir}: {e.strerror or e}{where}"
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 #: Kafka's ClassicGroupNewMemberJoinTimeoutMs: a new member that never rejoins goes.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 #: group.consumer.migration.policy values (Kafka's ConsumerGroupMigrationPolicy).
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
+
+
+class GroupOverrides(Protocol):
+    """One group's configs (resource type GROUP) overriding the broker's settings."""
+
+    def int_value(self, group: str, name: str) -> int | None:
+        """The group's value of an INT config, within the broker's bounds; None: unset."""
 
 
 @dataclass(slots=True)
@@ -41,6 +49,20 @@ class CoreConfig:
     #: How long after a group's last regex resolution a new one may start (Kafka's
     #: REGEX_BATCH_REFRESH_INTERVAL_MS; kafkalite's group.consumer.regex.refresh.interval.ms).
     regex_refresh_interval_ms: int = 10_000
+    #: The group configs (consumer.session.timeout.ms, ...), where the broker has them.
+    group_overrides: GroupOverrides | None = None
+
+    def consumer_session_timeout(self, group: str) -> int:
+        """consumer.session.timeout.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "consumer.session.timeout.ms") if o is not None else None
+        return self.consumer_session_timeout_ms if v is None else v
+
+    def consumer_heartbeat_interval(self, group: str) -> int:
+        """consumer.heartbeat.interval.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "consumer.heartbeat.interval.ms") if o is not None else None
+        return self.consumer_heartbeat_interval_ms if v is None else v
 
     @property
     def upgrade_enabled(self) -> bool:

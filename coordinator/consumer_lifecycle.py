@@ -96,11 +96,11 @@ class ConsumerLifecycle(Partitions):
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
         self._regexes = TopicRegexResolver()
 
-    def _session_timeout(self, member: ConsumerGroupMember) -> int:
+    def _session_timeout(self, gid: str, member: ConsumerGroupMember) -> int:
         classic = member.classic_member_metadata
         if classic is not None:
             return classic.session_timeout_ms
-        return self.config.consumer_session_timeout_ms
+        return self.config.consumer_session_timeout(gid)
 
     def _cancel_rebalance(self, gid: str, mid: str) -> None:
         self.timers.cancel(rebalance_key(gid, mid))
@@ -248,7 +248,7 @@ class ConsumerLifecycle(Partitions):
         member still revoking."""
         for gid, group in ps.consumer_groups.items():
             for mid, m in group.members.items():
-                self.timers.schedule(session_key(gid, mid), now + self._session_timeout(m))
+                self.timers.schedule(session_key(gid, mid), now + self._session_timeout(gid, m))
                 if m.state is MemberState.UNREVOKED_PARTITIONS and not uses_classic_protocol(m):
                     self._rebalance_epochs[(gid, mid)] = m.member_epoch
                     self.timers.schedule(rebalance_key(gid, mid), now + m.rebalance_timeout_ms)

@@ -121,9 +121,9 @@ class ConsumerMembership(ConsumerLifecycle):
                 or self._metadata_epochs.get(gid, epoch + 1) > epoch):
             return None
         self.timers.schedule(session_key(gid, mid),
-                             now + self.config.consumer_session_timeout_ms)
+                             now + self.config.consumer_session_timeout(gid))
         return ConsumerHeartbeatResult(E.none, None, mid, epoch,
-                                       self.config.consumer_heartbeat_interval_ms)
+                                       self.config.consumer_heartbeat_interval(gid))
 
     def _validate_heartbeat(self, req: ConsumerHeartbeatRequest) -> None:
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
@@ -195,7 +195,7 @@ class ConsumerMembership(ConsumerLifecycle):
             and req.topic_partitions is not None)
         result = ConsumerHeartbeatResult(
             member_id=new.member_id, member_epoch=new.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval(gid),
             assignment=new.assigned_partitions
             if full or new.assigned_partitions != member.assigned_partitions else None)
         regexes = refresh
@@ -393,7 +393,7 @@ class ConsumerMembership(ConsumerLifecycle):
         """Timers once a heartbeat's records are in: the session, and the rebalance timeout
         while the member has partitions to revoke."""
         mid = after.member_id
-        self.timers.schedule(session_key(gid, mid), now + self._session_timeout(after))
+        self.timers.schedule(session_key(gid, mid), now + self._session_timeout(gid, after))
         if after is before or uses_classic_protocol(after):
             return
         if after.state is MemberState.UNREVOKED_PARTITIONS:

@@ -9,27 +9,33 @@ first write's continuation (it depends on whether the append succeeded).
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
 
-class _Sentinel:
-    def __init__(self, name: str) -> None:
-        self.name = name
+class Pending(enum.Enum):
+    """An outcome's response that is not there yet."""
+
+    #: The response will come later, as a reply to the request's waiter.
+    PARKED = "PARKED"
+    #: The response is the one the first write's continuation gives.
+    AFTER_WRITE = "AFTER_WRITE"
 
     def __repr__(self) -> str:
-        return self.name
+        return self.value
 
 
-#: The response will come later, as a reply to the request's waiter.
-PARKED: Any = _Sentinel("PARKED")
-#: The response is the one the first write's continuation gives.
-AFTER_WRITE: Any = _Sentinel("AFTER_WRITE")
+PARKED: Final = Pending.PARKED
+AFTER_WRITE: Final = Pending.AFTER_WRITE
+
+#: A parked request's waiter: called once with its response.
+Waiter = Callable[..., object]
 
 
 @dataclass(slots=True)
@@ -119,9 +125,10 @@ class Write:
 
 @dataclass(slots=True)
 class Outcome:
-    response: Any = PARKED
+    #: The answer to the request that produced the outcome, or how it will come.
+    response: object = PARKED
     #: (waiter, response) pairs for parked requests to answer now.
-    replies: list[tuple[Any, Any]] = field(default_factory=list)
+    replies: list[tuple[Waiter, object]] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
 
     def add(self, other: Outcome) -> Outcome:

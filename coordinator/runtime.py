@@ -11,15 +11,24 @@ iteration, with no task switch. A failed append is mapped to the coordinator err
 stores answer with, and nothing is replayed, so a core's persisted state stays what the
 log says.
 
+Handlers reach a core only through its ``Coordinator`` (``runtime.groups``, and the one
+``serve`` returns for another topic): ``write(op)`` reads the clock, runs ``op`` on the
+core, appends and replays what it writes, answers and re-arms the timers; ``read(op)``
+runs an operation that writes nothing (its deadlines may move: a heartbeat's).
+
 Time comes from the scheduler's clock; each core's deadlines are keys in the scheduler,
-routed back to that core's ``on_timer``.
+routed to the handler of their kind in that core's ``timer_handlers`` table.
+
+The runtime owns its partitions' life: ``load`` replays one from its log, ``unload``
+gives it up (its parked requests answered NOT_COORDINATOR), ``hold_partition`` moves one
+away for a while and loads it again.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable, Iterator
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
@@ -48,10 +57,12 @@ from .state_topics import (
     TimerHandler,
     TxnRecord,
 )
-from .topics_image import TopicChange
 from .txn_markers import marker_error
 
 log = structlog.get_logger("kafkalite.coordinator")
+
+C = TypeVar("C")
+T = TypeVar("T")
 
 
 class StateLog(Protocol):
@@ -91,6 +102,39 @@ def store_error(exc: BaseException) -> ErrorCode:
     return ErrorCode.unknown_server_error
 
 
+class Coordinator(Generic[C]):
+    """One internal topic's core as request handlers reach it (Kafka's
+    ``scheduleWriteOperation`` / ``scheduleReadOperation``): ``op`` gets the core and the
+    time, the runtime does the rest."""
+
+    __slots__ = ("_carry", "_core", "_now", "_rearm", "_timers")
+
+    def __init__(self, runtime: CoordinatorRuntime, core: C) -> None:
+        self._core = core
+        # Bound once: a commit's and a heartbeat's path, one call each.
+        self._now = runtime.now
+        self._carry = runtime._carry
+        self._rearm = runtime.scheduler.rearm
+        self._timers = runtime.scheduler.timers
+
+    def write(self, op: Callable[[C, int], Outcome]) -> Any:
+        """Run an operation that may write: its records appended and replayed, parked
+        requests answered, timers re-armed; the response to the request."""
+        response = self._carry(op(self._core, self._now()))
+        self._rearm()
+        return response
+
+    def read(self, op: Callable[[C, int], T]) -> T:
+        """Run an operation that writes nothing; the timers are re-armed only if it moved
+        a deadline earlier (a heartbeat usually moves one later, which needs nothing)."""
+        timers = self._timers
+        pushes = timers.pushes
+        result = op(self._core, self._now())
+        if timers.pushes != pushes:
+            self._rearm()
+        return result
+
+
 class CoordinatorRuntime:
     def __init__(
         self,
@@ -98,27 +142,27 @@ class CoordinatorRuntime:
         logs: StateLogs,
         scheduler: Scheduler,
         ensure_topic: Callable[[], None] = lambda: None,
-        retention_check_interval_ms: int | Callable[[], int] = 600_000,
     ) -> None:
-        #: The group coordinator (classic and consumer groups, offsets).
-        self.core = core
         self.logs = logs
         self.scheduler = scheduler
         #: The scheduler's clock, bound once: every commit reads it twice.
         self.now: Callable[[], int] = scheduler.clock.now_ms
         self.stopped = False
         self.topics: dict[str, StateTopic] = {}
-        self.serve(StateTopic(OFFSETS_TOPIC, core.config.num_partitions, core, OFFSETS_CODEC,
-                              ensure_topic))
-        # offsets.retention.check.interval.ms: a pass of offset expiration.
-        scheduler.every("offsets-retention", retention_check_interval_ms, self._expire_offsets)
+        #: The group coordinator (classic and consumer groups, offsets).
+        self.groups = self.serve(StateTopic(OFFSETS_TOPIC, core.config.num_partitions, core,
+                                            OFFSETS_CODEC, ensure_topic), core)
         scheduler.handle("partition-reload", self._reload)
 
-    def serve(self, topic: StateTopic) -> None:
-        """Drive another core over its internal topic (loaded by ``load_all``)."""
+    def serve(self, topic: StateTopic, core: C) -> Coordinator[C]:
+        """Drive a core over its internal topic (loaded by ``load_all``); ``core`` is
+        ``topic.core``, typed as the operations given to the returned ``Coordinator``
+        see it."""
+        assert core is topic.core
         self.topics[topic.name] = topic
         for kind, handler in topic.core.timer_handlers().items():
             self.scheduler.handle(kind, self._timer(handler))
+        return Coordinator(self, core)
 
     def _timer(self, handler: TimerHandler) -> Callable[[tuple[Hashable, ...], int, int], None]:
         def fire(key: tuple[Hashable, ...], deadline: int, now: int) -> None:
@@ -181,12 +225,6 @@ class CoordinatorRuntime:
         core.replay_all(w.partition, w.records)
         return NO_ERROR
 
-    def on_topic_change(self, change: TopicChange) -> None:
-        """A topic catalogue event (wired by the composition root): the group core learns
-        of created, grown and deleted topics (consumer groups' metadata and regexes)."""
-        if not self.stopped:
-            self.run(self.core.on_topic_change(change, self.now()))
-
     def _append_transactional(self, w: Write, core: StateCore, now: int,
                               records: list[tuple[int, int, bytes, bytes | None, tuple[()]]]
                               ) -> ErrorCode:
@@ -211,36 +249,23 @@ class CoordinatorRuntime:
                     owner=w.group_id, error=repr(e), mapped=err.name)
         return err
 
-    def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int,
-                             coordinator_epoch: int, commit: bool) -> ErrorCode:
-        """The group coordinator's half of a transaction's marker (Kafka's
-        ``GroupCoordinatorService.completeTransaction``, called by the transaction
-        coordinator's marker writer): append the COMMIT or ABORT marker to the
-        ``__consumer_offsets`` partition, then replay it, which makes the producer's
-        pending offsets there committed or drops them. A partition not loaded here answers
-        NOT_LEADER_OR_FOLLOWER, the retriable error Kafka translates those to."""
-        core = self.core
-        if self.stopped or core.partition_status(partition) is not NO_ERROR:
+    def append_marker(self, name: str, partition: int, producer_id: int, producer_epoch: int,
+                      coordinator_epoch: int, commit: bool) -> ErrorCode:
+        """Append a transaction's COMMIT or ABORT marker to a partition of an internal
+        topic (the caller replays it into its core when this answers NONE); a failure
+        mapped as the marker writer answers it."""
+        if self.stopped:
             return ErrorCode.not_leader_or_follower
-        self.ensure_topic()
+        self.ensure_topic(name)
         try:
-            self.logs.get_or_create(OFFSETS_TOPIC, partition).append_control_marker(
+            self.logs.get_or_create(name, partition).append_control_marker(
                 producer_id, producer_epoch, coordinator_epoch, commit)
         except Exception as e:
             err = marker_error(e)
-            log.warning("coordinator.marker_failed", partition=partition,
+            log.warning("coordinator.marker_failed", topic=name, partition=partition,
                         producer_id=producer_id, error=repr(e), mapped=err.name)
             return err
-        core.replay_end_marker(partition, producer_id, commit)
         return NO_ERROR
-
-    def _expire_offsets(self, now: int) -> None:
-        if not self.stopped:
-            self.run(self.core.expire_offsets(now))
-
-    def rearm(self) -> None:
-        """Re-arm the scheduler after deadlines moved outside ``run`` (heartbeats)."""
-        self.scheduler.rearm()
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -259,6 +284,18 @@ class CoordinatorRuntime:
                     self._finish_load(topic, p)
                 await asyncio.sleep(0)
         self.scheduler.rearm()
+
+    def load(self, name: str, partition: int) -> None:
+        """Become the coordinator of a partition of an internal topic: replay its log into
+        the topic's core (its requests answer LOAD_IN_PROGRESS until this returns)."""
+        self.load_partition(self.topics[name], partition)
+
+    def unload(self, name: str, partition: int) -> None:
+        """Stop being the coordinator of a partition: the core forgets it and its parked
+        requests are answered (NOT_COORDINATOR, as Kafka)."""
+        out = self.topics[name].core.unload(partition)
+        if out is not None:
+            self.run(out)
 
     def load_partition(self, topic: StateTopic, p: int) -> None:
         core = topic.core
@@ -301,9 +338,7 @@ class CoordinatorRuntime:
         the coordinator went elsewhere) or COORDINATOR_LOAD_IN_PROGRESS (loading) for
         ``for_ms``, then is loaded again from its log, as after a coordinator move."""
         topic = self.topics[name]
-        out = topic.core.unload(partition)
-        if out is not None:
-            self.run(out)
+        self.unload(name, partition)
         if not moved:
             topic.core.begin_load(partition)
         log.info("coordinator.partition_held", topic=name, partition=partition,
@@ -339,4 +374,5 @@ def _header(now: int, count: int) -> tuple[int, ...]:
             NO_SEQUENCE, count)
 
 
-__all__ = ["CoordinatorRuntime", "StateCore", "StateLog", "StateLogs", "Write", "store_error"]
+__all__ = ["Coordinator", "CoordinatorRuntime", "StateCore", "StateLog", "StateLogs", "Write",
+           "store_error"]

@@ -28,6 +28,7 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
 from .results import Outcome
+from .runtime import Coordinator
 from .txn_base import Call, E, S, TxnConfig, log
 from .txn_completion import TxnCompletion
 from .txn_results import (
@@ -366,3 +367,7 @@ __all__ = [
     "TxnConfig",
     "TxnPartitionsRequest",
 ]
+
+
+#: The transaction coordinator as request handlers reach it: operations run by the runtime.
+Transactions = Coordinator[TransactionCoordinatorCore]

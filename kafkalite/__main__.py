@@ -2,6 +2,6 @@
 
 import sys
 
-from kafkalite.broker.cli import main
+from kafkalite.broker.cli.main import main
 
 sys.exit(main())

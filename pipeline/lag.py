@@ -79,7 +79,7 @@ class BrokerLag:
         self.bootstrap = bootstrap
 
     def snapshot(self) -> Snapshot:
-        from kafkalite.protocol.client import RawConnection
+        from kafkalite.client.kafka import RawConnection
 
         conn = RawConnection(self.bootstrap, client_id="kafkalite-lag")
         try:
@@ -92,7 +92,7 @@ class BrokerLag:
 
     @staticmethod
     def _groups(conn: Any) -> list[str]:
-        from kafkalite.protocol.client import request
+        from kafkalite.client.kafka import request
 
         v = conn.version(LIST_GROUPS, 4)
         resp = conn.call(request(LIST_GROUPS, v, states_filter=()))
@@ -102,8 +102,8 @@ class BrokerLag:
 
     @staticmethod
     def _commits(conn: Any, groups: list[str]) -> dict[tuple[str, str, int], int]:
+        from kafkalite.client.kafka import request, request_class
         from kafkalite.protocol.build import build
-        from kafkalite.protocol.client import request, request_class
 
         out: dict[tuple[str, str, int], int] = {}
         if not groups:
@@ -130,7 +130,7 @@ class BrokerLag:
 
     @staticmethod
     def _ends(conn: Any, tps: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        from kafkalite.protocol.client import request, request_class
+        from kafkalite.client.kafka import request, request_class
 
         if not tps:
             return {}

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from kafkalite.broker import ctl
+from kafkalite.client import admin as admin_api
 
 from .fs import fs_options
 from .lag import BrokerLag, LogDirLag, Snapshot
@@ -101,13 +101,13 @@ def post_rows(admin_url: str, rows: Sequence[dict[str, Any]], timeout: float = 1
         body = {"rows": list(rows[i:i + POST_ROWS])}
         for attempt in range(POST_ATTEMPTS):
             try:
-                ctl.request(admin_url, "POST", LAG_PATH, body, timeout=timeout)
+                admin_api.request(admin_url, "POST", LAG_PATH, body, timeout=timeout)
                 break
-            except ctl.AdminUnreachable as e:
+            except admin_api.AdminUnreachable as e:
                 if attempt == POST_ATTEMPTS - 1:
                     raise AdminSinkError(f"{url}: {e}") from None
                 time.sleep(pause)
-            except ctl.CtlError as e:
+            except admin_api.CtlError as e:
                 # The broker refused the rows: retrying the same body cannot help.
                 raise AdminSinkError(f"{url}: HTTP {e}") from None
 

@@ -14,7 +14,6 @@ from typing import Any
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
-from kio.static.constants import EntityType
 
 from .errors import ProtocolError, UnsupportedApi
 from .guard import request_guard
@@ -108,6 +107,3 @@ def decode_response(api_key: int, api_version: int, frame: bytes, offset: int) -
     return value
 
 
-def entity_class(api_key: int, api_version: int, kind: EntityType) -> type[Any]:
-    c = codec(api_key, api_version)
-    return c.request_type if kind == EntityType.request else c.response_type

@@ -23,10 +23,6 @@ def build(cls: type[Any], **kwargs: Any) -> Any:
     return cls(**{k: v for k, v in kwargs.items() if k in names})
 
 
-def has_field(cls: type[Any], name: str) -> bool:
-    return name in _field_names(cls)
-
-
 def nested(entity_type: type[Any], name: str) -> type[Any]:
     """The nested entity class ``name`` defined beside ``entity_type`` (same version)."""
     key = (entity_type, name)

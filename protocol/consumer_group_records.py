@@ -9,8 +9,8 @@ at the end of every struct).
 
 Record types: 3 group epoch, 4 subscription (partition) metadata, 5 member subscription,
 6 target assignment epoch, 7 target assignment of a member, 8 current assignment of a
-member, 16 resolved regular expression. Types 9-15 (share groups) and 17+ (streams
-groups) stay unknown to this broker.
+member, 16 resolved regular expression. Types 10-15 (share groups) are in
+``share_group_records``; 17+ (streams groups) stay unknown to this broker.
 
 Kafka 4.1 (KIP-1101) stopped writing type 4 and keeps a hash of the subscribed topics in
 the group epoch record instead (tagged field 0, ``MetadataHash``); both are read here,

@@ -1,9 +1,9 @@
 """CRC-32C (Castagnoli), the checksum of record batches, from the ``crc32c`` package.
 
-The package's ``__init__`` imports ``importlib.metadata`` only to set ``__version__``:
-about 35 ms, a tenth of the broker's start-up on a small machine. The package's compiled
-extension module is loaded on its own instead (it is the whole implementation); where it
-cannot be found that way, the package is imported as usual.
+The package's ``__init__`` imports ``importlib.metadata`` only to set ``__version__``, a
+noticeable part of the broker's start-up (docs/benchmarks.md, "Scale and start-up"). The
+package's compiled extension module is loaded on its own instead (it is the whole
+implementation); where it cannot be found that way, the package is imported as usual.
 """
 
 from __future__ import annotations

@@ -204,12 +204,6 @@ def decode_value(data: bytes) -> TransactionLogValue:
                                int(next_epoch), version)
 
 
-def decode_record(key: bytes, value: bytes | None
-                  ) -> tuple[TransactionLogKey, TransactionLogValue | None]:
-    """A stored record; value None is a tombstone."""
-    return decode_key(key), (None if value is None else decode_value(value))
-
-
 # --- partition of a transactional id -------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ import hashlib
 import hmac
 from collections.abc import Callable
 
-from kafkalite.broker.config import Config, parse_listeners
+from kafkalite.broker.config.properties import Config, parse_listeners
 from kafkalite.broker.security.jaas import parse_jaas, plain_users
 from kafkalite.broker.security.listeners import (
     DEFAULT_PROTOCOL_MAP,

@@ -8,7 +8,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.security.scram import ScramStore
 
 from .auth import broker_users
@@ -20,10 +20,10 @@ NEEDED = ("avro", "jsonschema", "proto_schema_parser", "google.protobuf")
 
 
 def build_registry(config: Config, host: str, port: int, storage: Any,
-                   now_ms: Callable[[], int], scram: ScramStore, metrics: Any
+                   now_ms: Callable[[], int], scram: ScramStore, metrics: Any, view: Any
                    ) -> RegistryServer:
     """The server; the produce path's schema check on ``storage``; the registry's
-    counters on ``metrics`` (``/metrics``)."""
+    counters on ``metrics`` (``/metrics``) and its subjects on the console's ``view``."""
     missing = [m for m in NEEDED if _absent(m)]
     if missing:
         raise ConfigError(f"schema.registry.listener needs {', '.join(missing)}: "
@@ -32,6 +32,7 @@ def build_registry(config: Config, host: str, port: int, storage: Any,
     counts = server.registry.counts
     storage.schema_check = SchemaCheck(server.state, storage.topic_configs, counts)
     metrics.schema_registry = lambda: counts
+    view.schemas = server.registry.listing
     return server
 
 

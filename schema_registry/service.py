@@ -5,12 +5,14 @@ every refusal is a ``RegistryError`` raised before anything is written."""
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from typing import Any
 
 from . import errors
 from .errors import MAX_VERSION
-from .formats import AVRO, TYPES, Parsed, Resolved, format_for
+from .formats import AVRO, PROTOBUF, TYPES, Parsed, Resolved, format_for
+from .formats.protobuf_format import looks_serialized
 from .store import (
     Json,
     RegistryState,
@@ -30,6 +32,8 @@ LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSIT
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 DEFAULT_LEVEL = "BACKWARD"
 MAX_REFERENCE_DEPTH = 32
+#: Parsed schemas kept for compatibility checks (the oldest dropped first).
+PARSED_CACHE = 256
 
 
 def parse_version(text: str, allow_latest: bool = True) -> int | None:
@@ -60,6 +64,10 @@ class Registry:
         self.topic = topic
         #: Operations by name, for ``/metrics``.
         self.counts: Counter[str] = Counter()
+        #: Parsed schemas by id (an id's schema never changes), for compatibility checks.
+        self._parsed_by_id: dict[int, Parsed] = {}
+        #: PROTOBUF text schemas as base64 descriptors, by id (``format=serialized``).
+        self._serialized: dict[int, str] = {}
 
     # --- levels and modes ----------------------------------------------------------
 
@@ -119,9 +127,18 @@ class Registry:
     # --- compatibility ----------------------------------------------------------------
 
     def _parsed(self, row: VersionRow) -> Parsed:
-        schema = self.state.schemas[row.id]
-        return format_for(schema.type).parse(schema.schema, self.resolve(schema.references),
-                                             False)
+        parsed = self._parsed_by_id.get(row.id)
+        if parsed is None:
+            schema = self.state.schemas[row.id]
+            parsed = format_for(schema.type).parse(schema.schema,
+                                                   self.resolve(schema.references), False)
+            self._remember(row.id, parsed)
+        return parsed
+
+    def _remember(self, schema_id: int, parsed: Parsed) -> None:
+        if len(self._parsed_by_id) >= PARSED_CACHE:
+            self._parsed_by_id.pop(next(iter(self._parsed_by_id)))
+        self._parsed_by_id[schema_id] = parsed
 
     def incompatibilities(self, level: str, new: Parsed, olds: list[VersionRow]) -> list[str]:
         if level == "NONE" or not olds:
@@ -185,10 +202,13 @@ class Registry:
             schema_id, parsed.type, parsed.canonical, refs)
         row = VersionRow(subject, version, schema_id)
         self.topic.write([(schema_key(subject, version), schema_value(row, schema))])
+        if schema.schema == parsed.canonical and schema_id not in self._parsed_by_id:
+            self._remember(schema_id, parsed)
         self.counts["register"] += 1
         return {"id": schema_id}
 
-    def lookup(self, subject: str, body: Any, normalize: bool, deleted: bool) -> Json:
+    def lookup(self, subject: str, body: Any, normalize: bool, deleted: bool,
+               fmt: str | None = None) -> Json:
         self.counts["lookup"] += 1
         rows = self.state.versions(subject, deleted)
         if not rows:
@@ -201,7 +221,7 @@ class Registry:
         for row in reversed(rows):
             schema = self.state.schemas[row.id]
             if identity(schema.type, schema.schema, schema.references) in keys:
-                return self.version_body(row)
+                return self.version_body(row, fmt)
         raise errors.schema_not_found("Schema not found")
 
     # --- reads ------------------------------------------------------------------------
@@ -222,17 +242,17 @@ class Registry:
         self.counts["get_version"] += 1
         return self._find_version(subject, parse_version(version), deleted)
 
-    def version_body(self, row: VersionRow) -> Json:
+    def version_body(self, row: VersionRow, fmt: str | None = None) -> Json:
         schema = self.state.schemas[row.id]
         out: Json = {"subject": row.subject, "version": row.version, "id": row.id}
         if schema.type != AVRO:
             out["schemaType"] = schema.type
         if schema.references:
             out["references"] = schema.references
-        out["schema"] = schema.schema
+        out["schema"] = self.schema_text(schema, fmt)
         return out
 
-    def schema_by_id(self, schema_id: str) -> Json:
+    def schema_by_id(self, schema_id: str, fmt: str | None = None) -> Json:
         self.counts["get_schema_by_id"] += 1
         schema = self._schema(schema_id)
         out: Json = {}
@@ -240,8 +260,26 @@ class Registry:
             out["schemaType"] = schema.type
         if schema.references:
             out["references"] = schema.references
-        out["schema"] = schema.schema
+        out["schema"] = self.schema_text(schema, fmt)
         return out
+
+    def schema_text(self, schema: SchemaRow, fmt: str | None) -> str:
+        """The schema as registered; ``format=serialized`` gives a PROTOBUF schema
+        registered as text as a base64 ``FileDescriptorProto``."""
+        if fmt != "serialized" or schema.type != PROTOBUF:
+            return schema.schema
+        done = self._serialized.get(schema.id)
+        if done is None:
+            done = schema.schema
+            if not looks_serialized(schema.schema):
+                from .formats.proto_descriptor import to_descriptor
+
+                try:
+                    done = base64.b64encode(to_descriptor(schema.schema)).decode("ascii")
+                except (ValueError, TypeError, AttributeError):
+                    done = schema.schema
+            self._serialized[schema.id] = done
+        return done
 
     def _schema(self, schema_id: str) -> SchemaRow:
         try:
@@ -262,6 +300,18 @@ class Registry:
     def id_subjects(self, schema_id: str, deleted: bool) -> list[str]:
         schema = self._schema(schema_id)
         return sorted({r.subject for r in self.state.usage(schema.id, deleted)})
+
+    def listing(self) -> list[Json]:
+        """Every live subject with its versions, for the console."""
+        out = []
+        for subject in self.state.live_subjects():
+            versions = []
+            for row in self.state.versions(subject):
+                schema = self.state.schemas[row.id]
+                versions.append({"version": row.version, "id": row.id, "type": schema.type,
+                                 "schema": schema.schema})
+            out.append({"subject": subject, "versions": versions})
+        return out
 
     # --- deletes ----------------------------------------------------------------------
 

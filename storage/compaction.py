@@ -319,7 +319,7 @@ def _swap_all(plog: PartitionLog, segments: list[Segment], cleaned: list[Cleaned
             continue
         swap_segment(plog, i, data, entries)
         swapped += 1
-    plog.recount_aborted()
+    plog.txn.recount_aborted(plog.segments)
     return swapped
 
 
@@ -360,8 +360,8 @@ _cleanings_lock = threading.Lock()
 def _short_gil_turns() -> Iterator[None]:
     """The worker thread, once it holds the GIL, keeps it for up to the switch interval
     (5 ms by default) after the event loop asks for it: every request arriving during a
-    cleaning would wait that long (measured: sequential round trips from 0.06 ms to several
-    times that, pipelined OffsetFetch from 92k/s to 10k/s). A short interval while
+    cleaning would wait that long (docs/benchmarks.md, "Log cleaner", has what it did to
+    round trips and pipelined OffsetFetch). A short interval while
     cleaning bounds the wait; without a competing thread it costs nothing."""
     global _cleanings, _switch_interval
     with _cleanings_lock:

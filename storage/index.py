@@ -174,19 +174,3 @@ class TimeIndex(_IndexFile):
         """The offset to start searching from for the first record at or after ``timestamp``."""
         i = bisect.bisect_left(self.timestamps, timestamp) - 1
         return self.offsets[i] if i >= 0 else self.base_offset
-
-    def truncate_after_offset(self, offset: int) -> None:
-        """Drop entries pointing at offsets >= ``offset`` and rewrite the file."""
-        i = bisect.bisect_left(self.offsets, offset)
-        if i == len(self.offsets):
-            return
-        del self.timestamps[i:]
-        del self.offsets[i:]
-        self.close()
-        self._pending.clear()
-        self.path.write_bytes(
-            b"".join(
-                _TIME_ENTRY.pack(t, o - self.base_offset)
-                for t, o in zip(self.timestamps, self.offsets, strict=True)
-            )
-        )

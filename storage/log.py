@@ -5,8 +5,13 @@ checked, the assigned base offset and the partition leader epoch replace the fir
 bytes (``records.assigned_parts``; the CRC covers neither), and the batch goes to the file
 as it came (compressed batches stay compressed). Only LogAppendTime topics copy a batch,
 to stamp the time and re-compute the CRC (``records.set_log_append_time``). Producer
-state is kept per batch with a producer id; the transactional side (the last stable
-offset, markers, reads bounded by it) is ``log_txn.TransactionalLog``.
+state is kept per batch with a producer id.
+
+The log holds two parts, each with its own state: ``txn`` (``log_txn.LogTransactions``:
+producer state, snapshots, the last stable offset, markers, aborted transactions) and
+``deletion`` (``log_deletion.LogDeletion``: DeleteRecords and retention). The log itself
+keeps the segments, the offsets, the leader epochs and the flush state, and does every
+write and read of the files.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 
 import structlog
 
-from kafkalite.protocol.crc import crc32c
+from kafkalite.protocol.control import end_txn_marker_batch
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
@@ -30,20 +35,13 @@ from kafkalite.protocol.records import (
     BASE_OFFSET,
     BASE_SEQUENCE,
     BATCH_HEADER,
-    BATCH_LENGTH,
-    CRC,
-    CRC_START,
     HEADER_SIZE,
     LAST_OFFSET_DELTA,
-    LOG_OVERHEAD,
-    MAGIC,
     MAX_TIMESTAMP,
-    MIN_BATCH_LENGTH,
     NO_SEQUENCE,
     PARTITION_LEADER_EPOCH,
     PRODUCER_EPOCH,
     PRODUCER_ID,
-    RECORD_COUNT,
     assigned_parts,
     decode_batch,
     increment_sequence,
@@ -59,18 +57,11 @@ from .errors import (
 from .index import MAX_RELATIVE_OFFSET
 from .leader_epoch import LeaderEpochCache
 from .log_deletion import LogDeletion
-from .log_txn import TransactionalLog
-from .producer_recovery import (
-    snapshot_offsets,
-)
-from .producer_state import (
-    CLIENT,
-    AppendOrigin,
-    ProducerStateTable,
-    write_snapshot,
-)
+from .log_txn import LogTransactions
+from .producer_state import CLIENT, AppendOrigin
 from .segment import Segment
-from .validation import RecordRules, validate_client_batch
+from .txn_index import AbortedTxn
+from .validation import RecordRules, check_batch, check_size, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
 
@@ -104,7 +95,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog(LogDeletion, TransactionalLog):
+class PartitionLog:
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig,
         log_start_offset: int = 0, clock: Callable[[], int] = now_ms,
@@ -118,10 +109,10 @@ class PartitionLog(LogDeletion, TransactionalLog):
         self._bases: list[int] = []
         self.log_start_offset = log_start_offset
         self.log_end_offset = 0
-        self.producers = ProducerStateTable()
-        #: Entries in the segments' aborted-transaction indexes (a read_committed fetch
-        #: skips the search while there are none).
-        self.aborted_txns = 0
+        #: Producer state, snapshots, markers and aborted transactions.
+        self.txn = LogTransactions(directory)
+        #: DeleteRecords and retention: what may leave the front of the log.
+        self.deletion = LogDeletion(self)
         #: Called with the bytes appended, after each append (the fetch purgatory listens).
         self.watchers: set[Callable[[int], None]] = set()
         self.unflushed_messages = 0
@@ -169,7 +160,7 @@ class PartitionLog(LogDeletion, TransactionalLog):
             self.log_start_offset = self.segments[0].base_offset
         if self.log_start_offset > self.log_end_offset:
             self.log_start_offset = self.log_end_offset
-        self._restore_producers(headers, txn_damaged)
+        self.txn.restore(self.segments, headers, txn_damaged)
         self._load_epochs(had_checkpoint)
 
     def _first_epoch(self, seg: Segment) -> None:
@@ -227,14 +218,6 @@ class PartitionLog(LogDeletion, TransactionalLog):
                 self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
         return headers
 
-    def _snapshot(self, offset: int) -> None:
-        # Written at every roll, empty or not (as Kafka), so that recovery never needs to
-        # replay more than the active segment.
-        write_snapshot(self.dir / f"{offset:020d}.snapshot", self.producers)
-        # Only the newest snapshot is normally read; keep one older in case it is torn.
-        for old in snapshot_offsets(self.dir)[:-2]:
-            (self.dir / f"{old:020d}.snapshot").unlink(missing_ok=True)
-
     # --- properties ---------------------------------------------------------------------
 
     @property
@@ -248,6 +231,13 @@ class PartitionLog(LogDeletion, TransactionalLog):
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.txn.last_stable_offset(self.log_start_offset, self.log_end_offset)
+
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        return self.txn.has_ongoing_transaction(producer_id)
 
     # --- append -------------------------------------------------------------------------
 
@@ -271,9 +261,10 @@ class PartitionLog(LogDeletion, TransactionalLog):
         view = memoryview(batch)
         # Validate every batch before writing any, so a bad record set leaves no trace.
         batches: list[memoryview | bytes] = []
+        max_bytes = self.config.max_message_bytes
         pos = 0
         while pos < n:
-            size = self._check(view, pos)
+            size = check_batch(view, pos, max_bytes)
             batches.append(view[pos : pos + size])
             pos += size
         if from_client:
@@ -290,7 +281,7 @@ class PartitionLog(LogDeletion, TransactionalLog):
     def append_built(self, batch: bytes) -> tuple[int, int]:
         """Append one batch without a producer that this process encoded itself (a
         coordinator's records): of ``append``'s checks only the size limit applies."""
-        self._check_size(len(batch))
+        check_size(len(batch), self.config.max_message_bytes)
         return self._write(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0), True)
 
     def _validate_client(self, batch: memoryview) -> memoryview | bytes:
@@ -302,29 +293,6 @@ class PartitionLog(LogDeletion, TransactionalLog):
                 f"{self.topic}-{self.partition} which exceeds the maximum configured size of "
                 f"{self.config.max_message_bytes}.")
         return out
-
-    def _check(self, view: memoryview, pos: int) -> int:
-        if len(view) - pos < HEADER_SIZE:
-            raise CorruptRecordError("truncated record batch header")
-        h = BATCH_HEADER.unpack_from(view, pos)
-        length: int = h[BATCH_LENGTH]
-        size = length + LOG_OVERHEAD
-        if h[MAGIC] != 2:
-            raise CorruptRecordError(f"unsupported record batch magic {h[MAGIC]}")
-        if length < MIN_BATCH_LENGTH or pos + size > len(view):
-            raise CorruptRecordError("record batch length does not match the data")
-        self._check_size(size)
-        if h[RECORD_COUNT] <= 0 or h[LAST_OFFSET_DELTA] != h[RECORD_COUNT] - 1:
-            raise CorruptRecordError("record count does not match the last offset delta")
-        if crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
-            raise CorruptRecordError("record batch CRC mismatch")
-        return size
-
-    def _check_size(self, size: int) -> None:
-        if size > self.config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes {self.config.max_message_bytes}"
-            )
 
     def _append_one(self, batch: memoryview, origin: AppendOrigin,
                     txn_verified: Callable[[int, int], bool] | None) -> tuple[int, int]:
@@ -339,14 +307,37 @@ class PartitionLog(LogDeletion, TransactionalLog):
         last_seq = (increment_sequence(first_seq, h[LAST_OFFSET_DELTA]) if first_seq >= 0
                     else NO_SEQUENCE)
         verify = None if txn_verified is None else (lambda: txn_verified(pid, epoch))
+        producers = self.txn.producers
         # May raise a duplicate (with the offsets it got), or an epoch, sequence or
         # transaction state error.
-        self.producers.check(pid, epoch, first_seq, last_seq, transactional, origin, verify)
+        producers.check(pid, epoch, first_seq, last_seq, transactional, origin, verify)
         base, last = self._write(batch, h)
-        self.producers.update(pid, epoch, first_seq, last_seq, base, last, h[MAX_TIMESTAMP],
+        producers.update(pid, epoch, first_seq, last_seq, base, last, h[MAX_TIMESTAMP],
                               transactional)
         self._appended(h[LAST_OFFSET_DELTA] + 1, len(batch))
         return base, last
+
+    def append_control_marker(self, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int, commit: bool) -> int:
+        """Write the COMMIT or ABORT marker ending ``producer_id``'s transaction here, as
+        Kafka's WriteTxnMarkers does; return its offset.
+
+        The marker completes the producer's open transaction (if it wrote data here),
+        which moves the last stable offset; an ABORT adds the transaction to the active
+        segment's aborted-transaction index. Raises InvalidProducerEpochError for an
+        epoch older than the producer's and TransactionCoordinatorFencedError for a
+        coordinator epoch older than the last marker's; nothing is written then.
+        """
+        batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
+                                     self.clock())
+        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0))[0]
+
+    def _append_marker(self, batch: memoryview, h: tuple[int, ...]) -> tuple[int, int]:
+        marker = self.txn.check_marker(batch, h)
+        offset, last = self._write(batch, h)
+        self.txn.marker_written(marker, h, offset, self.segments[-1])
+        self._appended(1, len(batch))
+        return offset, last
 
     def _write(self, batch: memoryview, h: tuple[int, ...], done: bool = False
                ) -> tuple[int, int]:
@@ -406,7 +397,7 @@ class PartitionLog(LogDeletion, TransactionalLog):
         seg = Segment(self.dir, self.log_end_offset, self.clock())
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
-        self._snapshot(seg.base_offset)
+        self.txn.snapshot(seg.base_offset)
         log.info("log.segment_rolled", topic=self.topic, partition=self.partition,
                  base_offset=seg.base_offset)
         return seg
@@ -424,7 +415,7 @@ class PartitionLog(LogDeletion, TransactionalLog):
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock()
         fds = [os.dup(seg.fd) for seg in self.segments[-2:] if seg.fd >= 0]
-        if self.aborted_txns:
+        if self.txn.aborted_txns:
             fds += [fd for seg in self.segments[-2:]
                     if (fd := seg.txn_index.sync_handle()) is not None]
         return fds
@@ -457,6 +448,34 @@ class PartitionLog(LogDeletion, TransactionalLog):
                 return seg.read_from(found[0], found[1], max_bytes)
             i += 1
         return b""
+
+    def _read_below(self, offset: int, max_bytes: int, max_offset: int) -> bytes:
+        """``read`` up to the batch holding ``max_offset`` (exclusive)."""
+        if offset >= max_offset:
+            return b""
+        last_segment = self._segment_index(max_offset)
+        found = self.segments[last_segment].find_position(max_offset)
+        cut = found[0] if found is not None else None
+        i = self._segment_index(offset)
+        while i <= last_segment:
+            seg = self.segments[i]
+            found = seg.find_position(offset)
+            if found is not None:
+                if i < last_segment or cut is None:
+                    return seg.read_from(found[0], found[1], max_bytes)
+                if found[0] >= cut:
+                    return b""
+                return seg.read_from(found[0], found[1], max_bytes, cut)
+            i += 1
+        return b""
+
+    def aborted_transactions(self, offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [offset, upper_bound): what a
+        read_committed fetch of that range returns."""
+        if not self.txn.aborted_txns:
+            return []
+        return self.txn.aborted_transactions(
+            self.segments[self._segment_index(offset):], offset, upper_bound)
 
     def iter_batches(self, start_offset: int = 0) -> Iterator[bytes]:
         """Every batch from the one holding ``start_offset`` to the end, read from disk."""
@@ -529,13 +548,37 @@ class PartitionLog(LogDeletion, TransactionalLog):
         seg.time_index.write_pending()
         self.log_end_offset = seg.next_offset
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
-        for snap in snapshot_offsets(self.dir):
-            if snap > self.log_end_offset:
-                (self.dir / f"{snap:020d}.snapshot").unlink(missing_ok=True)
-        self._restore_producers(headers)
+        self.txn.drop_snapshots_after(self.log_end_offset)
+        self.txn.restore(self.segments, headers)
         # The leader keeps its epoch; it begins again at the new log end if it was cut.
         if self.epochs.truncate_from_end(self.log_end_offset):
             self.epochs.assign(self.leader_epoch, self.log_end_offset)
+            self.epochs.save()
+
+    # --- the front of the log (``deletion`` decides, these remove) -------------------------
+
+    def move_start(self, offset: int) -> None:
+        """Move the log start offset up to ``offset`` (at most the high watermark) and
+        delete the segments wholly below it."""
+        self.log_start_offset = offset
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            self.remove_oldest_segment("log_start_offset")
+        self._start_moved()
+
+    def remove_oldest_segment(self, reason: str) -> None:
+        seg = self.segments.pop(0)
+        self._bases.pop(0)
+        seg.delete()
+        self.txn.segment_deleted(seg)
+        if self.log_start_offset < self.segments[0].base_offset:
+            self.log_start_offset = self.segments[0].base_offset
+            self._start_moved()
+        log.info("log.segment_deleted", topic=self.topic, partition=self.partition,
+                 base_offset=seg.base_offset, reason=reason,
+                 log_start_offset=self.log_start_offset)
+
+    def _start_moved(self) -> None:
+        if self.epochs.truncate_from_start(self.log_start_offset):
             self.epochs.save()
 
     def close(self) -> None:

@@ -156,7 +156,7 @@ class LogManager:
         self.write_start_checkpoint()
 
     def delete_records(self, plog: PartitionLog, offset: int) -> int:
-        low = plog.delete_records(offset)
+        low = plog.deletion.delete_records(offset)
         self.write_start_checkpoint()
         return low
 
@@ -199,7 +199,7 @@ class LogManager:
         partition (a scheduler task, every ``producer.id.expiration.check.interval.ms``)."""
         removed = 0
         for plog in list(self.logs.values()):
-            removed += plog.producers.remove_expired(now, expiration_ms)
+            removed += plog.txn.producers.remove_expired(now, expiration_ms)
         if removed:
             log.info("log.producers_expired", producers=removed)
         return removed
@@ -208,7 +208,7 @@ class LogManager:
         deleted = 0
         for plog in list(self.logs.values()):
             try:
-                deleted += plog.apply_retention()
+                deleted += plog.deletion.apply_retention()
             except OSError:
                 log.exception("log.retention_failed", topic=plog.topic, partition=plog.partition)
         if deleted:

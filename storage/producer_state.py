@@ -107,13 +107,6 @@ class ProducerStateTable:
 
     # --- queries ------------------------------------------------------------------------
 
-    @property
-    def first_unstable_offset(self) -> int | None:
-        """First offset of the earliest ongoing transaction (None: none ongoing)."""
-        for first in self.ongoing.values():
-            return first
-        return None
-
     def has_ongoing_transaction(self, pid: int) -> bool:
         return pid in self.ongoing
 

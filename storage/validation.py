@@ -1,4 +1,7 @@
-"""What Kafka's ``LogValidator`` checks of a client's batch before it is appended.
+"""What Kafka's ``LogValidator`` checks of a batch before it is appended.
+
+Every batch (``check_batch``): a whole magic-v2 batch, lengths, record count and CRC-32C
+that agree, and no more than ``max.message.bytes``. A client's batch besides:
 
 - A client may not write control batches, and an idempotent batch needs a sequence.
 - On a compacted topic every record needs a key.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkalite.protocol.crc import crc32c
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_COMPRESSION_MASK,
@@ -26,17 +30,58 @@ from kafkalite.protocol.records import (
     BASE_OFFSET,
     BASE_SEQUENCE,
     BATCH_HEADER,
+    BATCH_LENGTH,
+    CRC,
+    CRC_START,
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA,
+    LOG_OVERHEAD,
+    MAGIC,
     MAX_TIMESTAMP,
+    MIN_BATCH_LENGTH,
     PRODUCER_ID,
+    RECORD_COUNT,
     RecordSummary,
     decode_batch,
     encode_batch,
     summarize_records,
 )
 
-from .errors import CorruptRecordError, InvalidRecordError, RecordValidationError
+from .errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordTooLargeError,
+    RecordValidationError,
+)
 
 NO_TIMESTAMP = -1
+
+
+def check_batch(view: memoryview, pos: int, max_bytes: int) -> int:
+    """Check the batch at ``pos`` of ``view`` (header, length, count, CRC, size limit);
+    return its size. Raises CorruptRecordError or RecordTooLargeError."""
+    if len(view) - pos < HEADER_SIZE:
+        raise CorruptRecordError("truncated record batch header")
+    h = BATCH_HEADER.unpack_from(view, pos)
+    length: int = h[BATCH_LENGTH]
+    size = length + LOG_OVERHEAD
+    if h[MAGIC] != 2:
+        raise CorruptRecordError(f"unsupported record batch magic {h[MAGIC]}")
+    if length < MIN_BATCH_LENGTH or pos + size > len(view):
+        raise CorruptRecordError("record batch length does not match the data")
+    if size > max_bytes:
+        check_size(size, max_bytes)
+    if h[RECORD_COUNT] <= 0 or h[LAST_OFFSET_DELTA] != h[RECORD_COUNT] - 1:
+        raise CorruptRecordError("record count does not match the last offset delta")
+    if crc32c(view[pos + CRC_START : pos + size]) != h[CRC]:
+        raise CorruptRecordError("record batch CRC mismatch")
+    return size
+
+
+def check_size(size: int, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise RecordTooLargeError(
+            f"batch of {size} bytes exceeds max.message.bytes {max_bytes}")
 _LONG = 1 << 64
 
 

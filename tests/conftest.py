@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.pytest_plugin import kafkalite_broker, kafkalite_factory  # noqa: F401
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.broker.testing.pytest_plugin import kafkalite_broker, kafkalite_factory  # noqa: F401
 
 from .kafka_reference import KafkaAddress, shared_kafka
 

@@ -23,7 +23,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,7 @@ KAFKA_RELEASE = ".".join(re.search(r"<kafka.version>([^<]+)</kafka.version>", (
     REPO / "jvm" / "pom.xml").read_text()).group(1).split(".")[:2])  # type: ignore[union-attr]
 
 #: Settings that keep a one-node Kafka quick to start and quick to form groups, as the
-#: kafkalite integration tests use (tests/… and broker/testing.py TEST_DEFAULTS).
+#: kafkalite integration tests use (tests/… and broker/testing/fixtures.py TEST_DEFAULTS).
 TEST_SETTINGS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "100",
@@ -57,6 +57,12 @@ TEST_SETTINGS: dict[str, str] = {
     "log.initial.task.delay.ms": "0",
     "unstable.api.versions.enable": "false",
 }
+
+
+#: JVM flags for a test broker: start quickly, run a short while (small heap, the serial
+#: collector, the first JIT tier only). A benchmark passes Kafka's own (bin/kafka-run-class.sh).
+QUICK_START: tuple[str, ...] = ("-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                "-Xshare:auto")
 
 
 #: The users of the SASL_PLAINTEXT listener (mechanism PLAIN).
@@ -96,10 +102,11 @@ class KafkaReference:
     """One Kafka JVM. ``bootstrap`` is "127.0.0.1:PORT" once started."""
 
     def __init__(self, workdir: Path, overrides: Mapping[str, str] | None = None,
-                 heap: str = "512m") -> None:
+                 heap: str = "512m", jvm_flags: Sequence[str] = QUICK_START) -> None:
         self.workdir = Path(workdir)
         self.overrides = dict(overrides or {})
         self.heap = heap
+        self.jvm_flags = tuple(jvm_flags)
         self.port = 0
         self.sasl_port = 0
         self.controller_port = 0
@@ -119,8 +126,7 @@ class KafkaReference:
 
     def _java(self, jars: Path, main: str, *args: str) -> list[str]:
         log4j = self.workdir / "log4j2.properties"
-        return ["java", f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+        return ["java", f"-Xmx{self.heap}", *self.jvm_flags,
                 "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
                 "-cp", f"{jars}/*", main, *args]
 
@@ -163,16 +169,25 @@ class KafkaReference:
         return path
 
     def start(self, timeout: float = 120.0) -> KafkaReference:
-        jars = kafka_jars()
+        self.format()
+        return self.launch(timeout)
+
+    def format(self) -> None:
+        """Write the configuration and format the log directory (kafka-storage format),
+        what an installation does once before its first start."""
         config = self._write_config()
         fmt = subprocess.run(
-            self._java(jars, "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
-                       "-c", str(config), "--ignore-formatted"),
+            self._java(kafka_jars(), "kafka.tools.StorageTool", "format", "-t",
+                       _cluster_id(), "-c", str(config), "--ignore-formatted"),
             capture_output=True, text=True, timeout=180, check=False)
         if fmt.returncode != 0:
             raise KafkaUnavailable(f"kafka-storage format failed: {fmt.stdout}{fmt.stderr}")
+
+    def launch(self, timeout: float = 120.0) -> KafkaReference:
+        """Start the formatted broker (kafka-server-start) and wait until it is ready."""
+        config = self.workdir / "server.properties"
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(self._java(jars, "kafka.Kafka", str(config)),
+        self.proc = subprocess.Popen(self._java(kafka_jars(), "kafka.Kafka", str(config)),
                                      stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         log.close()
@@ -182,7 +197,7 @@ class KafkaReference:
     def _wait_ready(self, timeout: float) -> None:
         # Ready when the broker answers Metadata with itself as a live broker (KRaft
         # registration done), not merely when the port accepts.
-        from kafkalite.protocol.client import RawConnection, request
+        from kafkalite.client.kafka import RawConnection, request
 
         deadline = time.monotonic() + timeout
         last: Exception | None = None
@@ -202,7 +217,7 @@ class KafkaReference:
                     conn.close()
             except (OSError, RuntimeError, ConnectionError) as e:
                 last = e
-            time.sleep(0.25)
+            time.sleep(0.05)
         self.stop()
         raise KafkaUnavailable(f"Kafka did not become ready in {timeout:.0f}s ({last}): "
                                f"{self.tail()}")

@@ -15,11 +15,11 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from ..clock_control import ClockControl, ClockNotManual
-from ..faults import FaultError, FaultRules
 from ..metrics import BrokerMetrics
-from ..scenarios import NAMES as SCENARIO_NAMES
-from ..scenarios import CoordinatorScenarios, ScenarioError
+from ..testing.clock_control import ClockControl, ClockNotManual
+from ..testing.faults import FaultError, FaultRules
+from ..testing.scenarios import NAMES as SCENARIO_NAMES
+from ..testing.scenarios import CoordinatorScenarios, ScenarioError
 from .lag import LagBoard
 from .views import BadRequest, BrokerView, NotFound
 
@@ -104,6 +104,11 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
 
     async def topics(_req: web.Request) -> web.Response:
         return web.json_response({"topics": view.topics()})
+
+    async def schemas(_req: web.Request) -> web.Response:
+        listed = view.schemas
+        return web.json_response({"enabled": listed is not None,
+                                  "subjects": listed() if listed is not None else []})
 
     async def topic(req: web.Request) -> web.Response:
         return web.json_response(view.topic(req.match_info["topic"]))
@@ -196,6 +201,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/topics/{topic}", topic)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)
     r.add_get("/api/v1/groups", groups)
+    r.add_get("/api/v1/schemas", schemas)
     r.add_get("/api/v1/groups/{group}", group)
     r.add_get("/api/v1/faults", fault_list)
     r.add_post("/api/v1/faults", fault_add)

@@ -2,8 +2,8 @@
 
 Everything here reads; nothing changes state. All of it runs on the broker's loop, so it
 sees a consistent picture between two requests. This is the one module that reads the
-group coordinator's state (its groups, members and timer deadlines), through the
-runtime's public attributes only.
+group coordinator's state (its groups, members and timer deadlines), through the group
+service's core.
 """
 
 from __future__ import annotations
@@ -11,21 +11,22 @@ from __future__ import annotations
 import base64
 import json
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from kafkalite.coordinator.consumer_group import ConsumerGroup
 from kafkalite.coordinator.group import GroupMetadata
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.partitions import hb_key
-from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
 
-from ..clock_control import ClockControl
 from ..cluster import Cluster
 from ..metrics import GroupRow
-from ..storage import Storage
+from ..testing.clock_control import ClockControl
+from ..topic_store import Storage
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500
@@ -80,13 +81,15 @@ class _History:
 
 
 class BrokerView:
-    def __init__(self, cluster: Cluster, storage: Storage, runtime: CoordinatorRuntime,
+    def __init__(self, cluster: Cluster, storage: Storage, groups: GroupService,
                  clock: ClockControl) -> None:
         self.cluster_info = cluster
         self.storage = storage
-        self.runtime = runtime
+        self.groups_service = groups
         self.clock = clock
         self._history: dict[int, _History] = {}
+        #: The Schema Registry's subjects and versions for the console (set when it is on).
+        self.schemas: Callable[[], list[dict[str, Any]]] | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 
@@ -182,7 +185,7 @@ class BrokerView:
     # --- groups ---------------------------------------------------------------------------
 
     def _groups(self) -> list[GroupMetadata]:
-        return self.runtime.core.groups()
+        return self.groups_service.core.groups()
 
     def group_rows(self) -> list[GroupRow]:
         """(group, state, members, generation) of every group, for ``/metrics`` (a KIP-848
@@ -190,10 +193,10 @@ class BrokerView:
         return [GroupRow(g.group_id, state_name(g), len(g.members), g.generation)
                 for g in self._groups()] + [
             GroupRow(g.group_id, g.state.value, len(g.members), g.group_epoch)
-            for g in self.runtime.core.consumer_groups()]
+            for g in self.groups_service.core.consumer_groups()]
 
     def groups(self) -> list[dict[str, Any]]:
-        core = self.runtime.core
+        core = self.groups_service.core
         rows = [{"group_id": g.group_id, "type": "classic", "state": state_name(g),
                  "generation": g.generation, "protocol_type": g.protocol_type,
                  "protocol": g.protocol_name, "members": len(g.members),
@@ -209,7 +212,7 @@ class BrokerView:
     def consumer_group(self, group: ConsumerGroup) -> dict[str, Any]:
         """A KIP-848 consumer group: its epochs, and each member's epoch, state, protocol
         and partitions (assigned, being revoked, target)."""
-        names = self.runtime.core.topics.name_of
+        names = self.groups_service.core.topics.name_of
 
         def parts(assignment: Any) -> list[dict[str, Any]]:
             return [{"topic": names(t) or str(t), "partitions": sorted(ps)}
@@ -229,19 +232,19 @@ class BrokerView:
         return {
             "group_id": group.group_id, "type": "consumer", "state": group.state.value,
             "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
-            "assignor": group.preferred_server_assignor(), "now_ms": self.runtime.now(),
+            "assignor": group.preferred_server_assignor(), "now_ms": self.clock.now_ms(),
             "members": members, "lag": self.lag(group.group_id, members),
         }
 
     def group(self, group_id: str) -> dict[str, Any]:
-        g = self.runtime.core.group(group_id)
+        g = self.groups_service.core.group(group_id)
         if g is None:
-            cg = self.runtime.core.consumer_group(group_id)
+            cg = self.groups_service.core.consumer_group(group_id)
             if cg is not None:
                 return self.consumer_group(cg)
             raise NotFound(f"unknown group {group_id!r}")
-        now = self.runtime.now()
-        timers = self.runtime.core.timers
+        now = self.clock.now_ms()
+        timers = self.groups_service.core.timers
         members = []
         for m in g.members.values():
             deadline = timers.deadline(hb_key(g.group_id, m.member_id))
@@ -277,7 +280,7 @@ class BrokerView:
             for a in m["assignment"]:
                 for p in a.get("partitions", ()):
                     owners[(a["topic"], p)] = m["client_id"]
-        committed = self.runtime.core.offsets.offsets(group_id)
+        committed = self.groups_service.core.offsets.offsets(group_id)
         out = []
         for topic, p in sorted(set(committed) | set(owners)):
             plog = self.storage.logs.get(topic, p)

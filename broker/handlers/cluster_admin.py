@@ -16,7 +16,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35

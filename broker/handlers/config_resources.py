@@ -4,8 +4,8 @@ v1 is KIP-1142's ListConfigResources of Kafka 4.1): the resources that have conf
 v0 lists client-metrics subscriptions only. v1 lists the resource types asked for, or all
 of Kafka 4.1's when none is named: groups with configs, client-metrics subscriptions,
 broker loggers, brokers and topics; a type outside those is UNSUPPORTED_VERSION, as in
-Kafka. kafkalite has neither group configs nor client-metrics subscriptions (KIP-714),
-so those lists are empty. Authorization (DescribeConfigs on the cluster) is checked
+Kafka. kafkalite has no client-metrics subscriptions (KIP-714), so that list is empty.
+Authorization (DescribeConfigs on the cluster) is checked
 before the handler.
 """
 
@@ -19,8 +19,9 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..cluster import Cluster
+from ..config.groups import GroupConfigs
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 LIST_CONFIG_RESOURCES = 74
 #: ConfigResource.Type ids.
@@ -28,8 +29,8 @@ TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 
 
-def list_config_resources(cluster: Cluster, storage: Storage, ctx: RequestContext,
-                          req: Any) -> Any:
+def list_config_resources(cluster: Cluster, storage: Storage, groups: GroupConfigs,
+                          ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_CONFIG_RESOURCES, ctx.api_version).response_type
     resource_t = nested(resp_t, "ConfigResource")
     if ctx.api_version == 0:
@@ -40,6 +41,8 @@ def list_config_resources(cluster: Cluster, storage: Storage, ctx: RequestContex
             return build(resp_t, throttle_time=NO_THROTTLE,
                          error_code=ErrorCode.unsupported_version, config_resources=())
     found: list[tuple[str, int]] = []
+    if GROUP in wanted:
+        found.extend((g, GROUP) for g in sorted(groups.groups))
     if BROKER_LOGGER in wanted:
         found.append((str(cluster.node_id), BROKER_LOGGER))
     if BROKER in wanted:

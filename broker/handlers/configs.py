@@ -4,7 +4,9 @@ Topic configs are applied live through the catalogue (storage listens to its eve
 Broker configs follow KIP-226: this broker's dynamic values (resource name = node id) and
 the cluster-wide defaults (empty name) change through ``DynamicBrokerConfig``, which
 validates, persists and applies them; read-only properties are refused with Kafka's
-messages. Errors on broker resources are INVALID_REQUEST, as a KRaft broker answers.
+messages. Errors on broker resources are INVALID_REQUEST, as a KRaft broker answers. Group configs
+(resource type GROUP) are one group's overrides of the broker's group settings
+(``broker/config/groups.py``), authorized on the group as Kafka does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.topic_config import (
     DEFAULT_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
+    GROUP_CONFIG,
     TOPIC_CONFIGS,
     InvalidConfig,
     ResolvedConfig,
@@ -30,7 +33,8 @@ from kafkalite.storage.topic_config import (
 )
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
-from ..broker_configs import (
+from ..cluster import Cluster
+from ..config.definitions import (
     ALL_DYNAMIC,
     DynamicConfigError,
     broker_synonyms,
@@ -38,11 +42,11 @@ from ..broker_configs import (
     is_dynamic,
     is_sensitive,
 )
-from ..cluster import Cluster
-from ..config import DEFAULT_VALUES, DEFAULTS, Config
+from ..config.dynamic import DynamicBrokerConfig
+from ..config.groups import GROUP_CONFIGS, GroupConfigs, default_chain, describe_keys, value_of
+from ..config.properties import DEFAULT_VALUES, DEFAULTS, Config
 from ..context import RequestContext
-from ..dynamic_config import DynamicBrokerConfig
-from ..storage import Storage, TopicConfigs
+from ..topic_store import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
 
@@ -55,6 +59,7 @@ DESCRIBE_CLUSTER = 60
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 
 #: Kafka's ConfigEntry.ConfigType codes (DescribeConfigs v3+).
 CONFIG_TYPES = {
@@ -263,6 +268,74 @@ def _alter_broker(node_id: int, dynamic: DynamicBrokerConfig, name: str, res: An
         raise ConfigRequestError(ErrorCode.invalid_request, str(e)) from e
 
 
+def _describe_group(cfg: Config, groups: GroupConfigs, resp_t: type[Any], name: str,
+                    keys: Iterable[str] | None, include_synonyms: bool) -> tuple[Any, ...]:
+    """Kafka's ConfigHelper for a GROUP resource: the configs standing for a broker
+    setting and those the group sets, the group's value first in the synonyms."""
+    if not name:
+        raise ConfigRequestError(ErrorCode.invalid_request, "Group name must not be empty")
+    entry_t = nested(resp_t, "DescribeConfigsResourceResult")
+    syn_t = nested(resp_t, "DescribeConfigsSynonym")
+    wanted = set(keys) if keys else None
+    overrides = groups.get(name)
+    out = []
+    for key in describe_keys(overrides):
+        if wanted is not None and key not in wanted:
+            continue
+        value = value_of(cfg, overrides, key)
+        chain = default_chain(cfg, key, lambda n: broker_synonym_chain(cfg, n))
+        if key in overrides:
+            chain = [(key, value, GROUP_CONFIG), *chain]
+        source = chain[0][2] if chain else DEFAULT_CONFIG
+        syns = tuple(build(syn_t, name=n, value=v, source=s) for n, v, s in chain
+                     ) if include_synonyms else ()
+        out.append(build(
+            entry_t, name=key, value=value, read_only=False, config_source=source,
+            is_default=source == DEFAULT_CONFIG, is_sensitive=False, synonyms=syns,
+            config_type=CONFIG_TYPES.get(GROUP_CONFIGS[key].type, 0), documentation=None,
+        ))
+    return tuple(out)
+
+
+def _alter_group(groups: GroupConfigs, name: str, res: Any, incremental: bool,
+                 validate_only: bool) -> None:
+    """A GROUP resource's change, as Kafka's controller makes it."""
+    if not name:
+        raise ConfigRequestError(ErrorCode.invalid_request,
+                                 "Default group resources are not allowed.")
+    if incremental:
+        new = groups.get(name)
+        for c in res.configs:
+            op = int(c.config_operation)
+            if op == OP_SET:
+                new[c.name] = c.value
+            elif op == OP_DELETE:
+                new.pop(c.name, None)
+            elif op in (OP_APPEND, OP_SUBTRACT):
+                d = GROUP_CONFIGS.get(c.name)
+                verb = "APPEND" if op == OP_APPEND else "SUBTRACT"
+                if d is None or d.type != "LIST":
+                    raise ConfigRequestError(
+                        ErrorCode.invalid_config,
+                        f"Can't {verb} to key {c.name} because its type is not LIST.")
+                items = [i.strip() for i in new.get(c.name, "").split(",") if i.strip()]
+                values = [v.strip() for v in (c.value or "").split(",") if v.strip()]
+                if op == OP_APPEND:
+                    items += [v for v in values if v not in items]
+                else:
+                    items = [i for i in items if i not in values]
+                new[c.name] = ",".join(items)
+            else:
+                raise ConfigRequestError(ErrorCode.invalid_request,
+                                         f"Unknown config operation {op}")
+    else:
+        new = {c.name: c.value for c in res.configs}
+    try:
+        groups.alter(name, new, validate_only)
+    except InvalidConfig as e:
+        raise ConfigRequestError(ErrorCode.invalid_config, str(e)) from e
+
+
 def _authorize(access: Access, ctx: RequestContext, op: Operation, rtype: int,
                name: str) -> None:
     """Per resource, as Kafka answers: the other resources are still served."""
@@ -270,13 +343,17 @@ def _authorize(access: Access, ctx: RequestContext, op: Operation, rtype: int,
         if not access.permits(ctx, op, ResourceType.TOPIC, name):
             raise ConfigRequestError(ErrorCode.topic_authorization_failed,
                                      "Authorization failed.")
+    elif rtype == RESOURCE_GROUP:
+        if not access.permits(ctx, op, ResourceType.GROUP, name):
+            raise ConfigRequestError(ErrorCode.group_authorization_failed,
+                                     "Group authorization failed.")
     elif not access.permits(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME):
         raise ConfigRequestError(ErrorCode.cluster_authorization_failed,
                                  "Authorization failed.")
 
 
-def describe_configs(cluster: Cluster, storage: Storage, access: Access,
-                     ctx: RequestContext, req: Any) -> Any:
+def describe_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerConfig,
+                     access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_CONFIGS, ctx.api_version).response_type
     result_t = nested(resp_t, "DescribeConfigsResult")
     include_synonyms = bool(getattr(req, "include_synonyms", False))
@@ -293,6 +370,9 @@ def describe_configs(cluster: Cluster, storage: Storage, access: Access,
                     _broker_id(cluster.node_id, rname, describe=True)
                 configs = _describe_broker(storage.config, resp_t, rname != "", keys,
                                            include_synonyms)
+            elif rtype == RESOURCE_GROUP:
+                configs = _describe_group(storage.config, dynamic.groups, resp_t, rname, keys,
+                                          include_synonyms)
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          f"Unsupported resource type {rtype}")
@@ -327,6 +407,8 @@ def _alter_response(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerCo
             elif rtype == RESOURCE_BROKER:
                 _alter_broker(cluster.node_id, dynamic, rname, res, incremental,
                               bool(req.validate_only))
+            elif rtype == RESOURCE_GROUP:
+                _alter_group(dynamic.groups, rname, res, incremental, bool(req.validate_only))
             elif rtype == RESOURCE_BROKER_LOGGER and incremental:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          "Broker logger levels cannot be altered here")

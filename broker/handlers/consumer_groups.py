@@ -122,17 +122,13 @@ def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enable
         api_version=version,
         may_describe=may_describe,
     )
-    core = runtime.core
-    timers = core.timers
-    pushes = timers.pushes
-    steady = core.steady_heartbeat(runtime.now(), request)
+    groups = runtime.groups
+    # Nothing written: the timers alone moved (as the classic Heartbeat's path).
+    steady = groups.read(lambda g, now: g.steady_heartbeat(now, request))
     if steady is not None:
-        # Nothing written: the timers alone moved (as the classic Heartbeat's path).
-        if timers.pushes != pushes:
-            runtime.rearm()
         return encode_heartbeat_response(steady)
-    res: ConsumerHeartbeatResult = runtime.run(
-        core.consumer_group_heartbeat(runtime.now(), request))
+    res: ConsumerHeartbeatResult = groups.write(
+        lambda g, now: g.consumer_group_heartbeat(now, request))
     return _heartbeat_response(version, res)
 
 
@@ -175,7 +171,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
         else:
             out.append(failed(gid, ErrorCode.group_authorization_failed))
     want_ops = bool(req.include_authorized_operations)
-    for d in runtime.core.describe_consumer_groups(authorized):
+    for d in runtime.groups.read(lambda g, _now: g.describe_consumer_groups(authorized)):
         if d.error is not ErrorCode.none:
             out.append(failed(d.group_id, d.error, d.message))
             continue

@@ -20,7 +20,7 @@ from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topi
 from ..auth import Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .metadata import leader_epoch
 
 DESCRIBE_TOPIC_PARTITIONS = 75

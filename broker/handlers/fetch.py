@@ -10,7 +10,7 @@ segments' aborted-transaction indexes as Kafka does; every response reports the 
 
 The response is encoded here by hand: its bulk is record bytes that go out as read, and
 kio's general writer costs more than the whole read for large responses. Incremental fetch
-sessions (KIP-227) live in ``broker/fetch_session.py``: a session's request names only what
+sessions (KIP-227) live in ``broker/handlers/fetch_session.py``: a session's request names only what
 changed, the plan reads every partition of the session, and the response leaves out the
 partitions with nothing new.
 """
@@ -34,7 +34,9 @@ from kafkalite.storage.txn_index import AbortedTxn
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
-from ..fetch_session import (
+from ..metrics import BrokerMetrics
+from ..topic_store import Storage
+from .fetch_session import (
     CachedPartition,
     FetchContext,
     FetchSession,
@@ -45,8 +47,6 @@ from ..fetch_session import (
     new_context,
     replica_id,
 )
-from ..metrics import BrokerMetrics
-from ..storage import Storage
 from .leader_epochs import epoch_error
 
 log = structlog.get_logger("kafkalite.fetch")
@@ -258,7 +258,7 @@ class FetchPlan:
                     min_one = False
                     remaining -= len(data)
                     total += len(data)
-                    if read_committed and plog.aborted_txns:
+                    if read_committed and plog.txn.aborted_txns:
                         aborted = plog.aborted_transactions(offset, _next_offset(data))
                 parts.append(PartitionResult(partition, E_NONE, hw, start, data, lso, aborted))
             out.append((key, parts))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkalite.coordinator.results import DescribedGroup
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
@@ -36,7 +37,7 @@ def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestCon
                              group_id=group_id, group_state="", protocol_type="",
                              protocol_data="", authorized_operations=_NO_OPS, members=()))
             continue
-        d = runtime.core.describe_group(group_id)
+        d = _describe(runtime, group_id)
         ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
         out.append(build(
             group_t, error_code=ErrorCode(d.error), group_id=group_id,
@@ -61,7 +62,7 @@ def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext
     # As KafkaApis: Describe on the cluster lists every group, else those the principal
     # may describe.
     everything = access.permits(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
-    for g in runtime.core.list_groups():
+    for g in runtime.groups.read(lambda c, _now: c.list_groups()):
         if not everything and not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP,
                                                  g.group_id):
             continue
@@ -85,7 +86,15 @@ def delete_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestConte
             results.append(build(result_t, group_id=group_id,
                                  error_code=ErrorCode.group_authorization_failed))
             continue
-        err = runtime.run(runtime.core.delete_group(runtime.now(), group_id))
+        err = _delete(runtime, group_id)
         results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
+
+def _describe(runtime: CoordinatorRuntime, group_id: str) -> DescribedGroup:
+    return runtime.groups.read(lambda g, _now: g.describe_group(group_id))
+
+
+def _delete(runtime: CoordinatorRuntime, group_id: str) -> ErrorCode:
+    err: ErrorCode = runtime.groups.write(lambda g, now: g.delete_group(now, group_id))
+    return err

@@ -49,10 +49,6 @@ _HB_BODY: tuple[dict[ErrorCode, bytes], ...] = tuple(
 )
 
 
-def heartbeat_body(version: int, error: ErrorCode) -> bytes:
-    return _HB_BODY[version][error]
-
-
 def _join_response(version: int, res: JoinResult) -> Any:
     resp_t = codecs.codec(JOIN_GROUP, version).response_type
     member_t = nested(resp_t, "JoinGroupResponseMember")
@@ -80,8 +76,8 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
             fut.set_result(_join_response(version, res))
 
     session = _ms(req.session_timeout)
-    out = runtime.core.join(
-        runtime.now(), waiter,
+    response = runtime.groups.write(lambda g, now: g.join(
+        now, waiter,
         group_id=req.group_id,
         member_id=req.member_id,
         group_instance_id=getattr(req, "group_instance_id", None),
@@ -94,8 +90,7 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         protocols=[(p.name, p.metadata) for p in req.protocols],
         reason=getattr(req, "reason", None),
         version=version,
-    )
-    response = runtime.run(out)
+    ))
     if response is not PARKED:
         return _join_response(version, response)
     return fut
@@ -117,8 +112,8 @@ def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         if not fut.done():
             fut.set_result(_sync_response(version, res))
 
-    out = runtime.core.sync(
-        runtime.now(), waiter,
+    response = runtime.groups.write(lambda g, now: g.sync(
+        now, waiter,
         group_id=req.group_id,
         generation=req.generation_id,
         member_id=req.member_id,
@@ -126,8 +121,7 @@ def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         protocol_type=getattr(req, "protocol_type", None),
         protocol_name=getattr(req, "protocol_name", None),
         assignments={a.member_id: a.assignment for a in req.assignments},
-    )
-    response = runtime.run(out)
+    ))
     if response is not PARKED:
         return _sync_response(version, response)
     return fut
@@ -136,13 +130,9 @@ def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
 def heartbeat(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> bytes:
     """The hottest path: no parking, no kio encoder, timers touched only when moved."""
     version = ctx.header.api_version
-    core = runtime.core
-    timers = core.timers
-    pushes = timers.pushes
-    err = core.heartbeat(runtime.now(), req.group_id, req.member_id,
-                         req.group_instance_id if version >= 3 else None, req.generation_id)
-    if timers.pushes != pushes:
-        runtime.rearm()
+    err = runtime.groups.read(lambda g, now: g.heartbeat(
+        now, req.group_id, req.member_id, req.group_instance_id if version >= 3 else None,
+        req.generation_id))
     return _HB_BODY[version][err]
 
 
@@ -155,7 +145,7 @@ def leave_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> A
     else:
         members = [(m.member_id, m.group_instance_id, getattr(m, "reason", None))
                    for m in req.members]
-    res: LeaveResult = runtime.run(runtime.core.leave(runtime.now(), req.group_id, members))
+    res: LeaveResult = runtime.groups.write(lambda g, now: g.leave(now, req.group_id, members))
     if version < 3:
         err = res.error
         if err is ErrorCode.none and res.members:

@@ -20,7 +20,7 @@ from kafkalite.storage.log import PartitionLog
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 OFFSET_FOR_LEADER_EPOCH = 23
 #: The "no epoch known" value of current_leader_epoch fields.

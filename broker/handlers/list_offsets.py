@@ -13,7 +13,7 @@ from kafkalite.storage.log import PartitionLog
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .leader_epochs import NO_EPOCH, epoch_error
 
 LIST_OFFSETS = 2

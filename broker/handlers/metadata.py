@@ -23,7 +23,7 @@ from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topi
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 log = structlog.get_logger("kafkalite.metadata")
 

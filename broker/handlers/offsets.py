@@ -25,7 +25,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Access, Action, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .offsets_wire import encode_commit_response, encode_fetch_response
 
 OFFSET_COMMIT = 8
@@ -120,8 +120,8 @@ def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
         req.group_id, req.member_id, req.group_instance_id if v >= 7 else None,
         req.generation_id_or_member_epoch,
         _ms(req.retention_time) if 2 <= v <= 4 else -1, topics, v)
-    result: dict[tuple[str, int], int] = runtime.run(
-        runtime.core.commit_offsets(runtime.now(), request))
+    result: dict[tuple[str, int], int] = runtime.groups.write(
+        lambda g, now: g.commit_offsets(now, request))
     if unknown:
         result = {**unknown, **result}
     return encode_commit_response(v, req_topics, result)
@@ -133,7 +133,7 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
                  ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
     if access.open:  # nothing to filter: the path of every broker without ACLs
         wanted = None if topics is None else [(t.name, t.partition_indexes) for t in topics]
-        error, rows = runtime.run(runtime.core.fetch_offsets(
+        error, rows = runtime.groups.write(lambda g, _now: g.fetch_offsets(
             group_id, wanted, require_stable, member_id, member_epoch))
     else:
         error, rows = _fetch_authorized(runtime, access, ctx, v, group_id, topics,
@@ -161,7 +161,7 @@ def _fetch_authorized(runtime: CoordinatorRuntime, access: Access, ctx: RequestC
 
     wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
                                           for t in topics if may_describe(t.name)]
-    fetched: FetchResult = runtime.run(runtime.core.fetch_offsets(
+    fetched: FetchResult = runtime.groups.write(lambda g, _now: g.fetch_offsets(
         group_id, wanted, require_stable, member_id, member_epoch))
     error, rows = fetched
     # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;
@@ -253,8 +253,8 @@ def offset_delete(storage: Storage, runtime: CoordinatorRuntime, access: Access,
             wanted.append((t.name, ok))
         if bad:
             unknown.append((t.name, bad))
-    deleted: DeleteOffsetsResult = runtime.run(
-        runtime.core.delete_offsets(runtime.now(), req.group_id, wanted))
+    deleted: DeleteOffsetsResult = runtime.groups.write(
+        lambda g, now: g.delete_offsets(now, req.group_id, wanted))
     err, rows = deleted
     if err == ErrorCode.none and unknown:
         merged: dict[str, list[tuple[int, ErrorCode]]] = {t: list(parts) for t, parts in rows}

@@ -40,7 +40,7 @@ from ..apis import NO_RESPONSE
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..metrics import BrokerMetrics
-from ..storage import Storage
+from ..topic_store import Storage
 from .txn_verify import TxnVerification, produce_error
 
 log = structlog.get_logger("kafkalite.produce")

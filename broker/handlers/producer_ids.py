@@ -13,8 +13,7 @@ from typing import Any
 
 import structlog
 
-from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.transactions import InitProducerIdResult, TransactionCoordinatorCore
+from kafkalite.coordinator.transactions import InitProducerIdResult, Transactions
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
@@ -23,7 +22,7 @@ from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .transactions import ask
 
 log = structlog.get_logger("kafkalite.producer_ids")
@@ -38,9 +37,8 @@ def _ms(value: Any) -> int:
     return int(value)
 
 
-def init_producer_id(storage: Storage, runtime: CoordinatorRuntime,
-                     txn: TransactionCoordinatorCore, access: Access, ctx: RequestContext,
-                     req: Any) -> Any:
+def init_producer_id(storage: Storage, txn: Transactions, access: Access,
+                     ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
     resp_t = codecs.codec(INIT_PRODUCER_ID, v).response_type
 
@@ -52,8 +50,8 @@ def init_producer_id(storage: Storage, runtime: CoordinatorRuntime,
     if tid is not None:
         if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
             return respond(InitProducerIdResult(ErrorCode.transactional_id_authorization_failed))
-        return ask(runtime, lambda w: txn.init_producer_id(
-            runtime.now(), w, transactional_id=tid,
+        return ask(txn, lambda t, now, w: t.init_producer_id(
+            now, w, transactional_id=tid,
             transaction_timeout_ms=_ms(req.transaction_timeout),
             producer_id=getattr(req, "producer_id", -1),
             producer_epoch=getattr(req, "producer_epoch", -1), version=v), respond)
@@ -100,7 +98,7 @@ def describe_producers(storage: Storage, access: Access, ctx: RequestContext, re
                                    error_code=error or ErrorCode.unknown_topic_or_partition,
                                    active_producers=()))
                 continue
-            producers = plog.producers.producers
+            producers = plog.txn.producers.producers
             parts.append(build(
                 part_t, partition_index=p, error_code=ErrorCode.none, error_message=None,
                 active_producers=tuple(

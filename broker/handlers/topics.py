@@ -20,9 +20,9 @@ from kafkalite.storage.topic_config import InvalidConfig, validate
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..cluster import Cluster
-from ..config import Config
+from ..config.properties import Config
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .configs import CONFIG_TYPES, topic_configs
 
 log = structlog.get_logger("kafkalite.topics")

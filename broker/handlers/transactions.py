@@ -7,7 +7,7 @@ and WriteTxnMarkers, Describe for the describing APIs). InitProducerId is in
 ``producer_ids``, TxnOffsetCommit in ``txn_offsets``.
 
 A request that writes is answered once its ``__transaction_state`` record is appended and
-replayed; appends are synchronous, so that is before ``runtime.run`` returns, and the
+replayed; appends are synchronous, so that is before the runtime's ``write`` returns, and the
 ``Answer`` waiter merely holds the core's reply until then.
 """
 
@@ -16,16 +16,16 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.coordinator.results import PARKED, Outcome
-from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.runtime import Coordinator
 from kafkalite.coordinator.transactions import (
     AddPartitionsResult,
     DescribedTransaction,
     EndTxnResult,
     ListTransactionsResult,
-    TransactionCoordinatorCore,
+    Transactions,
     TxnPartitionsRequest,
 )
 from kafkalite.coordinator.txn_state import TopicPartition
@@ -36,7 +36,7 @@ from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 
 ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25
@@ -46,6 +46,7 @@ DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 
 E = ErrorCode
+C = TypeVar("C")
 
 
 class Answer:
@@ -66,11 +67,11 @@ class Answer:
             self.future.set_result(value)
 
 
-def ask(runtime: CoordinatorRuntime, start: Callable[[Answer], Outcome],
+def ask(coordinator: Coordinator[C], start: Callable[[C, int, Answer], Outcome],
         respond: Callable[[Any], Any]) -> Any:
-    """Run ``start(waiter)`` through the runtime; ``respond`` to its result."""
+    """Run ``start(the core, now, waiter)`` through the runtime; ``respond`` to its result."""
     waiter = Answer()
-    out = runtime.run(start(waiter))
+    out = coordinator.write(lambda c, now: start(c, now, waiter))
     if out is not PARKED:
         return respond(out)
     if waiter.done:
@@ -120,8 +121,7 @@ def _checked_partitions(storage: Storage, access: Access, ctx: RequestContext,
     return {tp: errors.get(tp, E.operation_not_attempted) for tp in parts}
 
 
-def add_partitions_to_txn(storage: Storage, runtime: CoordinatorRuntime,
-                          txn: TransactionCoordinatorCore, access: Access,
+def add_partitions_to_txn(storage: Storage, txn: Transactions, access: Access,
                           ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
     resp_t = codecs.codec(ADD_PARTITIONS_TO_TXN, v).response_type
@@ -141,8 +141,8 @@ def add_partitions_to_txn(storage: Storage, runtime: CoordinatorRuntime,
         failed = _checked_partitions(storage, access, ctx, parts, True)
         if failed is not None:
             return respond_v3(failed)
-        return ask(runtime, lambda w: txn.add_partitions(
-            runtime.now(), w, transactional_id=tid, producer_id=req.v3_and_below_producer_id,
+        return ask(txn, lambda t, now, w: t.add_partitions(
+            now, w, transactional_id=tid, producer_id=req.v3_and_below_producer_id,
             producer_epoch=req.v3_and_below_producer_epoch, partitions=parts, version=v),
             lambda r: respond_v3(r.errors))
     # v4+: from brokers, several transactions, each added or only verified.
@@ -176,15 +176,15 @@ def add_partitions_to_txn(storage: Storage, runtime: CoordinatorRuntime,
 
     if not asked:
         return merge([])
-    return ask(runtime, lambda w: txn.add_partitions_batch(
-        runtime.now(), w, [t for _i, t in asked], version=v), merge)
+    return ask(txn, lambda t, now, w: t.add_partitions_batch(
+            now, w, [t for _i, t in asked], version=v), merge)
 
 
 # --- AddOffsetsToTxn, EndTxn --------------------------------------------------------------
 
 
-def add_offsets_to_txn(runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore,
-                       access: Access, ctx: RequestContext, req: Any) -> Any:
+def add_offsets_to_txn(txn: Transactions, access: Access, ctx: RequestContext,
+                       req: Any) -> Any:
     resp_t = codecs.codec(ADD_OFFSETS_TO_TXN, ctx.api_version).response_type
 
     def respond(err: ErrorCode) -> Any:
@@ -195,14 +195,13 @@ def add_offsets_to_txn(runtime: CoordinatorRuntime, txn: TransactionCoordinatorC
         return respond(E.transactional_id_authorization_failed)
     if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
         return respond(E.group_authorization_failed)
-    return ask(runtime, lambda w: txn.add_offsets(
-        runtime.now(), w, transactional_id=req.transactional_id, producer_id=req.producer_id,
+    return ask(txn, lambda t, now, w: t.add_offsets(
+            now, w, transactional_id=req.transactional_id, producer_id=req.producer_id,
         producer_epoch=req.producer_epoch, group_id=req.group_id, version=ctx.api_version),
         respond)
 
 
-def end_txn(runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore, access: Access,
-            ctx: RequestContext, req: Any) -> Any:
+def end_txn(txn: Transactions, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(END_TXN, ctx.api_version).response_type
 
     def respond(r: EndTxnResult) -> Any:
@@ -212,8 +211,8 @@ def end_txn(runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore, access
     if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
                           req.transactional_id):
         return respond(EndTxnResult(E.transactional_id_authorization_failed))
-    return ask(runtime, lambda w: txn.end_txn(
-        runtime.now(), w, transactional_id=req.transactional_id, producer_id=req.producer_id,
+    return ask(txn, lambda t, now, w: t.end_txn(
+            now, w, transactional_id=req.transactional_id, producer_id=req.producer_id,
         producer_epoch=req.producer_epoch, committed=bool(req.committed),
         version=ctx.api_version), respond)
 
@@ -221,7 +220,7 @@ def end_txn(runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore, access
 # --- WriteTxnMarkers ----------------------------------------------------------------------
 
 
-def write_txn_markers(storage: Storage, txn: TransactionCoordinatorCore, access: Access,
+def write_txn_markers(storage: Storage, txn: Transactions, access: Access,
                       ctx: RequestContext, req: Any) -> Any:
     """What a broker's transaction coordinator sends to partition leaders. Kafka asks for
     Alter or ClusterAction on the cluster (a client without them gets
@@ -250,9 +249,7 @@ def write_txn_markers(storage: Storage, txn: TransactionCoordinatorCore, access:
                 else:
                     known.append((topic, p))
             if known:
-                errors.update(txn.markers.write_markers(
-                    m.producer_id, m.producer_epoch, m.coordinator_epoch,
-                    bool(m.transaction_result), known))
+                errors.update(_write_markers(txn, m, known))
         by_topic: dict[str, list[Any]] = {}
         for (topic, p), err in errors.items():
             by_topic.setdefault(topic, []).append(build(part_t, partition_index=p,
@@ -265,7 +262,7 @@ def write_txn_markers(storage: Storage, txn: TransactionCoordinatorCore, access:
 # --- DescribeTransactions, ListTransactions -------------------------------------------------
 
 
-def describe_transactions(txn: TransactionCoordinatorCore, access: Access, ctx: RequestContext,
+def describe_transactions(txn: Transactions, access: Access, ctx: RequestContext,
                           req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_TRANSACTIONS, ctx.api_version).response_type
     state_t = nested(resp_t, "TransactionState")
@@ -275,7 +272,7 @@ def describe_transactions(txn: TransactionCoordinatorCore, access: Access, ctx: 
         if not access.permits(ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
             d = DescribedTransaction(E.transactional_id_authorization_failed, tid)
         else:
-            d = txn.describe_transactions([tid]).response[0]
+            d = _describe(txn, tid)
         # As KafkaApis: only the topics the principal may describe.
         topics = [(t, ps) for t, ps in d.topics
                   if access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t)]
@@ -293,15 +290,30 @@ def _timestamp(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
-def list_transactions(runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore,
-                      access: Access, ctx: RequestContext, req: Any) -> Any:
+def _write_markers(txn: Transactions, m: Any, partitions: list[TopicPartition]
+                   ) -> dict[TopicPartition, ErrorCode]:
+    return txn.read(lambda t, _now: t.markers.write_markers(
+        m.producer_id, m.producer_epoch, m.coordinator_epoch, bool(m.transaction_result),
+        partitions))
+
+
+def _describe(txn: Transactions, tid: str) -> DescribedTransaction:
+    described = txn.read(lambda t, _now: t.describe_transactions([tid]).response)
+    assert isinstance(described, list)
+    d = described[0]
+    assert isinstance(d, DescribedTransaction)
+    return d
+
+
+def list_transactions(txn: Transactions, access: Access, ctx: RequestContext,
+                      req: Any) -> Any:
     resp_t = codecs.codec(LIST_TRANSACTIONS, ctx.api_version).response_type
     state_t = nested(resp_t, "TransactionState")
-    res: ListTransactionsResult = txn.list_transactions(
-        runtime.now(), state_filters=req.state_filters,
-        producer_id_filters=req.producer_id_filters,
+    res = txn.read(lambda t, now: t.list_transactions(
+        now, state_filters=req.state_filters, producer_id_filters=req.producer_id_filters,
         duration_filter_ms=int(getattr(req, "duration_filter", -1)),
-        transactional_id_pattern=getattr(req, "transactional_id_pattern", None)).response
+        transactional_id_pattern=getattr(req, "transactional_id_pattern", None)).response)
+    assert isinstance(res, ListTransactionsResult)
     # As KafkaApis: only the transactional ids the principal may describe.
     listed = [t for t in res.transactions
               if access.permits(ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,

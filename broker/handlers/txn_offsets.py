@@ -23,7 +23,7 @@ from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
-from ..storage import Storage
+from ..topic_store import Storage
 from .txn_verify import TxnVerification, offset_commit_error
 
 TXN_OFFSET_COMMIT = 28
@@ -94,8 +94,8 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
         topics=topics,
         api_version=v,
     )
-    result: dict[tuple[str, int], ErrorCode] = runtime.run(runtime.core.commit_txn_offsets(
-        runtime.now(), request, req.producer_id, req.producer_epoch))
+    result: dict[tuple[str, int], ErrorCode] = runtime.groups.write(
+        lambda g, now: g.commit_txn_offsets(now, request, req.producer_id, req.producer_epoch))
     return merged(result)
 
 
@@ -106,7 +106,7 @@ def _verify(storage: Storage, runtime: CoordinatorRuntime, verify: TxnVerificati
     add = version >= 5
     if not add and not verify.enabled:
         return E.none
-    partition = runtime.core.partition_for(req.group_id)
+    partition = runtime.groups.read(lambda g, _now: g.partition_for(req.group_id))
     plog = storage.logs.get(OFFSETS_TOPIC, partition)
     if plog is not None and plog.has_ongoing_transaction(req.producer_id):
         return E.none

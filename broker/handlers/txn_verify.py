@@ -10,25 +10,22 @@ here the core answers in place, through the runtime, before the append.
 from __future__ import annotations
 
 from kafkalite.coordinator.results import PARKED
-from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.transactions import (
     AddPartitionsResult,
-    TransactionCoordinatorCore,
+    Transactions,
     TxnPartitionsRequest,
 )
 from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 
-from ..config import Config
+from ..config.properties import Config
 from .transactions import Answer
 
 E = ErrorCode
 
 
 class TxnVerification:
-    def __init__(self, runtime: CoordinatorRuntime, txn: TransactionCoordinatorCore,
-                 config: Config) -> None:
-        self.runtime = runtime
+    def __init__(self, txn: Transactions, config: Config) -> None:
         self.txn = txn
         self.config = config
 
@@ -42,13 +39,12 @@ class TxnVerification:
         """NONE when ``tp`` is (``add``: now) in the producer's ongoing transaction, else
         the coordinator's error for it."""
         if not add:
-            res = self.txn.verify_partitions(transactional_id, producer_id, producer_epoch,
-                                             [tp])
+            res = self.txn.read(lambda t, _now: t.verify_partitions(
+                transactional_id, producer_id, producer_epoch, [tp]))
             return res.errors.get(tp, E.unknown_server_error)
         waiter = Answer()
-        rt = self.runtime
-        out = rt.run(self.txn.add_partitions_batch(
-            rt.now(), waiter,
+        out = self.txn.write(lambda t, now: t.add_partitions_batch(
+            now, waiter,
             [TxnPartitionsRequest(transactional_id, producer_id, producer_epoch, (tp,))],
             version=5))
         results: list[AddPartitionsResult] | None = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 
 _TOKEN = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|([^\s=;"]+)|(=)|(;))')
 _FLAGS = {"required", "requisite", "sufficient", "optional"}

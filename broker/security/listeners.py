@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 
 
 class SecurityProtocol(enum.Enum):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 from .jaas import JaasEntry, parse_jaas, plain_users
 from .listeners import ListenerProps
 from .oauthbearer import OAuthBearerServer
@@ -47,7 +47,7 @@ def listener_mechanisms(props: ListenerProps, scram: ScramStore
     out: dict[str, Callable[[], SaslServer]] = {}
     for mech in enabled:
         if mech not in SUPPORTED:
-            raise ConfigError(f"SASL mechanism {mech} is not supported "
+            raise ConfigError(f"sasl.enabled.mechanisms: SASL mechanism {mech} is not supported "
                               f"(supported: {', '.join(SUPPORTED)})")
         if mech == "PLAIN":
             entry = _jaas(props, mech)

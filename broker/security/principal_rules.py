@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 
 _RULE = r"(DEFAULT)|RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?).*?|(.*?)"
 _SPLITTER = re.compile(r"\s*(" + _RULE + r")\s*(,\s*|$)")

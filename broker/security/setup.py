@@ -11,7 +11,7 @@ from pathlib import Path
 import structlog
 
 from ..auth import Authorizer
-from ..config import DEFAULT_VALUES, Config, ConfigError
+from ..config.properties import DEFAULT_VALUES, Config, ConfigError
 from .acl_store import AclStore
 from .authorizer import CLASS_NAMES, AclAuthorizer, parse_super_users
 from .listeners import (

@@ -2,7 +2,9 @@
 
 Keystores and truststores are PEM (KIP-651: inline ``ssl.keystore.certificate.chain`` /
 ``ssl.keystore.key`` / ``ssl.truststore.certificates``, or a PEM file at
-``ssl.keystore.location``) or PKCS12 (``ssl.keystore.location`` and its passwords).
+``ssl.keystore.location``) or PKCS12 (``ssl.keystore.location`` and its passwords), the
+file's format read from its content as Java reads a key store; a JKS store is refused
+with the command that converts it.
 Python's ``ssl`` loads a key and chain only from a file, so a PKCS12 or inline key is
 written to a private temporary file for the load and removed at once.
 
@@ -19,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import ConfigError
+from ..config.properties import ConfigError
 from .listeners import ListenerProps
 from .principal_rules import PrincipalMapper
 
@@ -41,17 +43,45 @@ _PROTOCOLS = {
 
 
 def _store_type(props: ListenerProps, kind: str) -> str:
-    """``ssl.<kind>.type``; when unset, PEM for inline material or a .pem/.crt file."""
-    explicit = props.get(f"ssl.{kind}.type")
-    if explicit:
-        return explicit.upper()
+    """The format of ``ssl.<kind>``: PEM for inline material, else read from the file.
+
+    Kafka's default type is JKS, and Java's JKS and PKCS12 key stores read either format
+    (``keystore.type.compat``): what ``keytool`` writes is PKCS12 whatever the file is
+    called. So the file's content decides; an explicit PEM is taken at its word.
+    """
+    explicit = (props.get(f"ssl.{kind}.type") or "").upper()
     inline = "ssl.keystore.key" if kind == "keystore" else "ssl.truststore.certificates"
-    if props.get(inline):
+    if props.get(inline) or explicit == "PEM":
         return "PEM"
-    loc = props.text(f"ssl.{kind}.location").lower()
-    if loc.endswith((".p12", ".pfx", ".pkcs12")):
+    if explicit and explicit not in ("JKS", "PKCS12"):
+        raise ConfigError(f"ssl.{kind}.type {explicit} is not supported (use PEM, PKCS12 "
+                          "or JKS)")
+    location = props.get(f"ssl.{kind}.location")
+    if not location:
+        return explicit or "PEM"
+    found = _sniff(_read(location, f"ssl.{kind}.location"))
+    if found in ("JKS", "JCEKS"):
+        raise ConfigError(
+            f"ssl.{kind}.location {location} is a {found} key store, which kafkalite "
+            f"cannot read: convert it to PKCS12 (keytool -importkeystore -srckeystore "
+            f"{location} -destkeystore {location}.p12 -deststoretype PKCS12) or to PEM")
+    if found is None:
+        raise ConfigError(f"ssl.{kind}.location {location}: neither a PEM file nor a "
+                          "PKCS12 or JKS key store")
+    return found
+
+
+def _sniff(data: bytes) -> str | None:
+    """PEM, PKCS12 (a DER SEQUENCE), JKS or JCEKS (their magic numbers), by content."""
+    if data[:4] == b"\xfe\xed\xfe\xed":
+        return "JKS"
+    if data[:4] == b"\xce\xce\xce\xce":
+        return "JCEKS"
+    if data[:1] == b"\x30":
         return "PKCS12"
-    return "PEM"
+    if b"-----BEGIN" in data[:4096]:
+        return "PEM"
+    return None
 
 
 def _password(props: ListenerProps, prop: str) -> bytes | None:
@@ -122,8 +152,10 @@ def _load_keystore(ctx: ssl.SSLContext, props: ListenerProps) -> None:
         try:
             p12_key, cert, extra = pkcs12.load_key_and_certificates(
                 data, _password(props, "ssl.keystore.password") or key_password)
-        except (ValueError, TypeError) as e:
-            raise ConfigError(f"ssl.keystore.location {location}: {e}") from e
+        except (ValueError, TypeError):
+            raise ConfigError(f"ssl.keystore.password: cannot open the PKCS12 key store "
+                              f"{location} with it (a wrong password, or a damaged "
+                              "store)") from None
         if p12_key is None or cert is None:
             raise ConfigError(f"ssl.keystore.location {location}: no key and certificate")
         certs = [cert, *extra]
@@ -154,7 +186,12 @@ def _load_truststore(ctx: ssl.SSLContext, props: ListenerProps) -> bool:
             if not location:
                 raise ConfigError("ssl.truststore.type=PKCS12 needs ssl.truststore.location")
             data = _read(location, "ssl.truststore.location")
-            store = pkcs12.load_pkcs12(data, _password(props, "ssl.truststore.password"))
+            try:
+                store = pkcs12.load_pkcs12(data, _password(props, "ssl.truststore.password"))
+            except (ValueError, TypeError):
+                raise ConfigError(f"ssl.truststore.password: cannot open the PKCS12 trust "
+                                  f"store {location} with it (a wrong password, or a "
+                                  "damaged store)") from None
             certs = [c.certificate for c in store.additional_certs]
             if store.cert is not None:
                 certs.append(store.cert.certificate)
@@ -166,7 +203,7 @@ def _load_truststore(ctx: ssl.SSLContext, props: ListenerProps) -> bool:
     except (OSError, ssl.SSLError, ValueError) as e:
         if isinstance(e, ConfigError):
             raise
-        raise ConfigError(f"truststore: {e}") from e
+        raise ConfigError(f"ssl.truststore.location {location}: {e}") from e
     raise ConfigError(f"ssl.truststore.type {kind} is not supported (use PEM or PKCS12)")
 
 

@@ -167,6 +167,11 @@ def from_descriptor(raw: bytes) -> ProtoModel:
     return model
 
 
+def looks_serialized(text: str) -> bool:
+    """Whether a PROTOBUF schema is a base64 descriptor rather than ``.proto`` text."""
+    return _descriptor_bytes(text) is not None
+
+
 def _descriptor_bytes(text: str) -> bytes | None:
     stripped = text.strip()
     if not stripped or not _BASE64.match(stripped):

@@ -11,7 +11,7 @@ from typing import Any
 
 from kafkalite.broker.cluster import BoundListener
 from kafkalite.broker.compose import build_broker
-from kafkalite.broker.config import Config
+from kafkalite.broker.config.properties import Config
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.server import Broker
 from kafkalite.protocol import apis as codecs

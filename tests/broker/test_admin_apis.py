@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.auth import Operation, ResourceType
+from kafkalite.client.kafka import request_class
 from kafkalite.protocol import features
-from kafkalite.protocol.client import request_class
 from kafkalite.protocol.errors import ErrorCode
 
 from .harness import Handlers

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kafkalite.broker.admin_http.address import HostPort, parse_admin_listener
 from kafkalite.broker.admin_http.lag import LagBoard
 from kafkalite.broker.admin_http.views import BadRequest
-from kafkalite.broker.control import HostPort, parse_admin_listener
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 def call(url: str, method: str = "GET", body: Any = None, raw: bytes | None = None

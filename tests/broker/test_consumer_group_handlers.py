@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.security.acl import (
     AclBinding,
     AclOperation,
@@ -160,7 +160,7 @@ async def test_heartbeat_authorization_as_kafka_apis(secured: Handlers) -> None:
     # A regex resolves to the topics the principal may describe only.
     r = await secured.call(HEARTBEAT, 1, join(secured, names=(), regex="foo.*|secret"))
     assert r.error_code is E.none
-    g = secured.broker.coordinator.core.consumer_group("g")
+    g = secured.broker.groups.core.consumer_group("g")
     assert g is not None and g.resolved_regexes["foo.*|secret"].topics == {"foo", "foo2"}
     d = await secured.call(DESCRIBE, 1, group_ids=("g", "other"),
                            include_authorized_operations=False)
@@ -195,7 +195,7 @@ def test_consumer_group_settings_are_checked_as_kafka() -> None:
 
 
 async def test_catalogue_events_reach_the_coordinator(handlers: Handlers) -> None:
-    topics = handlers.broker.coordinator.core.topics
+    topics = handlers.broker.groups.core.topics
     info = handlers.broker.create_topic("grows", 2)
     assert topics.by_name["grows"].topic_id == info.topic_id
     version = topics.version

@@ -12,7 +12,7 @@ from kio.schema.alter_configs.v2 import request as ac
 from kio.schema.describe_configs.v4 import request as dc
 from kio.schema.incremental_alter_configs.v1 import request as ia
 
-from kafkalite.broker.dynamic_config import FILE_NAME
+from kafkalite.broker.config.dynamic import FILE_NAME
 from kafkalite.protocol.errors import ErrorCode
 
 from .harness import Handlers

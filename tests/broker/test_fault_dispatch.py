@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import NewRecord, build_batch
 
@@ -90,7 +90,7 @@ def test_injected_commit_error_stores_nothing(broker: BrokerThread) -> None:
         [ErrorCode.coordinator_load_in_progress]
 
     def committed() -> int:
-        found = broker.inner.coordinator.core.offsets.get("simple", "t", 0)
+        found = broker.inner.groups.core.offsets.get("simple", "t", 0)
         return -1 if found is None else found.offset
 
     assert broker.call(committed) == -1

@@ -13,8 +13,14 @@ from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.offset_commit.v8 import request as oc_req
 from kio.schema.produce.v9 import request as produce_req
 
-from kafkalite.broker.fault_responses import fault_response
-from kafkalite.broker.faults import FaultAction, FaultError, FaultRules, api_key_of, error_of
+from kafkalite.broker.testing.fault_responses import fault_response
+from kafkalite.broker.testing.faults import (
+    FaultAction,
+    FaultError,
+    FaultRules,
+    api_key_of,
+    error_of,
+)
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.defaults import _default_for
 from kafkalite.protocol.errors import ErrorCode

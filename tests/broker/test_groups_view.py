@@ -3,8 +3,8 @@ consumer groups) read into the group view, and the tables printed for it."""
 
 from __future__ import annotations
 
-from kafkalite.broker.group_view import Member, PartitionLag, consumer_group_view
-from kafkalite.broker.groups_cli import as_json, assignment_text, render, table
+from kafkalite.broker.cli.group_view import Member, PartitionLag, consumer_group_view
+from kafkalite.broker.cli.groups import as_json, assignment_text, render, table
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import nested
 from kafkalite.protocol.errors import ErrorCode

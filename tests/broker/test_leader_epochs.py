@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kafkalite.protocol.client import request_class
+from kafkalite.client.kafka import request_class
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import NewRecord, build_batch, decode_batch
 from kafkalite.storage.log import PartitionLog

@@ -44,8 +44,9 @@ async def test_retention_cleaning_and_offset_expiry_follow_the_manual_clock(
         assert len(table.segments) > 2
         runtime = broker.coordinator
         runtime.ensure_topic()
-        assert runtime.run(runtime.core.commit_offsets(clock.now_ms(), CommitRequest(
-            "simple", topics=[("events", [PartitionCommit(0, 3)])]))) == {("events", 0): 0}
+        req = CommitRequest("simple", topics=[("events", [PartitionCommit(0, 3)])])
+        assert runtime.groups.write(lambda c, now: c.commit_offsets(now, req)) == {
+            ("events", 0): 0}
 
         scheduler.advance(CHECK)
         await _cleaner_done(broker)
@@ -58,10 +59,10 @@ async def test_retention_cleaning_and_offset_expiry_follow_the_manual_clock(
         scheduler.advance(HOUR)
         await _cleaner_done(broker)
         assert events.log_start_offset == 3  # every closed segment past retention.ms
-        assert runtime.core.describe_group("simple").state == "Empty"
+        assert broker.groups.core.describe_group("simple").state == "Empty"
 
         scheduler.advance(HOUR)  # past offsets.retention.minutes since the commit
-        assert runtime.core.describe_group("simple").state == "Dead"
+        assert broker.groups.core.describe_group("simple").state == "Dead"
     finally:
         await h.close()
 

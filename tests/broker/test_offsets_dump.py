@@ -56,7 +56,7 @@ def test_dump_shapes(tmp_path: Path) -> None:
 def test_dump_consumer_group_records(tmp_path: Path) -> None:
     import uuid
 
-    from kafkalite.broker.offsets_dump import iter_dump, uuid_json
+    from kafkalite.broker.cli.offsets_dump import iter_dump, uuid_json
     from kafkalite.protocol import consumer_group_records as cg
 
     t = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
@@ -112,3 +112,56 @@ def test_dump_consumer_group_records(tmp_path: Path) -> None:
         {"version": "0", "data": {"topics": ["foo"], "version": 7, "timestamp": 1000}},
         None,
     ]
+
+
+def test_dump_share_group_records(tmp_path: Path) -> None:
+    import uuid
+
+    from kafkalite.broker.cli.offsets_dump import iter_dump, uuid_json
+    from kafkalite.protocol import share_group_records as sg
+    from kafkalite.protocol import share_state_records as ss
+    from kafkalite.protocol.consumer_group_records import TopicIdPartitions
+
+    tid = uuid.UUID(int=7)
+    recs = [
+        NewRecord(sg.encode_key(sg.ShareGroupMetadataKey("s")),
+                  sg.encode_value(sg.ShareGroupMetadataValue(2, 99))),
+        NewRecord(sg.encode_key(sg.ShareGroupCurrentMemberAssignmentKey("s", "m")),
+                  sg.encode_value(sg.ShareGroupCurrentMemberAssignmentValue(
+                      2, 1, 0, (TopicIdPartitions(tid, (0,)),)))),
+        NewRecord(sg.encode_key(sg.ShareGroupMemberMetadataKey("s", "m")), None),
+    ]
+    part = tmp_path / "__consumer_offsets-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(build_batch(recs, timestamp=1000))
+    rows = list(iter_dump(tmp_path))
+    assert [(r["key"], r["value"]) for r in rows] == [
+        ({"type": "11", "data": {"groupId": "s"}},
+         {"version": "0", "data": {"epoch": 2, "metadataHash": 99}}),
+        ({"type": "14", "data": {"groupId": "s", "memberId": "m"}},
+         {"version": "0", "data": {"memberEpoch": 2, "previousMemberEpoch": 1, "state": 0,
+                                   "assignedPartitions": [{"topicId": uuid_json(tid),
+                                                           "partitions": [0]}]}}),
+        ({"type": "10", "data": {"groupId": "s", "memberId": "m"}}, None),
+    ]
+
+    state = tmp_path / "__share_group_state-1"
+    state.mkdir()
+    key = ss.ShareStateKey(ss.SHARE_SNAPSHOT, "s", tid, 0)
+    snap = ss.ShareSnapshotValue(1, 0, 0, 10, 5, 6, (ss.StateBatch(10, 12, ss.ARCHIVED, 5),),
+                                 delivery_complete_count=3)
+    (state / "00000000000000000000.log").write_bytes(build_batch(
+        [NewRecord(ss.encode_key(key), ss.encode_value(snap))], timestamp=1000))
+    out = subprocess.run(
+        [sys.executable, "-m", "kafkalite", "offsets", "dump", "--data-dir", str(tmp_path),
+         "--topic", "__share_group_state"],
+        check=True, capture_output=True, text=True, timeout=60).stdout
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["partition"] == 1
+    assert row["key"] == {"type": "0", "data": {"groupId": "s", "topicId": uuid_json(tid),
+                                                "partition": 0}}
+    assert row["value"] == {"version": "0", "data": {
+        "snapshotEpoch": 1, "stateEpoch": 0, "leaderEpoch": 0, "startOffset": 10,
+        "deliveryCompleteCount": 3, "createTimestamp": 5, "writeTimestamp": 6,
+        "stateBatches": [{"firstOffset": 10, "lastOffset": 12, "deliveryState": 4,
+                          "deliveryCount": 5}]}}

@@ -154,7 +154,7 @@ async def test_txn_offset_commit_verification_and_implicit_add(handlers: Handler
     assert await txn_commit(handlers, 3, "tx", pid, epoch + 1) == E.invalid_producer_epoch
     # v5 adds it (transaction version 2).
     assert await txn_commit(handlers, 5, "tx", pid, epoch) == E.none
-    group_partition = handlers.broker.coordinator.core.partition_for("g")
+    group_partition = handlers.broker.groups.core.partition_for("g")
     assert in_transaction(handlers, "tx") == {(OFFSETS_TOPIC, group_partition)}
     # Once the transaction has written there, no further check is needed.
     assert await txn_commit(handlers, 3, "tx", pid, epoch) == E.none

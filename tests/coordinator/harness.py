@@ -15,6 +15,7 @@ from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group import GroupMetadata
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.offsets import CommittedOffset
 from kafkalite.coordinator.results import PARKED, ConsumerHeartbeatResult, Outcome
@@ -97,6 +98,7 @@ def topic_id(name: str) -> uuid.UUID:
 @dataclass
 class Harness:
     runtime: CoordinatorRuntime
+    groups: GroupService
     clock: ManualClock
     logs: RecordingLogs
     config: CoreConfig
@@ -119,9 +121,9 @@ class Harness:
         scheduler = Scheduler(clock)
         core = GroupCoordinatorCore(config, scheduler.timers, new_id=lambda: f"id{next(ids)}")
         logs = logs if logs is not None else RecordingLogs()
-        runtime = CoordinatorRuntime(core, logs, scheduler,
-                                     retention_check_interval_ms=retention_check_ms)
-        h = cls(runtime, clock, logs, config, topics=dict(topics or {}))
+        runtime = CoordinatorRuntime(core, logs, scheduler)
+        groups = GroupService(runtime, core, retention_check_interval_ms=retention_check_ms)
+        h = cls(runtime, groups, clock, logs, config, topics=dict(topics or {}))
         core.set_topics([TopicChange(TopicEvent.CREATED, n, topic_id(n), c)
                          for n, c in h.topics.items()], start)
         exists = bool(logs.logs)
@@ -138,7 +140,7 @@ class Harness:
 
     @property
     def core(self) -> GroupCoordinatorCore:
-        return self.runtime.core
+        return self.groups.core
 
     @property
     def now(self) -> int:
@@ -202,8 +204,8 @@ class Harness:
 
     def heartbeat(self, member_id: str, generation: int, *, group: str = GROUP,
                   instance: str | None = None) -> ErrorCode:
-        err = self.core.heartbeat(self.now, group, member_id, instance, generation)
-        self.runtime.rearm()
+        err: ErrorCode = self.runtime.groups.read(
+            lambda g, now: g.heartbeat(now, group, member_id, instance, generation))
         return err
 
     def leave(self, *members: tuple[str, str | None], group: str = GROUP) -> Any:
@@ -235,7 +237,7 @@ class Harness:
         return self.core.consumer_group(group)
 
     def _topic_event(self, event: TopicEvent, name: str, partitions: int) -> None:
-        self.runtime.on_topic_change(TopicChange(event, name, topic_id(name), partitions))
+        self.groups.on_topic_change(TopicChange(event, name, topic_id(name), partitions))
 
     def create_topic(self, name: str, partitions: int) -> None:
         self.topics[name] = partitions

@@ -30,10 +30,16 @@ def make(logs: MemoryLogs) -> CoordinatorRuntime:
     return rt
 
 
+def _core(rt: CoordinatorRuntime) -> GroupCoordinatorCore:
+    core = rt.topics[OFFSETS_TOPIC].core
+    assert isinstance(core, GroupCoordinatorCore)
+    return core
+
+
 def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
     answers: list[Any] = []
-    rt.run(rt.core.join(
-        rt.now(), answers.append, group_id="g", member_id="", group_instance_id=None,
+    rt.groups.write(lambda c, now: c.join(
+        now, answers.append, group_id="g", member_id="", group_instance_id=None,
         require_known_member_id=False, client_id="c", client_host="/h",
         rebalance_timeout_ms=session_ms, session_timeout_ms=session_ms,
         protocol_type="consumer", protocols=[("range", b"m")],
@@ -41,8 +47,8 @@ def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
     [join] = answers
     assert join.error is E.none
     mid: str = join.member_id
-    rt.run(rt.core.sync(
-        rt.now(), answers.append, group_id="g", generation=join.generation, member_id=mid,
+    rt.groups.write(lambda c, now: c.sync(
+        now, answers.append, group_id="g", generation=join.generation, member_id=mid,
         group_instance_id=None, protocol_type=None, protocol_name=None,
         assignments={mid: b"assigned"},
     ))
@@ -57,7 +63,7 @@ def test_heartbeats_leave_the_loop_timer_alone_and_expiry_fires() -> None:
         mid = _stable_member(rt, 150)
         handle = rt.scheduler._handle
         assert handle is not None
-        core = rt.core
+        core = _core(rt)
         for _ in range(1000):
             pushes = core.timers.pushes
             assert core.heartbeat(rt.now(), "g", mid, None, 1) is E.none
@@ -78,7 +84,7 @@ def test_records_in_the_log_load_back_into_a_stable_group() -> None:
         rt = make(logs)
         await rt.load_all(exists=False)
         mid = _stable_member(rt, 30000)
-        p = rt.core.partition_for("g")
+        p = _core(rt).partition_for("g")
         batches = list(logs.get_or_create(OFFSETS_TOPIC, p).iter_batches())
         assert len(batches) == 1
         _h, [rec] = decode_batch(batches[0])
@@ -88,10 +94,10 @@ def test_records_in_the_log_load_back_into_a_stable_group() -> None:
 
         again = make(logs)
         await again.load_all(exists=True)
-        g = again.core.group("g")
+        g = _core(again).group("g")
         assert g is not None and g.state is GroupState.STABLE and g.generation == 1
         assert g.members[mid].assignment == b"assigned"
-        assert again.core.heartbeat(again.now(), "g", mid, None, 1) is E.none
+        assert _core(again).heartbeat(again.now(), "g", mid, None, 1) is E.none
         again.scheduler.stop()
         await again.stop()
 
@@ -108,11 +114,11 @@ def test_the_internal_topic_is_ensured_before_the_first_write_only() -> None:
         await rt.load_all(exists=False)
         assert ensured == []  # loading creates nothing
         for offset in range(3):
-            errors = rt.run(rt.core.commit_offsets(rt.now(), CommitRequest(
-                "g", topics=[("t", [PartitionCommit(0, offset)])])))
+            req = CommitRequest("g", topics=[("t", [PartitionCommit(0, offset)])])
+            errors = rt.groups.write(lambda c, now, req=req: c.commit_offsets(now, req))
             assert errors == {("t", 0): E.none}
         assert ensured == [1]
-        p = rt.core.partition_for("g")
+        p = _core(rt).partition_for("g")
         assert len(list(logs.get_or_create(OFFSETS_TOPIC, p).iter_batches())) == 3
         rt.ensure_topic()  # FindCoordinator asks again: the topic's own check decides
         assert ensured == [1, 1]

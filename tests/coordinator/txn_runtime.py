@@ -1,7 +1,7 @@
 """Both coordinator cores on the real runtime, as the broker composes them: the group core
 over ``__consumer_offsets`` and the transaction core over ``__transaction_state``, in
 memory logs, on a manual clock; markers go to data partitions' memory logs and, for
-``__consumer_offsets``, through the runtime's ``complete_transaction``. No sockets, no
+``__consumer_offsets``, through the group service's ``complete_transaction``. No sockets, no
 sleeps."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
+from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.memlog import MemoryLog
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import PARKED, Outcome
@@ -44,6 +45,7 @@ class Both:
     clock: ManualClock
     logs: RecordingLogs
     txn: TransactionCoordinatorCore
+    core: GroupCoordinatorCore
 
     @classmethod
     def make(cls, logs: RecordingLogs | None = None, start: int = START,
@@ -60,27 +62,24 @@ class Both:
         for p in range(2):  # the data partitions markers go to
             logs.get_or_create(TOPIC, p)
         runtime = CoordinatorRuntime(core, logs, scheduler)
+        groups = GroupService(runtime, core)
         pids = itertools.count(1000)
         cfg = TxnConfig(num_partitions=TXN_PARTITIONS, offsets_partitions=OFFSETS_PARTITIONS,
                         **txn_cfg)
         txn = TransactionCoordinatorCore(
             cfg, scheduler.timers, allocate_producer_id=lambda: next(pids),
-            markers=LocalMarkerWriter(lambda t, p: logs.logs.get((t, p)), runtime),
+            markers=LocalMarkerWriter(lambda t, p: logs.logs.get((t, p)), groups),
             group_partition_for=core.partition_for)
         runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, TXN_PARTITIONS, txn,
-                                 TRANSACTION_CODEC, lambda: None))
+                                 TRANSACTION_CODEC, lambda: None), txn)
         asyncio.run(runtime.load_all(exists=not fresh))
-        return cls(runtime, clock, logs, txn)
+        return cls(runtime, clock, logs, txn, core)
 
     def reload(self) -> Both:
         """Fresh cores and runtime loaded from what this one wrote: a restart."""
         return Both.make(self.logs, start=self.clock.now_ms())
 
     # --- plumbing ------------------------------------------------------------------------
-
-    @property
-    def core(self) -> GroupCoordinatorCore:
-        return self.runtime.core
 
     @property
     def now(self) -> int:

@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.headers import parse_request_header
 from kafkalite.protocol.records import iter_batch_headers

@@ -330,7 +330,7 @@ def run(data_dir: Path, frames: int, seconds: float, seed: int = 1,
     """Start a broker, the witness and the fuzz; return the result and the broker's errors."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from kafkalite.broker.testing import BrokerProcess
+    from kafkalite.broker.testing.fixtures import BrokerProcess
 
     broker = BrokerProcess(data_dir, {"auto.create.topics.enable": "false",
                                       "group.initial.rebalance.delay.ms": "0"},

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 @dataclass

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 MEMBER_SCRIPT = str(Path(__file__).with_name("group_member.py"))
 PARTITIONS = 12
@@ -183,7 +183,7 @@ def group_view(broker: BrokerThread, group_id: str) -> GroupView | None:
 
     def read() -> GroupView | None:
         assert broker.broker is not None
-        g = broker.broker.coordinator.core.group(group_id)
+        g = broker.broker.groups.core.group(group_id)
         if g is None:
             return None
         leader = g.members.get(g.leader_id) if g.leader_id else None

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .group_helpers import MEMBER_SCRIPT, _die_with_parent
 
@@ -152,7 +152,7 @@ def consumer_group_view(broker: BrokerThread, group_id: str) -> ConsumerGroupVie
 
     def read() -> ConsumerGroupView | None:
         assert broker.broker is not None
-        g = broker.broker.coordinator.core.consumer_group(group_id)
+        g = broker.broker.groups.core.consumer_group(group_id)
         if g is None:
             return None
         return ConsumerGroupView(

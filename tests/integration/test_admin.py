@@ -27,7 +27,7 @@ from kafka.admin import ConfigResourceType as KpConfigResourceType
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 def catalog_topic(broker: BrokerThread, name: str) -> Any:

@@ -13,7 +13,7 @@ from kafka import errors as kerr
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import TopicPartitionReplica
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.errors import ErrorCode
 
 from .api_recorder import record

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 API_VERSIONS = 18
 METADATA = 3

@@ -14,7 +14,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.broker.busy_poll import usable_cpus
-from kafkalite.broker.testing import BrokerProcess
+from kafkalite.broker.testing.fixtures import BrokerProcess
 
 RECORDS = 200
 

@@ -18,7 +18,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 from kafka.structs import TopicPartition as KpTopicPartition
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 @pytest.fixture

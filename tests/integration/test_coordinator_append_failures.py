@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, SYNC, HEARTBEAT = 10, 11, 14, 12
@@ -53,13 +53,13 @@ def conn(make_broker: Callable[..., BrokerThread]) -> Iterator[tuple[BrokerThrea
 
 
 def _group_state(b: BrokerThread) -> str:
-    return str(b.call(lambda: b.broker.coordinator.core.group(GROUP).state.value))  # type: ignore[union-attr]
+    return str(b.call(lambda: b.broker.groups.core.group(GROUP).state.value))  # type: ignore[union-attr]
 
 
 def _fail_appends(b: BrokerThread, exc: BaseException | None) -> None:
     def install() -> None:
         rt = b.broker.coordinator  # type: ignore[union-attr]
-        log = rt.logs.get_or_create("__consumer_offsets", rt.core.partition_for(GROUP))
+        log = rt.logs.get_or_create("__consumer_offsets", b.broker.groups.core.partition_for(GROUP))
         if exc is None:
             log.__dict__.pop("append_built", None)
             return

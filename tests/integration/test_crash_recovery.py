@@ -10,7 +10,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from kafkalite.broker.testing import BrokerProcess, BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 
 
 def read_all(bootstrap: str, topic: str, expect: int, timeout: float = 20) -> list[bytes]:

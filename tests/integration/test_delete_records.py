@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KTP
 from kafka.errors import OffsetOutOfRangeError
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import run_java
 

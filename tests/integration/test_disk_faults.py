@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.build import build
-from kafkalite.protocol.client import RawConnection, request, request_class
 from kafkalite.storage import segment as segment_module
 
 STORAGE_ERROR = KafkaError.KAFKA_STORAGE_ERROR

@@ -10,7 +10,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from kafkalite.broker.config import Config, parse_listeners
+from kafkalite.broker.config.properties import Config, parse_listeners
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,9 +49,13 @@ def test_services_agree_with_the_broker_config() -> None:
     assert advertised["EXTERNAL"].host == "localhost"
     published = {int(p["target"]): int(p["published"]) for p in services["kafkalite"]["ports"]}
     assert published[bound["EXTERNAL"].port] == advertised["EXTERNAL"].port
+    # The Schema Registry listens on 8081 in the container and is published there.
+    command = services["kafkalite"]["command"]
+    registry = command[command.index("--schema-registry") + 1]
+    assert published[int(registry.rpartition(":")[2])] == 8081
 
     check = services["kafkalite"]["healthcheck"]["test"]
-    assert "kafkalite.broker.healthcheck" in check
+    assert "kafkalite.broker.cli.healthcheck" in check
     assert check[-1] == f"127.0.0.1:{bound['INTERNAL'].port}"
 
     tests = services["tests"]

@@ -21,10 +21,10 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from kafkalite.broker import cli
+from kafkalite.broker.cli.main import main as cli_main
 from kafkalite.broker.security.certs import make_certs
 from kafkalite.broker.security.fixture import SecuritySetup
-from kafkalite.broker.testing import BrokerProcess, BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 
 from .java_support import run_java
 
@@ -166,7 +166,7 @@ def test_configs_cli_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     data.mkdir()
 
     def configs(*args: str) -> tuple[int, str, str]:
-        rc = cli.main(["configs", *args])
+        rc = cli_main(["configs", *args])
         out = capsys.readouterr()
         return rc, out.out, out.err
 

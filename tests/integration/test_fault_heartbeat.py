@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .group_helpers import Member, create_topic, describe_all, stop_all, wait_stable
 
@@ -48,7 +48,7 @@ def members_by_client(broker: BrokerThread, group: str) -> dict[str, str]:
     """client id -> member id, as the broker has them."""
 
     def read() -> dict[str, str]:
-        g = broker.inner.coordinator.core.group(group)
+        g = broker.inner.groups.core.group(group)
         return {} if g is None else {m.client_id: m.member_id for m in g.members.values()}
 
     return broker.call(read)
@@ -58,7 +58,7 @@ def session_deadline(broker: BrokerThread, group: str, member_id: str) -> int:
     """The member's session deadline (ms): re-armed by every heartbeat it sends."""
 
     def read() -> int:
-        deadline = broker.inner.coordinator.core.timers.deadline(
+        deadline = broker.inner.groups.core.timers.deadline(
             ("heartbeat", group, member_id))
         return -1 if deadline is None else deadline
 

@@ -8,7 +8,7 @@ import time
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import run_java
 

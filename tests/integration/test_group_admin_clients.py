@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import run_java
 from .test_offsets_clients import _ck_consumer, _ck_first_offset, _name, produce

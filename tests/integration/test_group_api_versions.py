@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.build import build
-from kafkalite.protocol.client import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .group_helpers import FAST_BROKER, run_lifecycle, run_static_restart
 

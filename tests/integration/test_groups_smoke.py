@@ -6,7 +6,7 @@ import asyncio
 
 from aiokafka import AIOKafkaConsumer
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 FAST = {
     "group.min.session.timeout.ms": "100",
@@ -49,7 +49,7 @@ def test_two_aiokafka_consumers_split_partitions(make_broker) -> None:  # type: 
             # One leaves: the other takes every partition.
             await cs[1].stop()
             await _wait_assigned(cs[:1], 4, 20)
-            g = b.call(lambda: b.broker.coordinator.core.group("g1"))  # type: ignore[union-attr]
+            g = b.call(lambda: b.broker.groups.core.group("g1"))  # type: ignore[union-attr]
             assert g.state.value == "Stable"
             assert len(g.members) == 1
         finally:
@@ -57,7 +57,7 @@ def test_two_aiokafka_consumers_split_partitions(make_broker) -> None:  # type: 
                 await c.stop()
 
     asyncio.run(run())
-    g = b.call(lambda: b.broker.coordinator.core.group("g1"))  # type: ignore[union-attr]
+    g = b.call(lambda: b.broker.groups.core.group("g1"))  # type: ignore[union-attr]
     assert g.state.value == "Empty"
 
 
@@ -67,7 +67,7 @@ def test_stable_group_survives_broker_restart(make_broker) -> None:  # type: ign
 
     def group_state() -> tuple[str, int, dict[str, bytes]]:
         def read() -> tuple[str, int, dict[str, bytes]]:
-            g = b.broker.coordinator.core.group("rg")  # type: ignore[union-attr]
+            g = b.broker.groups.core.group("rg")  # type: ignore[union-attr]
             return g.state.value, g.generation, {m: x.assignment for m, x in g.members.items()}
         return b.call(read)
 

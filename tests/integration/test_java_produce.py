@@ -3,7 +3,7 @@ initializes (the transaction tests exercise it further)."""
 
 from __future__ import annotations
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import run_java
 

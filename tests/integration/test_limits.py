@@ -11,8 +11,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 
 Factory = Callable[..., BrokerThread]
 

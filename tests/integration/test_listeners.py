@@ -8,7 +8,7 @@ from collections.abc import Callable
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 def test_each_listener_advertises_its_own_address(

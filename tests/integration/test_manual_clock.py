@@ -11,8 +11,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode as E
 
 FIND, JOIN, HEARTBEAT, SYNC, DESCRIBE = 10, 11, 12, 14, 15
@@ -111,7 +111,7 @@ def test_scenarios_reach_a_real_consumer(kafkalite_factory: Callable[..., Broker
     try:
         c.subscribe(["scenes"], on_assign=on_assign)
         _consume_until(c, lambda: len(assignments) == 1)
-        conn_group = broker.call(lambda: broker.inner.coordinator.core.group("scenes-group"))
+        conn_group = broker.call(lambda: broker.inner.groups.core.group("scenes-group"))
         first = conn_group.generation
         member = next(iter(conn_group.members))
         # A forced rebalance: the consumer rejoins the same way as for a new member.
@@ -131,7 +131,7 @@ def test_scenarios_reach_a_real_consumer(kafkalite_factory: Callable[..., Broker
         assert moved["answers"] == "NOT_COORDINATOR"
         time.sleep(1.5)
         _consume_until(c, lambda: (g := broker.call(
-            lambda: broker.inner.coordinator.core.group("scenes-group"))) is not None
+            lambda: broker.inner.groups.core.group("scenes-group"))) is not None
             and g.state.value == "Stable" and g.generation >= before)
     finally:
         c.close()

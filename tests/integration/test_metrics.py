@@ -10,7 +10,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, Producer
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -15,7 +15,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 N = 10
 FAST_GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500}

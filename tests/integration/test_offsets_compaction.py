@@ -10,7 +10,7 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.records import iter_records
 
 

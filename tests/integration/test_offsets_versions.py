@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.apis import codec, decode_response, encode_request
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode as E

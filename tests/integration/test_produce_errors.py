@@ -10,7 +10,7 @@ from typing import Any
 
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.headers import encode_request_header

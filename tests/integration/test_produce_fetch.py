@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 N = 10_000
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -197,7 +197,7 @@ def test_confluent_idempotent_producer(broker: BrokerThread) -> None:
     assert values == [str(i).encode() for i in range(N)]
     assert broker.broker is not None
     plog = broker.broker.logs.get("idem", 0)
-    assert len(plog.producers.producers) == 1  # one producer id, with sequence state
+    assert len(plog.txn.producers.producers) == 1  # one producer id, with sequence state
 
 
 def test_long_poll_woken_by_produce(broker: BrokerThread) -> None:

@@ -17,7 +17,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.records import COMPRESSION_ZSTD, iter_batch_headers, iter_records
 
 from .java_support import run_java

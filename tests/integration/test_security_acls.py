@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 )
 from structlog.testing import capture_logs
 
-from kafkalite.broker.cli import main as cli_main
+from kafkalite.broker.cli.main import main as cli_main
 from kafkalite.broker.security.acl import (
     AclBinding as Binding,
 )
@@ -46,7 +46,7 @@ from kafkalite.broker.security.acl import (
     AclOperation as Op,
 )
 from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import java_command
 from .test_security_clients import write_properties

@@ -16,7 +16,7 @@ from scramp import ScramClient
 from structlog.testing import capture_logs
 
 from kafkalite.broker.security.fixture import SecuritySetup
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.apis import codec, decode_response, encode_request
 from kafkalite.protocol.build import build
 from kafkalite.protocol.headers import encode_request_header, parse_response_header

@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.broker.security.fixture import ClientSettings, SecuritySetup
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .java_support import java_command
 

@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from kafkalite.broker.security.fixture import SecuritySetup
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 @pytest.fixture

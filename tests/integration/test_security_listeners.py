@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafkalite.broker.security.certs import broker_properties, make_certs
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.apis import codec, decode_response, encode_request
 from kafkalite.protocol.build import build
 from kafkalite.protocol.headers import encode_request_header, parse_response_header

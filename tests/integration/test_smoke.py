@@ -8,7 +8,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 def test_confluent_sees_cluster(broker: BrokerThread) -> None:

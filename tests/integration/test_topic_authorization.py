@@ -8,7 +8,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kafkalite.broker.auth import Action, Operation, ResourceType
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 
 class DenySecret:

@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as TP
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.records import ATTR_TRANSACTIONAL, NewRecord, build_batch

@@ -27,8 +27,8 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import (
     ATTR_TRANSACTIONAL,

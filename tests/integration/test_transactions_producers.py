@@ -24,8 +24,8 @@ from kafka import KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata
 
-from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection, request, request_class
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode
 
 from .java_support import run_java

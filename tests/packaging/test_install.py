@@ -55,10 +55,10 @@ def test_wheel_holds_only_the_kafkalite_package(tmp_path: Path) -> None:
         assert {name.split("/")[0] for name in infos} == {"kafkalite", dist_info}
         assert zf.read(f"{dist_info}/top_level.txt").split() == [b"kafkalite"]
         entry_points = zf.read(f"{dist_info}/entry_points.txt").decode()
-    assert "kafkalite = kafkalite.broker.cli:main" in entry_points
-    assert "kafkalite = kafkalite.broker.pytest_plugin" in entry_points
+    assert "kafkalite = kafkalite.broker.cli.main:main" in entry_points
+    assert "kafkalite = kafkalite.broker.testing.pytest_plugin" in entry_points
     assert {"kafkalite/__init__.py", "kafkalite/__main__.py", "kafkalite/broker/server.py",
-            "kafkalite/broker/pytest_plugin.py"} <= infos.keys()
+            "kafkalite/broker/testing/pytest_plugin.py"} <= infos.keys()
     # Every file of the linked folders is in the wheel as a file of its own, not a link.
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*"):

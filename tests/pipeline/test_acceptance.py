@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from kafkalite.broker.cli import main as cli_main
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.cli.main import main as cli_main
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 MEMBER = str(Path(__file__).with_name("committing_member.py"))
 TOPIC, GROUP, PARTITIONS = "events", "analytics", 4
@@ -52,7 +52,7 @@ class Member:
 def group_state(broker: BrokerThread) -> tuple[str, int, dict[str, str | None]]:
     def read() -> tuple[str, int, dict[str, str | None]]:
         assert broker.broker is not None
-        g = broker.broker.coordinator.core.group(GROUP)
+        g = broker.broker.groups.core.group(GROUP)
         if g is None:
             return ("Dead", 0, {})
         return (g.state.value, g.generation,

@@ -13,7 +13,7 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from kafka import KafkaProducer
 from pyspark.sql import functions as F
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.pipeline.logwriter import PartitionWriter
 from kafkalite.protocol.records import (
     ATTR_CONTROL,

@@ -17,7 +17,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.pipeline import watch
 from kafkalite.pipeline.lag import LogDirLag
 
@@ -186,7 +186,7 @@ def test_the_admin_sink_names_the_url_when_it_cannot_write(
 
 
 def test_watch_writes_to_one_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kafkalite.broker.cli import main as cli_main
+    from kafkalite.broker.cli.main import main as cli_main
 
     rc = cli_main(["pipeline", "watch", "--bootstrap", "127.0.0.1:9", "--checkpoint",
                    str(tmp_path / "chk"), "--out", str(tmp_path / "out"),

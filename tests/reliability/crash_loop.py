@@ -57,8 +57,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalite.broker.offsets_dump import iter_dump
-from kafkalite.broker.testing import BrokerProcess
+from kafkalite.broker.cli.offsets_dump import iter_dump
+from kafkalite.broker.testing.fixtures import BrokerProcess
 
 from .damage import Damage, damage, logged_truncations
 

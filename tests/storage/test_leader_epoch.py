@@ -118,7 +118,7 @@ def test_log_start_and_truncation_move_the_epochs(tmp_path: Path) -> None:
     log.append(batch(4))
     assert log.epochs.entries() == [(0, 0), (1, 4), (2, 8)]
     # DeleteRecords: the epoch holding the new log start begins there.
-    log.delete_records(6)
+    log.deletion.delete_records(6)
     assert log.epochs.entries() == [(1, 6), (2, 8)]
     assert checkpoint(tmp_path) == "0\n2\n1 6\n2 8\n"
     # Truncation below the current epoch's start (the whole batch holding offset 7 goes):

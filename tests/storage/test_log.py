@@ -175,19 +175,19 @@ def test_retention_by_time_and_size(tmp_path: Path) -> None:
     for i in range(12):
         log.append(batch(i, ts=clock.now - 20_000 if i < 6 else clock.now))
     n = len(log.segments)
-    deleted = log.apply_retention()
+    deleted = log.deletion.apply_retention()
     assert deleted >= 1 and len(log.segments) == n - deleted
     assert log.log_start_offset == log.segments[0].base_offset > 0
     with pytest.raises(OffsetOutOfRangeError):
         log.read(0, 100)
     log.config.retention_ms = -1
     log.config.retention_bytes = 300
-    log.apply_retention()
+    log.deletion.apply_retention()
     assert sum(s.size for s in log.segments[:-1]) < 300 or len(log.segments) == 1
     # compact-only topics are never trimmed by retention
     log.config.cleanup_policy = "compact"
     log.config.retention_bytes = 0
-    assert log.apply_retention() == 0
+    assert log.deletion.apply_retention() == 0
 
 
 def test_expired_active_segment_is_rolled_and_deleted(tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_expired_active_segment_is_rolled_and_deleted(tmp_path: Path) -> None:
     log = make(tmp_path, clock, retention_ms=1000)
     log.append(batch(0))
     clock.now += 5000 + 1_700_000_000_000  # batch timestamps were in the past already
-    assert log.apply_retention() == 1
+    assert log.deletion.apply_retention() == 1
     assert (log.log_start_offset, log.log_end_offset) == (1, 1)
     assert log.append(batch(1)) == (1, 1)
 
@@ -204,17 +204,17 @@ def test_delete_records_bounds_as_kafka(tmp_path: Path) -> None:
     log = make(tmp_path)
     for i in range(10):
         log.append(batch(i))
-    assert log.delete_records(4) == 4
+    assert log.deletion.delete_records(4) == 4
     # librdkafka's unset offset (-1001), any other negative one and one past the high
     # watermark are refused and delete nothing.
     for bad in (-1001, -2, 11, 2**62):
         with pytest.raises(OffsetOutOfRangeError):
-            log.delete_records(bad)
+            log.deletion.delete_records(bad)
         assert (log.log_start_offset, log.log_end_offset) == (4, 10)
     # Below the log start offset: nothing to do, the low watermark is unchanged.
-    assert log.delete_records(2) == 4
-    assert log.delete_records(10) == 10
-    assert log.delete_records(-1) == 10
+    assert log.deletion.delete_records(2) == 4
+    assert log.deletion.delete_records(10) == 10
+    assert log.deletion.delete_records(-1) == 10
 
 
 def test_delete_records_persists_through_checkpoint(tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_empty_time_index_is_rebuilt_not_taken_for_expired(tmp_path: Path) -> No
     first.time_index.path.write_bytes(b"")
     log = make(tmp_path, clock, segment_bytes=300, retention_ms=60_000)
     assert log.segments[0].max_timestamp == clock.now + first.next_offset - 1
-    assert log.apply_retention() == 0
+    assert log.deletion.apply_retention() == 0
 
 
 def test_bad_batch_in_a_record_set_writes_nothing(tmp_path: Path) -> None:

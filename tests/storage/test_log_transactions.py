@@ -180,7 +180,7 @@ def test_marker_checks_write_nothing(tmp_path: Path) -> None:
     assert log.log_end_offset == end
     # A marker for a producer with nothing open here is written but ends nothing.
     assert log.append_control_marker(B, 0, 3, commit=False) == end
-    assert log.last_stable_offset == end + 1 and log.aborted_txns == 0
+    assert log.last_stable_offset == end + 1 and log.txn.aborted_txns == 0
     log.close()
 
 
@@ -338,12 +338,12 @@ def test_retention_and_delete_records_take_the_index_along(tmp_path: Path) -> No
     for i in range(8):
         log.append(plain(f"p{i}"))
     first_index = tmp_path / "t-0" / f"{0:020d}.txnindex"
-    assert first_index.exists() and log.aborted_txns == 1
+    assert first_index.exists() and log.txn.aborted_txns == 1
     assert log.last_stable_offset == 2
-    log.delete_records(5)
+    log.deletion.delete_records(5)
     # B's transaction began below the new log start: the LSO does not go below it.
     assert log.log_start_offset == 5 and log.last_stable_offset == 5
-    assert not first_index.exists() and log.aborted_txns == 0
+    assert not first_index.exists() and log.txn.aborted_txns == 0
     assert log.aborted_transactions(5, 100) == []
     log.close()
 
@@ -418,7 +418,7 @@ def test_cleaner_drops_aborted_data_then_markers_and_keeps_the_committed_view(
     # batches are gone); the COMMIT marker stays while a batch of A's transaction does.
     stats = clean_log(log, T0 + day, day)
     assert stats.markers_dropped == 1
-    assert log.aborted_txns == 0 and not list((tmp_path / "t-0").glob("*.txnindex"))
+    assert log.txn.aborted_txns == 0 and not list((tmp_path / "t-0").glob("*.txnindex"))
     assert _state(log) == state
     markers = [h for b in log.iter_batches(0) for h, _ in [decode_batch(b)]
                if h.is_control]

@@ -1,9 +1,10 @@
 // The kafkalite console: polls the admin JSON API and redraws; no page reloads, no
 // external assets. The location hash names what is shown: #topics, #topics/NAME,
-// #groups, #groups/ID, #faults.
+// #groups, #groups/ID, #schemas, #schemas/SUBJECT, #faults.
 "use strict";
 
-const state = { view: "topics", topic: null, group: null };
+const state = { view: "topics", topic: null, group: null, subject: null };
+const VIEWS = ["topics", "groups", "schemas", "faults"];
 const POLL_MS = 1000;
 
 function el(tag, text, cls) {
@@ -147,6 +148,24 @@ async function drawGroups() {
        h.leader ?? "", h.members.join(", ")])));
 }
 
+async function drawSchemas() {
+  const { enabled, subjects } = await api("/schemas");
+  document.getElementById("schemas-off").hidden = enabled;
+  fill("subjects", subjects.map((s) => {
+    const latest = s.versions[s.versions.length - 1];
+    return row([s.subject, s.versions.map((v) => v.version).join(", "), latest.type, latest.id],
+               () => { location.hash = `schemas/${encodeURIComponent(s.subject)}`; },
+               s.subject === state.subject);
+  }));
+  const detail = document.getElementById("subject-detail");
+  const picked = subjects.find((s) => s.subject === state.subject);
+  if (!picked) { detail.hidden = true; return; }
+  detail.hidden = false;
+  document.getElementById("subject-name").textContent = picked.subject;
+  fill("versions", picked.versions.slice().reverse().map((v) =>
+    row([v.version, v.id, v.type, el("pre", v.schema)])));
+}
+
 async function drawFaults() {
   const { rules } = await api("/faults");
   fill("faults", rules.map((r) => {
@@ -173,6 +192,7 @@ async function refresh() {
     await drawCluster();
     if (state.view === "topics") await drawTopics();
     else if (state.view === "groups") await drawGroups();
+    else if (state.view === "schemas") await drawSchemas();
     else await drawFaults();
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {
@@ -184,11 +204,12 @@ async function refresh() {
 
 function route() {
   const [view, name] = (location.hash.slice(1) || "topics").split("/", 2);
-  state.view = ["topics", "groups", "faults"].includes(view) ? view : "topics";
+  state.view = VIEWS.includes(view) ? view : "topics";
   const picked = name === undefined ? null : decodeURIComponent(name);
   if (state.view === "topics") state.topic = picked;
   if (state.view === "groups") state.group = picked;
-  for (const v of ["topics", "groups", "faults"]) {
+  if (state.view === "schemas") state.subject = picked;
+  for (const v of VIEWS) {
     document.getElementById(`view-${v}`).hidden = v !== state.view;
   }
   for (const a of document.querySelectorAll("nav a")) {

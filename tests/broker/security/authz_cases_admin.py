@@ -10,11 +10,13 @@ from kafkalite.broker.security.acl import AclBinding, AclPermission, PatternType
 from .authz_harness import (
     ALICE,
     CLUSTER_DENIED,
+    GROUP_DENIED,
     NO_OPS,
     SECOND,
     TOPIC_DENIED,
     Api,
     C,
+    G,
     O,
     T,
     case,
@@ -124,7 +126,7 @@ async def create_partitions(a: Api) -> None:
     assert codes_of(await a.call(37, 3, **fields), "results", "error_code") == [0]
 
 
-TOPIC_RES, BROKER_RES = 2, 4
+TOPIC_RES, BROKER_RES, GROUP_RES = 2, 4, 32
 
 
 @case(32)
@@ -133,30 +135,42 @@ async def describe_configs(a: Api) -> None:
         a.n(32, 4, "DescribeConfigsResource", resource_type=TOPIC_RES, resource_name="t",
             configuration_keys=None),
         a.n(32, 4, "DescribeConfigsResource", resource_type=BROKER_RES, resource_name="1",
+            configuration_keys=None),
+        a.n(32, 4, "DescribeConfigsResource", resource_type=GROUP_RES, resource_name="g",
             configuration_keys=None)))
     path = ("results", "error_code")
-    assert codes_of(await a.call(32, 4, **fields), *path) == [TOPIC_DENIED, CLUSTER_DENIED]
+    assert codes_of(await a.call(32, 4, **fields), *path) == [TOPIC_DENIED, CLUSTER_DENIED,
+                                                              GROUP_DENIED]
     a.allow(T, "t", O.ALTER_CONFIGS)  # implies DescribeConfigs
     a.allow(C, "kafka-cluster", O.DESCRIBE_CONFIGS)
-    assert codes_of(await a.call(32, 4, **fields), *path) == [0, 0]
+    a.allow(G, "g", O.DESCRIBE_CONFIGS)
+    assert codes_of(await a.call(32, 4, **fields), *path) == [0, 0, 0]
 
 
 async def _alter_configs(a: Api, api: int, version: int) -> None:
     extra = {"config_operation": 0} if api == 44 else {}
     cfg = a.n(api, version, "AlterableConfig", name="retention.ms", value="1000", **extra)
+    gcfg = a.n(api, version, "AlterableConfig", name="share.auto.offset.reset",
+               value="earliest", **extra)
     fields = dict(validate_only=True, resources=(
         a.n(api, version, "AlterConfigsResource", resource_type=TOPIC_RES, resource_name="t",
             configs=(cfg,)),
         a.n(api, version, "AlterConfigsResource", resource_type=BROKER_RES,
-            resource_name="1", configs=())))
+            resource_name="1", configs=()),
+        a.n(api, version, "AlterConfigsResource", resource_type=GROUP_RES,
+            resource_name="g", configs=(gcfg,))))
     path = ("responses", "error_code")
     assert codes_of(await a.call(api, version, **fields), *path) == [TOPIC_DENIED,
-                                                                      CLUSTER_DENIED]
+                                                                      CLUSTER_DENIED,
+                                                                      GROUP_DENIED]
     a.allow(T, "t", O.DESCRIBE_CONFIGS)  # not enough to alter
+    a.allow(G, "g", O.DESCRIBE_CONFIGS)
     a.allow(C, "kafka-cluster", O.ALTER_CONFIGS)
-    assert codes_of(await a.call(api, version, **fields), *path)[0] == TOPIC_DENIED
+    assert codes_of(await a.call(api, version, **fields), *path) == [TOPIC_DENIED, 0,
+                                                                      GROUP_DENIED]
     a.allow(T, "t", O.ALTER_CONFIGS)
-    assert codes_of(await a.call(api, version, **fields), *path) == [0, 0]
+    a.allow(G, "g", O.ALTER_CONFIGS)
+    assert codes_of(await a.call(api, version, **fields), *path) == [0, 0, 0]
 
 
 @case(74)

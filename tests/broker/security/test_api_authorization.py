@@ -15,7 +15,7 @@ import pytest
 
 from kafkalite.broker.cluster import BoundListener
 from kafkalite.broker.compose import build_broker
-from kafkalite.broker.config import Config
+from kafkalite.broker.config.properties import Config
 from kafkalite.protocol import apis as codecs
 
 # The case modules register their cases in CASES when imported.

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.security.certs import CertFiles, broker_properties, make_certs
 from kafkalite.broker.security.listeners import (
     ListenerProps,
@@ -161,11 +161,37 @@ def test_tls_config_errors(certs: CertFiles) -> None:
     with pytest.raises(ConfigError, match="truststore"):
         server_context(ListenerProps("SSL", {"ssl.keystore.location": str(certs.broker_keystore),
                                              "ssl.client.auth": "required"}))
-    with pytest.raises(ConfigError, match="not supported"):
+    with pytest.raises(ConfigError, match=r"ssl\.keystore\.type BCFKS is not supported"):
+        server_context(ListenerProps("SSL", {"ssl.keystore.type": "BCFKS",
+                                             "ssl.keystore.location": "x.bcfks"}))
+    with pytest.raises(ConfigError, match=r"ssl\.keystore\.location: cannot read x\.jks"):
         server_context(ListenerProps("SSL", {"ssl.keystore.type": "JKS",
                                              "ssl.keystore.location": "x.jks"}))
     with pytest.raises(ConfigError, match="protocol"):
         server_context(ListenerProps("SSL", {"ssl.enabled.protocols": "SSLv3"}))
+
+
+def test_key_stores_are_read_by_content_as_java_reads_them(
+        certs: CertFiles, tmp_path: Path) -> None:
+    # keytool writes PKCS12 whatever the file is called; Kafka's default type (JKS) reads it.
+    keystore, truststore = tmp_path / "broker.keystore.jks", tmp_path / "truststore.jks"
+    keystore.write_bytes(certs.broker_p12.read_bytes())
+    truststore.write_bytes(certs.truststore_p12.read_bytes())
+    for typ in ({}, {"ssl.keystore.type": "JKS", "ssl.truststore.type": "JKS"}):
+        ctx = server_context(ListenerProps("SSL", {
+            **typ, "ssl.keystore.location": str(keystore),
+            "ssl.keystore.password": "kafkalite", "ssl.client.auth": "required",
+            "ssl.truststore.location": str(truststore),
+            "ssl.truststore.password": "kafkalite"}))
+        _handshake(ctx, _client(certs, True))
+    jks = tmp_path / "real.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + bytes(40))
+    with pytest.raises(ConfigError, match=r"is a JKS key store.*-deststoretype PKCS12"):
+        server_context(ListenerProps("SSL", {"ssl.keystore.location": str(jks)}))
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01")
+    with pytest.raises(ConfigError, match="neither a PEM file nor a PKCS12"):
+        server_context(ListenerProps("SSL", {"ssl.keystore.location": str(junk)}))
 
 
 def test_enabled_protocols_limit_versions(certs: CertFiles) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from scramp import ScramClient
 
-from kafkalite.broker.config import ConfigError
+from kafkalite.broker.config.properties import ConfigError
 from kafkalite.broker.security.authenticator import FORWARD, Close, SaslAuthenticator, State
 from kafkalite.broker.security.jaas import parse_jaas, plain_users
 from kafkalite.broker.security.listeners import ListenerProps

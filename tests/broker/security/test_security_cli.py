@@ -10,7 +10,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from kafkalite.broker.cli import main
+from kafkalite.broker.cli.main import main
 from kafkalite.broker.security.scram import ScramStore
 
 

@@ -13,7 +13,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 USER_V1 = json.dumps({"type": "record", "name": "User", "namespace": "t", "fields": [
     {"name": "name", "type": "string"}]})

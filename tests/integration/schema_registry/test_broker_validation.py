@@ -12,7 +12,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import NewRecord, build_batch
 from tests.integration.test_produce_errors import Client

@@ -16,7 +16,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 ORDER = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Order",
          "type": "object", "additionalProperties": False,
@@ -131,3 +131,56 @@ def test_protobuf_text_schemas(schema_registry_url: str) -> None:
     client.set_compatibility("m", "NONE")
     client.register_schema("m", Schema(removed, "PROTOBUF"))
     assert client.get_versions("m") == [1, 2]
+
+
+def test_text_schema_read_by_the_python_deserializer(schema_registry_url: str) -> None:
+    """A schema registered as .proto text (as KafkaJS or Java clients register them) is
+    given as a descriptor with format=serialized, which the Python deserializer needs."""
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    text = ('syntax = "proto3";\npackage shop;\nmessage Item {\n  string name = 1;\n'
+            '  int32 qty = 2;\n  map<string, int32> tags = 3;\n  Kind kind = 4;\n'
+            '  enum Kind { NONE = 0; BIG = 1; }\n}\n')
+    schema_id = client.register_schema("text-value", Schema(text, "PROTOBUF"))
+    item = _message_class([("name", 1, STRING), ("qty", 2, INT32)])
+    payload = b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + \
+        item(name="box", qty=4).SerializeToString()
+    reader = SchemaRegistryClient({"url": schema_registry_url})  # another process's cache
+    de = ProtobufDeserializer(item, {"use.deprecated.format": False}, reader)
+    got = de(payload, SerializationContext("text", MessageField.VALUE))
+    assert (got.name, got.qty) == ("box", 4)
+    # Without the format the text comes back as registered.
+    assert client.get_schema(schema_id).schema_str == text.strip()
+
+
+def test_protobuf_imports_registered_as_references(kafkalite_registry_broker: BrokerThread
+                                                   ) -> None:
+    client = SchemaRegistryClient({"url": kafkalite_registry_broker.schema_registry_url})
+    dep = descriptor_pb2.FileDescriptorProto(name="geo/addr.proto", package="geo",
+                                             syntax="proto3")
+    addr = dep.message_type.add(name="Addr")
+    addr.field.add(name="city", number=1, type=STRING,
+                   label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    main = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop",
+                                              syntax="proto3", dependency=["geo/addr.proto"])
+    order = main.message_type.add(name="Order")
+    order.field.add(name="to", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                    type_name=".geo.Addr",
+                    label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(dep)
+    pool.Add(main)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    ctx = SerializationContext("orders-pb", MessageField.VALUE)
+    data = ProtobufSerializer(cls, client, {"use.deprecated.format": False})(
+        cls(to={"city": "Oslo"}), ctx)
+    latest = client.get_latest_version("orders-pb-value")
+    assert [(r.name, r.subject, r.version) for r in latest.schema.references] == [
+        ("geo/addr.proto", "geo/addr.proto", 1)]
+    reader = SchemaRegistryClient({"url": kafkalite_registry_broker.schema_registry_url})
+    got = ProtobufDeserializer(cls, {"use.deprecated.format": False}, reader)(data, ctx)
+    assert got.to.city == "Oslo"
+    # The imported file is referenced: it cannot be deleted while the order uses it.
+    with pytest.raises(SchemaRegistryError) as e:
+        client.delete_subject("geo/addr.proto")
+    assert e.value.error_code == 42206
+    assert client.get_referenced_by("geo/addr.proto", 1) == [latest.schema_id]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.testing import BrokerThread
+from kafkalite.broker.testing.fixtures import BrokerThread
 
 CT = "application/vnd.schemaregistry.v1+json"
 
@@ -33,6 +33,7 @@ def schemas_end(broker: BrokerThread) -> int:
     return broker.call(end)
 
 
+DEEP = '{"type":"object","properties":{"a":' * 2000 + "{}" + "}}" * 2000
 GOOD = json.dumps({"schema": json.dumps({"type": "record", "name": "R", "fields": [
     {"name": "a", "type": "int"}]})}).encode()
 
@@ -66,6 +67,9 @@ GOOD = json.dumps({"schema": json.dumps({"type": "record", "name": "R", "fields"
     ("/config/nosuch", "GET", None, 404, 40408),
     ("/mode/nosuch", "GET", None, 404, 40409),
     ("/subjects/s/versions", "POST", b"x" * (5 * 1024 * 1024), 413, 413),
+    ("/subjects/s/versions", "POST", b"[" * 100_000, 400, 400),
+    ("/subjects/s/versions", "POST", json.dumps({"schemaType": "JSON", "schema": DEEP}).encode(),
+     422, 42201),
     ("/no/such/endpoint", "GET", None, 404, 404),
 ])
 def test_refused_with_confluent_codes(kafkalite_registry_broker: BrokerThread, path: str,

@@ -1,0 +1,323 @@
+"""What ``kafkalite groups`` shows of a consumer group, gathered over the Kafka protocol
+alone (so it works against any Kafka broker): the group's coordinator (FindCoordinator),
+its members and their assignments, its committed offsets (OffsetFetch) and the log end
+offsets of those partitions from their leaders (Metadata, ListOffsets).
+
+Members come from the first describer in ``DESCRIBERS`` that knows the group:
+ConsumerGroupDescribe (KIP-848 consumer groups: group, assignment and member epochs,
+target assignments) when the broker serves it, then DescribeGroups (classic groups, whose
+consumer-protocol assignments are decoded). A new group type adds its describer there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.client.kafka import RawConnection, request, request_class
+from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.build import build
+from kafkalite.protocol.errors import ErrorCode, ProtocolError
+
+FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, OFFSET_FETCH = 10, 15, 16, 9
+METADATA, LIST_OFFSETS, CONSUMER_GROUP_DESCRIBE = 3, 2, 69
+LATEST = -1
+CLIENT_ID = "kafkalite-groups"
+
+
+class GroupError(Exception):
+    pass
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    #: topic -> partitions it owns now.
+    assignment: dict[str, list[int]]
+    #: The member epoch (consumer groups; None for classic members).
+    epoch: int | None = None
+    #: topic -> partitions it is to own (consumer groups, while reconciling).
+    target: dict[str, list[int]] | None = None
+    subscription: list[str] | None = None
+
+
+@dataclass
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int | None
+    log_end: int | None
+    owner: Member | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.committed is None or self.log_end is None or self.log_end < 0:
+            return None
+        return max(self.log_end - self.committed, 0)
+
+
+@dataclass
+class GroupView:
+    group_id: str
+    #: "classic" or "consumer".
+    group_type: str
+    state: str
+    protocol_type: str
+    #: The assignment strategy of a classic group, the server assignor of a consumer group.
+    assignor: str
+    coordinator: tuple[int, str, int]
+    members: list[Member]
+    #: Consumer groups only: the group epoch and the epoch of its target assignment.
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+    partitions: list[PartitionLag] = field(default_factory=list)
+
+    @property
+    def exists(self) -> bool:
+        return self.state not in ("Dead", "") or bool(self.members) or bool(self.partitions)
+
+
+class Connections:
+    """One connection per broker address, opened when first needed."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._open: dict[str, RawConnection] = {}
+
+    def get(self, address: str | None = None) -> RawConnection:
+        address = address or self.bootstrap
+        conn = self._open.get(address)
+        if conn is None:
+            try:
+                conn = self._open[address] = RawConnection(address, CLIENT_ID)
+            except OSError as e:
+                raise GroupError(f"cannot connect to {address}: {e}") from None
+        return conn
+
+    def close(self) -> None:
+        for conn in self._open.values():
+            conn.close()
+        self._open.clear()
+
+    def __enter__(self) -> Connections:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _check(code: Any, what: str) -> None:
+    if int(code) != 0:
+        raise GroupError(f"{what}: {ErrorCode(int(code)).name.upper()}")
+
+
+def find_coordinator(conns: Connections, group_id: str) -> tuple[int, str, int]:
+    conn = conns.get()
+    v = conn.version(FIND_COORDINATOR, 4)
+    if v >= 4:
+        resp = conn.call(request(FIND_COORDINATOR, v, key_type=0, coordinator_keys=(group_id,)))
+        c = resp.coordinators[0]
+        _check(c.error_code, "FindCoordinator")
+        return int(c.node_id), c.host, int(c.port)
+    resp = conn.call(request(FIND_COORDINATOR, v, key=group_id, key_type=0))
+    _check(resp.error_code, "FindCoordinator")
+    return int(resp.node_id), resp.host, int(resp.port)
+
+
+# --- describers: the first that knows the group answers ----------------------------------
+
+
+def _supports(conn: RawConnection, api_key: int) -> bool:
+    return api_key in conn.versions
+
+
+def describe_consumer_group(conn: RawConnection, group_id: str,
+                            coordinator: tuple[int, str, int]) -> GroupView | None:
+    """A KIP-848 consumer group (ConsumerGroupDescribe); None when the broker does not
+    serve the API or the group is not a consumer group."""
+    if not _supports(conn, CONSUMER_GROUP_DESCRIBE):
+        return None
+    v = conn.version(CONSUMER_GROUP_DESCRIBE, 1)
+    resp = conn.call(request(CONSUMER_GROUP_DESCRIBE, v, group_ids=(group_id,),
+                             include_authorized_operations=False))
+    g = resp.groups[0]
+    if int(g.error_code) == ErrorCode.group_id_not_found.value:
+        return None  # a classic group, or none at all: the next describer says which
+    _check(g.error_code, "ConsumerGroupDescribe")
+    return consumer_group_view(g, coordinator)
+
+
+def consumer_group_view(g: Any, coordinator: tuple[int, str, int]) -> GroupView:
+    """A ConsumerGroupDescribe group entry as a GroupView."""
+    def parts(assignment: Any) -> dict[str, list[int]]:
+        return {tp.topic_name: sorted(int(p) for p in tp.partitions)
+                for tp in assignment.topic_partitions}
+
+    members = [Member(
+        member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
+        host=m.client_host, assignment=parts(m.assignment), epoch=int(m.member_epoch),
+        target=parts(m.target_assignment),
+        subscription=list(m.subscribed_topic_names) or (
+            [m.subscribed_topic_regex] if m.subscribed_topic_regex else None))
+        for m in g.members]
+    return GroupView(group_id=g.group_id, group_type="consumer", state=g.group_state,
+                     protocol_type="consumer", assignor=g.assignor_name,
+                     coordinator=coordinator, members=members,
+                     group_epoch=int(g.group_epoch), assignment_epoch=int(g.assignment_epoch))
+
+
+def describe_classic_group(conn: RawConnection, group_id: str,
+                           coordinator: tuple[int, str, int]) -> GroupView | None:
+    """A classic group (DescribeGroups); consumer-protocol assignments are decoded."""
+    v = conn.version(DESCRIBE_GROUPS, 5)
+    resp = conn.call(request(DESCRIBE_GROUPS, v, groups=(group_id,),
+                             include_authorized_operations=False))
+    g = resp.groups[0]
+    _check(g.error_code, "DescribeGroups")
+    members = []
+    for m in g.members:
+        assignment: dict[str, list[int]] = {}
+        subscription = None
+        if g.protocol_type == "consumer":
+            try:
+                decoded = co.decode_assignment(m.member_assignment) \
+                    if m.member_assignment else None
+                for tp in decoded.assigned_partitions if decoded is not None else ():
+                    assignment[tp.topic] = sorted({*assignment.get(tp.topic, ()),
+                                                   *tp.partitions})
+                if m.member_metadata:
+                    subscription = list(co.decode_subscription(m.member_metadata).topics)
+            except (ProtocolError, UnicodeDecodeError):
+                pass  # a consumer-protocol payload this client cannot read
+        members.append(Member(member_id=m.member_id,
+                              instance_id=getattr(m, "group_instance_id", None),
+                              client_id=m.client_id, host=m.client_host,
+                              assignment=assignment, subscription=subscription))
+    return GroupView(group_id=g.group_id, group_type="classic", state=g.group_state,
+                     protocol_type=g.protocol_type, assignor=g.protocol_data,
+                     coordinator=coordinator, members=members)
+
+
+Describer = Callable[[RawConnection, str, tuple[int, str, int]], GroupView | None]
+#: Tried in order; the first that returns a view describes the group.
+DESCRIBERS: tuple[Describer, ...] = (describe_consumer_group, describe_classic_group)
+
+
+# --- offsets and lag --------------------------------------------------------------------
+
+
+def committed_offsets(conn: RawConnection, group_id: str) -> dict[tuple[str, int], int]:
+    v = conn.version(OFFSET_FETCH, 8)
+    if v >= 8:
+        group_t = request_class(OFFSET_FETCH, v, "OffsetFetchRequestGroup")
+        resp = conn.call(request(OFFSET_FETCH, v, require_stable=False, groups=(
+            build(group_t, group_id=group_id, member_id=None, member_epoch=-1, topics=None),)))
+        _check(resp.groups[0].error_code, "OffsetFetch")
+        topics = resp.groups[0].topics
+    else:
+        resp = conn.call(request(OFFSET_FETCH, v, group_id=group_id, topics=None,
+                                 require_stable=False))
+        _check(getattr(resp, "error_code", 0), "OffsetFetch")
+        topics = resp.topics
+    return {(t.name, int(p.partition_index)): int(p.committed_offset)
+            for t in topics for p in t.partitions
+            if int(p.error_code) == 0 and int(p.committed_offset) >= 0}
+
+
+def log_end_offsets(conns: Connections, tps: Iterable[tuple[str, int]]
+                    ) -> dict[tuple[str, int], int]:
+    """The latest offset of each partition, asked of its leader."""
+    wanted = sorted(set(tps))
+    if not wanted:
+        return {}
+    conn = conns.get()
+    v = conn.version(METADATA, 12)
+    topic_t = request_class(METADATA, v, "MetadataRequestTopic")
+    meta = conn.call(request(METADATA, v, allow_auto_topic_creation=False,
+                             include_topic_authorized_operations=False,
+                             include_cluster_authorized_operations=False,
+                             topics=tuple(build(topic_t, name=t, topic_id=None)
+                                          for t in sorted({t for t, _p in wanted}))))
+    addresses = {int(b.node_id): f"{b.host}:{b.port}" for b in meta.brokers}
+    leaders = {(t.name, int(p.partition_index)): int(p.leader_id)
+               for t in meta.topics for p in t.partitions}
+    by_leader: dict[int, list[tuple[str, int]]] = {}
+    for tp in wanted:
+        if tp in leaders:
+            by_leader.setdefault(leaders[tp], []).append(tp)
+    out: dict[tuple[str, int], int] = {}
+    for leader, tps_of in by_leader.items():
+        if leader not in addresses:
+            continue
+        lconn = conns.get(addresses[leader])
+        lv = lconn.version(LIST_OFFSETS, 7)
+        ltopic_t = request_class(LIST_OFFSETS, lv, "ListOffsetsTopic")
+        lpart_t = request_class(LIST_OFFSETS, lv, "ListOffsetsPartition")
+        topics: dict[str, list[int]] = {}
+        for t, p in tps_of:
+            topics.setdefault(t, []).append(p)
+        resp = lconn.call(request(LIST_OFFSETS, lv, replica_id=-1, isolation_level=0,
+                                  topics=tuple(build(ltopic_t, name=t, partitions=tuple(
+                                      build(lpart_t, partition_index=p, current_leader_epoch=-1,
+                                            timestamp=LATEST) for p in ps))
+                                      for t, ps in topics.items())))
+        for t in resp.topics:
+            for p in t.partitions:
+                if int(p.error_code) == 0:
+                    out[t.name, int(p.partition_index)] = int(p.offset)
+    return out
+
+
+def describe_group(bootstrap: str, group_id: str) -> GroupView:
+    """Members, assignments, committed offsets and lag of ``group_id``."""
+    with Connections(bootstrap) as conns:
+        coordinator = find_coordinator(conns, group_id)
+        _node, host, port = coordinator
+        conn = conns.get(f"{host}:{port}")
+        view = None
+        for describer in DESCRIBERS:
+            view = describer(conn, group_id, coordinator)
+            if view is not None:
+                break
+        assert view is not None  # DescribeGroups answers for any group id
+        committed = committed_offsets(conn, group_id)
+        owners = {(t, p): m for m in view.members for t, ps in m.assignment.items()
+                  for p in ps}
+        tps = set(committed) | set(owners)
+        ends = log_end_offsets(conns, tps)
+        view.partitions = [PartitionLag(t, p, committed.get((t, p)), ends.get((t, p)),
+                                        owners.get((t, p))) for t, p in sorted(tps)]
+        return view
+
+
+@dataclass
+class ListedGroup:
+    group_id: str
+    group_type: str
+    state: str
+    protocol_type: str
+
+
+def list_groups(bootstrap: str) -> list[ListedGroup]:
+    """Every group the broker (each broker, for a cluster) coordinates."""
+    with Connections(bootstrap) as conns:
+        conn = conns.get()
+        v = conn.version(METADATA, 12)
+        meta = conn.call(request(METADATA, v, topics=(), allow_auto_topic_creation=False,
+                                 include_topic_authorized_operations=False,
+                                 include_cluster_authorized_operations=False))
+        out: dict[str, ListedGroup] = {}
+        for b in meta.brokers:
+            bconn = conns.get(f"{b.host}:{b.port}")
+            lv = bconn.version(LIST_GROUPS, 5)
+            resp = bconn.call(request(LIST_GROUPS, lv, states_filter=(), types_filter=()))
+            _check(resp.error_code, "ListGroups")
+            for g in resp.groups:
+                out[g.group_id] = ListedGroup(
+                    g.group_id, getattr(g, "group_type", "") or "classic",
+                    getattr(g, "group_state", ""), g.protocol_type)
+        return sorted(out.values(), key=lambda g: g.group_id)

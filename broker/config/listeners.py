@@ -1,0 +1,65 @@
+"""The listener settings dynamic broker configs change while the broker runs: each
+listener's TLS and SASL security (``listener.name.<l>.ssl.keystore.location``, ...) and
+the connection limits. As in Kafka, new connections take the new settings; open ones keep
+theirs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..limits import ConnectionQuotas, Limits
+from ..security.scram import ScramStore
+from ..security.setup import ListenerSecurity, listener_security
+from .properties import Config
+
+_LIMITS = frozenset({"max.connections", "max.connections.per.ip",
+                     "max.connections.per.ip.overrides"})
+
+
+class ListenerSecurityMap:
+    """The security of every listener by name, rebuilt from the config when a dynamic SSL
+    or SASL setting changes (a keystore that does not load refuses the change)."""
+
+    def __init__(self, config: Config, scram: ScramStore) -> None:
+        self.config = config
+        self.scram = scram
+        self.by_name: dict[str, ListenerSecurity] = {}
+        self._pending: dict[str, ListenerSecurity] | None = None
+
+    def load(self, names: list[str]) -> list[ListenerSecurity]:
+        """Build every listener's security (raises before any listener binds)."""
+        self.by_name = {n: listener_security(self.config, n, self.scram) for n in names}
+        return [self.by_name[n] for n in names]
+
+    def __getitem__(self, name: str) -> ListenerSecurity:
+        return self.by_name[name]
+
+    def reconfigurable(self, name: str) -> bool:
+        return name.startswith(("listener.name.", "ssl.", "sasl."))
+
+    def validate_reconfiguration(self, config: Config) -> None:
+        self._pending = {n: listener_security(config, n, self.scram) for n in self.by_name}
+
+    def reconfigure(self, config: Config) -> None:
+        pending, self._pending = self._pending, None
+        self.by_name = pending if pending is not None else {
+            n: listener_security(config, n, self.scram) for n in self.by_name}
+
+
+class ConnectionLimitsConfigs:
+    """``max.connections``, ``max.connections.per.ip`` and its overrides, applied to the
+    next connections accepted."""
+
+    def __init__(self, quotas: Callable[[], ConnectionQuotas | None]) -> None:
+        self.quotas = quotas
+
+    def reconfigurable(self, name: str) -> bool:
+        return name in _LIMITS
+
+    def validate_reconfiguration(self, config: Config) -> None:
+        Limits.from_config(config)
+
+    def reconfigure(self, config: Config) -> None:
+        quotas = self.quotas()
+        if quotas is not None:
+            quotas.limits = Limits.from_config(config)

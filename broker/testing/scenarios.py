@@ -1,0 +1,86 @@
+"""Coordinator scenarios by name, for the admin API, ``kafkalite ctl scenario`` and the
+test fixtures: each runs one of the core's scenario transitions (``coordinator/
+scenarios.py``) or holds a ``__consumer_offsets`` partition, through the runtime, so what
+clients see is what a broker in that state sends them. Call ``run`` on the broker's loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafkalite.coordinator.core import GroupCoordinatorCore
+from kafkalite.coordinator.results import Outcome
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import OFFSETS_TOPIC
+
+NAMES = ("rebalance", "expire-member", "evict-member", "fence-static-member",
+         "partition-loading", "partition-moved")
+
+
+class ScenarioError(ValueError):
+    """A scenario that does not exist, or parameters it cannot run with."""
+
+
+def _text(params: Mapping[str, Any], name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{name} is required (a non-empty string)")
+    return value
+
+
+def _int(params: Mapping[str, Any], name: str, default: int | None = None) -> int:
+    value = params.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ScenarioError(f"{name} is required (a non-negative integer)")
+    return value
+
+
+class CoordinatorScenarios:
+    def __init__(self, runtime: CoordinatorRuntime) -> None:
+        self.runtime = runtime
+
+    def run(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Run scenario ``name``; the outcome as JSON: ``error`` is Kafka's error name
+        (NONE when it took effect), with what it acted on."""
+        rt = self.runtime
+        groups = rt.groups
+        if name in ("partition-loading", "partition-moved"):
+            if "partition" in params:
+                partition = _int(params, "partition")
+                count = rt.topics[OFFSETS_TOPIC].num_partitions
+                if partition >= count:
+                    raise ScenarioError(f"__consumer_offsets has {count}"
+                                        f" partitions, not {partition + 1}")
+            else:
+                gid = _text(params, "group_id")
+                partition = groups.read(lambda g, _now: g.partition_for(gid))
+            for_ms = _int(params, "for_ms")
+            moved = name == "partition-moved"
+            rt.hold_partition(OFFSETS_TOPIC, partition, for_ms, moved)
+            return {"error": "NONE", "partition": partition, "for_ms": for_ms,
+                    "answers": "NOT_COORDINATOR" if moved else "COORDINATOR_LOAD_IN_PROGRESS"}
+        group_id = _text(params, "group_id")
+        op: Callable[[GroupCoordinatorCore, int], Outcome]
+        if name == "rebalance":
+            op = lambda g, now: g.force_rebalance(now, group_id)  # noqa: E731
+        elif name == "expire-member":
+            mid = _text(params, "member_id")
+            op = lambda g, now: g.expire_member(now, group_id, mid)  # noqa: E731
+        elif name == "evict-member":
+            mid = _text(params, "member_id")
+            op = lambda g, now: g.evict_member(now, group_id, mid)  # noqa: E731
+        elif name == "fence-static-member":
+            iid = _text(params, "group_instance_id")
+            op = lambda g, now: g.fence_static_member(now, group_id, iid)  # noqa: E731
+        else:
+            raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(NAMES)}")
+        err: ErrorCode = groups.write(op)
+        result: dict[str, Any] = {"error": err.name.upper(), "group_id": group_id}
+        if name == "fence-static-member" and err is ErrorCode.none:
+            group = groups.read(lambda g, _now: g.group(group_id))
+            member = None if group is None else group.static_member_id(
+                params["group_instance_id"])
+            result["member_id"] = member
+        return result

@@ -1,0 +1,162 @@
+"""The broker's storage: the topic catalogue, the partition logs kept in step with it, and
+topic config resolution (topic override, then broker property, then Kafka's default)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+
+from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.storage.catalog import InvalidTopicName, TopicCatalog, TopicInfo, validate_topic_name
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.manager import LogManager
+from kafkalite.storage.topic_config import BrokerLevels, ResolvedConfig, resolve
+
+from .config.properties import Config
+
+log = structlog.get_logger("kafkalite.broker")
+
+
+class TopicConfigs:
+    """Effective topic configs; the log manager reads them through ``value``."""
+
+    __slots__ = ("catalog", "config")
+
+    def __init__(self, config: Config, catalog: TopicCatalog) -> None:
+        self.config = config
+        self.catalog = catalog
+
+    def levels(self) -> BrokerLevels:
+        """The broker levels topic configs fall back to (dynamic, static, defaults)."""
+        return self.config.levels()
+
+    def overrides(self, topic: str) -> dict[str, str]:
+        info = self.catalog.get(topic)
+        return info.configs if info else {}
+
+    def resolved(self, topic: str, name: str) -> ResolvedConfig:
+        return resolve(self.overrides(topic), self.config.levels(), name)
+
+    def value(self, topic: str, name: str) -> str:
+        return self.resolved(topic, name).value
+
+
+class Storage:
+    """Topics and their logs, as the handlers and the coordinator use them."""
+
+    def __init__(self, config: Config, catalog: TopicCatalog, topic_configs: TopicConfigs,
+                 logs: LogManager) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.topic_configs = topic_configs
+        self.logs = logs
+        #: Checks a client's batch for a topic before it is appended (raising the log's
+        #: record errors): the Schema Registry's broker-side validation, when it is on.
+        self.schema_check: Callable[[str, bytes], None] | None = None
+
+    # --- topics ---------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
+        internal: bool = False,
+    ) -> TopicInfo:
+        """Create a topic in the catalogue; its logs follow on the catalogue event."""
+        n = self.config.int("num.partitions") if partitions is None else partitions
+        info = self.catalog.create(name, n, configs, internal=internal)
+        log.info("topic.created", topic=name, partitions=n, topic_id=str(info.topic_id))
+        return info
+
+    def auto_create(self, name: str) -> TopicInfo:
+        """Create a topic a client asked for, as Kafka's AutoTopicCreationManager."""
+        if name == OFFSETS_TOPIC:
+            cfg = self.config
+            return self.create_topic(
+                name,
+                cfg.int("offsets.topic.num.partitions"),
+                {"cleanup.policy": "compact", "compression.type": "producer",
+                 "segment.bytes": cfg.raw("offsets.topic.segment.bytes")},
+                internal=True,
+            )
+        if name == TRANSACTION_STATE_TOPIC:
+            self.ensure_transaction_topic(self.config.int("transaction.state.log.num.partitions"))
+            found = self.catalog.get(name)
+            assert found is not None
+            return found
+        info = self.create_topic(name)
+        log.info("topic.auto_created", topic=name, partitions=info.partitions)
+        return info
+
+    def ensure_offsets_topic(self, partitions: int) -> None:
+        """Like Kafka, ``__consumer_offsets`` is created on first use (FindCoordinator for
+        a group, or the coordinator's first write)."""
+        if self.catalog.get(OFFSETS_TOPIC) is None:
+            self.create_topic(
+                OFFSETS_TOPIC,
+                partitions,
+                {"cleanup.policy": "compact",
+                 "segment.bytes": str(self.config.int("offsets.topic.segment.bytes"))},
+                internal=True,
+            )
+
+    def ensure_transaction_topic(self, partitions: int) -> None:
+        """``__transaction_state`` on first use (FindCoordinator for a transactional id,
+        or the transaction coordinator's first write), with the configs Kafka's
+        TransactionStateManager gives it."""
+        if self.catalog.get(TRANSACTION_STATE_TOPIC) is None:
+            self.create_topic(
+                TRANSACTION_STATE_TOPIC,
+                partitions,
+                {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                 "segment.bytes": str(self.config.int("transaction.state.log.segment.bytes"))},
+                internal=True,
+            )
+
+    def name_collision(self, name: str) -> str | None:
+        """An existing topic whose name differs from ``name`` only in '.' versus '_'."""
+        if "." not in name and "_" not in name:
+            return None
+        key = name.replace(".", "_")
+        for t in self.catalog:
+            if t.name != name and t.name.replace(".", "_") == key:
+                return t.name
+        return None
+
+    def resolve_topic(self, name: str, allow_create: bool) -> TopicInfo | InvalidTopicName | None:
+        """The topic to write to or read from, auto-created where the broker allows it:
+        None when it does not exist, ``InvalidTopicName`` when it could not."""
+        info = self.catalog.get(name)
+        if info is not None:
+            return info
+        if not allow_create or not self.config.bool("auto.create.topics.enable"):
+            return None
+        try:
+            validate_topic_name(name)
+        except InvalidTopicName as e:
+            return e
+        return self.auto_create(name)
+
+    # --- logs -----------------------------------------------------------------------
+
+    def on_topic_event(self, event: str, info: TopicInfo) -> None:
+        """Catalogue listener: creates, reconfigures and deletes the topic's logs."""
+        if event == "deleted":
+            self.logs.delete_topic(info.name)
+            return
+        for p in range(info.partitions):
+            self.logs.get_or_create(info.name, p)
+        # Also on creation: a log opened before its topic existed took the defaults.
+        self.logs.reconfigure(info.name)
+
+    def compacted_logs(self) -> list[tuple[PartitionLog, int]]:
+        """(log, delete.retention.ms) of every compacted log, ``__consumer_offsets`` first."""
+        logs = [plog for plog in self.logs if "compact" in plog.config.cleanup_policy]
+        logs.sort(key=lambda lg: (lg.topic != OFFSETS_TOPIC, lg.topic, lg.partition))
+        return [(plog, int(self.topic_configs.value(plog.topic, "delete.retention.ms")))
+                for plog in logs]
+
+    async def start(self) -> None:
+        self.logs.load({t.name: t.partitions for t in self.catalog})
+
+    async def stop(self) -> None:
+        self.logs.close()

@@ -1,0 +1,160 @@
+"""The shape of the code, read with ``ast``: objects are composed, not stacked (no project
+class built from two or more project classes, no inheritance chain in ``coordinator/``
+deeper than two), and request handlers reach the coordinators only through the runtime's
+entry points (no handler module names a core, the timers or the scheduler)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: kafkalite/ links each top-level package of the repository into the import package.
+PACKAGE = ROOT / "kafkalite"
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    #: Classes defined here: name -> base expressions.
+    classes: dict[str, list[ast.expr]] = field(default_factory=dict)
+    #: Local name -> (module, attribute) for ``from m import a``; (module, "") for modules.
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def _package_dirs() -> list[Path]:
+    return sorted(p for p in PACKAGE.iterdir() if p.is_dir() and p.is_symlink())
+
+
+def _modules() -> dict[str, Module]:
+    out: dict[str, Module] = {}
+    for pkg in _package_dirs():
+        base = pkg.resolve()
+        for path in sorted(base.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            rel = path.relative_to(base).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join(["kafkalite", pkg.name, *parts])
+            is_package = path.name == "__init__.py"
+            mod = Module(name, path, ast.parse(path.read_text(), str(path)))
+            for node in ast.walk(mod.tree):
+                if isinstance(node, ast.ClassDef):
+                    mod.classes[node.name] = list(node.bases)
+                elif isinstance(node, ast.ImportFrom):
+                    src = _absolute(name, is_package, node.level, node.module)
+                    for a in node.names:
+                        mod.imports[a.asname or a.name] = (src, a.name)
+                elif isinstance(node, ast.Import):
+                    for a in node.names:
+                        mod.imports[a.asname or a.name.split(".")[0]] = (
+                            a.name if a.asname else a.name.split(".")[0], "")
+            out[name] = mod
+    return out
+
+
+def _absolute(module: str, is_package: bool, level: int, target: str | None) -> str:
+    if level == 0:
+        return target or ""
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    parts = parts[: len(parts) - (level - 1)]
+    return ".".join(parts + ([target] if target else []))
+
+
+Cls = tuple[str, str]  # (module, class name)
+
+
+def _resolve(mods: dict[str, Module], module: str, expr: ast.expr, hops: int = 0
+             ) -> Cls | None:
+    """The project class a base expression names, or None (a library's class)."""
+    if hops > 10:
+        return None
+    if isinstance(expr, ast.Subscript):  # Generic[T], a generic project class[T]
+        return _resolve(mods, module, expr.value, hops)
+    mod = mods.get(module)
+    if mod is None:
+        return None
+    if isinstance(expr, ast.Name):
+        if expr.id in mod.classes:
+            return (module, expr.id)
+        src = mod.imports.get(expr.id)
+        if src is None or src[0] not in mods or not src[1]:
+            return None
+        return _resolve(mods, src[0], ast.Name(src[1]), hops + 1)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        src = mod.imports.get(expr.value.id)
+        if src is None:
+            return None
+        target = f"{src[0]}.{src[1]}" if src[1] else src[0]
+        if target in mods:
+            return _resolve(mods, target, ast.Name(expr.attr), hops + 1)
+    return None
+
+
+def _project_bases(mods: dict[str, Module], cls: Cls) -> list[Cls]:
+    module, name = cls
+    found = (_resolve(mods, module, b) for b in mods[module].classes[name])
+    return [b for b in found if b is not None]
+
+
+def _depth(mods: dict[str, Module], cls: Cls, seen: frozenset[Cls] = frozenset()) -> int:
+    if cls in seen:
+        return 0
+    bases = _project_bases(mods, cls)
+    return 1 + max((_depth(mods, b, seen | {cls}) for b in bases), default=0)
+
+
+def _classes(mods: dict[str, Module]) -> Iterator[Cls]:
+    for name, mod in mods.items():
+        for cls in mod.classes:
+            yield (name, cls)
+
+
+#: What a handler must not name: the coordinators' cores, the timers, the scheduler.
+FORBIDDEN_NAMES = {"GroupCoordinatorCore", "TransactionCoordinatorCore", "Timers",
+                   "Scheduler"}
+FORBIDDEN_ATTRIBUTES = {"core", "timers", "scheduler"}
+FORBIDDEN_MODULES = ("kafkalite.coordinator.core", "kafkalite.timekeeping.timers",
+                     "kafkalite.timekeeping.scheduler", "kafkalite.coordinator.timers",
+                     "kafkalite.coordinator.scheduler")
+
+
+def _handler_modules(mods: dict[str, Module]) -> list[Module]:
+    """Every module in a ``handlers`` package of the broker, wherever it lives."""
+    return [m for name, m in mods.items()
+            if name.startswith("kafkalite.broker.") and ".handlers." in f"{name}."
+            and "handlers" in name.split(".")]
+
+
+def _offences(mod: Module) -> list[str]:
+    found = []
+    for node in ast.walk(mod.tree):
+        where = f"{mod.path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            found.append(f"{where} names {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
+            found.append(f"{where} reaches .{node.attr}")
+        elif isinstance(node, ast.alias) and node.name in FORBIDDEN_NAMES:
+            found.append(f"{where} imports {node.name}")
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+                a.name for a in node.names]
+            found += [f"{where} imports {n}" for n in names
+                      if n.startswith(FORBIDDEN_MODULES) or n.endswith(
+                          (".coordinator.core", ".timers", ".scheduler"))]
+    return found
+
+
+def test_handlers_reach_the_coordinators_only_through_the_runtime() -> None:
+    mods = _modules()
+    handlers = _handler_modules(mods)
+    assert len(handlers) > 10, "the request handlers were not found"
+    offences = [o for m in handlers for o in _offences(m)]
+    assert not offences, "handler modules that name a core, the timers or the scheduler:\n" \
+        + "\n".join(offences)
