@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalite.broker.config import Config, ConfigError
+from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.testing import BrokerThread
+from kafkalite.client.kafka import RawConnection, request
 from kafkalite.protocol import releases
-from kafkalite.protocol.client import RawConnection, request
 
 METADATA, SHARE_GROUP_HEARTBEAT, SHARE_FETCH = 3, 76, 78
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kafkalite.broker.testing import BrokerThread
-from kafkalite.protocol.client import RawConnection
+from kafkalite.client.kafka import RawConnection
 
 from ..kafka_reference import SASL_USERS, TEST_SETTINGS, KafkaAddress
 from .harness import Target
@@ -45,7 +45,7 @@ def warm_up(bootstrap: str, timeout: float = 60.0) -> None:
     """Kafka creates __consumer_offsets and __transaction_state on the first
     FindCoordinator and answers COORDINATOR_NOT_AVAILABLE until they are loaded: ask
     until both coordinators are known, so no scenario sees a start-up transient."""
-    from kafkalite.protocol.client import request
+    from kafkalite.client.kafka import request
 
     conn = RawConnection(bootstrap, "differential-warm-up")
     deadline = time.monotonic() + timeout

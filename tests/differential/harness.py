@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any
 
+from kafkalite.client.kafka import RawConnection
 from kafkalite.protocol.apis import codec, decode_response, encode_request
-from kafkalite.protocol.client import RawConnection
 from kafkalite.protocol.headers import encode_request_header, parse_response_header
 from kafkalite.protocol.records import NewRecord, build_batch, iter_records
 

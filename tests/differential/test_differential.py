@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from kafkalite.client.kafka import RawConnection, request
 from kafkalite.protocol import releases
-from kafkalite.protocol.client import RawConnection, request
 
 from ..kafka_reference import KAFKA_RELEASE
 from . import (  # noqa: F401  (registers the scenarios)
