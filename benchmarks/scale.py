@@ -4,7 +4,7 @@
 python -m benchmarks.scale soak [--members 1000] [--groups 100] [--seconds 60] [--ten-minutes]
 python -m benchmarks.scale cold [--members 1000]
 python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
-python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,tansu]
+python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
 ```
 
@@ -23,7 +23,8 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
   broker's RSS per partition and open file descriptors, Metadata latency for all topics,
   start-up time after a clean stop and recovery time after SIGKILL.
 - **startup**: process launch to an open port, and RSS after 2 s idle, kafkalite and Tansu
-  in the same run (median of RUNS).
+  in the same run (median of RUNS, the brokers taking turns). ``kafkalite-nodes3`` is
+  ``serve --nodes 3``, timed to its last node's port.
 - **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
   compaction (``benchmarks.offsets.reload``).
 """
@@ -282,9 +283,13 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) ->
 def startup_once(name: str) -> tuple[float, float]:
     port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
-    if name == "kafkalite":
+    if name.startswith("kafkalite"):
+        nodes = int(name.removeprefix("kafkalite").removeprefix("-nodes") or "1")
         args = [sys.executable, "-m", "kafkalite", "serve", "--data-dir", str(tmp / "data"),
-                "--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
+                "--listen", f"127.0.0.1:{port}", "--log-level", "warning",
+                *(["--nodes", str(nodes)] if nodes > 1 else [])]
+        # Nodes listen in order: the last one's port open means every one is.
+        port += nodes - 1
     else:
         from benchmarks.common import tansu_binary
 
@@ -313,12 +318,15 @@ def startup_once(name: str) -> tuple[float, float]:
 
 
 def startup(runs: int, brokers: list[str]) -> None:
-    rows = []
     for name in brokers:
         startup_once(name)  # warm-up: byte-code caches, page cache
-        got = [startup_once(name) for _ in range(runs)]
-        rows.append((name, statistics.median(t for t, _ in got) * 1000,
-                     min(t for t, _ in got) * 1000, statistics.median(r for _, r in got)))
+    # The brokers take turns, so a change in the machine's load reaches each alike.
+    got: dict[str, list[tuple[float, float]]] = {name: [] for name in brokers}
+    for _ in range(runs):
+        for name in brokers:
+            got[name].append(startup_once(name))
+    rows = [(name, statistics.median(t for t, _ in g) * 1000, min(t for t, _ in g) * 1000,
+             statistics.median(r for _, r in g)) for name, g in got.items()]
     print(table(["broker", "launch to open port, median ms", "best ms", "idle RSS MB"], rows),
           flush=True)
 
@@ -343,7 +351,8 @@ def main() -> None:
     pt.add_argument("--per-topic", type=int, default=10)
     st = sub.add_parser("startup")
     st.add_argument("--runs", type=int, default=5)
-    st.add_argument("--brokers", default="kafkalite,tansu")
+    st.add_argument("--brokers", default="kafkalite,tansu",
+                    help="of kafkalite, kafkalite-nodesN (serve --nodes N), tansu")
     r = sub.add_parser("reload")
     r.add_argument("--records", type=int, default=1_000_000)
     args = p.parse_args()
