@@ -30,6 +30,7 @@ from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol import releases
 from kafkalite.protocol.defaults import error_response
 from kafkalite.protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
 from kafkalite.protocol.headers import (
@@ -38,6 +39,7 @@ from kafkalite.protocol.headers import (
     peek_api,
     skip_tagged_fields,
 )
+from kafkalite.protocol.releases import Release
 
 from .auth import DENIED_ERROR, Access, Action, Authorizer
 from .context import Peer, RequestContext
@@ -101,7 +103,10 @@ _Entry = tuple[codecs.ApiCodec, Registration]
 
 class KafkaApis:
     def __init__(self, access: Access | None = None, faults: FaultRules | None = None,
-                 metrics: BrokerMetrics | None = None) -> None:
+                 metrics: BrokerMetrics | None = None, release: Release | None = None) -> None:
+        """``release``: the Kafka release to present as (``kafkalite.as.version``): an
+        API it lacks is not served, and the others only at the versions it serves."""
+        self.release = release or releases.release(releases.DEFAULT_RELEASE)
         self.access = access or Access()
         self.faults = faults if faults is not None else FaultRules()
         self.metrics = metrics if metrics is not None else BrokerMetrics()
@@ -125,6 +130,10 @@ class KafkaApis:
         hi = kv[1] if route.max_version is None else min(route.max_version, kv[1])
         if route.api_key in self._handlers:
             raise ValueError(f"api key {route.api_key} registered twice")
+        clipped = self.release.clip(route.api_key, lo, hi)
+        if clipped is None:
+            return
+        lo, hi = clipped
         self._handlers[route.api_key] = Registration(route.api_key, lo, hi, route.handler,
                                                      route.acl, self.metrics.api(route.api_key))
         self._fast.clear()

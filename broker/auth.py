@@ -80,7 +80,9 @@ SUPPORTED_OPERATIONS = {
     ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
                            Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER,
                            Operation.DESCRIBE),
-    ResourceType.GROUP: (Operation.DELETE, Operation.DESCRIBE, Operation.READ),
+    # Kafka 4.x adds the group configs of KIP-848 (AclEntry.supportedOperations).
+    ResourceType.GROUP: (Operation.DELETE, Operation.DESCRIBE, Operation.READ,
+                         Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
 }
 
 

@@ -43,6 +43,7 @@ from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Trans
 from kafkalite.coordinator.txn_markers import LocalMarkerWriter
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.releases import release
 from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
@@ -295,7 +296,8 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
-    apis = KafkaApis(access, control.faults, control.metrics)
+    apis = KafkaApis(access, control.faults, control.metrics,
+                     release(config.text("kafkalite.as.version")))
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)

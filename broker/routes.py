@@ -91,7 +91,7 @@ def routes(
               min_version=2, max_version=4),
         # --- metadata, topics and configs -----------------------------------------------
         Route(metadata.METADATA, partial(metadata.metadata, cluster, storage, access),
-              min_version=0, max_version=12),
+              min_version=0, max_version=13),
         Route(describe_topics.DESCRIBE_TOPIC_PARTITIONS,
               partial(describe_topics.describe_topic_partitions, cluster, storage, access,
                       storage.config.int("max.request.partition.size.limit")),
@@ -170,9 +170,9 @@ def routes(
         # --- offsets and group administration -----------------------------------------
         Route(offsets.OFFSET_COMMIT,
               partial(offsets.offset_commit, storage, runtime, access),
-              min_version=2, max_version=9),
-        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, runtime, access),
-              min_version=1, max_version=9),
+              min_version=2, max_version=10),
+        Route(offsets.OFFSET_FETCH, partial(offsets.offset_fetch, storage, runtime, access),
+              min_version=1, max_version=10),
         Route(offsets.OFFSET_DELETE,
               partial(offsets.offset_delete, storage, runtime, access),
               min_version=0, max_version=0, acl=offsets.offset_delete_acl),

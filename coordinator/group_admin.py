@@ -20,8 +20,10 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
 from . import consumer_admin
-from .offsets import CommitRequest, CommitResult, OffsetRow, Record, TopicPartition
-from .partitions import Partitions, hb_key
+from .group import GroupMetadata
+from .offsets import CommitRequest, CommitResult, OffsetRow, OffsetStore, Record, TopicPartition
+from .partitions import GroupPartitions, PartitionState, hb_key
+from .pending_offsets import PendingTxnOffsets
 from .results import (
     AFTER_WRITE,
     DescribedConsumerGroup,
@@ -41,13 +43,28 @@ DeleteOffsetsResult = tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode
 FetchResult = tuple[ErrorCode, list[tuple[str, list[OffsetRow]]]]
 
 
-class GroupAdmin(Partitions):
+class GroupAdmin:
+    """Committed offsets (it replays their records) and group administration."""
+
+    def __init__(self, registry: GroupPartitions, offsets: OffsetStore,
+                 pending: PendingTxnOffsets) -> None:
+        self.registry = registry
+        #: Bound once: the first lookup of every commit and fetch.
+        self._group_partition = registry.group_partition
+        self.config = registry.config
+        self.timers = registry.timers
+        self.topics = registry.topics
+        #: Committed offsets of every group held here (changed only by replay).
+        self.offsets = offsets
+        #: Transactional offsets not decided yet (read by fetches and deletions).
+        self.pending = pending
+
     # --- OffsetCommit ---------------------------------------------------------------
 
     def commit_offsets(self, now: int, req: CommitRequest) -> Outcome:
         """Response: (topic, partition) -> error, in request order."""
         group_id = req.group_id
-        err, ps = self.group_partition(group_id)
+        err, ps = self._group_partition(group_id)
         if ps is None:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
         partition = ps.partition
@@ -88,32 +105,41 @@ class GroupAdmin(Partitions):
     def fetch_offsets(self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None,
                       require_stable: bool = False, member_id: str | None = None,
                       member_epoch: int = -1) -> Outcome:
-        """Response: ``FetchResult``. ``topics`` None: every partition with an offset.
-        ``member_id``/``member_epoch``: OffsetFetch v9's, checked for a consumer group."""
-        err, ps = self.group_partition(group_id)
+        """``fetch_committed`` as an outcome."""
+        return Outcome(self.fetch_committed(group_id, topics, require_stable, member_id,
+                                            member_epoch))
+
+    def fetch_committed(self, group_id: str,
+                        topics: Sequence[tuple[str, Sequence[int]]] | None,
+                        require_stable: bool = False, member_id: str | None = None,
+                        member_epoch: int = -1) -> FetchResult:
+        """OffsetFetch; it writes nothing. ``topics`` None: every partition with an
+        offset. ``member_id``/``member_epoch``: OffsetFetch v9's, checked for a consumer
+        group."""
+        err, ps = self._group_partition(group_id)
         if ps is None:
-            rows = [] if topics is None else [
+            rows: list[tuple[str, list[OffsetRow]]] = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
-            return Outcome((err, rows))
+            return err, rows
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
             if err is not NO_ERROR:
-                return Outcome((err, []))  # the group's error alone, as Kafka
+                return err, []  # the group's error alone, as Kafka
             found = self.offsets.fetch(None, group_id, topics)
             if require_stable and group_id in self.pending.open_by_group:
                 found = self._unstable(group_id, found)
-            return Outcome((NO_ERROR, found))
+            return NO_ERROR, found
         found = self.offsets.fetch(ps.groups.get(group_id), group_id, topics)
         if require_stable and group_id in self.pending.open_by_group:
             found = self._unstable(group_id, found)
-        return Outcome((NO_ERROR, found))
+        return NO_ERROR, found
 
     def _unstable(self, group_id: str, rows: list[tuple[str, list[OffsetRow]]]
                   ) -> list[tuple[str, list[OffsetRow]]]:
         """``require_stable``: UNSTABLE_OFFSET_COMMIT for partitions with a pending
         transactional offset, as Kafka's OffsetMetadataManager answers."""
-        pending = self.pending.keys_of(group_id, self.partition_for(group_id))
+        pending = self.pending.keys_of(group_id, self.registry.partition_for(group_id))
         unstable = ErrorCode.unstable_offset_commit
         return [(t, [(r[0], -1, -1, "", unstable) if (t, r[0]) in pending else r
                      for r in parts]) for t, parts in rows]
@@ -123,15 +149,15 @@ class GroupAdmin(Partitions):
     def delete_offsets(self, now: int, group_id: str,
                        topics: Sequence[tuple[str, Sequence[int]]]) -> Outcome:
         """Response: ``DeleteOffsetsResult``."""
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not NO_ERROR:
             return Outcome((err, []))
-        cgroup = self.consumer_group(group_id)
+        cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             group_err = NO_ERROR
             rows, records = consumer_admin.delete_offsets(self.offsets, cgroup, topics)
         else:
-            group_err, rows, records = self.offsets.delete_offsets(self.group(group_id),
+            group_err, rows, records = self.offsets.delete_offsets(self.registry.group(group_id),
                                                                    group_id, topics)
         if group_err is not NO_ERROR:
             return Outcome((group_err, []))
@@ -147,21 +173,21 @@ class GroupAdmin(Partitions):
             return Outcome(result if append_err is NO_ERROR else (append_err, []))
 
         return Outcome(AFTER_WRITE, writes=[
-            Write(self.partition_for(group_id), group_id, records, then)])
+            Write(self.registry.partition_for(group_id), group_id, records, then)])
 
     # --- DeleteGroups ---------------------------------------------------------------
 
     def delete_group(self, now: int, group_id: str) -> Outcome:
         """Response: the group's error. Writes tombstones for its offsets and itself."""
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not NO_ERROR:
             return Outcome(err)
-        cgroup = self.consumer_group(group_id)
+        cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_delete_group(cgroup)
             records = consumer_admin.delete_group_records(self.offsets, cgroup)
         else:
-            err = self.offsets.validate_delete_group(self.group(group_id))
+            err = self.offsets.validate_delete_group(self.registry.group(group_id))
             records = self.offsets.delete_group_records(group_id)
         if err is not NO_ERROR:
             return Outcome(err)
@@ -178,7 +204,7 @@ class GroupAdmin(Partitions):
         records[first_group_record:first_group_record] = self._pending_tombstones(
             group_id, None, records)
         return Outcome(AFTER_WRITE, writes=[Write(
-            self.partition_for(group_id), group_id, records, then)])
+            self.registry.partition_for(group_id), group_id, records, then)])
 
     def _pending_tombstones(self, group_id: str, only: set[TopicPartition] | None,
                             written: list[Record]) -> list[Record]:
@@ -189,7 +215,8 @@ class GroupAdmin(Partitions):
         done = {(k.topic, k.partition) for k, _v in written
                 if isinstance(k, co.OffsetCommitKey)}
         return [(co.OffsetCommitKey(group_id, t, p), None)
-                for t, p in sorted(self.pending.keys_of(group_id, self.partition_for(group_id)))
+                for t, p in sorted(self.pending.keys_of(group_id,
+                                                        self.registry.partition_for(group_id)))
                 if (t, p) not in done and (only is None or (t, p) in only)]
 
     # --- offset retention -------------------------------------------------------------
@@ -198,8 +225,8 @@ class GroupAdmin(Partitions):
         """One pass of offset expiration over every loaded group: tombstones for expired
         offsets, and for an Empty group left without offsets."""
         out = Outcome(None)
-        for g in self.groups():
-            if self.partition_status(g.partition) is not NO_ERROR:
+        for g in self.registry.groups():
+            if self.registry.partition_status(g.partition) is not NO_ERROR:
                 continue
             records: list[Record] = []
             expired, remove = self._spare_pending(g.group_id, *self.offsets.expire(
@@ -210,9 +237,9 @@ class GroupAdmin(Partitions):
             if records:
                 out.writes.append(Write(g.partition, g.group_id, records,
                                         _log_expiry(g.group_id, len(expired), remove)))
-        for cg in self.consumer_groups():
-            p = self.partition_for(cg.group_id)
-            if self.partition_status(p) is not NO_ERROR:
+        for cg in self.registry.consumer_groups():
+            p = self.registry.partition_for(cg.group_id)
+            if self.registry.partition_status(p) is not NO_ERROR:
                 continue
             expired, remove = self._spare_pending(cg.group_id, *consumer_admin.expire(
                 self.offsets, cg, now))
@@ -230,7 +257,7 @@ class GroupAdmin(Partitions):
         group with open transactions is not removed."""
         if group_id not in self.pending.open_by_group:
             return expired, remove
-        pending = self.pending.keys_of(group_id, self.partition_for(group_id))
+        pending = self.pending.keys_of(group_id, self.registry.partition_for(group_id))
         return [(k, v) for k, v in expired
                 if not (isinstance(k, co.OffsetCommitKey)
                         and (k.topic, k.partition) in pending)], False
@@ -238,10 +265,10 @@ class GroupAdmin(Partitions):
     # --- DescribeGroups, ListGroups -----------------------------------------------------
 
     def describe_group(self, group_id: str) -> DescribedGroup:
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not NO_ERROR:
             return DescribedGroup(err)
-        g = self.group(group_id)
+        g = self.registry.group(group_id)
         if g is None:
             # Kafka describes an unknown group as Dead, without error (below v6), and so
             # a consumer group ("is not a classic group").
@@ -257,11 +284,12 @@ class GroupAdmin(Partitions):
 
     def list_groups(self) -> list[ListedGroup]:
         out = [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
-               for g in self.groups() if g.state is not DEAD
-               and self.partition_status(g.partition) is NO_ERROR]
+               for g in self.registry.groups() if g.state is not DEAD
+               and self.registry.partition_status(g.partition) is NO_ERROR]
         out.extend(ListedGroup(g.group_id, "consumer", g.state.value, "consumer")
-                   for g in self.consumer_groups()
-                   if self.partition_status(self.partition_for(g.group_id)) is NO_ERROR)
+                   for g in self.registry.consumer_groups()
+                   if self.registry.partition_status(
+                       self.registry.partition_for(g.group_id)) is NO_ERROR)
         return out
 
     def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
@@ -269,14 +297,14 @@ class GroupAdmin(Partitions):
         out = []
         default = self.config.consumer_assignors[0]
         for gid in group_ids:
-            err = self.group_status(gid)
+            err = self.registry.group_status(gid)
             if err is not NO_ERROR:
                 out.append(DescribedConsumerGroup(gid, err))
                 continue
-            cg = self.consumer_group(gid)
+            cg = self.registry.consumer_group(gid)
             if cg is None:
-                msg = (f"Group {gid} is not a consumer group." if self.group(gid) is not None
-                       else f"Group {gid} not found.")
+                msg = (f"Group {gid} is not a consumer group."
+                       if self.registry.group(gid) is not None else f"Group {gid} not found.")
                 out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))
                 continue
             out.append(consumer_admin.describe(cg, self.topics, default))
@@ -285,6 +313,27 @@ class GroupAdmin(Partitions):
     def committed(self, group_id: str) -> dict[TopicPartition, int]:
         """Committed offsets of a group (for views and tools)."""
         return {tp: c.offset for tp, c in self.offsets.offsets(group_id).items()}
+
+    # --- replay ----------------------------------------------------------------------
+
+    def replay(self, ps: PartitionState, key: co.OffsetCommitKey,
+               value: co.OffsetCommitValue | None) -> None:
+        """A committed offset's record (or its tombstone)."""
+        assert value is None or type(value) is co.OffsetCommitValue
+        self.offsets.apply(key, value)
+        if key.group in self.pending.open_by_group:
+            self.pending.committed(ps.partition, key, value)
+        if (value is not None and key.group not in ps.groups
+                and key.group not in ps.consumer_groups):
+            # As Kafka: offsets of a group with no group record make a simple group
+            # (Empty, no protocol type).
+            ps.groups[key.group] = GroupMetadata(key.group, ps.partition)
+
+    def unload(self, ps: PartitionState) -> None:
+        """Forget the committed offsets of a partition's groups."""
+        for gid in (*ps.consumer_groups, *ps.groups):
+            for tp in list(self.offsets.offsets(gid)):
+                self.offsets.apply(co.OffsetCommitKey(gid, *tp), None)
 
 
 def _log_expiry(group_id: str, tombstones: int, removed: bool

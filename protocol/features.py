@@ -19,6 +19,7 @@ starts at 0 out of ApiVersions below v4, as Kafka does (KAFKA-17492).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -53,3 +54,19 @@ def level(name: str) -> int:
     """The finalized level of ``name`` (0, as in Kafka, for a feature not known)."""
     found = BY_NAME.get(name)
     return found.level if found is not None else 0
+
+
+def for_release(levels: Mapping[str, int]) -> tuple[Feature, ...]:
+    """The features as a broker presenting a Kafka release reports them: that release's
+    metadata.version, and of the features kafkalite implements the release's level
+    capped at kafkalite's own (a release without a feature finalizes it at 0)."""
+    out = []
+    for f in FEATURES:
+        if f.name == METADATA_VERSION.name:
+            lvl = levels.get(f.name, f.level)
+        elif f.name == KRAFT_VERSION.name:
+            lvl = f.level
+        else:
+            lvl = min(levels.get(f.name, 0), f.supported[1])
+        out.append(Feature(f.name, lvl, (lvl, lvl)))
+    return tuple(out)

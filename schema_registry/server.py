@@ -4,13 +4,14 @@ from the broker's log), stopped before it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import structlog
-from aiohttp import web
 
-from .app import Authenticate, build_app
+from .app import MAX_BODY, Authenticate, build_app, rejection
+from .http import HttpProtocol
 from .service import Registry
 from .store import RegistryState, SchemasTopic
 
@@ -30,7 +31,7 @@ class RegistryServer:
         self.registry = Registry(self.state, self.topic)
         self.app = build_app(self.registry, auth)
         self.auth = auth
-        self._runner: web.AppRunner | None = None
+        self._server: asyncio.AbstractServer | None = None
 
     @property
     def url(self) -> str:
@@ -39,18 +40,16 @@ class RegistryServer:
 
     async def start(self) -> None:
         records = self.topic.replay()
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
-        await site.start()
-        self._runner = runner
-        for address in runner.addresses:
-            self.port = int(address[1])
-            break
+        loop = asyncio.get_running_loop()
+        app = self.app
+        self._server = await loop.create_server(
+            lambda: HttpProtocol(app, rejection, MAX_BODY), self.host, self._requested_port,
+            reuse_address=True)
+        self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("schema_registry.listening", url=self.url, records=records,
                  subjects=len(self.state.subjects), auth=self.auth is not None)
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            self._server.close()
+            self._server = None

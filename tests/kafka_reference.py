@@ -17,6 +17,7 @@ import base64
 import fcntl
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 JARS_SCRIPT = REPO / "scripts" / "kafka-jars.sh"
+#: The release pinned in jvm/pom.xml, as kafkalite's release table names it ("4.4").
+KAFKA_RELEASE = ".".join(re.search(r"<kafka.version>([^<]+)</kafka.version>", (
+    REPO / "jvm" / "pom.xml").read_text()).group(1).split(".")[:2])  # type: ignore[union-attr]
 
 #: Settings that keep a one-node Kafka quick to start and quick to form groups, as the
 #: kafkalite integration tests use (tests/… and broker/testing/fixtures.py TEST_DEFAULTS).
@@ -47,7 +51,6 @@ TEST_SETTINGS: dict[str, str] = {
     "num.partitions": "1",
     "default.replication.factor": "1",
     "auto.create.topics.enable": "false",
-    "log.flush.interval.messages": "9223372036854775807",
     "num.network.threads": "2",
     "num.io.threads": "2",
     "background.threads": "2",

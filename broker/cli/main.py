@@ -66,6 +66,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["admin.listener"] = args.admin
     if args.schema_registry is not None:
         overrides["schema.registry.listener"] = args.schema_registry
+    if args.as_version is not None:
+        overrides["kafkalite.as.version"] = args.as_version
     # Every problem with a setting, found while building the broker or while it starts
     # (keystores, SASL, data directory, binding), ends the process with one line, exit 1.
     try:
@@ -139,6 +141,9 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     s.add_argument("--admin", metavar="HOST:PORT",
                    help="open the admin HTTP listener (JSON API, /metrics, web console) "
                    "here (admin.listener; default off)")
+    s.add_argument("--as-version", metavar="X",
+                   help="advertise the APIs, versions and feature levels of Kafka release X "
+                        "(3.6 to 4.4; default 4.4): property kafkalite.as.version")
     s.add_argument("--schema-registry", metavar="HOST:PORT",
                    help="serve a Confluent-compatible Schema Registry here "
                    "(schema.registry.listener; default off)")

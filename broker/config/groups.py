@@ -19,6 +19,7 @@ from pathlib import Path
 import structlog
 
 from kafkalite.coordinator.share import offset_reset
+from kafkalite.coordinator.share.partition import SharePartitionConfig
 from kafkalite.storage.topic_config import DEFAULT_CONFIG, InvalidConfig
 
 from .properties import DEFAULTS, Config
@@ -306,11 +307,6 @@ class GroupConfigs:
             self.groups.pop(group, None)
         log.info("group.configs_altered", group=group, configs=dict(new))
 
-    def delete_group(self, group: str) -> None:
-        """Drop a deleted group's overrides."""
-        if group in self.groups:
-            self.alter(group, {}, validate_only=False)
-
     def value(self, group: str, name: str) -> str | None:
         """``group``'s own value of a config (as set), None when it does not set it."""
         return self.groups.get(group, {}).get(name)
@@ -331,3 +327,26 @@ class GroupConfigs:
         if hi_name is not None:
             n = min(n, _broker_int(self.config, hi_name))
         return n
+
+    def effective_int(self, group: str, name: str) -> int:
+        """An INT config in effect for ``group``: its own (clamped), else the broker's."""
+        own = self.int_value(group, name)
+        if own is not None:
+            return own
+        return _broker_int(self.config, GROUP_CONFIGS[name].broker_synonym or "")
+
+    def share_partition_config(self, group: str) -> SharePartitionConfig:
+        """What a share-partition of ``group`` runs with: the group's share configs, else
+        the broker's ``group.share.*`` settings (share.isolation.level has none: Kafka's
+        default, read_uncommitted)."""
+        isolation = (self.value(group, "share.isolation.level") or "read_uncommitted").strip()
+        return SharePartitionConfig(
+            lock_duration_ms=self.effective_int(group, "share.record.lock.duration.ms"),
+            delivery_count_limit=self.effective_int(group, "share.delivery.count.limit"),
+            max_record_locks=self.effective_int(group, "share.partition.max.record.locks"),
+            read_committed=isolation == "read_committed")
+
+    def share_offset_reset(self, group: str) -> offset_reset.OffsetReset:
+        """The group's share.auto.offset.reset (Kafka's default: latest)."""
+        parsed = offset_reset.parse(self.value(group, "share.auto.offset.reset") or "latest")
+        return parsed or offset_reset.OffsetReset("latest")

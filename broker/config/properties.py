@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalite.protocol.releases import release
 from kafkalite.storage.topic_config import (
     BROKER_SYNONYM_GROUPS,
     DEFAULT_CONFIG,
@@ -43,6 +44,9 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     # (broker/busy_poll.py); 0: off.
     "socket.busy.poll.us": ("100", int),
     "max.request.partition.size.limit": ("2000", int),
+    # kafkalite's own: the Kafka release whose APIs, versions and feature levels
+    # ApiVersions advertises (protocol/releases.py).
+    "kafkalite.as.version": ("4.4", str),
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),
     "auto.create.topics.enable": ("true", bool),
@@ -277,6 +281,10 @@ class Config:
             if k in DEFAULTS:
                 self.get(k)
         validate_group_coordinator(self)
+        try:
+            release(self.text("kafkalite.as.version"))
+        except ValueError as e:
+            raise ConfigError(f"kafkalite.as.version: {e}") from e
 
     def raw(self, key: str) -> str:
         found = self.raw_or_none(key)

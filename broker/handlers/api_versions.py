@@ -1,5 +1,6 @@
-"""ApiVersions v0-v4: advertises exactly the registered handlers' version ranges and, from
-v3, the feature levels of ``protocol.features``."""
+"""ApiVersions v0-v4: advertises exactly the registered handlers' version ranges (already
+clipped to the emulated Kafka release's) and, from v3, the feature levels of
+``protocol.features`` as that release finalizes them."""
 
 from __future__ import annotations
 
@@ -33,16 +34,17 @@ def api_versions(apis: KafkaApis, cache: dict[int, bytes], ctx: RequestContext,
     if version >= 1:
         kwargs["throttle_time"] = NO_THROTTLE
     if version >= 3:
+        emulated = features.for_release(apis.release.features)
         supported_t = nested(resp_t, "SupportedFeatureKey")
         finalized_t = nested(resp_t, "FinalizedFeatureKey")
         # Below v4 a minimum of 0 breaks older clients' parsers (KAFKA-17492).
         kwargs["supported_features"] = tuple(
             supported_t(name=f.name, min_version=f.supported[0], max_version=f.supported[1])
-            for f in features.FEATURES if version >= 4 or f.supported[0] > 0)
+            for f in emulated if version >= 4 or f.supported[0] > 0)
         kwargs["finalized_features_epoch"] = features.FINALIZED_EPOCH
         kwargs["finalized_features"] = tuple(
             finalized_t(name=f.name, max_version_level=f.level, min_version_level=f.level)
-            for f in features.FEATURES if f.level != 0)
+            for f in emulated if f.level != 0)
     body = c.encode_response(resp_t(**kwargs))
     cache[version] = body
     return body

@@ -70,9 +70,13 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
         info = catalog.get(name)
         if info is None:
             if not fetch_all:
+                # Kafka's handler fills every described topic's authorized operations,
+                # an unknown one's too.
                 topics.append(build(topic_t, error_code=_missing_error(name), name=name,
                                     topic_id=NULL_UUID, is_internal=name in INTERNAL_TOPICS,
-                                    partitions=()))
+                                    partitions=(), topic_authorized_operations=(
+                                        access.operations_for(ctx, ResourceType.TOPIC,
+                                                              name))))
             continue
         start = cursor.partition_index if cursor is not None and name == after else 0
         end = min(info.partitions, start + remaining)

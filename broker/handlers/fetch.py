@@ -66,6 +66,7 @@ E_OUT_OF_RANGE: int = ErrorCode.offset_out_of_range.value
 E_INVALID_EPOCH: int = ErrorCode.invalid_fetch_session_epoch.value
 E_STORAGE: int = ErrorCode.kafka_storage_error.value
 E_TOPIC_AUTHORIZATION: int = ErrorCode.topic_authorization_failed.value
+_REFUSED = frozenset({E_UNKNOWN_TOPIC, E_UNKNOWN_TOPIC_ID, E_TOPIC_AUTHORIZATION})
 
 
 class PartitionResult:
@@ -196,7 +197,10 @@ class FetchPlan:
             for p in t.partitions:
                 want = (p.partition, p.fetch_offset, p.partition_max_bytes)
                 plog = logs.get(info.name, p.partition) if info is not None else None
-                err = E_NONE if plog is not None else missing
+                # A known topic without that partition: UNKNOWN_TOPIC_OR_PARTITION, also
+                # when it was named by id (Kafka's UNKNOWN_TOPIC_ID is for the topic).
+                err = E_NONE if plog is not None else (
+                    missing if info is None else E_UNKNOWN_TOPIC)
                 if plog is not None and version >= 9:
                     err = epoch_error(plog, p.current_leader_epoch).value
                     if err != E_NONE:
@@ -219,7 +223,12 @@ class FetchPlan:
             parts = []
             for (partition, offset, pmax), plog, err in entries:
                 if plog is None or plog.closed:
-                    parts.append(PartitionResult(partition, err or E_UNKNOWN_TOPIC))
+                    err = err or E_UNKNOWN_TOPIC
+                    # As Kafka: a partition refused before any read (unknown, not
+                    # authorized) carries an empty aborted list, one whose read failed
+                    # a null one.
+                    parts.append(PartitionResult(
+                        partition, err, aborted=[] if err in _REFUSED else None))
                     errored = True
                     continue
                 hw = plog.log_end_offset
@@ -233,13 +242,15 @@ class FetchPlan:
                         if len(data) > limit and not min_one:
                             data = b""
                 except OffsetOutOfRangeError:
-                    parts.append(PartitionResult(partition, E_OUT_OF_RANGE, hw, start))
+                    # Kafka answers a failed read with -1 for the high watermark, last
+                    # stable offset and log start offset.
+                    parts.append(PartitionResult(partition, E_OUT_OF_RANGE))
                     errored = True
                     continue
                 except OSError as e:
                     log.error("fetch.read_failed", topic=plog.topic, partition=partition,
                               error=str(e))
-                    parts.append(PartitionResult(partition, E_STORAGE, hw, start))
+                    parts.append(PartitionResult(partition, E_STORAGE))
                     errored = True
                     continue
                 aborted = None
@@ -283,7 +294,7 @@ def session_entries(
             plog = None
         elif plog is None or plog.closed or plog.topic != name:
             plog = cp.plog = logs.get(name, cp.partition)
-        err = E_NONE if plog is not None else missing
+        err = E_NONE if plog is not None else (missing if name is None else E_UNKNOWN_TOPIC)
         if plog is not None and version >= 9:
             err = epoch_error(plog, cp.leader_epoch).value
             if err != E_NONE:

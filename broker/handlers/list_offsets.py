@@ -82,6 +82,9 @@ def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any
                                    old_style_offsets=()))
                 continue
             err = epoch_error(plog, getattr(p, "current_leader_epoch", NO_EPOCH))
+            if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
+                # As Kafka: the max-timestamp query came with v7 (KIP-734).
+                err = ErrorCode.unsupported_version
             if err is not ErrorCode.none:
                 parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                    timestamp=-1, offset=-1, leader_epoch=-1,

@@ -155,4 +155,5 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         controller_id=cluster.node_id,
         topics=tuple(topics_out),
         cluster_authorized_operations=cluster_ops,
+        error_code=ErrorCode.none,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
     )

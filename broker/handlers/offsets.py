@@ -6,8 +6,9 @@ a consumer group member's id and epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."
 from __future__ import annotations
 
 import datetime
+import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
 from kafkalite.coordinator.offsets import (
@@ -47,18 +48,54 @@ def _known(topic: str, parts: Sequence[PartitionCommitView], count: int,
     return [p for p in parts if 0 <= p.partition_index < count]
 
 
+_NO_TOPIC_ID = uuid.UUID(int=0)
+
+
+class _ById(NamedTuple):
+    """A v10 request topic (named by id) with the name the catalogue knows it by, or a
+    placeholder that keys its UNKNOWN_TOPIC_ID answers."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: Any
+    known: bool
+
+
+def _by_id(storage: Storage, topics: Any) -> list[_ById]:
+    out = []
+    for t in topics:
+        tid = t.topic_id or _NO_TOPIC_ID  # kio reads the zero UUID as None
+        info = storage.catalog.by_id(tid)
+        out.append(_ById(info.name if info is not None else f"\x00{tid}", tid,
+                         t.partitions, info is not None))
+    return out
+
+
 def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
                   ctx: RequestContext, req: Any) -> bytes:
     v = ctx.api_version
     # As KafkaApis: partitions of unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
-    # and not committed.
+    # (v10, which names topics by id: UNKNOWN_TOPIC_ID) and not committed.
     unknown: dict[tuple[str, int], int] = {}
     topics: list[tuple[str, Sequence[PartitionCommitView]]] = []
     catalog = storage.catalog
+    req_topics: Any = req.topics
+    if v >= 10:
+        req_topics = _by_id(storage, req.topics)
+        for t in req_topics:
+            if not t.known:
+                for p in t.partitions:
+                    unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_id
+        if unknown:
+            known = [t for t in req_topics if t.known]
+            if not known:
+                return encode_commit_response(v, req_topics, unknown)
     checked = not access.open  # without an authorizer every check below would pass
     if checked and not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
-        return encode_commit_response(v, req.topics, {}, ErrorCode.group_authorization_failed)
-    for t in req.topics:
+        return encode_commit_response(v, req_topics, {}, ErrorCode.group_authorization_failed)
+    for t in req_topics:
+        if v >= 10 and not t.known:
+            continue
         if checked and not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
             for p in t.partitions:
                 unknown[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
@@ -76,7 +113,7 @@ def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
         if parts:
             topics.append((t.name, parts))
     if not topics:
-        return encode_commit_response(v, req.topics, unknown)
+        return encode_commit_response(v, req_topics, unknown)
     # Positional (group, member, instance, generation, retention, topics, version): this
     # runs per commit.
     request = CommitRequest(
@@ -87,16 +124,17 @@ def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
         lambda g, now: g.commit_offsets(now, request))
     if unknown:
         result = {**unknown, **result}
-    return encode_commit_response(v, req.topics, result)
+    return encode_commit_response(v, req_topics, result)
 
 
 def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext, v: int,
                  group_id: str, topics: Any, require_stable: bool,
                  member_id: str | None = None, member_epoch: int = -1,
                  ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
+    error: int
     if access.open:  # nothing to filter: the path of every broker without ACLs
         wanted = None if topics is None else [(t.name, t.partition_indexes) for t in topics]
-        error, rows = runtime.groups.write(lambda g, _now: g.fetch_offsets(
+        error, rows = runtime.groups.query(lambda g: g.fetch_committed(
             group_id, wanted, require_stable, member_id, member_epoch))
     else:
         error, rows = _fetch_authorized(runtime, access, ctx, v, group_id, topics,
@@ -124,7 +162,7 @@ def _fetch_authorized(runtime: CoordinatorRuntime, access: Access, ctx: RequestC
 
     wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
                                           for t in topics if may_describe(t.name)]
-    fetched: FetchResult = runtime.groups.write(lambda g, _now: g.fetch_offsets(
+    fetched: FetchResult = runtime.groups.query(lambda g: g.fetch_committed(
         group_id, wanted, require_stable, member_id, member_epoch))
     error, rows = fetched
     # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;
@@ -138,10 +176,12 @@ def _fetch_authorized(runtime: CoordinatorRuntime, access: Access, ctx: RequestC
     return error, rows
 
 
-def offset_fetch(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
-                 req: Any) -> bytes:
+def offset_fetch(storage: Storage, runtime: CoordinatorRuntime, access: Access,
+                 ctx: RequestContext, req: Any) -> bytes:
     v = ctx.api_version
     require_stable = v >= 7 and req.require_stable
+    if v >= 10:
+        return _offset_fetch_by_id(storage, runtime, access, ctx, req)
     if v >= 8:
         groups = []
         for g in req.groups:  # v9 adds the member's id and epoch
@@ -153,6 +193,43 @@ def offset_fetch(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
     topics_req = req.topics if v >= 2 else req.topics or ()
     err, rows = _fetch_group(runtime, access, ctx, v, req.group_id, topics_req, require_stable)
     return encode_fetch_response(v, [(req.group_id, err, rows)])
+
+
+class _NamedTopic(NamedTuple):
+    name: str
+    partition_indexes: Any
+
+
+def _offset_fetch_by_id(storage: Storage, runtime: CoordinatorRuntime, access: Access,
+                        ctx: RequestContext, req: Any) -> bytes:
+    """v10: topics named by id in the request and the response. An id the catalogue does
+    not know is answered UNKNOWN_TOPIC_ID; a committed topic that no longer exists is left
+    out of an all-topics answer (it has no id to name it by)."""
+    v = ctx.api_version
+    groups: list[tuple[str, int, list[tuple[str | uuid.UUID, list[OffsetRow]]]]] = []
+    for g in req.groups:
+        named: list[_NamedTopic] | None = None
+        missing: list[tuple[str | uuid.UUID, list[OffsetRow]]] = []
+        if g.topics is not None:
+            named = []
+            for t in g.topics:
+                info = storage.catalog.by_id(t.topic_id or _NO_TOPIC_ID)
+                if info is None:
+                    missing.append((t.topic_id or _NO_TOPIC_ID, [
+                        (p, -1, -1, "", int(ErrorCode.unknown_topic_id))
+                        for p in t.partition_indexes]))
+                else:
+                    named.append(_NamedTopic(info.name, t.partition_indexes))
+        error, rows = _fetch_group(runtime, access, ctx, v, g.group_id, named,
+                                   v >= 7 and req.require_stable, g.member_id,
+                                   g.member_epoch)
+        out: list[tuple[str | uuid.UUID, list[OffsetRow]]] = []
+        for name, parts in rows:
+            info = storage.catalog.get(name)
+            if info is not None:
+                out.append((info.topic_id, list(parts)))
+        groups.append((g.group_id, error, out + missing))
+    return encode_fetch_response(v, groups)
 
 
 def offset_delete(storage: Storage, runtime: CoordinatorRuntime, access: Access,

@@ -8,6 +8,7 @@ against kio's encoder byte for byte.
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,12 +67,13 @@ def encode_commit_response(version: int, topics: Sequence[Any], errors: dict[tup
     each partition's error from ``errors`` (else ``default``). Encoded by hand: a commit of
     many partitions spent more on building kio's response objects than on committing."""
     flexible = version >= 8
+    by_id = version >= 10  # v10 names topics by id (``t.topic_id``; ``t.name`` keys errors)
     out = bytearray(b"\x00\x00\x00\x00" if version >= 3 else b"")  # throttle_time_ms
     _put_len(out, len(topics), flexible, True)
     pack = _PARTITION.pack
     for t in topics:
         name = t.name
-        out += _name(name, flexible)
+        out += t.topic_id.bytes if by_id else _name(name, flexible)
         parts = t.partitions
         _put_len(out, len(parts), flexible, True)
         get = errors.get
@@ -91,15 +93,17 @@ _FETCHED = struct.Struct(">iq")
 _FETCHED_EPOCH = struct.Struct(">iqi")
 
 
-def _put_fetch_topics(out: bytearray, version: int, rows: Sequence[tuple[str, Sequence[OffsetRow]]],
+def _put_fetch_topics(out: bytearray, version: int,
+                      rows: Sequence[tuple[str | uuid.UUID, Sequence[OffsetRow]]],
                       flexible: bool) -> None:
+    """Rows name their topic by name, or from v10 by id (a UUID)."""
     _put_len(out, len(rows), flexible, True)
     epoch = version >= 5
     # Most rows have empty metadata and no error: their bytes are written whole.
     empty = b"\x01" if flexible else b"\x00\x00"
     no_error = b"\x00\x00\x00" if flexible else b"\x00\x00"  # (and no tagged fields)
     for topic, parts in rows:
-        out += _name(topic, flexible)
+        out += topic.bytes if isinstance(topic, uuid.UUID) else _name(topic, flexible)
         _put_len(out, len(parts), flexible, True)
         for index, offset, leader_epoch, metadata, error in parts:
             out += (_FETCHED_EPOCH.pack(index, offset, leader_epoch) if epoch
@@ -119,7 +123,7 @@ def _put_fetch_topics(out: bytearray, version: int, rows: Sequence[tuple[str, Se
 
 
 def encode_fetch_response(version: int, groups: Sequence[tuple[str, int, Sequence[
-        tuple[str, Sequence[OffsetRow]]]]]) -> bytes:
+        tuple[str | uuid.UUID, Sequence[OffsetRow]]]]]) -> bytes:
     """The OffsetFetch response body: ``groups`` is [(group id, error, topic rows)], one
     group before v8 (whose id is not written)."""
     flexible = version >= 6

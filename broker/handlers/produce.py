@@ -218,12 +218,15 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
             except RecordTooLargeError as e:
                 parts_out.append(part(p.index, _E.message_too_large, message=str(e)))
                 continue
+            # Errors other than unknown partition, size and corruption carry the log start
+            # offset, as Kafka's ReplicaManager answers them.
             except OutOfOrderSequenceError as e:
                 parts_out.append(part(p.index, _E.out_of_order_sequence_number,
-                                      message=str(e)))
+                                      start=plog.log_start_offset, message=str(e)))
                 continue
             except InvalidProducerEpochError as e:
-                parts_out.append(part(p.index, _E.invalid_producer_epoch, message=str(e)))
+                parts_out.append(part(p.index, _E.invalid_producer_epoch,
+                                      start=plog.log_start_offset, message=str(e)))
                 continue
             except InvalidTxnStateError as e:
                 if verified is not None and verified.error is not _E.none:
@@ -233,9 +236,11 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
                                "Unable to verify the partition has been added to the "
                                f"transaction. Underlying error: {verified.error.name}"
                                if err is _E.not_enough_replicas else None)
-                    parts_out.append(part(p.index, err, message=message))
+                    parts_out.append(part(p.index, err, start=plog.log_start_offset,
+                                          message=message))
                 else:
-                    parts_out.append(part(p.index, _E.invalid_txn_state, message=str(e)))
+                    parts_out.append(part(p.index, _E.invalid_txn_state,
+                                          start=plog.log_start_offset, message=str(e)))
                 continue
             except OSError as e:
                 log.error("produce.append_failed", topic=info.name, partition=p.index,

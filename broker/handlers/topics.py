@@ -124,7 +124,9 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
                     raise TopicError(ErrorCode.invalid_config, str(e)) from e
                 if c.value is not None:
                     configs[c.name] = c.value
-            topic_id = NULL_UUID
+            # Kafka's controller draws the topic id before it validates, so a
+            # validate-only answer carries one too (never used).
+            topic_id = uuid.uuid4()
             if not req.validate_only:
                 info = storage.create_topic(name, n, configs,
                                            internal=name in INTERNAL_TOPICS)

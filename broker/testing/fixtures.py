@@ -128,7 +128,8 @@ class BrokerThread:
 
     def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None,
                  security: SecuritySetup | None = None, admin: bool = False,
-                 manual_clock: bool = False, schema_registry: bool = False) -> None:
+                 manual_clock: bool = False, schema_registry: bool = False,
+                 as_version: str | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.security = security
         self.certs: CertFiles | None = None
@@ -143,6 +144,8 @@ class BrokerThread:
             self.overrides["listeners"] = f"{security.listener}://127.0.0.1:0"
         if admin:
             self.overrides["admin.listener"] = "127.0.0.1:0"
+        if as_version is not None:
+            self.overrides["kafkalite.as.version"] = as_version
         if schema_registry:
             self.overrides["schema.registry.listener"] = "127.0.0.1:0"
         if manual_clock:

@@ -25,6 +25,8 @@ group_id="g")`` forces a coordinator scenario (also ``expire-member``, ``evict-m
 (``kafkalite_registry_broker``, whose ``bootstrap`` producers and consumers use) and
 gives its base URL, for confluent-kafka's ``SchemaRegistryClient({"url": ...})``;
 ``kafkalite_factory(schema_registry=True)`` starts more.
+``kafkalite_factory(as_version="3.9")`` presents the broker as that Kafka release: its
+APIs, versions and feature levels in ApiVersions (``kafkalite.as.version``).
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
 
     def make(overrides: dict[str, str] | None = None, name: str = "broker",
              security: SecuritySetup | None = None, admin: bool = False,
-             manual_clock: bool = False, schema_registry: bool = False) -> BrokerThread:
+             manual_clock: bool = False, schema_registry: bool = False,
+             as_version: str | None = None) -> BrokerThread:
         b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security,
                          admin=admin, manual_clock=manual_clock,
-                         schema_registry=schema_registry).start()
+                         schema_registry=schema_registry, as_version=as_version).start()
         started.append(b)
         return b
 

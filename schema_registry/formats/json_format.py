@@ -96,7 +96,9 @@ def _compare(reader: Any, writer: Any, path: str, out: list[str]) -> None:
         return
     rt, wt = _types(reader), _types(writer)
     if not _covers(rt, wt):
-        kind = "TYPE_NARROWED" if rt and wt and rt & wt else "TYPE_CHANGED"
+        # Narrowed: the reader takes part of what the writer wrote (number -> integer).
+        kind = "TYPE_NARROWED" if _covers(wt, rt) or (rt and wt and rt & wt) else \
+            "TYPE_CHANGED"
         _issue(out, kind, f"{path}/type", f"{sorted(wt or [])} -> {sorted(rt or [])}")
         return
     _bounds(reader, writer, path, out)

@@ -361,11 +361,12 @@ async def test_api_versions_reports_the_feature_levels(handlers: Handlers) -> No
     v4 = await handlers.call(API_VERSIONS, 4, client_software_name="t",
                              client_software_version="1")
     supported = {f.name: (f.min_version, f.max_version) for f in v4.supported_features}
-    assert supported == {"metadata.version": (25, 25), "kraft.version": (0, 0),
+    # The default release emulated is Kafka 4.4: its metadata.version (33).
+    assert supported == {"metadata.version": (33, 33), "kraft.version": (0, 0),
                          "group.version": (1, 1), "transaction.version": (2, 2)}
     # Finalized: only features above level 0, as Kafka lists them.
     assert [(f.name, f.min_version_level, f.max_version_level)
-            for f in v4.finalized_features] == [("metadata.version", 25, 25),
+            for f in v4.finalized_features] == [("metadata.version", 33, 33),
                                                 ("group.version", 1, 1),
                                                 ("transaction.version", 2, 2)]
     assert v4.finalized_features_epoch == features.FINALIZED_EPOCH

@@ -82,8 +82,9 @@ async def test_heartbeat_join_commit_fetch_and_describe(handlers: Handlers) -> N
     g, missing = d.groups
     assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
         E.none, "Stable", 1, 1, "uniform")
-    # Describe, Read and Delete on a group, as Kafka's bit field.
-    assert g.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+    # Read, Delete, Describe, DescribeConfigs and AlterConfigs on a group, as Kafka 4.x's
+    # bit field.
+    assert g.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
     [m] = g.members
     assert (m.member_id, m.member_epoch, m.client_id, m.client_host, m.member_type,
             m.subscribed_topic_names) == ("m1", 1, "test", "/127.0.0.1", 1, ("foo",))

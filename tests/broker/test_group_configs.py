@@ -318,3 +318,23 @@ def test_kafkalite_configs_list_shows_group_configs(
     assert capsys.readouterr().out.splitlines() == [
         "default\tlog.cleaner.backoff.ms=700", "default\tlog.segment.bytes=1048576",
         "group q\tshare.auto.offset.reset=earliest"]
+
+
+async def test_share_partition_settings_of_a_group(tmp_path: Path) -> None:
+    from kafkalite.coordinator.share.offset_reset import OffsetReset
+    from kafkalite.coordinator.share.partition import SharePartitionConfig
+
+    h = Handlers(tmp_path / "data", {"group.share.delivery.count.limit": "4"})
+    await h.open()
+    try:
+        groups = h.broker.dynamic.groups
+        assert groups.share_partition_config("q") == SharePartitionConfig(30000, 4, 2000, False)
+        assert groups.share_offset_reset("q") == OffsetReset("latest")
+        assert (await group_set(h, "q", ("share.record.lock.duration.ms", "20000"),
+                                ("share.isolation.level", "read_committed"),
+                                ("share.partition.max.record.locks", "100"),
+                                ("share.auto.offset.reset", "by_duration:PT1M")))[0] == 0
+        assert groups.share_partition_config("q") == SharePartitionConfig(20000, 4, 100, True)
+        assert groups.share_offset_reset("q") == OffsetReset("by_duration", 60_000)
+    finally:
+        await h.close()

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ..kafka_reference import KafkaUnavailable
+from ..kafka_reference import kafka_jars as resolve_jars
+
 JAVA_DIR = Path(__file__).parent / "java"
-ROOT = Path(__file__).resolve().parents[2]
 # What a plain Java client needs (the compression codecs load lazily, but a test may use them).
 CLIENT_JARS = ("kafka-clients", "slf4j-api", "lz4-java", "snappy-java", "zstd-jni")
 # JVM flags for short-lived tools: start quickly rather than run fast for long.
@@ -25,12 +27,12 @@ QUICK_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
 
 @functools.cache
 def kafka_jars() -> Path:
-    """The folder holding Kafka's jars, resolved (once, then cached) by scripts/kafka-jars.sh."""
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "kafka-jars.sh")],
-                         capture_output=True, text=True, timeout=900)
-    if out.returncode != 0:
-        pytest.fail(f"Kafka's jars are needed: {out.stderr.strip()}", pytrace=False)
-    return Path(out.stdout.strip())
+    """The folder holding Kafka's jars (tests/kafka_reference.py resolves them with
+    scripts/kafka-jars.sh); where they cannot be had the test fails saying why."""
+    try:
+        return resolve_jars()
+    except KafkaUnavailable as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 def jar(name: str) -> Path:
@@ -79,9 +81,11 @@ def java_classes() -> Path:
     return dest
 
 
-def java_command(main: str, *args: str, cp: str | None = None) -> list[str]:
+def java_command(main: str, *args: str, cp: str | None = None,
+                 jvm_args: tuple[str, ...] = ()) -> list[str]:
     """The command line that runs one of the compiled programs."""
-    return [_java("java"), "-cp", f"{java_classes()}:{cp or classpath()}", main, *args]
+    return [_java("java"), *jvm_args, "-cp", f"{java_classes()}:{cp or classpath()}", main,
+            *args]
 
 
 def run_java(main: str, *args: str, timeout: float = 180,

@@ -196,6 +196,10 @@ def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe
             "Consumer", "Stable", "uniform", "3")
         described = {d[f"member.{i}.id"]: d[f"member.{i}.assignment"] for i in range(3)}
         assert set(described) == set(view.members)
+        # kafka-clients 4.x shows each member's epoch, and whether it joined with the
+        # consumer protocol (upgraded: true) or with the classic one.
+        epochs = {d[f"member.{i}.id"]: int(d[f"member.{i}.epoch"]) for i in range(3)}
+        assert {d[f"member.{i}.upgraded"] for i in range(3)} == {"true"}
         # confluent-kafka's describe_consumer_groups.
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         cd = admin.describe_consumer_groups([group])[group].result(10)
@@ -209,7 +213,7 @@ def test_java_consumer_shares_a_group_with_confluent_members_and_admins_describe
             assert {(tp.topic, tp.partition) for tp in m.target_assignment.topic_partitions} \
                 == by_member[m.member_id]
         assert _raw_describe(broker.bootstrap, group) == {
-            mid: e for mid, (e, _i, _c) in view.members.items()}
+            mid: e for mid, (e, _i, _c) in view.members.items()} == epochs
         listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(10)
         assert group in {g.group_id for g in listed.valid}
         assert [g.type for g in listed.valid if g.group_id == group] == [

@@ -7,7 +7,9 @@ state directory, so it restores the store from the changelog and goes on from th
 
 from __future__ import annotations
 
+import re
 import struct
+import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -36,8 +38,6 @@ def _produce(bootstrap: str, lines: list[str]) -> None:
 
 
 def _words(lines: list[str]) -> Counter[str]:
-    import re
-
     return Counter(w for line in lines for w in re.split(r"\W+", line.lower()) if w)
 
 
@@ -68,11 +68,10 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[str, int]]:
 
 
 def _run(bootstrap: str, state_dir: Path, expected: Counter[str]) -> dict[str, str]:
-    import subprocess
-
+    log = tools_log_config(state_dir.parent)
     cmd = java_command("WordCountStreams", bootstrap, APP, IN, OUT, str(state_dir),
-                       ",".join(f"{w}:{n}" for w, n in expected.items()), cp=full_classpath())
-    cmd[1:1] = [f"-Dlog4j2.configurationFile={tools_log_config(state_dir.parent)}"]
+                       ",".join(f"{w}:{n}" for w, n in expected.items()), cp=full_classpath(),
+                       jvm_args=(f"-Dlog4j2.configurationFile={log}",))
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr[-4000:]
     lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)

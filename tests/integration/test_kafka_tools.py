@@ -1,8 +1,9 @@
 """Apache Kafka 4.4's command-line tools against kafkalite, run as bin/kafka-*.sh runs them
-(``java -cp <Kafka's jars> <main class> ...``), with their printed output checked:
-kafka-topics, kafka-configs, kafka-consumer-groups, kafka-transactions, kafka-acls,
-kafka-producer-perf-test and kafka-consumer-perf-test. Every run is a JVM start, so each
-test runs a tool's whole story on one broker."""
+(``java -cp <Kafka's jars> <main class> ...``), with their printed output checked; the
+expected output is what the same commands printed against Kafka 4.4 itself. The tools:
+kafka-topics, kafka-configs (topics, brokers, groups), kafka-consumer-groups,
+kafka-transactions, kafka-acls, kafka-producer-perf-test and kafka-consumer-perf-test.
+Every run is a JVM start, so each test runs a tool's whole story on one broker."""
 
 from __future__ import annotations
 
@@ -75,6 +76,23 @@ def test_topics_and_configs(make_broker: Callable[..., BrokerThread], tmp_path: 
         "Dynamic configs for broker 1 are:",
         "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
         "log.retention.ms=3600000, DEFAULT_CONFIG:log.retention.hours=168}",
+    ]
+
+    # A group's dynamic configs (KIP-848's group-level session and heartbeat settings):
+    # two set, one removed again; the output as Kafka 4.4 prints it.
+    assert tool(CONFIGS, "--entity-type", "groups", "--entity-name", "tools-g", "--alter",
+                "--add-config", "consumer.session.timeout.ms=50000,"
+                "consumer.heartbeat.interval.ms=6000") \
+        == "Completed updating config for group tools-g.\n"
+    assert tool(CONFIGS, "--entity-type", "groups", "--entity-name", "tools-g", "--alter",
+                "--delete-config", "consumer.heartbeat.interval.ms") \
+        == "Completed updating config for group tools-g.\n"
+    assert tool(CONFIGS, "--entity-type", "groups", "--entity-name", "tools-g",
+                "--describe").splitlines() == [
+        "Dynamic configs for group tools-g are:",
+        "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "consumer.session.timeout.ms=50000, DEFAULT_CONFIG:"
+        "group.consumer.session.timeout.ms=45000}",
     ]
 
     assert tool(TOPICS, "--delete", "--topic", "tools-t") == ""

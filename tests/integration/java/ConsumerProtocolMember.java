@@ -137,6 +137,8 @@ public class ConsumerProtocolMember {
                 System.out.println(prefix + "assignment=" + parts(m.assignment().topicPartitions()));
                 System.out.println(prefix + "target=" + (m.targetAssignment().isPresent()
                     ? parts(m.targetAssignment().get().topicPartitions()) : "none"));
+                System.out.println(prefix + "epoch=" + m.memberEpoch().map(String::valueOf).orElse("none"));
+                System.out.println(prefix + "upgraded=" + m.upgraded().map(String::valueOf).orElse("none"));
             }
         }
     }

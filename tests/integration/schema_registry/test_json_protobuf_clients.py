@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -184,3 +184,31 @@ def test_protobuf_imports_registered_as_references(kafkalite_registry_broker: Br
         client.delete_subject("geo/addr.proto")
     assert e.value.error_code == 42206
     assert client.get_referenced_by("geo/addr.proto", 1) == [latest.schema_id]
+
+
+def test_json_schema_references_and_normalize(kafkalite_registry_broker: BrokerThread) -> None:
+    url = kafkalite_registry_broker.schema_registry_url
+    client = SchemaRegistryClient({"url": url})
+    address = {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "address.json",
+               "type": "object", "properties": {"city": {"type": "string"}}}
+    client.register_schema("address-json", Schema(json.dumps(address), "JSON"))
+    person = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Person",
+              "type": "object", "properties": {"home": {"$ref": "address.json"}}}
+    refs = [SchemaReference("address.json", "address-json", 1)]
+    schema = Schema(json.dumps(person), "JSON", refs)
+    ctx = SerializationContext("people", MessageField.VALUE)
+    ser = JSONSerializer(schema, client)
+    data = ser({"home": {"city": "Oslo"}}, ctx)
+    reader = SchemaRegistryClient({"url": url})
+    assert JSONDeserializer(None, schema_registry_client=reader)(data, ctx) == {
+        "home": {"city": "Oslo"}}
+    assert client.get_latest_version("people-value").schema.references[0].subject == \
+        "address-json"
+    # normalize: key order does not make another schema.
+    shuffled = json.dumps({"type": "object", "title": "Person", "properties": {
+        "home": {"$ref": "address.json"}}, "$schema": "http://json-schema.org/draft-07/schema#"})
+    first = client.register_schema("norm", Schema(json.dumps(person), "JSON", refs),
+                                   normalize_schemas=True)
+    again = client.register_schema("norm", Schema(shuffled, "JSON", refs),
+                                   normalize_schemas=True)
+    assert again == first and client.get_versions("norm") == [1]

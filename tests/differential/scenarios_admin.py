@@ -1,0 +1,90 @@
+"""Scenarios: quotas, SCRAM credentials, partition leadership, log dirs, SASL, quorum."""
+
+from __future__ import annotations
+
+from .registry import (
+    ALTER_CLIENT_QUOTAS,
+    ALTER_USER_SCRAM_CREDENTIALS,
+    DESCRIBE_CLIENT_QUOTAS,
+    DESCRIBE_QUORUM,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+    ELECT_LEADERS,
+    LIST_PARTITION_REASSIGNMENTS,
+    SASL_HANDSHAKE,
+    UPDATE_FEATURES,
+    Run,
+    create_topic,
+    scenario,
+)
+
+
+@scenario("client-quotas")
+def client_quotas(run: Run) -> None:
+    client = run.group("client")
+    entity = [{"entity_type": "client-id", "entity_name": client}]
+    run.call("alter", ALTER_CLIENT_QUOTAS, validate_only=False, entries=[
+        {"entity": entity, "ops": [{"key": "producer_byte_rate", "value": 1024.0,
+                                    "remove": False}]}])
+    run.call("invalid_key", ALTER_CLIENT_QUOTAS, validate_only=False, entries=[
+        {"entity": entity, "ops": [{"key": "no_such_quota", "value": 1.0,
+                                    "remove": False}]}])
+    run.call("describe", DESCRIBE_CLIENT_QUOTAS, strict=True, components=[
+        {"entity_type": "client-id", "match_type": 0, "match": client}])
+    run.call("remove", ALTER_CLIENT_QUOTAS, validate_only=False, entries=[
+        {"entity": entity, "ops": [{"key": "producer_byte_rate", "value": 0.0,
+                                    "remove": True}]}])
+
+
+@scenario("scram-credentials")
+def scram_credentials(run: Run) -> None:
+    user = run.group("user")
+    run.call("describe_unknown", DESCRIBE_USER_SCRAM_CREDENTIALS, users=[{"name": user}])
+    run.call("upsert", ALTER_USER_SCRAM_CREDENTIALS, deletions=[], upsertions=[
+        {"name": user, "mechanism": 1, "iterations": 4096, "salt": b"salt" * 4,
+         "salted_password": b"p" * 32}])
+    run.call("bad_iterations", ALTER_USER_SCRAM_CREDENTIALS, deletions=[], upsertions=[
+        {"name": user, "mechanism": 2, "iterations": 1, "salt": b"salt" * 4,
+         "salted_password": b"p" * 64}])
+    run.call("describe", DESCRIBE_USER_SCRAM_CREDENTIALS, users=[{"name": user}])
+    run.call("delete", ALTER_USER_SCRAM_CREDENTIALS, upsertions=[],
+             deletions=[{"name": user, "mechanism": 1}])
+
+
+@scenario("elect-leaders")
+def elect_leaders(run: Run) -> None:
+    create_topic(run, run.topic())
+    run.call("preferred", ELECT_LEADERS, election_type=0, timeout=10_000,
+             topic_partitions=[{"topic": run.topic(), "partitions": [0, 3]}])
+    run.call("unknown_topic", ELECT_LEADERS, election_type=0, timeout=10_000,
+             topic_partitions=[{"topic": run.topic("missing"), "partitions": [0]}])
+
+
+@scenario("list-partition-reassignments")
+def list_reassignments(run: Run) -> None:
+    create_topic(run, run.topic())
+    run.call("list", LIST_PARTITION_REASSIGNMENTS, timeout=10_000,
+             topics=[{"name": run.topic(), "partition_indexes": [0]}])
+
+
+@scenario("sasl-handshake")
+def sasl_handshake(run: Run) -> None:
+    run.call("unsupported_mechanism", SASL_HANDSHAKE, mechanism="GSSAPI")
+    plain = run.wire()
+    run.call("plaintext_listener", SASL_HANDSHAKE, wire=plain, mechanism="PLAIN")
+
+
+@scenario("update-features-validate-only")
+def update_features(run: Run) -> None:
+    run.call("unknown_feature", UPDATE_FEATURES, timeout=10_000, validate_only=True,
+             feature_updates=[{"feature": "no.such.feature", "max_version_level": 1,
+                               "upgrade_type": 1, "allow_downgrade": False}])
+    run.call("downgrade_unsafe", UPDATE_FEATURES, timeout=10_000, validate_only=True,
+             feature_updates=[{"feature": "metadata.version", "max_version_level": 1,
+                               "upgrade_type": 3, "allow_downgrade": True}])
+
+
+# Found differences (listed): no controller listener, no metadata log.
+@scenario("describe-quorum")
+def describe_quorum(run: Run) -> None:
+    run.call("describe", DESCRIBE_QUORUM, topics=[{"topic_name": "__cluster_metadata",
+                                                    "partitions": [{"partition_index": 0}]}])

@@ -1,0 +1,194 @@
+"""Scenarios: ApiVersions, Metadata, topics, configs and cluster description."""
+
+from __future__ import annotations
+
+from .registry import (
+    ALTER_CONFIGS,
+    API_VERSIONS,
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DESCRIBE_CLUSTER,
+    DESCRIBE_CONFIGS,
+    DESCRIBE_TOPIC_PARTITIONS,
+    INCREMENTAL_ALTER_CONFIGS,
+    METADATA,
+    Run,
+    create_topic,
+    scenario,
+)
+
+TOPIC, BROKER = 2, 4
+
+
+# Found differences: Metadata v13 and OffsetCommit/OffsetFetch v10 (now served); the
+# rest listed in allowlist.toml.
+@scenario("api-versions")
+def api_versions(run: Run) -> None:
+    run.call("api_versions", API_VERSIONS, client_software_name="differential",
+             client_software_version="1.0")
+
+
+@scenario("api-versions-unknown-version")
+def api_versions_unknown(run: Run) -> None:
+    # A version past the newest: the broker answers v0 with UNSUPPORTED_VERSION and its
+    # ranges, so a client can downgrade.
+    w = run.main
+    frame = w.send_bytes(API_VERSIONS, 99, b"\x00\x00\x00", flexible=True)
+    run.note("unsupported.v0", w.decode(API_VERSIONS, 0, frame).error_code)
+
+
+@scenario("metadata-no-topics")
+def metadata_no_topics(run: Run) -> None:
+    run.call("metadata", METADATA, topics=[], allow_auto_topic_creation=False,
+             include_cluster_authorized_operations=False,
+             include_topic_authorized_operations=False)
+
+
+@scenario("metadata-unknown-topic")
+def metadata_unknown(run: Run) -> None:
+    run.call("metadata", METADATA, topics=[{"name": run.topic("missing"), "topic_id": None}],
+             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+             include_topic_authorized_operations=True)
+
+
+@scenario("metadata-topic")
+def metadata_topic(run: Run) -> None:
+    create_topic(run, run.topic(), partitions=3)
+    run.call("metadata", METADATA, topics=[{"name": run.topic(), "topic_id": None}],
+             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+             include_topic_authorized_operations=True)
+
+
+# Found a difference, fixed: an unknown topic's authorized operations.
+@scenario("describe-topic-partitions")
+def describe_topic_partitions(run: Run) -> None:
+    create_topic(run, run.topic(), partitions=3)
+    run.call("describe", DESCRIBE_TOPIC_PARTITIONS,
+             topics=[{"name": run.topic()}, {"name": run.topic("missing")}],
+             response_partition_limit=2, cursor=None)
+
+
+@scenario("create-topics-errors")
+def create_topics_errors(run: Run) -> None:
+    create_topic(run, run.topic("exists"))
+    run.call("create", CREATE_TOPICS, timeout=30_000, validate_only=False, topics=[
+        {"name": run.topic("exists"), "num_partitions": 1, "replication_factor": 1,
+         "assignments": [], "configs": []},
+        {"name": run.topic("rf3"), "num_partitions": 1, "replication_factor": 3,
+         "assignments": [], "configs": []},
+        {"name": run.topic("zero"), "num_partitions": 0, "replication_factor": 1,
+         "assignments": [], "configs": []},
+        {"name": "bad name!", "num_partitions": 1, "replication_factor": 1,
+         "assignments": [], "configs": []},
+        {"name": run.topic("badcfg"), "num_partitions": 1, "replication_factor": 1,
+         "assignments": [], "configs": [{"name": "cleanup.policy", "value": "sometimes"}]},
+        {"name": run.topic("unknowncfg"), "num_partitions": 1, "replication_factor": 1,
+         "assignments": [], "configs": [{"name": "no.such.config", "value": "1"}]},
+    ])
+
+
+# Found differences (listed): the 4.x topic config catalogue.
+@scenario("create-topic-configs")
+def create_topic_configs(run: Run) -> None:
+    create_topic(run, run.topic(), partitions=2, configs={"retention.ms": "60000"},
+                 record=True)
+
+
+# Found a difference, fixed: a validate-only answer carries a topic id.
+@scenario("create-topics-validate-only")
+def create_topics_validate_only(run: Run) -> None:
+    run.call("create", CREATE_TOPICS, timeout=30_000, validate_only=True, topics=[
+        {"name": run.topic(), "num_partitions": 2, "replication_factor": -1,
+         "assignments": [], "configs": [{"name": "retention.ms", "value": "1000"}]}])
+    run.call("metadata", METADATA, topics=[{"name": run.topic(), "topic_id": None}],
+             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+             include_topic_authorized_operations=False)
+
+
+@scenario("delete-topics")
+def delete_topics(run: Run) -> None:
+    create_topic(run, run.topic())
+    run.call("delete", DELETE_TOPICS, timeout=30_000, topic_names=[run.topic(),
+                                                                   run.topic("missing")],
+             topics=[{"name": run.topic(), "topic_id": None},
+                     {"name": run.topic("missing"), "topic_id": None}])
+
+
+@scenario("create-partitions")
+def create_partitions(run: Run) -> None:
+    create_topic(run, run.topic(), partitions=2)
+    run.call("grow", CREATE_PARTITIONS, timeout=30_000, validate_only=False, topics=[
+        {"name": run.topic(), "count": 3, "assignments": None},
+        {"name": run.topic("missing"), "count": 3, "assignments": None}])
+    run.call("shrink", CREATE_PARTITIONS, timeout=30_000, validate_only=False, topics=[
+        {"name": run.topic(), "count": 1, "assignments": None}])
+    run.call("same", CREATE_PARTITIONS, timeout=30_000, validate_only=True, topics=[
+        {"name": run.topic(), "count": 3, "assignments": None}])
+
+
+# Found a difference (listed): Kafka's cluster-level min.insync.replicas.
+@scenario("describe-configs-topic")
+def describe_configs_topic(run: Run) -> None:
+    create_topic(run, run.topic(), configs={"retention.ms": "123456",
+                                            "cleanup.policy": "compact"})
+    run.call("describe", DESCRIBE_CONFIGS, include_synonyms=True,
+             include_documentation=False, resources=[
+                 {"resource_type": TOPIC, "resource_name": run.topic(),
+                  "configuration_keys": ["retention.ms", "cleanup.policy", "segment.bytes",
+                                         "max.message.bytes", "min.insync.replicas"]},
+                 {"resource_type": TOPIC, "resource_name": run.topic("missing"),
+                  "configuration_keys": None}])
+
+
+@scenario("alter-configs")
+def alter_configs(run: Run) -> None:
+    create_topic(run, run.topic())
+    run.call("alter", ALTER_CONFIGS, validate_only=False, resources=[
+        {"resource_type": TOPIC, "resource_name": run.topic(),
+         "configs": [{"name": "retention.ms", "value": "5000"}]},
+        {"resource_type": TOPIC, "resource_name": run.topic("missing"),
+         "configs": [{"name": "retention.ms", "value": "5000"}]}])
+    run.call("invalid", ALTER_CONFIGS, validate_only=False, resources=[
+        {"resource_type": TOPIC, "resource_name": run.topic(),
+         "configs": [{"name": "retention.ms", "value": "soon"}]}])
+    run.call("describe", DESCRIBE_CONFIGS, include_synonyms=False,
+             include_documentation=False, resources=[
+                 {"resource_type": TOPIC, "resource_name": run.topic(),
+                  "configuration_keys": ["retention.ms"]}])
+
+
+@scenario("incremental-alter-configs")
+def incremental_alter_configs(run: Run) -> None:
+    create_topic(run, run.topic(), configs={"retention.ms": "7000"})
+    run.call("alter", INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=[
+        {"resource_type": TOPIC, "resource_name": run.topic(), "configs": [
+            {"name": "retention.ms", "config_operation": 1, "value": None},
+            {"name": "cleanup.policy", "config_operation": 2, "value": "compact"}]}])
+    run.call("invalid", INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=[
+        {"resource_type": TOPIC, "resource_name": run.topic(), "configs": [
+            {"name": "segment.bytes", "config_operation": 0, "value": "-5"}]},
+        {"resource_type": TOPIC, "resource_name": run.topic("missing"), "configs": [
+            {"name": "segment.bytes", "config_operation": 0, "value": "1048576"}]}])
+    run.call("describe", DESCRIBE_CONFIGS, include_synonyms=False,
+             include_documentation=False, resources=[
+                 {"resource_type": TOPIC, "resource_name": run.topic(),
+                  "configuration_keys": ["retention.ms", "cleanup.policy",
+                                         "segment.bytes"]}])
+
+
+@scenario("describe-configs-broker")
+def describe_configs_broker(run: Run) -> None:
+    run.call("describe", DESCRIBE_CONFIGS, include_synonyms=False,
+             include_documentation=False, resources=[
+                 {"resource_type": BROKER, "resource_name": "",
+                  "configuration_keys": ["log.retention.ms", "num.partitions",
+                                         "auto.create.topics.enable"]},
+                 {"resource_type": BROKER, "resource_name": "not-a-number",
+                  "configuration_keys": None}])
+
+
+@scenario("describe-cluster")
+def describe_cluster(run: Run) -> None:
+    run.call("describe", DESCRIBE_CLUSTER, include_cluster_authorized_operations=True,
+             endpoint_type=1, include_fenced_brokers=False)
