@@ -51,7 +51,7 @@ def test_racks() -> None:
     assert racks(config(None), 3) == [None, None, None]
     assert racks(config("a"), 3) == ["a", "a", "a"]
     assert racks(config("a, b,c"), 3) == ["a", "b", "c"]
-    with pytest.raises(ConfigError, match="broker.rack"):
+    with pytest.raises(ConfigError, match=r"broker\.rack"):
         racks(config("a,b"), 3)
 
 
@@ -62,5 +62,5 @@ def test_node_count_is_checked_and_kept(tmp_path: Path) -> None:
     check_layout(tmp_path, 3)
     with pytest.raises(ConfigError, match="holds a cluster of 3 nodes, not 2"):
         check_layout(tmp_path, 2)
-    with pytest.raises(ConfigError, match="kafkalite.nodes"):
+    with pytest.raises(ConfigError, match=r"kafkalite\.nodes"):
         Config.build(environ={}, overrides={"kafkalite.nodes": "0"})

@@ -200,8 +200,8 @@ def test_serve_nodes_ready_file_and_layout(tmp_path: Path) -> None:
         assert proc.stop() == 0
     assert (data / "nodes" / "count").read_text().strip() == "3"
     # The data directory keeps the node count it was made with: one line, exit 1.
-    with pytest.raises(RuntimeError, match="configuration error: kafkalite.nodes: .* "
-                       "holds a cluster of 3 nodes, not 1"):
+    with pytest.raises(RuntimeError, match=r"configuration error: kafkalite\.nodes: .* "
+                       r"holds a cluster of 3 nodes, not 1"):
         BrokerProcess(data).start()
 
 
