@@ -19,6 +19,7 @@ from kafkalite.coordinator.results import (
 )
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -28,8 +29,8 @@ from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from .groups import GroupAcl
 
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
+CONSUMER_GROUP_HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
+CONSUMER_GROUP_DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
 
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648

@@ -14,6 +14,7 @@ from typing import Any
 from kafkalite.coordinator.results import PARKED, JoinResult, LeaveResult, SyncResult
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -21,10 +22,10 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
 
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
+JOIN_GROUP = ApiKey.JOIN_GROUP
+HEARTBEAT = ApiKey.HEARTBEAT
+LEAVE_GROUP = ApiKey.LEAVE_GROUP
+SYNC_GROUP = ApiKey.SYNC_GROUP
 
 _MS = datetime.timedelta(milliseconds=1)
 

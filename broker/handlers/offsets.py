@@ -19,6 +19,7 @@ from kafkalite.coordinator.offsets import (
 )
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -28,9 +29,9 @@ from ..context import RequestContext
 from ..topic_store import Storage
 from .offsets_wire import encode_commit_response, encode_fetch_response
 
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-OFFSET_DELETE = 47
+OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
+OFFSET_FETCH = ApiKey.OFFSET_FETCH
+OFFSET_DELETE = ApiKey.OFFSET_DELETE
 
 
 def _ms(td: Any) -> int:

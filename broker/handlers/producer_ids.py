@@ -15,6 +15,7 @@ import structlog
 
 from kafkalite.coordinator.transactions import InitProducerIdResult, Transactions
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -27,8 +28,8 @@ from .transactions import ask
 
 log = structlog.get_logger("kafkalite.producer_ids")
 
-INIT_PRODUCER_ID = 22
-DESCRIBE_PRODUCERS = 61
+INIT_PRODUCER_ID = ApiKey.INIT_PRODUCER_ID
+DESCRIBE_PRODUCERS = ApiKey.DESCRIBE_PRODUCERS
 
 
 def _ms(value: Any) -> int:
