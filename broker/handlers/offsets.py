@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
+from kafkalite.coordinator.committed_offsets import DeleteOffsetsResult, FetchResult
 from kafkalite.coordinator.offsets import (
     CommitRequest,
     OffsetRow,
