@@ -14,24 +14,26 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import structlog
 
+from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.timekeeping.timers import Timers
 
 from . import consumer_records as cr
-from .config import CoreConfig
 from .consumer_group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    ReplayError,
     SubscriptionCount,
     count_subscription,
 )
+from .consumer_group import replay as replay_consumer_group
 from .partitions import (
-    Partitions,
+    GroupPartitions,
     PartitionState,
     member_join_key,
     member_sync_key,
@@ -41,6 +43,9 @@ from .partitions import (
 from .results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
 from .topic_regex import TopicRegexResolver
 from .topics_image import TopicChange, TopicEvent
+
+if TYPE_CHECKING:
+    from .consumer_migration import ConsumerMigration
 
 log = structlog.get_logger("kafkalite.consumer_groups")
 
@@ -85,10 +90,21 @@ def uses_classic_protocol(member: ConsumerGroupMember) -> bool:
     return member.classic_member_metadata is not None
 
 
-class ConsumerLifecycle(Partitions):
-    def __init__(self, config: CoreConfig, timers: Timers | None = None,
-                 new_id: Callable[[], str] | None = None) -> None:
-        super().__init__(config, timers, new_id)
+class ConsumerLifecycle:
+    """KIP-848 consumer groups: leaving, fencing, their timers and the topics they follow;
+    ``consumer_membership.ConsumerMembership`` adds the heartbeat."""
+
+    #: Conversions to and from classic groups (set by the core: the two parts know each
+    #: other).
+    migration: ConsumerMigration
+
+    def __init__(self, registry: GroupPartitions) -> None:
+        self.registry = registry
+        self.config = registry.config
+        self.timers = registry.timers
+        self.partitions = registry.partitions
+        self.partition_of = registry.partition_of
+        self.topics = registry.topics
         # Soft state (see the module docstring).
         #: group id -> the group epoch its subscription metadata was last computed at.
         self._metadata_epochs: dict[str, int] = {}
@@ -139,14 +155,14 @@ class ConsumerLifecycle(Partitions):
                 return Outcome(result if err is E.none else ConsumerHeartbeatResult(err))
 
             return Outcome(AFTER_WRITE, writes=[Write(
-                self.partition_for(gid), gid, [cr.current_assignment_record(gid, leaving)],
+                self.registry.partition_for(gid), gid, [cr.current_assignment_record(gid, leaving)],
                 then)])
         log.info("consumer_group.member_left", group=gid, member=member.member_id,
                  instance=req.instance_id)
         return self._fence_member(group, member, response, now)
 
     def _existing_consumer_group(self, gid: str) -> ConsumerGroup:
-        ps = self.partitions[self.partition_for(gid)]
+        ps = self.partitions[self.registry.partition_for(gid)]
         group = ps.consumer_groups.get(gid)
         if group is not None:
             return group
@@ -159,27 +175,23 @@ class ConsumerLifecycle(Partitions):
         """Kafka's ``consumerGroupFenceMember``: the member's records go and the group epoch
         moves on (or the group becomes a classic group again, see ``consumer_migration``).
         The answer is ``response``, or the append's error."""
-        downgrade = self._maybe_downgrade(group, member, now)
+        downgrade = self.migration.maybe_downgrade(group, member, now)
         if downgrade is not None:
             return downgrade(response)
         gid = group.group_id
-        records = self._removal_records(group, [member])
+        records = self.removal_records(group, [member])
         mid = member.member_id
 
         def then(err: ErrorCode, _t: int) -> Outcome:
             if err is not E.none:
                 return Outcome(ConsumerHeartbeatResult(err) if response is not None else None)
-            self._cancel_member_timers(gid, mid)
+            self.cancel_member_timers(gid, mid)
             return Outcome(response)
 
-        return Outcome(AFTER_WRITE, writes=[Write(self.partition_for(gid), gid, records, then)])
+        return Outcome(AFTER_WRITE, writes=[
+            Write(self.registry.partition_for(gid), gid, records, then)])
 
-    def _maybe_downgrade(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int
-                         ) -> Callable[[object], Outcome] | None:
-        """Online downgrade to a classic group (``consumer_migration`` overrides this)."""
-        return None
-
-    def _removal_records(self, group: ConsumerGroup,
+    def removal_records(self, group: ConsumerGroup,
                          members: Sequence[ConsumerGroupMember]) -> list[Record]:
         """The tombstones of ``members``, the group's subscription metadata without them,
         a regex they were the last subscribers of, and a group epoch bump."""
@@ -197,7 +209,7 @@ class ConsumerLifecycle(Partitions):
         records.append(cr.group_epoch_record(gid, group.group_epoch + 1))
         return records
 
-    def _cancel_member_timers(self, gid: str, mid: str) -> None:
+    def cancel_member_timers(self, gid: str, mid: str) -> None:
         self.timers.cancel(session_key(gid, mid))
         self._cancel_rebalance(gid, mid)
         self.timers.cancel(member_join_key(gid, mid))
@@ -207,7 +219,7 @@ class ConsumerLifecycle(Partitions):
                         epoch: int | None = None) -> Outcome:
         """Kafka's ``consumerGroupFenceMemberOperation``; nothing if the group or member is
         gone (or, for a rebalance timeout, moved to another epoch)."""
-        group = self.consumer_group(gid)
+        group = self.registry.consumer_group(gid)
         member = None if group is None else group.members.get(mid)
         if group is None or member is None:
             return Outcome(None)
@@ -259,7 +271,7 @@ class ConsumerLifecycle(Partitions):
         for gid, group in ps.consumer_groups.items():
             self._metadata_epochs.pop(gid, None)
             for mid in group.members:
-                self._cancel_member_timers(gid, mid)
+                self.cancel_member_timers(gid, mid)
 
     # --- topics ----------------------------------------------------------------------
 
@@ -269,7 +281,7 @@ class ConsumerLifecycle(Partitions):
         heartbeat; a created topic makes regexes resolve again."""
         if not self.topics.apply(change, now):
             return Outcome(None)
-        for group in self.consumer_groups():
+        for group in self.registry.consumer_groups():
             if change.name in group.subscribed_topic_names:
                 self._metadata_epochs.pop(group.group_id, None)
         log.info("consumer_group.topics_changed", topic=change.name,
@@ -283,6 +295,33 @@ class ConsumerLifecycle(Partitions):
             self.topics.apply(TopicChange(TopicEvent.CREATED, c.name, c.topic_id, c.partitions),
                               now)
         self.topics.last_created_version = self.topics.version
+
+
+    # --- replay ----------------------------------------------------------------------
+
+    def replay(self, ps: PartitionState, key: cg.ConsumerGroupKey,
+               value: cg.ConsumerGroupValue | None) -> None:
+        """A consumer group's record."""
+        assert value is None or isinstance(value, cg.VALUE_CLASSES)
+        gid = key.group
+        if value is not None and gid not in ps.consumer_groups:
+            classic = ps.groups.get(gid)
+            if classic is not None:
+                if classic.protocol_type or classic.members:
+                    log.error("consumer_group.record_for_classic_group", group=gid,
+                              record=type(key).__name__)
+                    return
+                # A simple group (offsets only, no record) gives way, as in Kafka.
+                del ps.groups[gid]
+        try:
+            replay_consumer_group(ps.consumer_groups, key, value)
+        except ReplayError as e:
+            if not ps.loading:
+                raise
+            # Kafka fails the partition's load; one bad group must not stop the broker.
+            log.error("consumer_group.replay_failed", group=gid, error=str(e))
+        if value is None and gid not in ps.consumer_groups:
+            self._metadata_epochs.pop(gid, None)
 
 
 def _counts_without(group: ConsumerGroup, members: Sequence[ConsumerGroupMember]

@@ -78,7 +78,7 @@ class ConsumerMembership(ConsumerLifecycle):
             return Outcome(steady)
         try:
             self._validate_heartbeat(req)
-            err = self.partition_status(self.partition_for(req.group_id))
+            err = self.registry.partition_status(self.registry.partition_for(req.group_id))
             if err is not E.none:
                 return Outcome(ConsumerHeartbeatResult(err))
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -100,8 +100,8 @@ class ConsumerMembership(ConsumerLifecycle):
                 or req.rack_id is not None):
             return None
         gid = req.group_id
-        p = self._partition_of.get(gid)
-        ps = self.partitions.get(p if p is not None else self.partition_for(gid))
+        p = self.partition_of.get(gid)
+        ps = self.partitions.get(p if p is not None else self.registry.partition_for(gid))
         if ps is None or ps.loading:
             return None
         group = ps.consumer_groups.get(gid)
@@ -159,7 +159,7 @@ class ConsumerMembership(ConsumerLifecycle):
 
     def _consumer_heartbeat(self, now: int, req: ConsumerHeartbeatRequest) -> Outcome:
         gid = req.group_id
-        ps = self.partitions[self.partition_for(gid)]
+        ps = self.partitions[self.registry.partition_for(gid)]
         records: list[Record] = []
         out = Outcome()
         create = req.member_epoch == 0
@@ -169,7 +169,7 @@ class ConsumerMembership(ConsumerLifecycle):
             raise GroupError(E.group_max_size_reached,
                              "The consumer group has reached its maximum capacity of "
                              f"{self.config.consumer_max_size} members.")
-        member_id = req.member_id or self._new_id()
+        member_id = req.member_id or self.registry.new_id()
         if req.instance_id is None:
             member = self._dynamic_member(group, member_id, req, create)
         else:
@@ -185,10 +185,10 @@ class ConsumerMembership(ConsumerLifecycle):
         regex_bump, refresh = self._maybe_update_regexes(group, member, updated, records, now)
         bump |= regex_bump
         subscription_changed = bump
-        group_epoch, metadata = self._epoch_and_metadata(group, member, updated, bump, records)
+        group_epoch, metadata = self.epoch_and_metadata(group, member, updated, bump, records)
 
         # 2. A new target assignment when the group epoch moved past it; 3. reconcile.
-        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata,
+        new = self.target_and_reconcile(group, group_epoch, member, updated, metadata,
                                          req.topic_partitions, subscription_changed, records)
         full = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
@@ -224,7 +224,7 @@ class ConsumerMembership(ConsumerLifecycle):
         out.writes.append(Write(ps.partition, gid, records, then))
         return out
 
-    def _epoch_and_metadata(self, group: ConsumerGroup, member: ConsumerGroupMember,
+    def epoch_and_metadata(self, group: ConsumerGroup, member: ConsumerGroupMember,
                             updated: ConsumerGroupMember, bump: bool, records: list[Record]
                             ) -> tuple[int, Mapping[str, TopicMetadata]]:
         """The group epoch and subscription metadata with ``updated`` in the group:
@@ -267,15 +267,10 @@ class ConsumerMembership(ConsumerLifecycle):
             log.info("consumer_group.replaced_empty_classic_group", group=gid)
             return ConsumerGroup(gid)
         if create:
-            converted = self._maybe_upgrade(classic, records, out, now)
+            converted = self.migration.maybe_upgrade(classic, records, out, now)
             if converted is not None:
                 return converted
         raise GroupError(E.group_id_not_found, f"Group {gid} is not a consumer group.")
-
-    def _maybe_upgrade(self, classic: object, records: list[Record], out: Outcome,
-                       now: int) -> ConsumerGroup | None:
-        """Online upgrade of a classic group (``consumer_migration`` overrides this)."""
-        return None
 
     def _dynamic_member(self, group: ConsumerGroup, member_id: str,
                         req: ConsumerHeartbeatRequest, create: bool) -> ConsumerGroupMember:
@@ -351,7 +346,7 @@ class ConsumerMembership(ConsumerLifecycle):
                  assignor=assignor, members=len(res.assignment))
         return res.assignment.get(updated.member_id, {})
 
-    def _target_and_reconcile(self, group: ConsumerGroup, group_epoch: int,
+    def target_and_reconcile(self, group: ConsumerGroup, group_epoch: int,
                               member: ConsumerGroupMember, updated: ConsumerGroupMember,
                               metadata: Mapping[str, TopicMetadata],
                               owned: OwnedPartitions | None,
@@ -442,7 +437,7 @@ class ConsumerMembership(ConsumerLifecycle):
                        may_describe: Callable[[str], bool] | None, now: int) -> Write | None:
         """Resolve ``regexes`` against the topics and write the result (Kafka's
         ``refreshRegularExpressions`` then ``handleRegularExpressionsResult``)."""
-        group = self.consumer_group(gid)
+        group = self.registry.consumer_group(gid)
         if group is None:
             return None
         image = self.topics
@@ -480,7 +475,7 @@ class ConsumerMembership(ConsumerLifecycle):
                      reason="regular expressions resolved")
         log.info("consumer_group.regexes_resolved", group=gid,
                  regexes={r: sorted(v.topics) for r, v in resolved.items()})
-        return Write(self.partition_for(gid), gid, records)
+        return Write(self.registry.partition_for(gid), gid, records)
 
 def _check_epoch(member: ConsumerGroupMember, epoch: int, owned: OwnedPartitions | None) -> None:
     try:

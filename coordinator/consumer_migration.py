@@ -38,8 +38,8 @@ from .consumer_group import (
 from .consumer_lifecycle import E, GroupError, Record, log, uses_classic_protocol
 from .consumer_membership import ConsumerMembership
 from .group import GroupMetadata
-from .partitions import hb_key, member_join_key, member_sync_key, session_key
-from .rebalance import Rebalancing
+from .membership import Membership
+from .partitions import GroupPartitions, hb_key, member_join_key, member_sync_key, session_key
 from .results import (
     AFTER_WRITE,
     ConsumerHeartbeatResult,
@@ -54,7 +54,19 @@ from .results import (
 _ASSIGNMENT_MAX_VERSION = 3
 
 
-class ConsumerMigration(ConsumerMembership, Rebalancing):
+class ConsumerMigration:
+    """Classic requests for a group id, whichever kind of group holds it: a classic
+    group's go to the classic part, a consumer group's classic-protocol members are
+    served here, and the conversions between the kinds are made here."""
+
+    def __init__(self, registry: GroupPartitions, classic: Membership,
+                 consumer: ConsumerMembership) -> None:
+        self.registry = registry
+        self.config = registry.config
+        self.timers = registry.timers
+        self.topics = registry.topics
+        self.classic = classic
+        self.consumer = consumer
     # --- JoinGroup ---------------------------------------------------------------------
 
     def classic_join_to_consumer_group(
@@ -79,7 +91,7 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
         gid = group.group_id
         unknown = member_id == ""
         if unknown:
-            member_id = self._new_id()
+            member_id = self.registry.new_id()
         if len(group.members) >= self.config.consumer_max_size and (
                 member_id not in group.members):
             raise GroupError(E.group_max_size_reached,
@@ -119,10 +131,11 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
         if updated != member:
             records.append(cr.member_subscription_record(gid, updated))
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
-        group_epoch, metadata = self._epoch_and_metadata(group, member, updated, bump, records)
+        group_epoch, metadata = self.consumer.epoch_and_metadata(group, member, updated, bump,
+                                                                 records)
         owned = [(t.topic_id, tp.partitions) for tp in sub.owned_partitions
                  if (t := self.topics.by_name.get(tp.topic)) is not None]
-        new = self._target_and_reconcile(group, group_epoch, member, updated, metadata,
+        new = self.consumer.target_and_reconcile(group, group_epoch, member, updated, metadata,
                                          owned, bump, records)
         result = JoinResult(E.none, new.member_id, new.member_epoch, "consumer", protocols[0][0])
         rebalance = new.rebalance_timeout_ms
@@ -145,7 +158,8 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
             joined(t)
             return Outcome(result)
 
-        return Outcome(AFTER_WRITE, writes=[Write(self.partition_for(gid), gid, records, then)])
+        return Outcome(AFTER_WRITE, writes=[
+            Write(self.registry.partition_for(gid), gid, records, then)])
 
     def _classic_static_member(self, group: ConsumerGroup, member_id: str, instance_id: str,
                                create: bool, records: list[Record]) -> ConsumerGroupMember:
@@ -289,21 +303,22 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
         response = LeaveResult(E.none, results)
         if not leaving:
             return Outcome(response)
-        records = self._removal_records(group, leaving)
+        records = self.consumer.removal_records(group, leaving)
         ids = [m.member_id for m in leaving]
 
         def then(err: E, _t: int) -> Outcome:
             if err is not E.none:
                 return Outcome(LeaveResult(err))
             for mid in ids:
-                self._cancel_member_timers(gid, mid)
+                self.consumer.cancel_member_timers(gid, mid)
             return Outcome(response)
 
-        return Outcome(AFTER_WRITE, writes=[Write(self.partition_for(gid), gid, records, then)])
+        return Outcome(AFTER_WRITE, writes=[
+            Write(self.registry.partition_for(gid), gid, records, then)])
 
     # --- conversions -------------------------------------------------------------------
 
-    def _maybe_upgrade(self, classic: object, records: list[Record], out: Outcome,
+    def maybe_upgrade(self, classic: object, records: list[Record], out: Outcome,
                        now: int) -> ConsumerGroup | None:
         """Kafka's ``validateOnlineUpgrade`` and ``convertToConsumerGroup``: the classic
         group's members become classic-protocol members of a consumer group at its
@@ -348,7 +363,7 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
                  epoch=group.group_epoch)
         return group
 
-    def _maybe_downgrade(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int
+    def maybe_downgrade(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int
                          ) -> Callable[[object], Outcome] | None:
         """Kafka's ``validateOnlineDowngradeWithFencedMember`` and ``convertToClassicGroup``:
         the last consumer-protocol member leaves and classic members remain."""
@@ -368,22 +383,22 @@ class ConsumerMigration(ConsumerMembership, Rebalancing):
         records: list[Record] = [*cr.group_tombstone_records(group),  # type: ignore[list-item]
                                  (co.GroupMetadataKey(gid), value)]
         ids = list(group.members)
-        partition = self.partition_for(gid)
+        partition = self.registry.partition_for(gid)
 
         def downgrade(response: object) -> Outcome:
             def then(err: E, t: int) -> Outcome:
                 if err is not E.none:
                     return Outcome(None if response is None else ConsumerHeartbeatResult(err))
                 for mid in ids:
-                    self._cancel_member_timers(gid, mid)
-                classic = self.group(gid)
+                    self.consumer.cancel_member_timers(gid, mid)
+                classic = self.registry.group(gid)
                 out = Outcome(response)
                 if classic is None:
                     return out
                 for m in classic.members.values():
                     self.timers.schedule(hb_key(gid, m.member_id), t + m.session_timeout_ms)
                 log.info("consumer_group.downgraded", group=gid, members=len(classic.members))
-                return out.add(self._prepare_rebalance(
+                return out.add(self.classic.prepare_rebalance(
                     classic, t, f"Downgrade group {gid} from consumer to classic."))
 
             return Outcome(AFTER_WRITE, writes=[Write(partition, gid, records, then)])

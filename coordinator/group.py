@@ -77,9 +77,6 @@ class GroupMetadata:
 
     # --- queries ----------------------------------------------------------------------
 
-    def is_state(self, state: GroupState) -> bool:
-        return self.state is state
-
     def has(self, member_id: str) -> bool:
         return member_id in self.members
 

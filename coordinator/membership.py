@@ -17,17 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode
 
 from .group import GroupMetadata, MemberMetadata
-from .group_records import group_record
-from .partitions import hb_key, sync_key
+from .group_records import group_from_record, group_record
+from .partitions import PartitionState, hb_key, join_key, sync_key
 from .rebalance import E, Rebalancing, log
 from .results import JoinResult, LeaveResult, Outcome, SyncResult, Write
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 
 
 class Membership(Rebalancing):
+    """The classic groups' part of the coordinator: their requests, rebalances, records."""
+
     # --- JoinGroup -------------------------------------------------------------------
 
     def join(
@@ -48,7 +51,7 @@ class Membership(Rebalancing):
         reason: str | None = None,
         version: int = 9,
     ) -> Outcome:
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not E.none:
             return Outcome(JoinResult(err, member_id))
         c = self.config
@@ -56,7 +59,7 @@ class Membership(Rebalancing):
             return Outcome(JoinResult(E.invalid_session_timeout, member_id))
         if rebalance_timeout_ms < 0:  # v0 has none: Kafka uses the session timeout
             rebalance_timeout_ms = session_timeout_ms
-        ps = self.partitions[self.partition_for(group_id)]
+        ps = self.partitions[self.registry.partition_for(group_id)]
         group = ps.groups.get(group_id)
         unknown = member_id == ""
         if group is None:
@@ -90,7 +93,7 @@ class Membership(Rebalancing):
     def _join_new_member(
         self, group: GroupMetadata, now: int, a: _JoinArgs, require_known: bool
     ) -> Outcome:
-        new_id = f"{a.instance_id or a.client_id}-{self._new_id()}"
+        new_id = f"{a.instance_id or a.client_id}-{self.registry.new_id()}"
         if a.instance_id is not None:
             return self._join_static(group, now, new_id, a)
         if require_known:
@@ -133,7 +136,7 @@ class Membership(Rebalancing):
         out = Outcome()
         was_leader = group.is_leader(old_id)
         current_leader = group.leader_id or ""
-        old_waiters = self._replace_static_member(group, member, new_id, now)
+        old_waiters = self.replace_static_member(group, member, new_id, now)
         out.replies.extend(old_waiters)
         log.info("member.replaced", group=group.group_id, instance=a.instance_id,
                  old_member=old_id, member=new_id, reason=a.reason)
@@ -152,7 +155,7 @@ class Membership(Rebalancing):
             def then(err: ErrorCode, t: int) -> Outcome:
                 if err is not E.none:
                     if group.members.get(new_id) is member:
-                        self._replace_static_member(group, member, old_id, t)
+                        self.replace_static_member(group, member, old_id, t)
                         (member.protocols, member.rebalance_timeout_ms,
                          member.session_timeout_ms) = old_meta
                     return Outcome(replies=[(a.waiter, JoinResult(err, ""))])
@@ -170,7 +173,7 @@ class Membership(Rebalancing):
             return out
         return out.add(self._update_member_and_rebalance(group, member, now, a))
 
-    def _replace_static_member(
+    def replace_static_member(
         self, group: GroupMetadata, member: MemberMetadata, new_id: str, now: int
     ) -> list[tuple[Any, Any]]:
         """Re-key a static member; its parked requests are answered FENCED_INSTANCE_ID."""
@@ -252,10 +255,10 @@ class Membership(Rebalancing):
         protocol_name: str | None,
         assignments: dict[str, bytes],
     ) -> Outcome:
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not E.none:
             return Outcome(SyncResult(err))
-        group = self.group(group_id)
+        group = self.registry.group(group_id)
         if group is None:
             return Outcome(SyncResult(E.unknown_member_id))
         if group.state is DEAD:
@@ -325,10 +328,10 @@ class Membership(Rebalancing):
     def heartbeat(self, now: int, group_id: str, member_id: str,
                   group_instance_id: str | None, generation: int) -> ErrorCode:
         # The hot path: plain dict lookups, one timer update, no allocation.
-        p = self._partition_of.get(group_id)
-        ps = self.partitions.get(p if p is not None else self.partition_for(group_id))
+        p = self.partition_of.get(group_id)
+        ps = self.partitions.get(p if p is not None else self.registry.partition_for(group_id))
         if ps is None or ps.loading or not group_id:
-            return self.group_status(group_id)
+            return self.registry.group_status(group_id)
         group = ps.groups.get(group_id)
         if group is None:
             return E.unknown_member_id
@@ -355,10 +358,10 @@ class Membership(Rebalancing):
     def leave(self, now: int, group_id: str,
               members: list[tuple[str, str | None, str | None]]) -> Outcome:
         """``members``: (member id, group instance id, reason)."""
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not E.none:
             return Outcome(LeaveResult(err))
-        group = self.group(group_id)
+        group = self.registry.group(group_id)
         if group is None:
             return Outcome(LeaveResult(E.none, [(m, i, E.unknown_member_id)
                                                 for m, i, _r in members]))
@@ -389,12 +392,63 @@ class Membership(Rebalancing):
                 continue
             log.info("member.left", group=group_id, member=mid, instance=instance_id,
                      reason=reason or "")
-            out.add(self._remove_member(group, member, now,
+            out.add(self.remove_member(group, member, now,
                                         f"removing member {mid} on LeaveGroup"
                                         + (f" with reason: {reason}" if reason else "")))
             results.append((member_id, instance_id, E.none))
         out.response = LeaveResult(E.none, results)
         return out
+
+
+    # --- replay ----------------------------------------------------------------------
+
+    def replay(self, ps: PartitionState, key: co.GroupMetadataKey,
+               value: co.GroupMetadataValue | None) -> None:
+        """A classic group's record (its metadata, or a tombstone)."""
+        assert value is None or isinstance(value, co.GroupMetadataValue)
+        gid = key.group
+        if value is not None:
+            # A classic group's record replaces a consumer group that a conversion ended
+            # (its tombstones came first).
+            ps.consumer_groups.pop(gid, None)
+        if value is None:
+            group = ps.groups.pop(gid, None)
+            if group is not None:
+                group.transition(DEAD, group.current_state_timestamp)
+            return
+        group = ps.groups.get(gid)
+        if ps.loading or group is None:
+            ps.groups[gid] = group_from_record(gid, ps.partition, value)
+            return
+        # A live write: the in-memory group already holds everything but assignments.
+        for rec in value.members:
+            m = group.members.get(rec.member_id)
+            if m is not None:
+                m.assignment = rec.assignment
+
+    def schedule_loaded(self, ps: PartitionState, now: int) -> None:
+        """A loaded partition's members' sessions."""
+        for group in ps.groups.values():
+            for m in group.members.values():
+                self.timers.schedule(hb_key(group.group_id, m.member_id),
+                                     now + m.session_timeout_ms)
+
+    def unload(self, ps: PartitionState, out: Outcome) -> None:
+        """Parked JoinGroup and SyncGroup requests of a partition given up are answered
+        NOT_COORDINATOR, as Kafka does; its timers go."""
+        for gid, group in ps.groups.items():
+            for m in group.members.values():
+                if m.join_waiter is not None:
+                    out.replies.append((m.join_waiter,
+                                        JoinResult(E.not_coordinator, m.member_id)))
+                    m.join_waiter = None
+                if m.sync_waiter is not None:
+                    out.replies.append((m.sync_waiter, SyncResult(E.not_coordinator)))
+                    m.sync_waiter = None
+            self.timers.cancel(join_key(gid))
+            self.timers.cancel(sync_key(gid))
+            for mid in list(group.members) + list(group.pending_members):
+                self.timers.cancel(hb_key(gid, mid))
 
 
 @dataclass(slots=True)

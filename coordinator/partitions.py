@@ -1,6 +1,6 @@
-"""Which groups this coordinator holds: the state of each ``__consumer_offsets`` partition,
-the lookups every request starts with, and the clock-free pieces the request families
-(membership, rebalancing, offsets) share."""
+"""Which groups this coordinator holds: the state of each ``__consumer_offsets`` partition
+and the lookups every request starts with. One ``GroupPartitions`` is shared by the parts
+of the group coordinator (``core``), each of which receives it in its constructor."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from kafkalite.timekeeping.timers import Timers
 from .config import CoreConfig
 from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
-from .offsets import OffsetStore
-from .pending_offsets import PendingTxnOffsets
 from .topics_image import TopicsImage
 
 
@@ -77,8 +75,8 @@ def member_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return (MEMBER_SYNC_TIMER, group_id, member_id)
 
 
-class Partitions:
-    """State and lookups shared by the core's request families."""
+class GroupPartitions:
+    """The partitions held here, their load status and the lookups every part shares."""
 
     def __init__(
         self,
@@ -89,19 +87,17 @@ class Partitions:
         self.config = config
         self.timers = Timers() if timers is None else timers
         self.partitions: dict[int, PartitionState] = {}
-        #: Committed offsets of every group held here (changed only by replay).
-        self.offsets = OffsetStore(config.max_metadata_bytes, config.offsets_retention_ms)
-        #: Transactional offsets waiting for their transaction's marker (replay only).
-        self.pending = PendingTxnOffsets()
-        self._new_id = new_id or (lambda: str(uuid.uuid4()))
-        self._partition_of: dict[str, int] = {}
+        #: A new member id (a UUID; tests give their own).
+        self.new_id: Callable[[], str] = new_id or (lambda: str(uuid.uuid4()))
+        #: group id -> its partition, cached (the hot paths read it directly).
+        self.partition_of: dict[str, int] = {}
         #: The broker's topics (kept current by ``on_topic_change``).
         self.topics = TopicsImage()
 
     def partition_for(self, group_id: str) -> int:
-        p = self._partition_of.get(group_id)
+        p = self.partition_of.get(group_id)
         if p is None:
-            p = self._partition_of[group_id] = group_partition(group_id, self.config.num_partitions)
+            p = self.partition_of[group_id] = group_partition(group_id, self.config.num_partitions)
         return p
 
     def group(self, group_id: str) -> GroupMetadata | None:

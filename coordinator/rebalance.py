@@ -12,7 +12,7 @@ from kafkalite.protocol.errors import ErrorCode
 
 from .group import GroupMetadata, MemberMetadata
 from .group_records import group_record
-from .partitions import Partitions, hb_key, join_key, sync_key
+from .partitions import GroupPartitions, hb_key, join_key, sync_key
 from .results import JoinResult, Outcome, SyncResult, Write
 from .states import CAN_REBALANCE, COMPLETING, EMPTY, PREPARING, STABLE
 
@@ -21,15 +21,24 @@ log = structlog.get_logger("kafkalite.coordinator")
 E = ErrorCode
 
 
-class Rebalancing(Partitions):
+class Rebalancing:
+    """A classic group's rebalances; ``membership.Membership`` adds the requests."""
+
+    def __init__(self, registry: GroupPartitions) -> None:
+        self.registry = registry
+        self.config = registry.config
+        self.timers = registry.timers
+        self.partitions = registry.partitions
+        self.partition_of = registry.partition_of
+
     # --- rebalance ---------------------------------------------------------------------
 
     def _maybe_prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
         if group.state in CAN_REBALANCE:
-            return self._prepare_rebalance(group, now, reason)
+            return self.prepare_rebalance(group, now, reason)
         return Outcome()
 
-    def _prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
+    def prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
         out = Outcome()
         if group.state is COMPLETING:
             out.add(self._reset_assignment(group, E.rebalance_in_progress))
@@ -125,7 +134,7 @@ class Rebalancing(Partitions):
                 m.sync_waiter = None
         return out
 
-    def _remove_member(self, group: GroupMetadata, member: MemberMetadata, now: int,
+    def remove_member(self, group: GroupMetadata, member: MemberMetadata, now: int,
                        reason: str) -> Outcome:
         """Kafka's removeMemberAndUpdateGroup."""
         out = Outcome()
@@ -147,7 +156,7 @@ class Rebalancing(Partitions):
     def _timer_group(self, key: tuple[Hashable, ...]) -> GroupMetadata | None:
         gid = key[1]
         assert isinstance(gid, str)
-        return self.group(gid)
+        return self.registry.group(gid)
 
     def on_heartbeat_timer(self, key: tuple[Hashable, ...], deadline: int, now: int
                            ) -> Outcome:
@@ -183,7 +192,7 @@ class Rebalancing(Partitions):
             return Outcome()
         log.info("member.expired", group=group.group_id, member=member_id,
                  generation=group.generation, deadline=deadline, late_ms=now - deadline)
-        return self._remove_member(group, member, now,
+        return self.remove_member(group, member, now,
                                    f"removing member {member_id} on heartbeat expiration")
 
     def _on_sync_expired(self, group: GroupMetadata, now: int, deadline: int) -> Outcome:
@@ -203,7 +212,7 @@ class Rebalancing(Partitions):
             log.info("member.expired", group=group.group_id, member=mid,
                      reason="no SyncGroup before the rebalance timeout", deadline=deadline)
         group.pending_sync.clear()
-        return out.add(self._prepare_rebalance(
+        return out.add(self.prepare_rebalance(
             group, now, f"removing {missing} on pending sync request expiration"))
 
     # --- JoinGroup answers ------------------------------------------------------------

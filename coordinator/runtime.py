@@ -14,7 +14,8 @@ log says.
 Handlers reach a core only through its ``Coordinator`` (``runtime.groups``, and the one
 ``serve`` returns for another topic): ``write(op)`` reads the clock, runs ``op`` on the
 core, appends and replays what it writes, answers and re-arms the timers; ``read(op)``
-runs an operation that writes nothing (its deadlines may move: a heartbeat's).
+runs an operation that writes nothing (its deadlines may move: a heartbeat's);
+``query(op)`` one that only looks (no clock, no timers).
 
 Time comes from the scheduler's clock; each core's deadlines are keys in the scheduler,
 routed to the handler of their kind in that core's ``timer_handlers`` table.
@@ -67,7 +68,7 @@ T = TypeVar("T")
 
 class StateLog(Protocol):
     """A partition log as the runtime writes and loads it (``storage.log.PartitionLog``,
-    or ``memlog.MemoryLog`` in tests)."""
+    or ``tests/coordinator/memlog.py``'s ``MemoryLog``)."""
 
     def append(self, batch: bytes, *, origin: AppendOrigin = ...) -> tuple[int, int]:
         """Append whole batches; their (base, last) offsets. ``origin`` COORDINATOR: a
@@ -124,6 +125,11 @@ class Coordinator(Generic[C]):
         self._rearm()
         return response
 
+    def query(self, op: Callable[[C], T]) -> T:
+        """Run an operation that neither writes nor needs the time nor moves a deadline
+        (a lookup, a fetch, a describe)."""
+        return op(self._core)
+
     def read(self, op: Callable[[C, int], T]) -> T:
         """Run an operation that writes nothing; the timers are re-armed only if it moved
         a deadline earlier (a heartbeat usually moves one later, which needs nothing)."""
@@ -152,7 +158,7 @@ class CoordinatorRuntime:
         #: The group coordinator (classic and consumer groups, offsets).
         self.groups = self.serve(StateTopic(OFFSETS_TOPIC, core.config.num_partitions, core,
                                             OFFSETS_CODEC, ensure_topic), core)
-        scheduler.handle("partition-reload", self._reload)
+        scheduler.handle(RELOAD_TIMER, self._reload)
 
     def serve(self, topic: StateTopic, core: C) -> Coordinator[C]:
         """Drive a core over its internal topic (loaded by ``load_all``); ``core`` is
@@ -343,7 +349,7 @@ class CoordinatorRuntime:
             topic.core.begin_load(partition)
         log.info("coordinator.partition_held", topic=name, partition=partition,
                  for_ms=for_ms, answers="NOT_COORDINATOR" if moved else "LOAD_IN_PROGRESS")
-        self.scheduler.timers.schedule(("partition-reload", name, partition),
+        self.scheduler.timers.schedule(_reload_key(name, partition),
                                        self.now() + for_ms)
         self.scheduler.rearm()
 
@@ -362,6 +368,14 @@ class CoordinatorRuntime:
                 if out is not None:
                     for waiter, resp in out.replies:
                         waiter(resp)
+
+
+#: The timer kind of a held partition's reload (``hold_partition``).
+RELOAD_TIMER = "partition-reload"
+
+
+def _reload_key(name: str, partition: int) -> tuple[str, str, int]:
+    return (RELOAD_TIMER, name, partition)
 
 
 def _header(now: int, count: int) -> tuple[int, ...]:

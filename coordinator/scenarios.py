@@ -20,7 +20,7 @@ from kafkalite.protocol.errors import ErrorCode
 from .group import GroupMetadata
 from .group_records import group_record
 from .membership import Membership
-from .partitions import hb_key
+from .partitions import GroupPartitions, hb_key
 from .rebalance import E, log
 from .results import AFTER_WRITE, Outcome, Write
 from .states import CAN_REBALANCE, COMPLETING, PREPARING, STABLE
@@ -31,12 +31,19 @@ POLL_TIMEOUT_REASON = ("consumer poll timeout has expired. This means the time b
                        "max.poll.interval.ms")
 
 
-class Scenarios(Membership):
+class Scenarios:
+    """Test control on classic groups, through the classic part's own steps."""
+
+    def __init__(self, registry: GroupPartitions, classic: Membership) -> None:
+        self.registry = registry
+        self.timers = registry.timers
+        self.classic = classic
+
     def _active_group(self, group_id: str) -> tuple[ErrorCode, GroupMetadata | None]:
-        err = self.group_status(group_id)
+        err = self.registry.group_status(group_id)
         if err is not E.none:
             return err, None
-        group = self.group(group_id)
+        group = self.registry.group(group_id)
         if group is None:
             return E.group_id_not_found, None
         return E.none, group
@@ -50,7 +57,7 @@ class Scenarios(Membership):
         if group.state not in CAN_REBALANCE or not group.members:
             return Outcome(E.non_empty_group if not group.members else E.rebalance_in_progress)
         log.info("scenario.rebalance", group=group_id)
-        out = self._prepare_rebalance(group, now, "rebalance forced by the test controller")
+        out = self.classic.prepare_rebalance(group, now, "rebalance forced by the test controller")
         out.response = E.none
         return out
 
@@ -62,7 +69,7 @@ class Scenarios(Membership):
             return Outcome(E.unknown_member_id)
         self.timers.cancel(hb_key(group_id, member_id))
         log.info("scenario.expire_member", group=group_id, member=member_id)
-        out = self._remove_member(group, group.members[member_id], now,
+        out = self.classic.remove_member(group, group.members[member_id], now,
                                   f"removing member {member_id} on heartbeat expiration")
         out.response = E.none
         return out
@@ -75,7 +82,7 @@ class Scenarios(Membership):
         if member is None:
             return Outcome(E.unknown_member_id)
         log.info("scenario.evict_member", group=group_id, member=member_id)
-        out = self._remove_member(group, member, now,
+        out = self.classic.remove_member(group, member, now,
                                   f"removing member {member_id} on LeaveGroup with reason: "
                                   + POLL_TIMEOUT_REASON)
         out.response = E.none
@@ -89,8 +96,8 @@ class Scenarios(Membership):
         member = None if old_id is None else group.members.get(old_id)
         if old_id is None or member is None:
             return Outcome(E.unknown_member_id)
-        new_id = f"{instance_id}-{self._new_id()}"
-        replies = self._replace_static_member(group, member, new_id, now)
+        new_id = f"{instance_id}-{self.registry.new_id()}"
+        replies = self.classic.replace_static_member(group, member, new_id, now)
         log.info("scenario.fence_static_member", group=group_id, instance=instance_id,
                  old_member=old_id, member=new_id)
         out = Outcome(AFTER_WRITE, replies=replies)

@@ -1,14 +1,11 @@
 """The classic group's states and the transitions Kafka allows between them.
 
-This table is Kafka's ``ClassicGroupState.validPreviousStates``: a group may only enter a
-state from one of the states listed for it, and every transition is checked against it.
-
-    state                 entered from
-    Empty                 PreparingRebalance
-    PreparingRebalance    Empty, Stable, CompletingRebalance
-    CompletingRebalance   PreparingRebalance
-    Stable                CompletingRebalance
-    Dead                  Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+``VALID_PREVIOUS_STATES`` below is Kafka's ``ClassicGroupState.validPreviousStates``, the
+one place the table is written: a group may only enter a state from one of the states
+listed for it (a rebalance ends Empty with no members; a member joining, leaving,
+changing or expiring starts PreparingRebalance; every member joined: CompletingRebalance,
+the leader assigns; the assignment stored: Stable; a tombstone replayed: Dead), and every
+transition is checked against it.
 
 Loading a group from its record is not a transition: the group starts in the state the
 record implies (Stable with members, Empty without), as Kafka's loader does.

@@ -26,11 +26,13 @@ from typing import Any
 
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.timekeeping.timers import Timers
 
 from .results import Outcome
 from .runtime import Coordinator
-from .txn_base import Call, E, S, TxnConfig, log
+from .txn_base import Call, E, S, TxnConfig, TxnStore, log
 from .txn_completion import TxnCompletion
+from .txn_markers import MarkerWriter
 from .txn_results import (
     AddPartitionsResult,
     DescribedTransaction,
@@ -60,7 +62,42 @@ def _fenced_for(version: int, first_with_fenced: int, err: ErrorCode) -> ErrorCo
     return err
 
 
-class TransactionCoordinatorCore(TxnCompletion):
+class TransactionCoordinatorCore:
+    """The requests; the state is the store's (``txn_base``), ending transactions the
+    completion part's (``txn_completion``)."""
+
+    def __init__(
+        self,
+        config: TxnConfig,
+        timers: Timers | None = None,
+        *,
+        allocate_producer_id: Callable[[], int],
+        markers: MarkerWriter,
+        group_partition_for: Callable[[str], int] | None = None,
+    ) -> None:
+        """``allocate_producer_id``: a new producer id (storage owns them; may raise).
+        ``markers``: writes COMMIT/ABORT markers (``txn_markers``). ``group_partition_for``:
+        the ``__consumer_offsets`` partition of a group, as the group coordinator maps it."""
+        store = self.store = TxnStore(config, timers, allocate_producer_id=allocate_producer_id,
+                                      markers=markers, group_partition_for=group_partition_for)
+        self.completion = TxnCompletion(store)
+        self.config = config
+        self.timers = store.timers
+        self.partitions = store.partitions
+        self.markers = markers
+        self.group_partition_for = store.group_partition_for
+        # What the runtime and tools call, as the parts serve it.
+        self.partition_for = store.partition_for
+        self.transaction = store.transaction
+        self.snapshot = store.snapshot
+        self.begin_load = store.begin_load
+        self.replay_all = store.replay_all
+        self.replay_transactional = store.replay_transactional
+        self.replay = store.replay
+        self.unload = store.unload
+        self.finish_load = self.completion.finish_load
+        self.timer_handlers = self.completion.timer_handlers
+
     # --- InitProducerId ------------------------------------------------------------------
 
     def init_producer_id(
@@ -89,7 +126,7 @@ class TransactionCoordinatorCore(TxnCompletion):
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         if transactional_id is None:
             # An idempotent producer: a fresh id at epoch 0, whatever it asked for.
-            pid = self._new_producer_id()
+            pid = self.store.new_producer_id()
             return call.finish(answer(E.none, pid, 0) if pid is not None
                                else answer(E.unknown_server_error))
         return call.finish(self._init(now, transactional_id, transaction_timeout_ms, expected,
@@ -101,12 +138,12 @@ class TransactionCoordinatorCore(TxnCompletion):
             return answer(E.invalid_request)
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             return answer(E.invalid_transaction_timeout)
-        err, ps = self._lookup(tid)
+        err, ps = self.store.lookup(tid)
         if ps is None:
             return answer(err)
         meta = ps.txns.get(tid)
         if meta is None:
-            pid = self._new_producer_id()
+            pid = self.store.new_producer_id()
             if pid is None:
                 return answer(E.unknown_server_error)
             # Cached before its first record is written, as Kafka does.
@@ -129,13 +166,14 @@ class TransactionCoordinatorCore(TxnCompletion):
             def fenced(err: ErrorCode, _pid: int, _epoch: int, _t: int) -> Outcome:
                 return answer(E.concurrent_transactions if err is E.none else err)
 
-            return self._end_transaction(now, tid, fence.producer_id, fence.producer_epoch,
-                                         False, False, self.config.transaction_version, fenced)
+            return self.completion.end_transaction(
+                now, tid, fence.producer_id, fence.producer_epoch, False, False,
+                self.config.transaction_version, fenced)
         if state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             raise IllegalTxnState(f"found {tid} in state {state.label}")
         if is_epoch_exhausted(meta.producer_epoch) and (
                 expected is None or expected[1] == meta.producer_epoch):
-            new_pid = self._new_producer_id()
+            new_pid = self.store.new_producer_id()
             if new_pid is None:
                 return answer(E.unknown_server_error)
             transit = meta.prepare_producer_id_rotation(new_pid, timeout_ms, now,
@@ -160,7 +198,7 @@ class TransactionCoordinatorCore(TxnCompletion):
                      epoch=transit.producer_epoch, partition=ps.partition)
             return answer(E.none, transit.producer_id, transit.producer_epoch)
 
-        return self._write(ps, meta, transit, done)
+        return self.store.write(ps, meta, transit, done)
 
     @staticmethod
     def _expected_valid(meta: TxnMetadata, pid: int, epoch: int) -> bool:
@@ -231,7 +269,7 @@ class TransactionCoordinatorCore(TxnCompletion):
 
         if not transactional_id:
             return every(E.invalid_request)
-        err, ps = self._lookup(transactional_id)
+        err, ps = self.store.lookup(transactional_id)
         if ps is None:
             return every(err)
         meta = ps.txns.get(transactional_id)
@@ -261,7 +299,7 @@ class TransactionCoordinatorCore(TxnCompletion):
              client_tv: int, answer: Answer) -> Outcome:
         if not tid:
             return answer(E.invalid_request, now)
-        err, ps = self._lookup(tid)
+        err, ps = self.store.lookup(tid)
         if ps is None:
             return answer(err, now)
         meta = ps.txns.get(tid)
@@ -279,7 +317,7 @@ class TransactionCoordinatorCore(TxnCompletion):
         if meta.state is S.ONGOING and parts <= meta.partitions:
             return answer(E.none, now)  # nothing new: no record
         transit = meta.prepare_add_partitions(parts, now, client_tv)
-        return self._write(ps, meta, transit, answer)
+        return self.store.write(ps, meta, transit, answer)
 
     # --- EndTxn --------------------------------------------------------------------------
 
@@ -292,7 +330,7 @@ class TransactionCoordinatorCore(TxnCompletion):
             return call.answer(EndTxnResult(_fenced_for(version, 2, err), pid, epoch))
 
         client_tv = 2 if version > 4 else 0
-        return call.finish(self._end_transaction(now, transactional_id, producer_id,
+        return call.finish(self.completion.end_transaction(now, transactional_id, producer_id,
                                                  producer_epoch, committed, True, client_tv,
                                                  answer))
 
@@ -305,7 +343,7 @@ class TransactionCoordinatorCore(TxnCompletion):
     def _describe(self, tid: str) -> DescribedTransaction:
         if not tid:
             return DescribedTransaction(E.invalid_request, tid)
-        err, ps = self._lookup(tid)
+        err, ps = self.store.lookup(tid)
         if ps is None:
             return DescribedTransaction(err, tid)
         meta = ps.txns.get(tid)

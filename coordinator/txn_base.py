@@ -112,7 +112,11 @@ class Call:
         return out
 
 
-class TxnCoreBase:
+class TxnStore:
+    """The transaction coordinator's state: its partitions, their transactional ids, the
+    records that change them and the timers that follow them (a part the core and its
+    other parts receive)."""
+
     def __init__(
         self,
         config: TxnConfig,
@@ -147,7 +151,7 @@ class TxnCoreBase:
         ps = self.partitions.get(self.partition_for(transactional_id))
         return None if ps is None else ps.txns.get(transactional_id)
 
-    def _lookup(self, transactional_id: str) -> tuple[ErrorCode, TxnPartition | None]:
+    def lookup(self, transactional_id: str) -> tuple[ErrorCode, TxnPartition | None]:
         """Kafka's getTransactionState checks: ownership, then loading."""
         ps = self.partitions.get(self.partition_for(transactional_id))
         if ps is None:
@@ -156,7 +160,7 @@ class TxnCoreBase:
             return E.coordinator_load_in_progress, None
         return E.none, ps
 
-    def _new_producer_id(self) -> int | None:
+    def new_producer_id(self) -> int | None:
         try:
             return self._allocate()
         except Exception as e:
@@ -173,7 +177,7 @@ class TxnCoreBase:
 
     # --- the write path ----------------------------------------------------------------
 
-    def _write(self, ps: TxnPartition, meta: TxnMetadata, transit: TxnTransit, done: Done,
+    def write(self, ps: TxnPartition, meta: TxnMetadata, transit: TxnTransit, done: Done,
                retry_on: frozenset[ErrorCode] = frozenset()) -> Outcome:
         """Write the pending ``transit`` (Dead: a tombstone); ``done(err, now)`` runs after the
         append and its replay. On an error the pending transit is dropped, unless the error
@@ -195,7 +199,7 @@ class TxnCoreBase:
             if current and ps.txns.get(tid) is meta:
                 if err not in retry_on and meta.pending is transit:
                     meta.pending = None
-                self._sync_timers(meta)
+                self.sync_timers(meta)
             return done(err, t)
 
         rec = (TransactionLogKey(tid), value)
@@ -230,7 +234,7 @@ class TxnCoreBase:
         tid = key.transactional_id
         if value is None:
             if ps.txns.pop(tid, None) is not None:
-                self._cancel_timers(tid)
+                self.cancel_timers(tid)
             return
         meta = ps.txns.get(tid)
         pending = meta.pending if meta is not None else None
@@ -240,20 +244,20 @@ class TxnCoreBase:
         else:
             meta = ps.txns[tid] = TxnMetadata.from_record(tid, value)
         if not ps.loading:
-            self._sync_timers(meta)
+            self.sync_timers(meta)
 
     def unload(self, partition: int) -> None:
         ps = self.partitions.pop(partition, None)
         if ps is None:
             return
         for tid in ps.txns:
-            self._cancel_timers(tid)
+            self.cancel_timers(tid)
         if ps.txns:
             log.info("txn.partition_unloaded", partition=partition, transactions=len(ps.txns))
 
     # --- timers ------------------------------------------------------------------------
 
-    def _sync_timers(self, meta: TxnMetadata) -> None:
+    def sync_timers(self, meta: TxnMetadata) -> None:
         """Deadlines follow the state: Kafka's timedOutTransactions (start + timeout < now)
         and shouldExpire (last update <= now - transactional.id.expiration.ms)."""
         tid = meta.transactional_id
@@ -267,6 +271,6 @@ class TxnCoreBase:
         else:
             self.timers.cancel(txn_timer(EXPIRE_TIMER, tid))
 
-    def _cancel_timers(self, tid: str) -> None:
+    def cancel_timers(self, tid: str) -> None:
         for kind in TXN_TIMER_KINDS:
             self.timers.cancel(txn_timer(kind, tid))

@@ -23,8 +23,8 @@ from .txn_base import (
     Done,
     E,
     S,
-    TxnCoreBase,
     TxnPartition,
+    TxnStore,
     log,
     txn_timer,
 )
@@ -51,14 +51,23 @@ def _never(tid: str, state: TxnState) -> IllegalTxnState:
     return IllegalTxnState(f"found {tid} in state {state.label}: it never rests there")
 
 
-class TxnCompletion(TxnCoreBase):
+class TxnCompletion:
+    """Ending transactions, the coordinator's own aborts and expiry, over the store."""
+
+    def __init__(self, store: TxnStore) -> None:
+        self.store = store
+        self.config = store.config
+        self.timers = store.timers
+        self.partitions = store.partitions
+        self.markers = store.markers
+
     # --- EndTxn ------------------------------------------------------------------------
 
-    def _end_transaction(self, now: int, tid: str, pid: int, epoch: int, commit: bool,
+    def end_transaction(self, now: int, tid: str, pid: int, epoch: int, commit: bool,
                          from_client: bool, client_tv: int, k: EndDone) -> Outcome:
         if not tid:
             return k(E.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
-        err, ps = self._lookup(tid)
+        err, ps = self.store.lookup(tid)
         if ps is None:
             return k(err, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
         meta = ps.txns.get(tid)
@@ -86,7 +95,7 @@ class TxnCompletion(TxnCoreBase):
                 self._take_fenced_epoch(meta, epoch)
             transit = meta.prepare_abort_or_commit(_PREPARE[commit], 0, NO_PRODUCER_ID, now,
                                                    False)
-            return self._write(ps, meta, transit,
+            return self.store.write(ps, meta, transit,
                                self._after_prepare(ps, meta, pid, epoch, commit, fencing, 0, k))
         else:
             res = self._end_state_error(meta, commit, retry=True)
@@ -115,7 +124,7 @@ class TxnCompletion(TxnCoreBase):
         def prepare(state_to: TxnState, no_partition_added: bool) -> Outcome:
             next_pid = NO_PRODUCER_ID
             if not fencing and meta.producer_epoch >= SHORT_MAX - 1:
-                allocated = self._new_producer_id()
+                allocated = self.store.new_producer_id()
                 if allocated is None:
                     return k(E.unknown_server_error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
                 next_pid = allocated
@@ -123,7 +132,7 @@ class TxnCompletion(TxnCoreBase):
                 self._take_fenced_epoch(meta, epoch)
             transit = meta.prepare_abort_or_commit(state_to, client_tv, next_pid, now,
                                                    no_partition_added)
-            return self._write(ps, meta, transit, self._after_prepare(
+            return self.store.write(ps, meta, transit, self._after_prepare(
                 ps, meta, pid, epoch, commit, fencing, client_tv, k))
 
         if meta.producer_id != pid and not retry_on_overflow:
@@ -258,7 +267,7 @@ class TxnCompletion(TxnCoreBase):
                 log.error("txn.complete_failed", transactional_id=tid, error=err.name)
             return Outcome()
 
-        return self._write(ps, meta, transit, done,
+        return self.store.write(ps, meta, transit, done,
                            retry_on=frozenset({E.coordinator_not_available}))
 
     # --- load --------------------------------------------------------------------------
@@ -271,7 +280,7 @@ class TxnCompletion(TxnCoreBase):
         ps.loading = False
         out = Outcome()
         for meta in list(ps.txns.values()):
-            self._sync_timers(meta)
+            self.store.sync_timers(meta)
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 meta.prepare_complete(now)
                 meta.marker_partitions = set(meta.partitions)
@@ -296,7 +305,7 @@ class TxnCompletion(TxnCoreBase):
         def on_timer(key: tuple[Hashable, ...], _deadline: int, now: int) -> Outcome:
             tid = key[1]
             assert isinstance(tid, str)
-            _err, ps = self._lookup(tid)
+            _err, ps = self.store.lookup(tid)
             meta = None if ps is None else ps.txns.get(tid)
             if ps is None or meta is None:
                 return Outcome()
@@ -316,7 +325,7 @@ class TxnCompletion(TxnCoreBase):
         if meta.state is not S.ONGOING or meta.pending is not None:
             return Outcome()  # the replay or failure of the pending record re-arms the timer
         if meta.start_ts + meta.timeout_ms >= now:
-            self._sync_timers(meta)
+            self.store.sync_timers(meta)
             return Outcome()
         tid = meta.transactional_id
         transit = meta.prepare_fence_epoch()
@@ -334,7 +343,7 @@ class TxnCompletion(TxnCoreBase):
                                          t + self.config.abort_retry_interval_ms)
             return Outcome()
 
-        return self._end_transaction(now, tid, transit.producer_id, transit.producer_epoch,
+        return self.end_transaction(now, tid, transit.producer_id, transit.producer_epoch,
                                      False, False, self.config.transaction_version, k)
 
     def _expire_id(self, ps: TxnPartition, meta: TxnMetadata, now: int) -> Outcome:
@@ -343,7 +352,7 @@ class TxnCompletion(TxnCoreBase):
         if meta.pending is not None or meta.state not in EXPIRATION_ALLOWED:
             return Outcome()
         if meta.last_update_ts > now - expiration:
-            self._sync_timers(meta)
+            self.store.sync_timers(meta)
             return Outcome()
         tid = meta.transactional_id
         transit = meta.prepare_dead()
@@ -357,4 +366,4 @@ class TxnCompletion(TxnCoreBase):
                                      t + self.config.expire_retry_interval_ms)
             return Outcome()
 
-        return self._write(ps, meta, transit, done)
+        return self.store.write(ps, meta, transit, done)

@@ -29,15 +29,25 @@ from kafkalite.protocol.errors import ErrorCode
 
 from . import consumer_admin
 from .group import GroupMetadata
-from .offsets import CommitRequest, Record, TopicPartition
-from .partitions import Partitions
+from .offsets import CommitRequest, OffsetStore, Record, TopicPartition
+from .partitions import GroupPartitions
+from .pending_offsets import PendingTxnOffsets
 from .results import AFTER_WRITE, Outcome, Write
 from .state_topics import TxnRecord
 
 log = structlog.get_logger("kafkalite.offsets")
 
-class TxnOffsetCommits(Partitions):
-    """TxnOffsetCommit and the replay of transactional records and markers, on the core."""
+class TxnOffsetCommits:
+    """TxnOffsetCommit and the replay of transactional records and markers: the pending
+    transactional offsets are this part's."""
+
+    def __init__(self, registry: GroupPartitions, offsets: OffsetStore,
+                 pending: PendingTxnOffsets) -> None:
+        self.registry = registry
+        self.partitions = registry.partitions
+        self.offsets = offsets
+        #: Transactional offsets waiting for their transaction's marker (replay only).
+        self.pending = pending
 
     def commit_txn_offsets(self, now: int, req: CommitRequest, producer_id: int,
                            producer_epoch: int) -> Outcome:
@@ -47,11 +57,11 @@ class TxnOffsetCommits(Partitions):
         checked when given (v3+), but not its state; a consumer group's member and epoch
         (a stale epoch is ILLEGAL_GENERATION)."""
         parts = [(t, p.partition_index) for t, ps in req.topics for p in ps]
-        err = self.group_status(req.group_id)
+        err = self.registry.group_status(req.group_id)
         if err is not ErrorCode.none:
             return Outcome(dict.fromkeys(parts, err))
-        group = self.group(req.group_id)
-        cgroup = self.consumer_group(req.group_id)
+        group = self.registry.group(req.group_id)
+        cgroup = self.registry.consumer_group(req.group_id)
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req, transactional=True)
         elif group is None:
@@ -85,7 +95,7 @@ class TxnOffsetCommits(Partitions):
                             for tp, e in errors.items()})
 
         return Outcome(AFTER_WRITE, writes=[Write(
-            self.partition_for(req.group_id), req.group_id, records, then,
+            self.registry.partition_for(req.group_id), req.group_id, records, then,
             producer_id=producer_id, producer_epoch=producer_epoch)])
 
     # --- replay ------------------------------------------------------------------------

@@ -116,6 +116,21 @@ def _classes(mods: dict[str, Module]) -> Iterator[Cls]:
             yield (name, cls)
 
 
+def test_no_class_is_built_from_two_project_classes() -> None:
+    mods = _modules()
+    stacked = {f"{m}.{c}": [f"{bm}.{bc}" for bm, bc in bases]
+               for m, c in _classes(mods)
+               if len(bases := _project_bases(mods, (m, c))) >= 2}
+    assert not stacked, f"classes built from several project classes (compose them): {stacked}"
+
+
+def test_no_inheritance_chain_in_the_coordinators_is_deeper_than_two() -> None:
+    mods = _modules()
+    deep = {f"{m}.{c}": d for m, c in _classes(mods)
+            if m.startswith("kafkalite.coordinator.") and (d := _depth(mods, (m, c))) > 2}
+    assert not deep, f"inheritance chains deeper than two in coordinator/: {deep}"
+
+
 #: What a handler must not name: the coordinators' cores, the timers, the scheduler.
 FORBIDDEN_NAMES = {"GroupCoordinatorCore", "TransactionCoordinatorCore", "Timers",
                    "Scheduler"}

@@ -171,7 +171,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
         else:
             out.append(failed(gid, ErrorCode.group_authorization_failed))
     want_ops = bool(req.include_authorized_operations)
-    for d in runtime.groups.read(lambda g, _now: g.describe_consumer_groups(authorized)):
+    for d in runtime.groups.query(lambda g: g.describe_consumer_groups(authorized)):
         if d.error is not ErrorCode.none:
             out.append(failed(d.group_id, d.error, d.message))
             continue

@@ -33,7 +33,7 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
         return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
     if key:
         runtime.ensure_topic()
-    err = runtime.groups.read(lambda g, _now: g.group_status(key))
+    err = runtime.groups.query(lambda g: g.group_status(key))
     if err is ErrorCode.coordinator_load_in_progress:
         return ErrorCode.coordinator_load_in_progress, None
     if err is ErrorCode.invalid_group_id:

@@ -68,7 +68,7 @@ def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext
     # As KafkaApis: Describe on the cluster lists every group, else those the principal
     # may describe.
     everything = access.permits(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
-    for g in runtime.groups.read(lambda c, _now: c.list_groups()):
+    for g in runtime.groups.query(lambda c: c.list_groups()):
         if not everything and not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP,
                                                  g.group_id):
             continue
@@ -98,7 +98,7 @@ def delete_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestConte
 
 
 def _describe(runtime: CoordinatorRuntime, group_id: str) -> DescribedGroup:
-    return runtime.groups.read(lambda g, _now: g.describe_group(group_id))
+    return runtime.groups.query(lambda g: g.describe_group(group_id))
 
 
 def _delete(runtime: CoordinatorRuntime, group_id: str) -> ErrorCode:

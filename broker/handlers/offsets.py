@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
+from kafkalite.coordinator.committed_offsets import DeleteOffsetsResult, FetchResult
 from kafkalite.coordinator.offsets import (
     CommitRequest,
     OffsetRow,
@@ -131,9 +131,10 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
                  group_id: str, topics: Any, require_stable: bool,
                  member_id: str | None = None, member_epoch: int = -1,
                  ) -> tuple[int, list[tuple[str, list[OffsetRow]]]]:
+    error: int
     if access.open:  # nothing to filter: the path of every broker without ACLs
         wanted = None if topics is None else [(t.name, t.partition_indexes) for t in topics]
-        error, rows = runtime.groups.write(lambda g, _now: g.fetch_offsets(
+        error, rows = runtime.groups.query(lambda g: g.fetch_committed(
             group_id, wanted, require_stable, member_id, member_epoch))
     else:
         error, rows = _fetch_authorized(runtime, access, ctx, v, group_id, topics,
@@ -161,7 +162,7 @@ def _fetch_authorized(runtime: CoordinatorRuntime, access: Access, ctx: RequestC
 
     wanted = None if topics is None else [(t.name, tuple(t.partition_indexes))
                                           for t in topics if may_describe(t.name)]
-    fetched: FetchResult = runtime.groups.write(lambda g, _now: g.fetch_offsets(
+    fetched: FetchResult = runtime.groups.query(lambda g: g.fetch_committed(
         group_id, wanted, require_stable, member_id, member_epoch))
     error, rows = fetched
     # As KafkaApis: an all-topics fetch leaves out what the principal may not describe;

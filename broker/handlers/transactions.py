@@ -292,13 +292,13 @@ def _timestamp(ms: int) -> datetime.datetime:
 
 def _write_markers(txn: Transactions, m: Any, partitions: list[TopicPartition]
                    ) -> dict[TopicPartition, ErrorCode]:
-    return txn.read(lambda t, _now: t.markers.write_markers(
+    return txn.query(lambda t: t.markers.write_markers(
         m.producer_id, m.producer_epoch, m.coordinator_epoch, bool(m.transaction_result),
         partitions))
 
 
 def _describe(txn: Transactions, tid: str) -> DescribedTransaction:
-    described = txn.read(lambda t, _now: t.describe_transactions([tid]).response)
+    described = txn.query(lambda t: t.describe_transactions([tid]).response)
     assert isinstance(described, list)
     d = described[0]
     assert isinstance(d, DescribedTransaction)

@@ -106,7 +106,7 @@ def _verify(storage: Storage, runtime: CoordinatorRuntime, verify: TxnVerificati
     add = version >= 5
     if not add and not verify.enabled:
         return E.none
-    partition = runtime.groups.read(lambda g, _now: g.partition_for(req.group_id))
+    partition = runtime.groups.query(lambda g: g.partition_for(req.group_id))
     plog = storage.logs.get(OFFSETS_TOPIC, partition)
     if plog is not None and plog.has_ongoing_transaction(req.producer_id):
         return E.none

@@ -39,7 +39,7 @@ class TxnVerification:
         """NONE when ``tp`` is (``add``: now) in the producer's ongoing transaction, else
         the coordinator's error for it."""
         if not add:
-            res = self.txn.read(lambda t, _now: t.verify_partitions(
+            res = self.txn.query(lambda t: t.verify_partitions(
                 transactional_id, producer_id, producer_epoch, [tp]))
             return res.errors.get(tp, E.unknown_server_error)
         waiter = Answer()

@@ -55,7 +55,7 @@ class CoordinatorScenarios:
                                         f" partitions, not {partition + 1}")
             else:
                 gid = _text(params, "group_id")
-                partition = groups.read(lambda g, _now: g.partition_for(gid))
+                partition = groups.query(lambda g: g.partition_for(gid))
             for_ms = _int(params, "for_ms")
             moved = name == "partition-moved"
             rt.hold_partition(OFFSETS_TOPIC, partition, for_ms, moved)
@@ -79,7 +79,7 @@ class CoordinatorScenarios:
         err: ErrorCode = groups.write(op)
         result: dict[str, Any] = {"error": err.name.upper(), "group_id": group_id}
         if name == "fence-static-member" and err is ErrorCode.none:
-            group = groups.read(lambda g, _now: g.group(group_id))
+            group = groups.query(lambda g: g.group(group_id))
             member = None if group is None else group.static_member_id(
                 params["group_instance_id"])
             result["member_id"] = member

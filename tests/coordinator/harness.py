@@ -16,7 +16,6 @@ from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.group_service import GroupService
-from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.offsets import CommittedOffset
 from kafkalite.coordinator.results import PARKED, ConsumerHeartbeatResult, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
@@ -28,6 +27,8 @@ from kafkalite.protocol.records import iter_records
 from kafkalite.storage.errors import RecordTooLargeError
 from kafkalite.timekeeping.clock import ManualClock
 from kafkalite.timekeeping.scheduler import Scheduler
+
+from .memlog import MemoryLogs
 
 GROUP = "g"
 SESSION = 1000

@@ -9,7 +9,6 @@ from typing import Any
 
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
-from kafkalite.coordinator.memlog import MemoryLogs
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.states import GroupState
@@ -18,6 +17,8 @@ from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch
 from kafkalite.timekeeping.clock import SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
+
+from .memlog import MemoryLogs
 
 CFG = dict(num_partitions=2, min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
 

@@ -178,7 +178,7 @@ def test_producer_id_allocation_failure() -> None:
     def broken() -> int:
         raise OSError("disk full")
 
-    h.core._allocate = broken
+    h.core.store._allocate = broken
     assert h.init() == R(E.unknown_server_error)
     assert h.init(None) == R(E.unknown_server_error)
     assert h.written == []

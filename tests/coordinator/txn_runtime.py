@@ -14,7 +14,6 @@ from typing import Any
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
-from kafkalite.coordinator.memlog import MemoryLog
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import PARKED, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
@@ -30,6 +29,7 @@ from kafkalite.timekeeping.clock import ManualClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
 from .harness import Box, RecordingLogs
+from .memlog import MemoryLog
 
 START = 1_000_000
 TXN = "txn-1"

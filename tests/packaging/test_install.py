@@ -16,7 +16,8 @@ import kafkalite
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The repository's folders that install as ``kafkalite.<name>``.
-PACKAGES = ("broker", "coordinator", "pipeline", "protocol", "storage", "timekeeping")
+PACKAGES = ("broker", "coordinator", "pipeline", "protocol", "schema_registry", "storage",
+            "timekeeping")
 _NOT_SOURCE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
 
 

@@ -1,0 +1,132 @@
+"""The classic group protocol's requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) for
+a group id, whichever kind of group holds it: a classic group's go to the classic part
+(``membership``), a consumer group's classic-protocol members to ``consumer_migration``,
+and an empty consumer group is deleted first for a classic group to form, as in Kafka."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+
+from . import consumer_records as cr
+from .consumer_group import ConsumerGroup
+from .consumer_migration import ConsumerMigration
+from .membership import Membership
+from .partitions import GroupPartitions
+from .rebalance import log
+from .results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
+
+
+class ClassicRequests:
+    def __init__(self, registry: GroupPartitions, classic: Membership,
+                 migration: ConsumerMigration) -> None:
+        self.registry = registry
+        self.config = registry.config
+        self.classic = classic
+        self.migration = migration
+
+    def join(
+        self,
+        now: int,
+        waiter: Any,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member_id: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        reason: str | None = None,
+        version: int = 9,
+    ) -> Outcome:
+        """JoinGroup: a classic group's, or a classic-protocol member's of a consumer group
+        (an empty consumer group is deleted first and a classic group formed)."""
+        cgroup = self._consumer_group_for_classic(group_id)
+        c = self.config
+        if cgroup is not None and c.min_session_timeout_ms <= session_timeout_ms \
+                <= c.max_session_timeout_ms:
+            if rebalance_timeout_ms < 0:
+                rebalance_timeout_ms = session_timeout_ms
+            if cgroup.members:
+                return self.migration.classic_join_to_consumer_group(
+                    now, waiter, cgroup, member_id=member_id, instance_id=group_instance_id,
+                    client_id=client_id, client_host=client_host,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
+                    protocols=protocols, require_known_member_id=require_known_member_id)
+
+            def then(err: ErrorCode, t: int) -> Outcome:
+                if err is not NO_ERROR:
+                    return Outcome(JoinResult(err, member_id))
+                return self.classic.join(
+                    t, waiter, group_id=group_id, member_id=member_id,
+                    group_instance_id=group_instance_id,
+                    require_known_member_id=require_known_member_id, client_id=client_id,
+                    client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
+                    session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
+                    protocols=protocols, reason=reason, version=version)
+
+            log.info("consumer_group.replaced_by_classic_group", group=group_id)
+            return Outcome(AFTER_WRITE, writes=[Write(
+                self.registry.partition_for(group_id), group_id,
+                list(cr.group_tombstone_records(cgroup)), then)])
+        return self.classic.join(
+            now, waiter, group_id=group_id, member_id=member_id,
+            group_instance_id=group_instance_id,
+            require_known_member_id=require_known_member_id, client_id=client_id,
+            client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
+            session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
+            protocols=protocols, reason=reason, version=version)
+
+    def sync(
+        self,
+        now: int,
+        waiter: Any,
+        *,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> Outcome:
+        cgroup = self._consumer_group_for_classic(group_id)
+        if cgroup is not None:
+            if not cgroup.members:
+                return Outcome(SyncResult(ErrorCode.unknown_member_id))
+            return self.migration.classic_sync_to_consumer_group(
+                now, cgroup, member_id=member_id, instance_id=group_instance_id,
+                generation=generation, protocol_type=protocol_type,
+                protocol_name=protocol_name)
+        return self.classic.sync(now, waiter, group_id=group_id, generation=generation,
+                                 member_id=member_id, group_instance_id=group_instance_id,
+                                 protocol_type=protocol_type, protocol_name=protocol_name,
+                                 assignments=assignments)
+
+    def heartbeat(self, now: int, group_id: str, member_id: str,
+                  group_instance_id: str | None, generation: int) -> ErrorCode:
+        err = self.classic.heartbeat(now, group_id, member_id, group_instance_id, generation)
+        if err is ErrorCode.unknown_member_id:
+            cgroup = self._consumer_group_for_classic(group_id)
+            if cgroup is not None:
+                return self.migration.classic_heartbeat_to_consumer_group(
+                    now, cgroup, member_id, group_instance_id, generation)
+        return err
+
+    def leave(self, now: int, group_id: str,
+              members: list[tuple[str, str | None, str | None]]) -> Outcome:
+        cgroup = self._consumer_group_for_classic(group_id)
+        if cgroup is not None:
+            return self.migration.classic_leave_to_consumer_group(now, cgroup, members)
+        return self.classic.leave(now, group_id, members)
+
+    def _consumer_group_for_classic(self, group_id: str) -> ConsumerGroup | None:
+        if self.registry.group_status(group_id) is not NO_ERROR:
+            return None
+        return self.registry.consumer_group(group_id)
