@@ -29,11 +29,11 @@ DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
 #: The versions served, next to the code that branches on them (None: all kio has).
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     DESCRIBE_CLUSTER: (0, 2),
-    DESCRIBE_LOG_DIRS: (1, 4),
+    DESCRIBE_LOG_DIRS: (1, 5),
     ALTER_REPLICA_LOG_DIRS: (1, 2),
     ELECT_LEADERS: (0, 2),
     LIST_PARTITION_REASSIGNMENTS: (0, 0),
-    ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
 }
 
 _CLUSTER_DESCRIBE = (Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME),)
@@ -203,7 +203,9 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
             parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                error_message=msg))
         out.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-    return build(resp_t, throttle_time=NO_THROTTLE, allow_replication_factor_change=True,
+    return build(resp_t, throttle_time=NO_THROTTLE,
+                 allow_replication_factor_change=getattr(
+                     req, "allow_replication_factor_change", True),
                  error_code=ErrorCode.none, error_message=None, responses=tuple(out))
 
 
