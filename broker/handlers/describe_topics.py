@@ -25,6 +25,11 @@ from ..topic_store import Storage
 from .metadata import leader_epoch
 
 DESCRIBE_TOPIC_PARTITIONS = ApiKey.DESCRIBE_TOPIC_PARTITIONS
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+}
 NULL_UUID = uuid.UUID(int=0)
 
 

@@ -19,6 +19,11 @@ from ..context import RequestContext
 
 FIND_COORDINATOR = ApiKey.FIND_COORDINATOR
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    FIND_COORDINATOR: (0, 6),
+}
+
 
 #: FindCoordinator key types: Kafka's CoordinatorType.
 GROUP_KEY, TRANSACTION_KEY = 0, 1

@@ -29,6 +29,11 @@ from ..topic_store import Storage
 log = structlog.get_logger("kafkalite.metadata")
 
 METADATA = ApiKey.METADATA
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    METADATA: (0, 13),
+}
 #: Kafka's "not requested" marker for authorized operations.
 OPS_OMITTED = -2147483648
 NULL_UUID = uuid.UUID(int=0)
