@@ -158,7 +158,7 @@ def with_current_leaders(resp: Any, req: Any, cluster: Cluster, catalog: TopicCa
     for t, r in zip(resp.responses, asked, strict=False):
         name = _topic_name(r, catalog)
         tid = getattr(r, "topic_id", None)
-        if tid is not None and hasattr(t, "topic_id") and getattr(t, "topic_id") is None:
+        if tid is not None and hasattr(t, "topic_id") and t.topic_id is None:
             t = replace(t, topic_id=tid)
         field = "partition_responses" if hasattr(t, "partition_responses") else "partitions"
         parts = []
