@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -18,12 +19,22 @@ from ..cluster import Cluster
 from ..context import RequestContext
 from ..topic_store import Storage
 
-ALTER_REPLICA_LOG_DIRS = 34
-DESCRIBE_LOG_DIRS = 35
-ELECT_LEADERS = 43
-ALTER_PARTITION_REASSIGNMENTS = 45
-LIST_PARTITION_REASSIGNMENTS = 46
-DESCRIBE_CLUSTER = 60
+ALTER_REPLICA_LOG_DIRS = ApiKey.ALTER_REPLICA_LOG_DIRS
+DESCRIBE_LOG_DIRS = ApiKey.DESCRIBE_LOG_DIRS
+ELECT_LEADERS = ApiKey.ELECT_LEADERS
+ALTER_PARTITION_REASSIGNMENTS = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+LIST_PARTITION_REASSIGNMENTS = ApiKey.LIST_PARTITION_REASSIGNMENTS
+DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_CLUSTER: (0, 2),
+    DESCRIBE_LOG_DIRS: (1, 5),
+    ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ELECT_LEADERS: (0, 2),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+}
 
 _CLUSTER_DESCRIBE = (Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME),)
 _CLUSTER_ALTER = (Action(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME),)
@@ -192,7 +203,9 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
             parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                error_message=msg))
         out.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-    return build(resp_t, throttle_time=NO_THROTTLE, allow_replication_factor_change=True,
+    return build(resp_t, throttle_time=NO_THROTTLE,
+                 allow_replication_factor_change=getattr(
+                     req, "allow_replication_factor_change", True),
                  error_code=ErrorCode.none, error_message=None, responses=tuple(out))
 
 

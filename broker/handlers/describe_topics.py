@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
@@ -23,7 +24,12 @@ from ..context import RequestContext
 from ..topic_store import Storage
 from .metadata import leader_epoch
 
-DESCRIBE_TOPIC_PARTITIONS = 75
+DESCRIBE_TOPIC_PARTITIONS = ApiKey.DESCRIBE_TOPIC_PARTITIONS
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+}
 NULL_UUID = uuid.UUID(int=0)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from kafkalite.coordinator.results import DescribedGroup
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -16,9 +17,16 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 
-LIST_GROUPS = 16
-DESCRIBE_GROUPS = 15
-DELETE_GROUPS = 42
+LIST_GROUPS = ApiKey.LIST_GROUPS
+DESCRIBE_GROUPS = ApiKey.DESCRIBE_GROUPS
+DELETE_GROUPS = ApiKey.DELETE_GROUPS
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_GROUPS: (0, 6),
+    LIST_GROUPS: (0, 5),
+    DELETE_GROUPS: (0, 2),
+}
 
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648
@@ -39,8 +47,14 @@ def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestCon
             continue
         d = _describe(runtime, group_id)
         ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
+        error = ErrorCode(d.error)
+        message = None
+        if (ctx.api_version >= 6 and error is ErrorCode.none and d.state == "Dead"
+                and not d.protocol_type and not d.members):
+            # KIP-1043: from v6 a group that does not exist is GROUP_ID_NOT_FOUND.
+            error, message = ErrorCode.group_id_not_found, f"Group {group_id} not found."
         out.append(build(
-            group_t, error_code=ErrorCode(d.error), group_id=group_id,
+            group_t, error_code=error, error_message=message, group_id=group_id,
             group_state=d.state, protocol_type=d.protocol_type,
             protocol_data=d.protocol, authorized_operations=ops,
             members=tuple(build(

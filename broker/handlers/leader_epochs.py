@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -22,7 +23,12 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..topic_store import Storage
 
-OFFSET_FOR_LEADER_EPOCH = 23
+OFFSET_FOR_LEADER_EPOCH = ApiKey.OFFSET_FOR_LEADER_EPOCH
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    OFFSET_FOR_LEADER_EPOCH: (2, 4),
+}
 #: The "no epoch known" value of current_leader_epoch fields.
 NO_EPOCH = -1
 

@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import NO_THROTTLE
@@ -45,7 +46,12 @@ from .txn_verify import TxnVerification, produce_error
 
 log = structlog.get_logger("kafkalite.produce")
 
-PRODUCE = 0
+PRODUCE = ApiKey.PRODUCE
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    PRODUCE: (3, None),
+}
 _E = ErrorCode
 
 

@@ -15,13 +15,19 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 
 from ..cluster import Cluster
 from ..context import RequestContext
 
-DESCRIBE_QUORUM = 55
+DESCRIBE_QUORUM = ApiKey.DESCRIBE_QUORUM
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_QUORUM: (0, 2),
+}
 METADATA_TOPIC = "__cluster_metadata"
 #: The epoch of the quorum's first election, and the offset after its leader-change record.
 QUORUM_EPOCH = 1

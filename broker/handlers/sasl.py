@@ -11,13 +11,20 @@ import datetime
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build
 from kafkalite.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
+SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE = ApiKey.SASL_AUTHENTICATE
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    SASL_HANDSHAKE: (0, 1),
+    SASL_AUTHENTICATE: (0, 2),
+}
 
 
 def sasl_handshake(ctx: RequestContext, req: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
@@ -27,9 +28,16 @@ from .configs import CONFIG_TYPES, topic_configs
 
 log = structlog.get_logger("kafkalite.topics")
 
-CREATE_TOPICS = 19
-DELETE_TOPICS = 20
-CREATE_PARTITIONS = 37
+CREATE_TOPICS = ApiKey.CREATE_TOPICS
+DELETE_TOPICS = ApiKey.DELETE_TOPICS
+CREATE_PARTITIONS = ApiKey.CREATE_PARTITIONS
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 6),
+    CREATE_PARTITIONS: (0, 3),
+}
 
 NULL_UUID = uuid.UUID(int=0)
 
