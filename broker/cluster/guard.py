@@ -141,7 +141,10 @@ def guard_partitions(cluster: Cluster, catalog: TopicCatalog, api_key: int,
         for name, p in walk(req, catalog):
             if name and catalog.get(name) is not None and cluster.leader(name, p) != me:
                 resp = _refuse(api_key, ctx, req, ErrorCode.not_leader_or_follower)
-                return with_current_leaders(resp, req, cluster, catalog, epoch, ctx.listener)
+                if api_key in (produce.PRODUCE, fetch.FETCH):
+                    resp = with_current_leaders(resp, req, cluster, catalog, epoch,
+                                                ctx.listener)
+                return resp
         return handler(ctx, req)
     return guarded
 

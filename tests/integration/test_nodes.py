@@ -23,7 +23,7 @@ from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode
 
-FETCH, LIST_OFFSETS, FIND_COORDINATOR, HEARTBEAT = 1, 2, 10, 12
+PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, HEARTBEAT = 0, 1, 2, 10, 12
 NODES = 3
 PARTITIONS = 6
 
@@ -289,3 +289,31 @@ def test_fetch_from_a_non_leader_names_the_leader(cluster: BrokerThread) -> None
             leader, cluster.bootstraps[leader - 1], f"r{leader}")
         ok = _call(cluster.bootstraps[leader - 1], req)
         assert ok.responses[0].partitions[0].error_code == ErrorCode.none
+
+
+def test_produce_to_a_non_leader_names_the_leader(cluster: BrokerThread) -> None:
+    """KIP-951 in Produce v12: nothing written, the leader and its endpoint named."""
+    leaders = _create(cluster.bootstrap, "kip951p")
+    data_t = request_class(PRODUCE, 12, "TopicProduceData")
+    part_t = request_class(PRODUCE, 12, "PartitionProduceData")
+    for p, leader in leaders.items():
+        other = leader % NODES + 1
+        req = request(PRODUCE, 12, transactional_id=None, acks=-1,
+                      timeout=datetime.timedelta(seconds=5),
+                      topic_data=(data_t(name="kip951p", partition_data=(
+                          part_t(index=p, records=None),)),))
+        resp = _call(cluster.bootstraps[other - 1], req)
+        (part,) = resp.responses[0].partition_responses
+        assert part.error_code == ErrorCode.not_leader_or_follower
+        assert part.current_leader.leader_id == leader
+        (endpoint,) = resp.node_endpoints
+        assert (endpoint.node_id, f"{endpoint.host}:{endpoint.port}") == (
+            leader, cluster.bootstraps[leader - 1])
+    # Nothing was written anywhere.
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
+    try:
+        marks = {consumer.get_watermark_offsets(TopicPartition("kip951p", p), timeout=10)
+                 for p in leaders}
+    finally:
+        consumer.close()
+    assert marks == {(0, 0)}
