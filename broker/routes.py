@@ -40,6 +40,7 @@ from .handlers import (
     quorum,
     sasl,
     scram_credentials,
+    share_groups,
     topics,
     transactions,
     txn_offsets,
@@ -167,6 +168,14 @@ def routes(
               partial(consumer_groups.consumer_group_describe, runtime, access,
                       consumer_protocol),
               min_version=0, max_version=1),
+        # KIP-932 share groups: served, not advertised until ShareFetch and
+        # ShareAcknowledge are (a share consumer seeing the heartbeat would rely on them).
+        Route(share_groups.SHARE_GROUP_HEARTBEAT,
+              partial(share_groups.share_group_heartbeat, runtime, access, group_acl),
+              min_version=1, max_version=1, advertised=False),
+        Route(share_groups.SHARE_GROUP_DESCRIBE,
+              partial(share_groups.share_group_describe, runtime, access),
+              min_version=1, max_version=1, advertised=False),
         # --- offsets and group administration -----------------------------------------
         Route(offsets.OFFSET_COMMIT,
               partial(offsets.offset_commit, storage, runtime, access),

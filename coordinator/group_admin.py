@@ -19,7 +19,7 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
-from . import consumer_admin
+from . import consumer_admin, share_membership
 from .group import GroupMetadata
 from .offsets import CommitRequest, CommitResult, OffsetRow, OffsetStore, Record, TopicPartition
 from .partitions import GroupPartitions, PartitionState, hb_key
@@ -68,6 +68,9 @@ class GroupAdmin:
         if ps is None:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
         partition = ps.partition
+        if group_id in ps.share_groups:  # share groups keep no committed offsets here
+            return Outcome({(t, p.partition_index): ErrorCode.group_id_not_found
+                            for t, parts in req.topics for p in parts})
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req)
@@ -182,6 +185,14 @@ class GroupAdmin:
         err = self.registry.group_status(group_id)
         if err is not NO_ERROR:
             return Outcome(err)
+        sgroup = self.registry.share_group(group_id)
+        if sgroup is not None:  # no committed offsets: only its own records
+            err, share_records = share_membership.delete_records(sgroup)
+            if err is not NO_ERROR:
+                return Outcome(err)
+            return Outcome(AFTER_WRITE, writes=[Write(
+                self.registry.partition_for(group_id), group_id, list(share_records),
+                _log_deleted(group_id))])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_delete_group(cgroup)
@@ -192,11 +203,6 @@ class GroupAdmin:
         if err is not NO_ERROR:
             return Outcome(err)
 
-        def then(append_err: ErrorCode, _now: int) -> Outcome:
-            if append_err is NO_ERROR:
-                log.info("group.deleted", group=group_id)
-            return Outcome(append_err)
-
         # As Kafka's deleteAllOffsets: partitions with only pending offsets too, before
         # the group's own tombstones.
         first_group_record = next((i for i, (k, _v) in enumerate(records)
@@ -204,7 +210,7 @@ class GroupAdmin:
         records[first_group_record:first_group_record] = self._pending_tombstones(
             group_id, None, records)
         return Outcome(AFTER_WRITE, writes=[Write(
-            self.registry.partition_for(group_id), group_id, records, then)])
+            self.registry.partition_for(group_id), group_id, records, _log_deleted(group_id))])
 
     def _pending_tombstones(self, group_id: str, only: set[TopicPartition] | None,
                             written: list[Record]) -> list[Record]:
@@ -290,6 +296,11 @@ class GroupAdmin:
                    for g in self.registry.consumer_groups()
                    if self.registry.partition_status(
                        self.registry.partition_for(g.group_id)) is NO_ERROR)
+        # Kafka lists a share group with protocol type "share" and its state.
+        out.extend(ListedGroup(g.group_id, "share", "Stable" if g.members else "Empty", "share")
+                   for g in self.registry.share_groups()
+                   if self.registry.partition_status(
+                       self.registry.partition_for(g.group_id)) is NO_ERROR)
         return out
 
     def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
@@ -303,8 +314,10 @@ class GroupAdmin:
                 continue
             cg = self.registry.consumer_group(gid)
             if cg is None:
-                msg = (f"Group {gid} is not a consumer group."
-                       if self.registry.group(gid) is not None else f"Group {gid} not found.")
+                other = (self.registry.group(gid) is not None
+                         or self.registry.share_group(gid) is not None)
+                msg = (f"Group {gid} is not a consumer group." if other
+                       else f"Group {gid} not found.")
                 out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))
                 continue
             out.append(consumer_admin.describe(cg, self.topics, default))
@@ -323,8 +336,7 @@ class GroupAdmin:
         self.offsets.apply(key, value)
         if key.group in self.pending.open_by_group:
             self.pending.committed(ps.partition, key, value)
-        if (value is not None and key.group not in ps.groups
-                and key.group not in ps.consumer_groups):
+        if value is not None and ps.kind_of(key.group) is None:
             # As Kafka: offsets of a group with no group record make a simple group
             # (Empty, no protocol type).
             ps.groups[key.group] = GroupMetadata(key.group, ps.partition)
@@ -334,6 +346,15 @@ class GroupAdmin:
         for gid in (*ps.consumer_groups, *ps.groups):
             for tp in list(self.offsets.offsets(gid)):
                 self.offsets.apply(co.OffsetCommitKey(gid, *tp), None)
+
+
+def _log_deleted(group_id: str) -> Callable[[ErrorCode, int], Outcome]:
+    def then(append_err: ErrorCode, _now: int) -> Outcome:
+        if append_err is NO_ERROR:
+            log.info("group.deleted", group=group_id)
+        return Outcome(append_err)
+
+    return then
 
 
 def _log_expiry(group_id: str, tombstones: int, removed: bool
