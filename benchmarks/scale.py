@@ -22,7 +22,9 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
 - **partitions**: TOPICS topics of PER_TOPIC partitions created with CreateTopics; the
   broker's RSS per partition and open file descriptors, Metadata latency for all topics,
   start-up time after a clean stop and recovery time after SIGKILL.
-- **startup**: process launch to an open port, and RSS after 2 s idle, kafkalite and Tansu
+- **startup**: `python -c pass`, then launch to listening (port open, --ready-file written),
+  to the first ApiVersions answer and RSS after 2 s idle, kafkalite and Tansu; and the
+  in-process fixture (BrokerThread) from start() to listening
   in the same run (median of RUNS).
 - **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
   compaction (``benchmarks.offsets.reload``).
@@ -279,12 +281,23 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) ->
     raise TimeoutError("no port")
 
 
-def startup_once(name: str) -> tuple[float, float]:
+def _bare_python() -> float:
+    """``python -c pass``: the floor any Python process starts from."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - t0
+
+
+def startup_once(name: str) -> tuple[float, float, float]:
+    """Launch to an open port (kafkalite: and its --ready-file written), launch to the
+    first ApiVersions answer, and the RSS after 2 s idle."""
     port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
+    ready = tmp / "ready.json"
     if name == "kafkalite":
         args = [sys.executable, "-m", "kafkalite", "serve", "--data-dir", str(tmp / "data"),
-                "--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
+                "--listen", f"127.0.0.1:{port}", "--log-level", "warning",
+                "--ready-file", str(ready)]
     else:
         from benchmarks.common import tansu_binary
 
@@ -298,7 +311,16 @@ def startup_once(name: str) -> tuple[float, float]:
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         _wait_port(port, proc)
+        if name == "kafkalite":
+            deadline = time.monotonic() + 60
+            while not (ready.exists() and ready.stat().st_size):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("no ready file")
+                time.sleep(0.001)
         took = time.perf_counter() - t0
+        conn = RawConnection(f"127.0.0.1:{port}")  # its first request is ApiVersions
+        answered = time.perf_counter() - t0
+        conn.close()
         time.sleep(2)
         rss = psutil.Process(proc.pid).memory_info().rss / 1e6
     finally:
@@ -309,18 +331,43 @@ def startup_once(name: str) -> tuple[float, float]:
             proc.kill()
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return took, rss
+    return took, answered, rss
+
+
+def fixture_once() -> float:
+    """The in-process fixture (``BrokerThread``, what ``kafkalite_broker`` starts): from
+    ``start()`` to a listening broker, imports already done as in a test session."""
+    from kafkalite.broker.testing.fixtures import BrokerThread
+
+    tmp = Path(tempfile.mkdtemp(prefix="kafkalite-fixture-"))
+    try:
+        t0 = time.perf_counter()
+        broker = BrokerThread(tmp / "data").start()
+        took = time.perf_counter() - t0
+        broker.stop()
+        return took
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def startup(runs: int, brokers: list[str]) -> None:
-    rows = []
+    _bare_python()
+    bare = statistics.median(_bare_python() for _ in range(runs)) * 1000
+    rows: list[tuple[str, float, float, object, object]] = [
+        ("python -c pass", bare, 1.0, "", "")]
     for name in brokers:
         startup_once(name)  # warm-up: byte-code caches, page cache
         got = [startup_once(name) for _ in range(runs)]
-        rows.append((name, statistics.median(t for t, _ in got) * 1000,
-                     min(t for t, _ in got) * 1000, statistics.median(r for _, r in got)))
-    print(table(["broker", "launch to open port, median ms", "best ms", "idle RSS MB"], rows),
-          flush=True)
+        median = statistics.median(t for t, _, _ in got) * 1000
+        rows.append((f"{name}: launch to listening", median, median / bare,
+                     statistics.median(a for _, a, _ in got) * 1000,
+                     statistics.median(r for _, _, r in got)))
+    if "kafkalite" in brokers:
+        fixture_once()
+        inproc = statistics.median(fixture_once() for _ in range(runs)) * 1000
+        rows.append(("kafkalite: in-process fixture ready", inproc, inproc / bare, "", ""))
+    print(table(["start-up", "median ms", "x python -c pass", "first answer, median ms",
+                 "idle RSS MB"], rows), flush=True)
 
 
 # --- main -------------------------------------------------------------------------------------

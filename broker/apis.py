@@ -31,6 +31,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import releases
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.defaults import error_response
 from kafkalite.protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
 from kafkalite.protocol.headers import (
@@ -62,7 +63,7 @@ class _NoResponse:
 
 NO_RESPONSE: Any = _NoResponse()
 
-_PRODUCE = 0
+_PRODUCE = int(ApiKey.PRODUCE)
 
 
 class FaultClose(Exception):

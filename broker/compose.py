@@ -26,8 +26,12 @@ then the coordinator, then the scheduler) and opens the listeners; ``stop()`` re
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass
 from functools import partial
+
+import structlog
 
 from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
@@ -65,20 +69,44 @@ from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage, TopicConfigs
 
+log = structlog.get_logger("kafkalite.compose")
 
 class CoordinatorLoader:
-    """The runtime's life cycle: replays ``__consumer_offsets`` on start (groups see
-    COORDINATOR_LOAD_IN_PROGRESS until their partition is loaded)."""
+    """The runtime's life cycle: replays the internal topics (``__consumer_offsets``,
+    ``__transaction_state``) in the background once the broker starts, as Kafka loads
+    coordinator partitions after its listeners open; a group or transactional id whose
+    partition is still loading is answered COORDINATOR_LOAD_IN_PROGRESS."""
 
     def __init__(self, runtime: CoordinatorRuntime, catalog: TopicCatalog) -> None:
         self.runtime = runtime
         self.catalog = catalog
+        self._loading: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self.runtime.load_all(exists=lambda name: self.catalog.get(name) is not None)
+        # Every partition is loading from now on, before any request can reach it.
+        for topic in self.runtime.topics.values():
+            for p in range(topic.num_partitions):
+                topic.core.begin_load(p)
+        self._loading = asyncio.get_running_loop().create_task(self.runtime.load_all(
+            exists=lambda name: self.catalog.get(name) is not None))
+        self._loading.add_done_callback(_report_load_failure)
+
+    async def loaded(self) -> None:
+        """Until every partition is loaded (raises what loading raised)."""
+        if self._loading is not None:
+            await asyncio.shield(self._loading)
 
     async def stop(self) -> None:
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loading
         await self.runtime.stop()
+
+
+def _report_load_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("coordinator.load_failed", error=repr(task.exception()))
 
 
 class SchedulerService:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import structlog
 
@@ -43,6 +43,13 @@ class Service(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+@runtime_checkable
+class Loading(Protocol):
+    """A service that goes on loading after ``start()`` returns."""
+
+    async def loaded(self) -> None: ...
 
 
 class AdminListener(Protocol):
@@ -167,7 +174,7 @@ class Broker:
         securities = self.listener_security.load([lst.name for lst in configured])
         try:
             try:
-                await self.open()
+                await self.open(wait_loaded=False)
             except OSError as e:
                 raise ConfigError(data_dir_problem(self.data_dir, e)) from None
             await self._listen(configured, securities)
@@ -194,13 +201,23 @@ class Broker:
         """The busy poll's window in effect, µs (0: off; ``broker/busy_poll.py``)."""
         return round(self._busy_poll.window * 1e6) if self._busy_poll is not None else 0
 
-    async def open(self) -> None:
+    async def open(self, wait_loaded: bool = True) -> None:
         """Start the components in build order (storage, then the coordinator) without
-        listening: ``start()`` does this, then binds the listeners. Handler tests call
-        handlers on an opened broker, with no socket."""
+        listening: ``start()`` does this, then binds the listeners while the internal
+        topics load. Handler tests call handlers on an opened broker, with no socket, once
+        everything is loaded."""
         for service in self._services:
             await service.start()
             self._started.append(service)
+        if wait_loaded:
+            await self.loaded()
+
+    async def loaded(self) -> None:
+        """Until every component that loads in the background (the coordinators' internal
+        topics) has loaded."""
+        for service in self._services:
+            if isinstance(service, Loading):
+                await service.loaded()
 
     async def _listen(self, configured: list[Listener],
                       securities: list[ListenerSecurity]) -> None:

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.apis import codec, decode_response, encode_request
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.headers import encode_request_header, parse_response_header
@@ -25,7 +26,7 @@ _LEN = struct.Struct(">i")
 _HDR = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
 
-API_VERSIONS = 18
+API_VERSIONS = ApiKey.API_VERSIONS
 
 
 def _flexible_request(api_key: int, version: int) -> bool:

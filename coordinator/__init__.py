@@ -16,7 +16,8 @@ order:
     rebalance    classic groups: rebalances; session, join and sync expiry
     membership   classic groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, replay
     offsets      committed offsets: the pure OffsetCommit/Fetch/Delete/retention logic
-    group_admin  the committed offsets part (and its replay) and group administration
+    committed_offsets  the committed offsets part: commit, fetch, delete, expire, replay
+    group_admin  describing, listing and deleting groups
     topics_image     the broker's topics as the core sees them (TopicChange notifications)
     consumer_group   KIP-848 consumer groups: the model, changed only by replaying records
     consumer_records the records of consumer group changes (GroupCoordinatorRecordHelpers)

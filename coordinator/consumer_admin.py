@@ -1,7 +1,7 @@
 """Offsets and administration of KIP-848 consumer groups: Kafka's ``ConsumerGroup`` rules
 for OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups, offset retention and
-ConsumerGroupDescribe. Pure functions of the group as it stands; ``group_admin`` calls them
-for a group id that names a consumer group."""
+ConsumerGroupDescribe. Pure functions of the group as it stands; ``committed_offsets``
+and ``group_admin`` call them for a group id that names a consumer group."""
 
 from __future__ import annotations
 

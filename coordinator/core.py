@@ -16,7 +16,8 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
   records;
 - ``classic_requests``: JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a group id,
   whichever kind of group holds it;
-- ``admin`` (``group_admin``): committed offsets and their records, group administration;
+- ``committed_offsets``: committed offsets and their records;
+- ``admin`` (``group_admin``): describing, listing and deleting groups;
 - ``txn_offsets``: transactional offsets pending until their transaction's marker;
 - ``scenarios``: test control on classic groups.
 
@@ -28,7 +29,7 @@ appends the records, replays them into this core with ``replay_all``, which hand
 record to its owner through a table, and only then answers. Replay is also how a partition
 is loaded, so live writes and recovery are one path. The exceptions, where state changes
 before the append as in Kafka, are documented in ``membership`` (classic group
-membership), ``group_admin`` (a commit re-arms its member's session timer) and
+membership), ``committed_offsets`` (a commit re-arms its member's session timer) and
 ``consumer_migration`` (a classic group's parked requests answered when it is converted,
 and the rebalance a downgraded group starts).
 """
@@ -49,6 +50,7 @@ from kafkalite.protocol.consumer_offsets import (
 from kafkalite.timekeeping.timers import Timers
 
 from .classic_requests import ClassicRequests
+from .committed_offsets import CommittedOffsets
 from .config import CoreConfig
 from .consumer_membership import ConsumerMembership
 from .consumer_migration import ConsumerMigration
@@ -99,13 +101,14 @@ class GroupCoordinatorCore:
         self.consumer.migration = self.migration
         self.share = ShareMembership(registry)
         self.classic_requests = ClassicRequests(registry, self.classic, self.migration)
-        self.admin = GroupAdmin(registry, self.offsets, self.pending)
+        self.committed_offsets = CommittedOffsets(registry, self.offsets, self.pending)
+        self.admin = GroupAdmin(registry, self.committed_offsets)
         self.txn_offsets = TxnOffsetCommits(registry, self.offsets, self.pending)
         self.scenarios = Scenarios(registry, self.classic)
 
         #: Each record type's owner (Kafka's ``GroupCoordinatorShard.replay``).
         self._replayers: dict[type, Replayer] = {
-            OffsetCommitKey: self.admin.replay,
+            OffsetCommitKey: self.committed_offsets.replay,
             GroupMetadataKey: self.classic.replay,
             **dict.fromkeys(cg.KEY_CLASSES, self.consumer.replay),
             **dict.fromkeys(sg.KEY_CLASSES, self.share.replay),
@@ -132,16 +135,16 @@ class GroupCoordinatorCore:
         self.set_topics = self.consumer.set_topics
         self.share_group_heartbeat = self.share.share_group_heartbeat
         self.describe_share_groups = self.share.describe_share_groups
-        self.commit_offsets = self.admin.commit_offsets
-        self.fetch_offsets = self.admin.fetch_offsets
-        self.fetch_committed = self.admin.fetch_committed
-        self.delete_offsets = self.admin.delete_offsets
+        self.commit_offsets = self.committed_offsets.commit_offsets
+        self.fetch_offsets = self.committed_offsets.fetch_offsets
+        self.fetch_committed = self.committed_offsets.fetch_committed
+        self.delete_offsets = self.committed_offsets.delete_offsets
         self.delete_group = self.admin.delete_group
-        self.expire_offsets = self.admin.expire_offsets
+        self.expire_offsets = self.committed_offsets.expire_offsets
         self.describe_group = self.admin.describe_group
         self.list_groups = self.admin.list_groups
         self.describe_consumer_groups = self.admin.describe_consumer_groups
-        self.committed = self.admin.committed
+        self.committed = self.committed_offsets.committed
         self.commit_txn_offsets = self.txn_offsets.commit_txn_offsets
         self.replay_transactional = self.txn_offsets.replay_transactional
         self.replay_end_marker = self.txn_offsets.replay_end_marker
@@ -216,6 +219,6 @@ class GroupCoordinatorCore:
         self.consumer.unload_consumer_groups(ps)
         self.share.unload(ps)
         self.classic.unload(ps, out)
-        self.admin.unload(ps)
+        self.committed_offsets.unload(ps)
         self.pending.drop_partition(partition)
         return out

@@ -15,10 +15,11 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_re
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
+from .api_keys import ApiKey
 from .errors import ProtocolError, UnsupportedApi
 from .guard import request_guard
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 
 #: Api key -> snake_case name, as kio (and Kafka's JSON schemas) name them.
 API_NAMES: dict[int, str] = dict(api_key_map)

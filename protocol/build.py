@@ -4,8 +4,11 @@ are dropped, so one handler serves every version of an API."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import sys
 from typing import Any
+
+_MS = datetime.timedelta(milliseconds=1)
 
 _names: dict[type[Any], frozenset[str]] = {}
 _nested: dict[tuple[type[Any], str], type[Any]] = {}
@@ -30,3 +33,13 @@ def nested(entity_type: type[Any], name: str) -> type[Any]:
     if cls is None:
         cls = _nested[key] = getattr(sys.modules[entity_type.__module__], name)
     return cls
+
+
+def millis(value: Any, default: int = -1) -> int:
+    """A duration field as kio gives it (a ``timedelta``, or ms as an int) in ms; None
+    (an absent field) as ``default``."""
+    if value is None:
+        return default
+    if isinstance(value, datetime.timedelta):
+        return value // _MS
+    return int(value)

@@ -12,7 +12,9 @@ import socket
 import struct
 import sys
 
-API_VERSIONS = 18
+from kafkalite.protocol.api_keys import ApiKey
+
+API_VERSIONS = ApiKey.API_VERSIONS
 
 
 def check(host: str, port: int, timeout: float) -> str | None:

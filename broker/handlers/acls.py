@@ -13,6 +13,7 @@ from itertools import groupby
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -22,9 +23,9 @@ from ..context import RequestContext
 from ..security.acl import AclBinding, AclFilter, validate_new
 from ..security.acl_store import AclStore
 
-DESCRIBE_ACLS = 29
-CREATE_ACLS = 30
-DELETE_ACLS = 31
+DESCRIBE_ACLS = ApiKey.DESCRIBE_ACLS
+CREATE_ACLS = ApiKey.CREATE_ACLS
+DELETE_ACLS = ApiKey.DELETE_ACLS
 
 _NO_AUTHORIZER = "No Authorizer is configured."
 _ALTER = Action(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)

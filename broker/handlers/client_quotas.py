@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -16,8 +17,8 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..quotas import Alteration, ClientQuotaStore, QuotaRequestError
 
-DESCRIBE_CLIENT_QUOTAS = 48
-ALTER_CLIENT_QUOTAS = 49
+DESCRIBE_CLIENT_QUOTAS = ApiKey.DESCRIBE_CLIENT_QUOTAS
+ALTER_CLIENT_QUOTAS = ApiKey.ALTER_CLIENT_QUOTAS
 
 def describe_client_quotas(store: ClientQuotaStore, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_CLIENT_QUOTAS, ctx.api_version).response_type

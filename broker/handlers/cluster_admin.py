@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -18,12 +19,12 @@ from ..cluster import Cluster
 from ..context import RequestContext
 from ..topic_store import Storage
 
-ALTER_REPLICA_LOG_DIRS = 34
-DESCRIBE_LOG_DIRS = 35
-ELECT_LEADERS = 43
-ALTER_PARTITION_REASSIGNMENTS = 45
-LIST_PARTITION_REASSIGNMENTS = 46
-DESCRIBE_CLUSTER = 60
+ALTER_REPLICA_LOG_DIRS = ApiKey.ALTER_REPLICA_LOG_DIRS
+DESCRIBE_LOG_DIRS = ApiKey.DESCRIBE_LOG_DIRS
+ELECT_LEADERS = ApiKey.ELECT_LEADERS
+ALTER_PARTITION_REASSIGNMENTS = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+LIST_PARTITION_REASSIGNMENTS = ApiKey.LIST_PARTITION_REASSIGNMENTS
+DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
 
 _CLUSTER_DESCRIBE = (Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME),)
 _CLUSTER_ALTER = (Action(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME),)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -23,7 +24,7 @@ from ..config.groups import GroupConfigs
 from ..context import RequestContext
 from ..topic_store import Storage
 
-LIST_CONFIG_RESOURCES = 74
+LIST_CONFIG_RESOURCES = ApiKey.LIST_CONFIG_RESOURCES
 #: ConfigResource.Type ids.
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -50,10 +51,10 @@ from ..topic_store import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
 
-ALTER_CONFIGS = 33
-DESCRIBE_CONFIGS = 32
-INCREMENTAL_ALTER_CONFIGS = 44
-DESCRIBE_CLUSTER = 60
+ALTER_CONFIGS = ApiKey.ALTER_CONFIGS
+DESCRIBE_CONFIGS = ApiKey.DESCRIBE_CONFIGS
+INCREMENTAL_ALTER_CONFIGS = ApiKey.INCREMENTAL_ALTER_CONFIGS
+DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
 
 #: Kafka's ConfigResource.Type codes.
 RESOURCE_TOPIC = 2

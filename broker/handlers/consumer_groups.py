@@ -6,7 +6,6 @@ principal may describe are resolved), Describe on each group for ConsumerGroupDe
 
 from __future__ import annotations
 
-import datetime
 import struct
 from typing import Any
 
@@ -19,7 +18,8 @@ from kafkalite.coordinator.results import (
 )
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
-from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.protocol.varint import write_uvarint
@@ -28,19 +28,11 @@ from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from .groups import GroupAcl
 
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
+CONSUMER_GROUP_HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
+CONSUMER_GROUP_DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
 
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648
-_MS = datetime.timedelta(milliseconds=1)
-
-
-def _ms(value: Any) -> int:
-    if isinstance(value, datetime.timedelta):
-        return value // _MS
-    return int(value)
-
 
 def _compact_string(s: str | None) -> bytes:
     if s is None:
@@ -111,7 +103,7 @@ def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enable
         member_epoch=req.member_epoch,
         instance_id=req.instance_id,
         rack_id=req.rack_id,
-        rebalance_timeout_ms=_ms(req.rebalance_timeout),
+        rebalance_timeout_ms=millis(req.rebalance_timeout),
         subscribed_topic_names=names,
         subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
         server_assignor=req.server_assignor,

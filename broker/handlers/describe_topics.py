@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
@@ -23,7 +24,7 @@ from ..context import RequestContext
 from ..topic_store import Storage
 from .metadata import leader_epoch
 
-DESCRIBE_TOPIC_PARTITIONS = 75
+DESCRIBE_TOPIC_PARTITIONS = ApiKey.DESCRIBE_TOPIC_PARTITIONS
 NULL_UUID = uuid.UUID(int=0)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import features
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -19,7 +20,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..cluster import Cluster
 from ..context import RequestContext
 
-UPDATE_FEATURES = 57
+UPDATE_FEATURES = ApiKey.UPDATE_FEATURES
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.records import LAST_OFFSET_DELTA_POS, LOG_OVERHEAD
 from kafkalite.protocol.varint import write_uvarint
@@ -51,7 +52,7 @@ from .leader_epochs import epoch_error
 
 log = structlog.get_logger("kafkalite.fetch")
 
-FETCH = 1
+FETCH = ApiKey.FETCH
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PART_HEAD = struct.Struct(">ihq")  # partition, error, high watermark

@@ -8,6 +8,7 @@ from typing import Any
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE, TRANSACTION_STATE_TOPIC
@@ -16,7 +17,7 @@ from ..auth import DENIED_ERROR, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
 
-FIND_COORDINATOR = 10
+FIND_COORDINATOR = ApiKey.FIND_COORDINATOR
 
 
 #: FindCoordinator key types: Kafka's CoordinatorType.

@@ -9,6 +9,7 @@ from typing import Any
 from kafkalite.coordinator.results import DescribedGroup
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -16,9 +17,9 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 
-LIST_GROUPS = 16
-DESCRIBE_GROUPS = 15
-DELETE_GROUPS = 42
+LIST_GROUPS = ApiKey.LIST_GROUPS
+DESCRIBE_GROUPS = ApiKey.DESCRIBE_GROUPS
+DELETE_GROUPS = ApiKey.DELETE_GROUPS
 
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648

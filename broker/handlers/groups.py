@@ -7,34 +7,24 @@ park (a future resolved by the runtime), Heartbeat never does and is encoded by 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import struct
 from typing import Any
 
 from kafkalite.coordinator.results import PARKED, JoinResult, LeaveResult, SyncResult
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
-from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
 
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
-
-_MS = datetime.timedelta(milliseconds=1)
-
-
-def _ms(value: Any, default: int = -1) -> int:
-    if value is None:
-        return default
-    if isinstance(value, datetime.timedelta):
-        return value // _MS
-    return int(value)
+JOIN_GROUP = ApiKey.JOIN_GROUP
+HEARTBEAT = ApiKey.HEARTBEAT
+LEAVE_GROUP = ApiKey.LEAVE_GROUP
+SYNC_GROUP = ApiKey.SYNC_GROUP
 
 
 # Heartbeat response bodies by version, then error: v0 error only; v1-3 throttle + error;
@@ -75,7 +65,7 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         if not fut.done():
             fut.set_result(_join_response(version, res))
 
-    session = _ms(req.session_timeout)
+    session = millis(req.session_timeout)
     response = runtime.groups.write(lambda g, now: g.join(
         now, waiter,
         group_id=req.group_id,
@@ -84,7 +74,7 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         require_known_member_id=version >= 4,
         client_id=ctx.client_id,
         client_host="/" + ctx.client_host,
-        rebalance_timeout_ms=_ms(getattr(req, "rebalance_timeout", None), session),
+        rebalance_timeout_ms=millis(getattr(req, "rebalance_timeout", None), session),
         session_timeout_ms=session,
         protocol_type=req.protocol_type,
         protocols=[(p.name, p.metadata) for p in req.protocols],

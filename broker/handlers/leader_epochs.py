@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -22,7 +23,7 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..topic_store import Storage
 
-OFFSET_FOR_LEADER_EPOCH = 23
+OFFSET_FOR_LEADER_EPOCH = ApiKey.OFFSET_FOR_LEADER_EPOCH
 #: The "no epoch known" value of current_leader_epoch fields.
 NO_EPOCH = -1
 

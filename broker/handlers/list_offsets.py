@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -16,8 +17,8 @@ from ..context import RequestContext
 from ..topic_store import Storage
 from .leader_epochs import NO_EPOCH, epoch_error
 
-LIST_OFFSETS = 2
-DELETE_RECORDS = 21
+LIST_OFFSETS = ApiKey.LIST_OFFSETS
+DELETE_RECORDS = ApiKey.DELETE_RECORDS
 
 LATEST = -1
 EARLIEST = -2

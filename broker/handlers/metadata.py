@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -27,7 +28,7 @@ from ..topic_store import Storage
 
 log = structlog.get_logger("kafkalite.metadata")
 
-METADATA = 3
+METADATA = ApiKey.METADATA
 #: Kafka's "not requested" marker for authorized operations.
 OPS_OMITTED = -2147483648
 NULL_UUID = uuid.UUID(int=0)

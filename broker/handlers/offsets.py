@@ -5,12 +5,11 @@ a consumer group member's id and epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from kafkalite.coordinator.group_admin import DeleteOffsetsResult, FetchResult
+from kafkalite.coordinator.committed_offsets import DeleteOffsetsResult, FetchResult
 from kafkalite.coordinator.offsets import (
     CommitRequest,
     OffsetRow,
@@ -19,7 +18,8 @@ from kafkalite.coordinator.offsets import (
 )
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
-from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
@@ -28,15 +28,9 @@ from ..context import RequestContext
 from ..topic_store import Storage
 from .offsets_wire import encode_commit_response, encode_fetch_response
 
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-OFFSET_DELETE = 47
-
-
-def _ms(td: Any) -> int:
-    if isinstance(td, datetime.timedelta):
-        return int(td / datetime.timedelta(milliseconds=1))
-    return int(td)
+OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
+OFFSET_FETCH = ApiKey.OFFSET_FETCH
+OFFSET_DELETE = ApiKey.OFFSET_DELETE
 
 
 def _known(topic: str, parts: Sequence[PartitionCommitView], count: int,
@@ -119,7 +113,7 @@ def offset_commit(storage: Storage, runtime: CoordinatorRuntime, access: Access,
     request = CommitRequest(
         req.group_id, req.member_id, req.group_instance_id if v >= 7 else None,
         req.generation_id_or_member_epoch,
-        _ms(req.retention_time) if 2 <= v <= 4 else -1, topics, v)
+        millis(req.retention_time) if 2 <= v <= 4 else -1, topics, v)
     result: dict[tuple[str, int], int] = runtime.groups.write(
         lambda g, now: g.commit_offsets(now, request))
     if unknown:

@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.names import NO_THROTTLE
@@ -45,7 +46,7 @@ from .txn_verify import TxnVerification, produce_error
 
 log = structlog.get_logger("kafkalite.produce")
 
-PRODUCE = 0
+PRODUCE = ApiKey.PRODUCE
 _E = ErrorCode
 
 

@@ -8,14 +8,14 @@ lists a partition's active producers from its producer state, as Kafka's
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 import structlog
 
 from kafkalite.coordinator.transactions import InitProducerIdResult, Transactions
 from kafkalite.protocol import apis as codecs
-from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
@@ -27,14 +27,8 @@ from .transactions import ask
 
 log = structlog.get_logger("kafkalite.producer_ids")
 
-INIT_PRODUCER_ID = 22
-DESCRIBE_PRODUCERS = 61
-
-
-def _ms(value: Any) -> int:
-    if isinstance(value, datetime.timedelta):
-        return int(value / datetime.timedelta(milliseconds=1))
-    return int(value)
+INIT_PRODUCER_ID = ApiKey.INIT_PRODUCER_ID
+DESCRIBE_PRODUCERS = ApiKey.DESCRIBE_PRODUCERS
 
 
 def init_producer_id(storage: Storage, txn: Transactions, access: Access,
@@ -52,7 +46,7 @@ def init_producer_id(storage: Storage, txn: Transactions, access: Access,
             return respond(InitProducerIdResult(ErrorCode.transactional_id_authorization_failed))
         return ask(txn, lambda t, now, w: t.init_producer_id(
             now, w, transactional_id=tid,
-            transaction_timeout_ms=_ms(req.transaction_timeout),
+            transaction_timeout_ms=millis(req.transaction_timeout),
             producer_id=getattr(req, "producer_id", -1),
             producer_epoch=getattr(req, "producer_epoch", -1), version=v), respond)
     # KIP-679: IdempotentWrite on the cluster, or Write on any topic, suffices.

@@ -15,13 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 
 from ..cluster import Cluster
 from ..context import RequestContext
 
-DESCRIBE_QUORUM = 55
+DESCRIBE_QUORUM = ApiKey.DESCRIBE_QUORUM
 METADATA_TOPIC = "__cluster_metadata"
 #: The epoch of the quorum's first election, and the offset after its leader-change record.
 QUORUM_EPOCH = 1

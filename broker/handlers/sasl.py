@@ -11,13 +11,14 @@ import datetime
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build
 from kafkalite.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
+SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE = ApiKey.SASL_AUTHENTICATE
 
 
 def sasl_handshake(ctx: RequestContext, req: Any) -> Any:

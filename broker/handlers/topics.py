@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
@@ -27,9 +28,9 @@ from .configs import CONFIG_TYPES, topic_configs
 
 log = structlog.get_logger("kafkalite.topics")
 
-CREATE_TOPICS = 19
-DELETE_TOPICS = 20
-CREATE_PARTITIONS = 37
+CREATE_TOPICS = ApiKey.CREATE_TOPICS
+DELETE_TOPICS = ApiKey.DELETE_TOPICS
+CREATE_PARTITIONS = ApiKey.CREATE_PARTITIONS
 
 NULL_UUID = uuid.UUID(int=0)
 

@@ -30,6 +30,7 @@ from kafkalite.coordinator.transactions import (
 )
 from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
@@ -38,12 +39,12 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
 from ..topic_store import Storage
 
-ADD_PARTITIONS_TO_TXN = 24
-ADD_OFFSETS_TO_TXN = 25
-END_TXN = 26
-WRITE_TXN_MARKERS = 27
-DESCRIBE_TRANSACTIONS = 65
-LIST_TRANSACTIONS = 66
+ADD_PARTITIONS_TO_TXN = ApiKey.ADD_PARTITIONS_TO_TXN
+ADD_OFFSETS_TO_TXN = ApiKey.ADD_OFFSETS_TO_TXN
+END_TXN = ApiKey.END_TXN
+WRITE_TXN_MARKERS = ApiKey.WRITE_TXN_MARKERS
+DESCRIBE_TRANSACTIONS = ApiKey.DESCRIBE_TRANSACTIONS
+LIST_TRANSACTIONS = ApiKey.LIST_TRANSACTIONS
 
 E = ErrorCode
 C = TypeVar("C")

@@ -17,6 +17,7 @@ from typing import Any
 from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit, PartitionCommitView
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
@@ -26,7 +27,7 @@ from ..context import RequestContext
 from ..topic_store import Storage
 from .txn_verify import TxnVerification, offset_commit_error
 
-TXN_OFFSET_COMMIT = 28
+TXN_OFFSET_COMMIT = ApiKey.TXN_OFFSET_COMMIT
 
 E = ErrorCode
 

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.protocol.headers import encode_response_header, parse_request_header, peek_api
@@ -29,9 +30,9 @@ from .sasl import SaslFailure, SaslServer, generic_message
 
 log = structlog.get_logger("kafkalite.sasl")
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-API_VERSIONS = 18
+SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE = ApiKey.SASL_AUTHENTICATE
+API_VERSIONS = ApiKey.API_VERSIONS
 _SIZE = struct.Struct(">i")
 
 

@@ -176,6 +176,8 @@ class BrokerThread:
                 clock = ManualClock(self._clock_at) if self.manual_clock else None
                 self.broker = build_broker(config, clock)
                 loop.run_until_complete(self.broker.start())
+                # A test's first request finds its group coordinator loaded.
+                loop.run_until_complete(self.broker.loaded())
             except BaseException as e:  # surfaced to the starting thread
                 failure.append(e)
                 started.set()
