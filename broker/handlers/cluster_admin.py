@@ -193,7 +193,9 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
             parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                error_message=msg))
         out.append(build(topic_t, name=t.name, partitions=tuple(parts)))
-    return build(resp_t, throttle_time=NO_THROTTLE, allow_replication_factor_change=True,
+    return build(resp_t, throttle_time=NO_THROTTLE,
+                 allow_replication_factor_change=getattr(
+                     req, "allow_replication_factor_change", True),
                  error_code=ErrorCode.none, error_message=None, responses=tuple(out))
 
 

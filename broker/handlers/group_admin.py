@@ -40,8 +40,14 @@ def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestCon
             continue
         d = _describe(runtime, group_id)
         ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
+        error = ErrorCode(d.error)
+        message = None
+        if (ctx.api_version >= 6 and error is ErrorCode.none and d.state == "Dead"
+                and not d.protocol_type and not d.members):
+            # KIP-1043: from v6 a group that does not exist is GROUP_ID_NOT_FOUND.
+            error, message = ErrorCode.group_id_not_found, f"Group {group_id} not found."
         out.append(build(
-            group_t, error_code=ErrorCode(d.error), group_id=group_id,
+            group_t, error_code=error, error_message=message, group_id=group_id,
             group_state=d.state, protocol_type=d.protocol_type,
             protocol_data=d.protocol, authorized_operations=ops,
             members=tuple(build(

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from .registry import (
     ALTER_CLIENT_QUOTAS,
+    ALTER_PARTITION_REASSIGNMENTS,
+    ALTER_REPLICA_LOG_DIRS,
     ALTER_USER_SCRAM_CREDENTIALS,
     DESCRIBE_CLIENT_QUOTAS,
+    DESCRIBE_LOG_DIRS,
     DESCRIBE_QUORUM,
     DESCRIBE_USER_SCRAM_CREDENTIALS,
     ELECT_LEADERS,
+    LIST_CONFIG_RESOURCES,
     LIST_PARTITION_REASSIGNMENTS,
     SASL_HANDSHAKE,
     UPDATE_FEATURES,
+    WRITE_TXN_MARKERS,
     Run,
     create_topic,
     scenario,
@@ -88,3 +93,59 @@ def update_features(run: Run) -> None:
 def describe_quorum(run: Run) -> None:
     run.call("describe", DESCRIBE_QUORUM, topics=[{"topic_name": "__cluster_metadata",
                                                     "partitions": [{"partition_index": 0}]}])
+
+
+@scenario("describe-log-dirs")
+def describe_log_dirs(run: Run) -> None:
+    create_topic(run, run.topic(), partitions=2)
+    resp = run.call("describe", DESCRIBE_LOG_DIRS, record=False,
+                    topics=[{"topic": run.topic(), "partitions": [0, 1, 7]}])
+    # Paths and sizes are each broker's own: compare what is reported, not where.
+    run.note("error_code", int(getattr(resp, "error_code", 0)))  # v4+
+    run.note("dirs", [{"error_code": int(d.error_code),
+                       "topics": [{"name": t.name,
+                                   "partitions": sorted(int(p.partition_index)
+                                                        for p in t.partitions)}
+                                  for t in d.topics if t.name == run.topic()]}
+                      for d in resp.results])
+
+
+@scenario("alter-replica-log-dirs")
+def alter_replica_log_dirs(run: Run) -> None:
+    create_topic(run, run.topic())
+    run.call("unknown_dir", ALTER_REPLICA_LOG_DIRS, dirs=[
+        {"path": "/no/such/dir", "topics": [{"name": run.topic(), "partitions": [0]}]}])
+
+
+@scenario("alter-partition-reassignments")
+def alter_reassignments(run: Run) -> None:
+    create_topic(run, run.topic())
+    run.call("cancel_none", ALTER_PARTITION_REASSIGNMENTS, timeout=10_000,
+             allow_replication_factor_change=True, topics=[
+                 {"name": run.topic(), "partitions": [{"partition_index": 0,
+                                                       "replicas": None}]},
+                 {"name": run.topic("missing"), "partitions": [{"partition_index": 0,
+                                                                "replicas": None}]}])
+    run.call("empty_replicas", ALTER_PARTITION_REASSIGNMENTS, timeout=10_000,
+             allow_replication_factor_change=False, topics=[
+                 {"name": run.topic(), "partitions": [{"partition_index": 0,
+                                                       "replicas": []}]}])
+
+
+@scenario("list-config-resources")
+def list_config_resources(run: Run) -> None:
+    # Only the resource types whose entries do not depend on the rest of the session.
+    resp = run.call("list", LIST_CONFIG_RESOURCES, record=False, resource_types=[4])
+    run.note("error_code", int(resp.error_code))
+    run.note("brokers", len(resp.config_resources))
+
+
+@scenario("write-txn-markers-unauthorized")
+def write_txn_markers(run: Run) -> None:
+    # WriteTxnMarkers is inter-broker: a client without ClusterAction is refused.
+    create_topic(run, run.topic())
+    alice = run.wire(sasl_user="alice")
+    run.call("markers", WRITE_TXN_MARKERS, wire=alice, markers=[
+        {"producer_id": 1, "producer_epoch": 0, "transaction_result": False,
+         "topics": [{"name": run.topic(), "partition_indexes": [0]}],
+         "coordinator_epoch": 0, "transaction_version": 2}])

@@ -199,10 +199,13 @@ def consumer_group(run: Run) -> None:
     # Heartbeat as a consumer does until the member owns its assignment and the group's
     # epoch stops moving (Kafka assigns asynchronously); the settled state is compared.
     epoch, resp = int(first.member_epoch), first
-    deadline = time.monotonic() + 15
+    assigned = bool(first.assignment and first.assignment.topic_partitions)
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         resp = cg_heartbeat(run, "steady", g, member, epoch, None, record=False)
-        if int(resp.member_epoch) == epoch and resp.assignment is None:
+        if resp.assignment is not None and resp.assignment.topic_partitions:
+            assigned = True
+        if assigned and int(resp.member_epoch) == epoch and resp.assignment is None:
             break
         epoch = int(resp.member_epoch)
         time.sleep(0.1)

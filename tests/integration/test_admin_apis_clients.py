@@ -14,6 +14,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import TopicPartitionReplica
 
 from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.protocol import releases
 from kafkalite.protocol.errors import ErrorCode
 
 from .api_recorder import record
@@ -78,7 +79,9 @@ def test_java_admin(broker: BrokerThread, kp: KafkaAdminClient, tmp_path: Path) 
     assert out["after-remove"] == "{request_percentage=12.5}"
     assert len(quotas.seen) == 3
 
-    assert out["finalized.metadata.version"] == "25-25"
+    # The metadata.version of the Kafka release emulated by default (4.4).
+    mv = releases.release(releases.DEFAULT_RELEASE).features["metadata.version"]
+    assert out["finalized.metadata.version"] == f"{mv}-{mv}"
     assert (out["supported.group.version"], out["supported.transaction.version"]) == (
         "1-1", "2-2")
     assert out["features-epoch"] == "0"
@@ -128,7 +131,8 @@ def test_kafka_python_admin(broker: BrokerThread, kp: KafkaAdminClient) -> None:
     assert moved[TopicPartitionReplica("beta", 0, 1)] is kerr.LogDirNotFoundError
 
     feats = kp.describe_features()
-    assert feats["metadata.version"]["finalized"] == (25, 25)
+    mv = releases.release(releases.DEFAULT_RELEASE).features["metadata.version"]
+    assert feats["metadata.version"]["finalized"] == (mv, mv)
     assert feats["group.version"]["supported"] == (1, 1)
     assert feats["group.version"]["finalized"] == (1, 1)
     assert feats["transaction.version"]["finalized"] == (2, 2)

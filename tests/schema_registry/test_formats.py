@@ -48,7 +48,7 @@ STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
     (obj({"a": {"enum": ["x"]}}), obj({"a": {"enum": ["x", "y"]}}), "ENUM_ARRAY_NARROWED"),
     ({"type": "array", "items": INT}, {"type": "array", "items": NUM}, "TYPE_NARROWED"),
     ({"oneOf": [STR, INT]}, STR, None),
-    ({"oneOf": [STR]}, {"oneOf": [STR, INT]}, "COMBINED_TYPE_SUBSCHEMAS_CHANGED"),
+    ({"oneOf": [STR]}, {"oneOf": [STR, INT]}, "SUM_TYPE_NARROWED"),
 ])
 def test_json_schema_rules(reader: Any, writer: Any, kind: str | None) -> None:
     found = issues("JSON", reader, writer)
