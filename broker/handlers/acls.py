@@ -27,6 +27,13 @@ DESCRIBE_ACLS = ApiKey.DESCRIBE_ACLS
 CREATE_ACLS = ApiKey.CREATE_ACLS
 DELETE_ACLS = ApiKey.DELETE_ACLS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    CREATE_ACLS: (1, 3),
+    DESCRIBE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
+}
+
 _NO_AUTHORIZER = "No Authorizer is configured."
 _ALTER = Action(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
 _DESCRIBE = Action(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)

@@ -8,12 +8,20 @@ from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import features
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..apis import KafkaApis
 from ..context import RequestContext
+
+API_VERSIONS = ApiKey.API_VERSIONS
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    API_VERSIONS: (0, 4),
+}
 
 
 def api_versions(apis: KafkaApis, cache: dict[int, bytes], ctx: RequestContext,

@@ -20,6 +20,12 @@ from ..quotas import Alteration, ClientQuotaStore, QuotaRequestError
 DESCRIBE_CLIENT_QUOTAS = ApiKey.DESCRIBE_CLIENT_QUOTAS
 ALTER_CLIENT_QUOTAS = ApiKey.ALTER_CLIENT_QUOTAS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ALTER_CLIENT_QUOTAS: (0, 1),
+}
+
 def describe_client_quotas(store: ClientQuotaStore, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_CLIENT_QUOTAS, ctx.api_version).response_type
     entry_t = nested(resp_t, "EntryData")

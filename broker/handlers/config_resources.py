@@ -25,6 +25,11 @@ from ..context import RequestContext
 from ..topic_store import Storage
 
 LIST_CONFIG_RESOURCES = ApiKey.LIST_CONFIG_RESOURCES
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    LIST_CONFIG_RESOURCES: (0, 1),
+}
 #: ConfigResource.Type ids.
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)

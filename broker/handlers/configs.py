@@ -54,6 +54,13 @@ log = structlog.get_logger("kafkalite.configs")
 ALTER_CONFIGS = ApiKey.ALTER_CONFIGS
 DESCRIBE_CONFIGS = ApiKey.DESCRIBE_CONFIGS
 INCREMENTAL_ALTER_CONFIGS = ApiKey.INCREMENTAL_ALTER_CONFIGS
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_CONFIGS: (1, 4),
+    ALTER_CONFIGS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+}
 DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
 
 #: Kafka's ConfigResource.Type codes.

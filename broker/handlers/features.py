@@ -21,6 +21,11 @@ from ..cluster import Cluster
 from ..context import RequestContext
 
 UPDATE_FEATURES = ApiKey.UPDATE_FEATURES
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    UPDATE_FEATURES: (0, 2),
+}
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 

@@ -53,6 +53,11 @@ from .leader_epochs import epoch_error
 log = structlog.get_logger("kafkalite.fetch")
 
 FETCH = ApiKey.FETCH
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    FETCH: (4, None),
+}
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PART_HEAD = struct.Struct(">ihq")  # partition, error, high watermark

@@ -21,6 +21,13 @@ LIST_GROUPS = ApiKey.LIST_GROUPS
 DESCRIBE_GROUPS = ApiKey.DESCRIBE_GROUPS
 DELETE_GROUPS = ApiKey.DELETE_GROUPS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_GROUPS: (0, 6),
+    LIST_GROUPS: (0, 5),
+    DELETE_GROUPS: (0, 2),
+}
+
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648
 

@@ -26,6 +26,14 @@ HEARTBEAT = ApiKey.HEARTBEAT
 LEAVE_GROUP = ApiKey.LEAVE_GROUP
 SYNC_GROUP = ApiKey.SYNC_GROUP
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    JOIN_GROUP: (0, 9),
+    SYNC_GROUP: (0, 5),
+    HEARTBEAT: (0, 4),
+    LEAVE_GROUP: (0, 5),
+}
+
 
 # Heartbeat response bodies by version, then error: v0 error only; v1-3 throttle + error;
 # v4 adds an empty tagged-field section.

@@ -24,6 +24,11 @@ from ..context import RequestContext
 from ..topic_store import Storage
 
 OFFSET_FOR_LEADER_EPOCH = ApiKey.OFFSET_FOR_LEADER_EPOCH
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    OFFSET_FOR_LEADER_EPOCH: (2, 4),
+}
 #: The "no epoch known" value of current_leader_epoch fields.
 NO_EPOCH = -1
 

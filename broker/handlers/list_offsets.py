@@ -20,6 +20,12 @@ from .leader_epochs import NO_EPOCH, epoch_error
 LIST_OFFSETS = ApiKey.LIST_OFFSETS
 DELETE_RECORDS = ApiKey.DELETE_RECORDS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    LIST_OFFSETS: (1, None),
+    DELETE_RECORDS: (None, None),
+}
+
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3

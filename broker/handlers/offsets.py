@@ -32,6 +32,13 @@ OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
 OFFSET_FETCH = ApiKey.OFFSET_FETCH
 OFFSET_DELETE = ApiKey.OFFSET_DELETE
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    OFFSET_COMMIT: (2, 10),
+    OFFSET_FETCH: (1, 10),
+    OFFSET_DELETE: (0, 0),
+}
+
 
 def _known(topic: str, parts: Sequence[PartitionCommitView], count: int,
            unknown: dict[tuple[str, int], int]) -> list[PartitionCommitView]:

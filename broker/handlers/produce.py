@@ -47,6 +47,11 @@ from .txn_verify import TxnVerification, produce_error
 log = structlog.get_logger("kafkalite.produce")
 
 PRODUCE = ApiKey.PRODUCE
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    PRODUCE: (3, None),
+}
 _E = ErrorCode
 
 

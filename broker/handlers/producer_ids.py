@@ -30,6 +30,12 @@ log = structlog.get_logger("kafkalite.producer_ids")
 INIT_PRODUCER_ID = ApiKey.INIT_PRODUCER_ID
 DESCRIBE_PRODUCERS = ApiKey.DESCRIBE_PRODUCERS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    INIT_PRODUCER_ID: (0, 5),
+    DESCRIBE_PRODUCERS: (0, 0),
+}
+
 
 def init_producer_id(storage: Storage, txn: Transactions, access: Access,
                      ctx: RequestContext, req: Any) -> Any:

@@ -23,6 +23,11 @@ from ..cluster import Cluster
 from ..context import RequestContext
 
 DESCRIBE_QUORUM = ApiKey.DESCRIBE_QUORUM
+
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_QUORUM: (0, 2),
+}
 METADATA_TOPIC = "__cluster_metadata"
 #: The epoch of the quorum's first election, and the offset after its leader-change record.
 QUORUM_EPOCH = 1

@@ -20,6 +20,12 @@ from ..context import RequestContext
 SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
 SASL_AUTHENTICATE = ApiKey.SASL_AUTHENTICATE
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    SASL_HANDSHAKE: (0, 1),
+    SASL_AUTHENTICATE: (0, 2),
+}
+
 
 def sasl_handshake(ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(SASL_HANDSHAKE, ctx.api_version).response_type

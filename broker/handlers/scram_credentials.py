@@ -27,6 +27,12 @@ from ..security.scram import (
 DESCRIBE_USER_SCRAM_CREDENTIALS = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
 ALTER_USER_SCRAM_CREDENTIALS = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    DESCRIBE_USER_SCRAM_CREDENTIALS: (None, None),
+    ALTER_USER_SCRAM_CREDENTIALS: (None, None),
+}
+
 Allowed = Callable[[Action], bool]
 
 

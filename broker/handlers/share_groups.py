@@ -26,6 +26,12 @@ from .groups import GroupAcl
 SHARE_GROUP_HEARTBEAT = 76
 SHARE_GROUP_DESCRIBE = 77
 
+#: The versions served: (lowest, highest).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    SHARE_GROUP_HEARTBEAT: (1, 1),
+    SHARE_GROUP_DESCRIBE: (1, 1),
+}
+
 #: Kafka's "authorized operations not requested" marker.
 _NO_OPS = -2147483648
 _MS = datetime.timedelta(milliseconds=1)

@@ -32,6 +32,13 @@ CREATE_TOPICS = ApiKey.CREATE_TOPICS
 DELETE_TOPICS = ApiKey.DELETE_TOPICS
 CREATE_PARTITIONS = ApiKey.CREATE_PARTITIONS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 6),
+    CREATE_PARTITIONS: (0, 3),
+}
+
 NULL_UUID = uuid.UUID(int=0)
 
 class TopicError(Exception):

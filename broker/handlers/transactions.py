@@ -46,6 +46,16 @@ WRITE_TXN_MARKERS = ApiKey.WRITE_TXN_MARKERS
 DESCRIBE_TRANSACTIONS = ApiKey.DESCRIBE_TRANSACTIONS
 LIST_TRANSACTIONS = ApiKey.LIST_TRANSACTIONS
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    ADD_PARTITIONS_TO_TXN: (0, 5),
+    ADD_OFFSETS_TO_TXN: (0, 4),
+    END_TXN: (0, 5),
+    WRITE_TXN_MARKERS: (1, 1),
+    DESCRIBE_TRANSACTIONS: (0, 0),
+    LIST_TRANSACTIONS: (0, 2),
+}
+
 E = ErrorCode
 C = TypeVar("C")
 

@@ -29,6 +29,11 @@ from .txn_verify import TxnVerification, offset_commit_error
 
 TXN_OFFSET_COMMIT = ApiKey.TXN_OFFSET_COMMIT
 
+#: The versions served, next to the code that branches on them (None: all kio has).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    TXN_OFFSET_COMMIT: (0, 5),
+}
+
 E = ErrorCode
 
 
