@@ -14,7 +14,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
@@ -87,7 +87,7 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
         start = cursor.partition_index if cursor is not None and name == after else 0
         end = min(info.partitions, start + remaining)
         topics.append(build(
-            topic_t, error_code=ErrorCode.none, name=name, topic_id=info.topic_id,
+            topic_t, error_code=NO_ERROR, name=name, topic_id=info.topic_id,
             is_internal=info.internal, partitions=_partitions(part_t, me, storage, info,
                                                               start, end),
             topic_authorized_operations=access.operations_for(ctx, ResourceType.TOPIC, name)))
@@ -110,7 +110,7 @@ def _missing_error(name: str) -> ErrorCode:
 def _partitions(part_t: type[Any], me: int, storage: Storage, info: TopicInfo, start: int,
                 end: int) -> tuple[Any, ...]:
     return tuple(
-        build(part_t, error_code=ErrorCode.none, partition_index=p, leader_id=me,
+        build(part_t, error_code=NO_ERROR, partition_index=p, leader_id=me,
               leader_epoch=leader_epoch(storage, info.name, p), replica_nodes=(me,),
               isr_nodes=(me,), eligible_leader_replicas=(), last_known_elr=(),
               offline_replicas=())

@@ -17,7 +17,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
@@ -51,7 +51,7 @@ def partition_entries(me: int, resp_t: type[Any], info: TopicInfo,
     return tuple(
         build(
             part_t,
-            error_code=ErrorCode.none,
+            error_code=NO_ERROR,
             partition_index=p,
             leader_id=me,
             leader_epoch=leader_epoch(storage, info.name, p),
@@ -142,7 +142,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         topics_out.append(
             build(
                 topic_t,
-                error_code=ErrorCode.none,
+                error_code=NO_ERROR,
                 name=info.name,
                 topic_id=info.topic_id,
                 is_internal=info.internal,
@@ -161,5 +161,5 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         controller_id=cluster.node_id,
         topics=tuple(topics_out),
         cluster_authorized_operations=cluster_ops,
-        error_code=ErrorCode.none,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
+        error_code=NO_ERROR,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
     )
