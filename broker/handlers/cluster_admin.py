@@ -18,6 +18,7 @@ from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
 from ..topic_store import Storage
+from .metadata import broker_entries
 
 ALTER_REPLICA_LOG_DIRS = ApiKey.ALTER_REPLICA_LOG_DIRS
 DESCRIBE_LOG_DIRS = ApiKey.DESCRIBE_LOG_DIRS
@@ -80,13 +81,17 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
             if info is None:
                 continue  # Kafka leaves out partitions it does not host
             wanted.append((t.topic, [int(p) for p in t.partitions if 0 <= p < info.partitions]))
+    # Each node describes the replicas it hosts.
+    me = cluster.node_id
+    hosted = [(name, [p for p in parts if cluster.leader(name, p) == me])
+              for name, parts in wanted]
     topics = tuple(
         build(topic_t, name=name, partitions=tuple(
             build(part_t, partition_index=p, partition_size=partition_size(storage, name, p),
                   offset_lag=0, is_future_key=False)
             for p in parts
         ))
-        for name, parts in wanted if parts
+        for name, parts in hosted if parts
     )
     where = log_dir(cluster)
     try:
@@ -220,16 +225,12 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
                      f"we wanted an endpoint of type {endpoint_type}",
                      endpoint_type=endpoint_type, cluster_id=cluster.cluster_id,
                      controller_id=-1, brokers=(), cluster_authorized_operations=-2147483648)
-    brokers = tuple(
-        build(broker_t, broker_id=cluster.node_id, host=b.advertised_host,
-              port=b.advertised_port, rack=None, is_fenced=False)
-        for b in cluster.listeners if b.name == ctx.listener
-    )
+    brokers = broker_entries(cluster, broker_t, ctx.listener, "broker_id", is_fenced=False)
     # As Kafka, served to anyone: only the authorized operations need Describe.
     ops = -2147483648
     if req.include_cluster_authorized_operations:
         ops = access.cluster_operations_for(ctx)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, endpoint_type=1, cluster_id=cluster.cluster_id,
-                 controller_id=cluster.node_id,
+                 controller_id=cluster.controller_id,
                  brokers=brokers, cluster_authorized_operations=ops)

@@ -14,7 +14,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE, TRANSACTION_STATE_TOPIC
 
 from ..auth import DENIED_ERROR, Access, Operation, ResourceType
-from ..cluster import Cluster
+from ..cluster import BoundListener, Cluster
 from ..context import RequestContext
 
 FIND_COORDINATOR = ApiKey.FIND_COORDINATOR
@@ -52,7 +52,6 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
 def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Access,
                      ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
-    listener = cluster.endpoint(ctx.listener)
     key_type = getattr(req, "key_type", 0)
     rtype = {GROUP_KEY: ResourceType.GROUP,
              TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}.get(key_type)
@@ -69,15 +68,27 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
         for key in req.coordinator_keys:
             err, msg = answer(key)
             ok = err is NO_ERROR
-            out.append(build(coord_t, key=key, node_id=cluster.node_id if ok else -1,
+            node, listener = _coordinator(cluster, key_type, key, ctx.listener)
+            out.append(build(coord_t, key=key, node_id=node if ok else -1,
                              host=listener.advertised_host if ok else "",
                              port=listener.advertised_port if ok else -1,
                              error_code=err, error_message=msg))
         return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
     err, msg = answer(req.key)
     ok = err is NO_ERROR
+    node, listener = _coordinator(cluster, key_type, req.key, ctx.listener)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
-                 node_id=cluster.node_id if ok else -1,
+                 node_id=node if ok else -1,
                  host=listener.advertised_host if ok else "",
                  port=listener.advertised_port if ok else -1)
 
+
+
+def _coordinator(cluster: Cluster, key_type: int, key: str, listener: str
+                 ) -> tuple[int, BoundListener]:
+    """The coordinator's node id and its endpoint on the client's listener."""
+    if cluster.view is None:
+        return cluster.node_id, cluster.endpoint(listener)
+    node = cluster.coordinator(key_type if key_type == TRANSACTION_KEY else GROUP_KEY, key)
+    member = cluster.member(node) or cluster
+    return node, member.endpoint(listener)
