@@ -11,7 +11,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
@@ -99,9 +99,9 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
         total, usable = usage.total, usage.free
     except OSError:
         total = usable = -1
-    result = build(result_t, error_code=ErrorCode.none, log_dir=str(where), topics=topics,
+    result = build(result_t, error_code=NO_ERROR, log_dir=str(where), topics=topics,
                    total_bytes=total, usable_bytes=usable, is_cordoned=False)
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  results=(result,))
 
 
@@ -137,7 +137,7 @@ def alter_replica_log_dirs(cluster: Cluster, storage: Storage, access: Access,
         elif storage.logs.get(topic, partition) is None:
             err = ErrorCode.replica_not_available
         else:
-            err = ErrorCode.none
+            err = NO_ERROR
         results.setdefault(topic, []).append(build(part_t, partition_index=partition,
                                                    error_code=err))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(
@@ -165,13 +165,13 @@ def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:
                                    error_message="Leader election not needed for topic "
                                    "partition."))
         results.append(build(topic_t, topic=tp.topic, partition_result=tuple(parts)))
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  replica_election_results=tuple(results))
 
 
 def list_reassignments(ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, topics=())
 
 
@@ -186,7 +186,7 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
         info = storage.catalog.get(t.name)
         parts = []
         for p in t.partitions:
-            err, msg = ErrorCode.none, None
+            err, msg = NO_ERROR, None
             if info is None or not 0 <= p.partition_index < info.partitions:
                 err, msg = ErrorCode.unknown_topic_or_partition, \
                     "The partition does not exist."
@@ -211,7 +211,7 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
     return build(resp_t, throttle_time=NO_THROTTLE,
                  allow_replication_factor_change=getattr(
                      req, "allow_replication_factor_change", True),
-                 error_code=ErrorCode.none, error_message=None, responses=tuple(out))
+                 error_code=NO_ERROR, error_message=None, responses=tuple(out))
 
 
 def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req: Any) -> Any:
@@ -230,7 +230,7 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
     ops = -2147483648
     if req.include_cluster_authorized_operations:
         ops = access.cluster_operations_for(ctx)
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, endpoint_type=1, cluster_id=cluster.cluster_id,
                  controller_id=cluster.controller_id,
                  brokers=brokers, cluster_authorized_operations=ops)

@@ -10,7 +10,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE, TRANSACTION_STATE_TOPIC
 
 from ..auth import DENIED_ERROR, Access, Operation, ResourceType
@@ -33,7 +33,7 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
             ) -> tuple[ErrorCode, str | None]:
     if key_type == TRANSACTION_KEY:
         runtime.ensure_topic(TRANSACTION_STATE_TOPIC)
-        return ErrorCode.none, None
+        return NO_ERROR, None
     if key_type != GROUP_KEY:
         # Share groups (KIP-932) are not served: Kafka's answer without a share coordinator.
         return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
@@ -44,9 +44,9 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
         return ErrorCode.coordinator_load_in_progress, None
     if err is ErrorCode.invalid_group_id:
         return ErrorCode.invalid_request, "empty group id"
-    if err is not ErrorCode.none:
+    if err is not NO_ERROR:
         return ErrorCode.coordinator_not_available, None
-    return ErrorCode.none, None
+    return NO_ERROR, None
 
 
 def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Access,
@@ -67,7 +67,7 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
         out = []
         for key in req.coordinator_keys:
             err, msg = answer(key)
-            ok = err is ErrorCode.none
+            ok = err is NO_ERROR
             node, listener = _coordinator(cluster, key_type, key, ctx.listener)
             out.append(build(coord_t, key=key, node_id=node if ok else -1,
                              host=listener.advertised_host if ok else "",
@@ -75,7 +75,7 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
                              error_code=err, error_message=msg))
         return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
     err, msg = answer(req.key)
-    ok = err is ErrorCode.none
+    ok = err is NO_ERROR
     node, listener = _coordinator(cluster, key_type, req.key, ctx.listener)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
                  node_id=node if ok else -1,

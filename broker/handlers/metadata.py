@@ -17,7 +17,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
@@ -53,7 +53,7 @@ def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
         leader = cluster.leader(info.name, p)
         out.append(build(
             part_t,
-            error_code=ErrorCode.none,
+            error_code=NO_ERROR,
             partition_index=p,
             leader_id=leader,
             leader_epoch=leader_epoch(storage, info.name, p),
@@ -150,7 +150,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         topics_out.append(
             build(
                 topic_t,
-                error_code=ErrorCode.none,
+                error_code=NO_ERROR,
                 name=info.name,
                 topic_id=info.topic_id,
                 is_internal=info.internal,
@@ -169,5 +169,5 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         controller_id=cluster.controller_id,
         topics=tuple(topics_out),
         cluster_authorized_operations=cluster_ops,
-        error_code=ErrorCode.none,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
+        error_code=NO_ERROR,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
     )

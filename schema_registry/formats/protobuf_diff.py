@@ -7,6 +7,10 @@ ONEOF_FIELD_ADDED) are not reported."""
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass
+
+from . import Resolved
 from .protobuf_format import SCALARS, FieldInfo, ProtoModel
 
 #: Scalar kinds Confluent treats as wire-compatible with each other; an enum is read as
@@ -22,16 +26,23 @@ def _issue(out: list[str], kind: str, path: str) -> None:
                f"old schema at path '{path}''}}")
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    kind: str  # "enum" or "message"
+    local: str  # the full name without the package
+    model: ProtoModel  # the schema (this one or an imported one) defining it
+
+
 class _Types:
-    """Resolves type names as written to the schema's own types, package-qualified
-    names and protobuf's scoping (innermost enclosing message first)."""
+    """Resolves type names as written: to the schema's own types first (package-qualified
+    names and protobuf's scoping, innermost enclosing message first), then to the types of
+    the schemas it imports (its references)."""
 
-    def __init__(self, model: ProtoModel) -> None:
+    def __init__(self, model: ProtoModel, imports: list[ProtoModel]) -> None:
         self.model = model
+        self.imports = imports
 
-    def resolve(self, name: str, scope: str) -> tuple[str, str] | None:
-        """("enum" or "message", the name without the package), or None for a type not
-        defined in this schema (an import)."""
+    def resolve(self, name: str, scope: str) -> _Found | None:
         pkg = self.model.package
         if name.startswith("."):
             full = name[1:]
@@ -43,11 +54,48 @@ class _Types:
             if pkg and name.startswith(pkg + "."):
                 candidates.append(name[len(pkg) + 1:])
         for local in candidates:
-            if local in self.model.messages:
-                return "message", local
-            if local in self.model.enums:
-                return "enum", local
+            found = _lookup(self.model, local)
+            if found is not None:
+                return found
+        if name.startswith("."):
+            fulls = [name[1:]]
+        else:
+            prefix = [*(pkg.split(".") if pkg else []), *(scope.split(".") if scope else [])]
+            fulls = [".".join([*prefix[:i], name]) for i in range(len(prefix), -1, -1)]
+        for full in fulls:
+            for model in self.imports:
+                p = model.package
+                if not p or full.startswith(p + "."):
+                    found = _lookup(model, full[len(p) + 1:] if p else full)
+                    if found is not None:
+                        return found
         return None
+
+
+def _lookup(model: ProtoModel, local: str) -> _Found | None:
+    if local in model.messages:
+        return _Found("message", local, model)
+    if local in model.enums:
+        return _Found("enum", local, model)
+    return None
+
+
+def imported(refs: tuple[Resolved, ...], out: list[ProtoModel] | None = None
+             ) -> list[ProtoModel]:
+    """The models of a schema's references (and theirs), skipping any that do not parse."""
+    from .protobuf_format import from_descriptor, from_text, looks_serialized
+
+    out = [] if out is None else out
+    for ref in refs:
+        try:
+            if looks_serialized(ref.text):
+                out.append(from_descriptor(base64.b64decode(ref.text.strip())))
+            else:
+                out.append(from_text(ref.text))
+        except (ValueError, TypeError, AttributeError, KeyError):
+            pass
+        imported(ref.refs, out)
+    return out
 
 
 def _split_map(t: str) -> tuple[str, str]:
@@ -56,8 +104,9 @@ def _split_map(t: str) -> tuple[str, str]:
 
 
 class _Diff:
-    def __init__(self, original: ProtoModel, update: ProtoModel) -> None:
-        self.old, self.new = _Types(original), _Types(update)
+    def __init__(self, old: _Types, new: _Types, seen: set[tuple[int, int, str]]) -> None:
+        self.old, self.new = old, new
+        self.seen = seen  # imported types compared already (or being compared)
         self.out: list[str] = []
 
     def kind(self, t: str, scope: str, types: _Types) -> str:
@@ -66,7 +115,7 @@ class _Diff:
         if t.startswith("map<"):
             return "map"
         found = types.resolve(t, scope)
-        return "scalar" if found is not None and found[0] == "enum" else "message"
+        return "scalar" if found is not None and found.kind == "enum" else "message"
 
     @staticmethod
     def scalar_kind(t: str) -> str:
@@ -86,14 +135,34 @@ class _Diff:
                 _issue(self.out, "FIELD_NUMERIC_LABEL_CHANGED", where)
         elif ka == "message":
             ra, rb = self.old.resolve(a, sa), self.new.resolve(b, sb)
-            same = ra[1] == rb[1] if ra is not None and rb is not None else \
-                a.lstrip(".") == b.lstrip(".")
-            if not same:
+            if ra is None or rb is None:
+                if a.lstrip(".") != b.lstrip("."):
+                    _issue(self.out, "FIELD_NAMED_TYPE_CHANGED", where)
+            elif ra.local != rb.local:
                 _issue(self.out, "FIELD_NAMED_TYPE_CHANGED", where)
+            elif ra.model is not self.old.model or rb.model is not self.new.model:
+                self.imported_message(ra, rb, where)
         else:
             (ka_, va), (kb_, vb) = _split_map(a), _split_map(b)
             self.types(ka_, kb_, "", "", sa, sb, where)
             self.types(va, vb, "", "", sa, sb, where)
+
+    def imported_message(self, ra: _Found, rb: _Found, where: str) -> None:
+        """A message from a reference: diffed like one of the schema's own (Confluent
+        diffs the referenced message unless both sides use the same subject version)."""
+        key = (id(ra.model), id(rb.model), ra.local)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+
+        def types(t: _Types, model: ProtoModel) -> _Types:
+            return _Types(model, [m for m in [t.model, *t.imports] if m is not model])
+
+        sub = _Diff(types(self.old, ra.model), types(self.new, rb.model), self.seen)
+        sub.message(ra.local, ra.model.messages[ra.local], rb.model.messages[rb.local])
+        if sub.out:
+            self.out += sub.out
+            _issue(self.out, "FIELD_NAMED_TYPE_CHANGED", where)
 
     def field(self, f: FieldInfo, g: FieldInfo, where: str) -> None:
         self.types(f.type, g.type, f.label, g.label, f.scope, g.scope, where)
@@ -140,9 +209,12 @@ class _Diff:
                 self.field(old[n], new[n], f"#/{name}/{n}")
 
 
-def diff(original: ProtoModel, update: ProtoModel) -> list[str]:
-    """The changes from ``original`` to ``update`` Confluent counts as incompatible."""
-    d = _Diff(original, update)
+def diff(original: ProtoModel, update: ProtoModel, original_imports: tuple[ProtoModel, ...] = (),
+         update_imports: tuple[ProtoModel, ...] = ()) -> list[str]:
+    """The changes from ``original`` to ``update`` Confluent counts as incompatible;
+    ``*_imports`` are the models of each side's references."""
+    d = _Diff(_Types(original, list(original_imports)), _Types(update, list(update_imports)),
+              set())
     if original.package != update.package:
         _issue(d.out, "PACKAGE_CHANGED", "#/")
     for name, fields in original.messages.items():

@@ -190,6 +190,7 @@ class ProtobufFormat:
         return Parsed(PROTOBUF, canonical, model, refs)
 
     def incompatibilities(self, reader: Parsed, writer: Parsed) -> list[str]:
-        from .protobuf_diff import diff
+        from .protobuf_diff import diff, imported
 
-        return diff(writer.model, reader.model)
+        return diff(writer.model, reader.model, tuple(imported(writer.refs)),
+                    tuple(imported(reader.refs)))

@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 
-from kafkalite.schema_registry.formats import format_for, parse
+from kafkalite.schema_registry.formats import Resolved, format_for, parse
 from kafkalite.schema_registry.formats.proto_descriptor import to_descriptor
 
 
@@ -163,3 +164,35 @@ def test_descriptor_and_text_schemas_compare_alike() -> None:
     check(text, old, None)
     moved = text.replace("A.T t", "B.T t")
     check(moved, old, "FIELD_NAMED_TYPE_CHANGED")
+
+
+MONEY = 'syntax = "proto3";\npackage q;\nmessage Money {{ {units} units = 1; }}\n' \
+        "message Cash {{ int64 units = 1; }}\n"
+USES = 'syntax = "proto3";\npackage p;\nimport "money.proto";\nmessage M {{ {t} m = 1; }}\n'
+
+
+def check_imports(new_type: str, new_units: str, old_type: str, old_units: str,
+                  kinds: list[str]) -> None:
+    def schema(t: str, units: str) -> Any:
+        ref = Resolved("money.proto", MONEY.format(units=units))
+        return parse("PROTOBUF", USES.format(t=t), (ref,))
+
+    found = format_for("PROTOBUF").incompatibilities(schema(new_type, new_units),
+                                                     schema(old_type, old_units))
+    assert [k for k in kinds if not any(f"errorType:'{k}'" in m for m in found)] == [], found
+    if not kinds:
+        assert found == [], found
+
+
+@pytest.mark.parametrize("new_type,new_units,old_type,old_units,kinds", [
+    ("q.Money", "int64", "q.Money", "int64", []),
+    ("q.Money", "int64", ".q.Money", "int64", []),  # the same type, qualified differently
+    ("q.Money", "uint64", "q.Money", "int64", []),  # same scalar group inside the import
+    # A referenced message changed incompatibly: its difference, then the field's.
+    ("q.Money", "string", "q.Money", "int64",
+     ["FIELD_SCALAR_KIND_CHANGED", "FIELD_NAMED_TYPE_CHANGED"]),
+    ("q.Cash", "int64", "q.Money", "int64", ["FIELD_NAMED_TYPE_CHANGED"]),
+])
+def test_imported_types_resolved_and_diffed(new_type: str, new_units: str, old_type: str,
+                                            old_units: str, kinds: list[str]) -> None:
+    check_imports(new_type, new_units, old_type, old_units, kinds)
