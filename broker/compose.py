@@ -177,6 +177,9 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
         consumer_assignors=consumer_assignors(config),
         migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
         regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
+        share_session_timeout_ms=config.int("group.share.session.timeout.ms"),
+        share_heartbeat_interval_ms=config.int("group.share.heartbeat.interval.ms"),
+        share_max_size=config.int("group.share.max.size"),
         group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
