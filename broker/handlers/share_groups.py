@@ -15,6 +15,7 @@ from kafkalite.coordinator.share.group import (
 )
 from kafkalite.coordinator.topics_image import TopicsImage
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
@@ -23,8 +24,8 @@ from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from .groups import GroupAcl
 
-SHARE_GROUP_HEARTBEAT = 76
-SHARE_GROUP_DESCRIBE = 77
+SHARE_GROUP_HEARTBEAT = ApiKey.SHARE_GROUP_HEARTBEAT
+SHARE_GROUP_DESCRIBE = ApiKey.SHARE_GROUP_DESCRIBE
 
 #: The versions served: (lowest, highest).
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
