@@ -4,7 +4,7 @@
 python -m benchmarks.scale soak [--members 1000] [--groups 100] [--seconds 60] [--ten-minutes]
 python -m benchmarks.scale cold [--members 1000]
 python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
-python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,tansu]
+python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
 ```
 
@@ -25,7 +25,8 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
 - **startup**: `python -c pass`, then launch to listening (port open, --ready-file written),
   to the first ApiVersions answer and RSS after 2 s idle, kafkalite and Tansu; and the
   in-process fixture (BrokerThread) from start() to listening
-  in the same run (median of RUNS).
+  in the same run (median of RUNS, the brokers taking turns). ``kafkalite-nodesN`` is
+  ``serve --nodes N``, timed to its last node's port and the ready file.
 - **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
   compaction (``benchmarks.offsets.reload``).
 """
@@ -294,10 +295,14 @@ def startup_once(name: str) -> tuple[float, float, float]:
     port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
     ready = tmp / "ready.json"
-    if name == "kafkalite":
+    kafkalite = name.startswith("kafkalite")
+    if kafkalite:
+        nodes = int(name.removeprefix("kafkalite").removeprefix("-nodes") or "1")
         args = [sys.executable, "-m", "kafkalite", "serve", "--data-dir", str(tmp / "data"),
                 "--listen", f"127.0.0.1:{port}", "--log-level", "warning",
-                "--ready-file", str(ready)]
+                "--ready-file", str(ready), *(["--nodes", str(nodes)] if nodes > 1 else [])]
+        # Nodes listen in order: the last one's port open means every one is.
+        port += nodes - 1
     else:
         from benchmarks.common import tansu_binary
 
@@ -311,7 +316,7 @@ def startup_once(name: str) -> tuple[float, float, float]:
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         _wait_port(port, proc)
-        if name == "kafkalite":
+        if kafkalite:
             deadline = time.monotonic() + 60
             while not (ready.exists() and ready.stat().st_size):
                 if time.monotonic() > deadline:
@@ -357,7 +362,12 @@ def startup(runs: int, brokers: list[str]) -> None:
         ("python -c pass", bare, 1.0, "", "")]
     for name in brokers:
         startup_once(name)  # warm-up: byte-code caches, page cache
-        got = [startup_once(name) for _ in range(runs)]
+    # The brokers take turns, so a change in the machine's load reaches each alike.
+    runs_of: dict[str, list[tuple[float, float, float]]] = {name: [] for name in brokers}
+    for _ in range(runs):
+        for name in brokers:
+            runs_of[name].append(startup_once(name))
+    for name, got in runs_of.items():
         median = statistics.median(t for t, _, _ in got) * 1000
         rows.append((f"{name}: launch to listening", median, median / bare,
                      statistics.median(a for _, a, _ in got) * 1000,
@@ -390,7 +400,8 @@ def main() -> None:
     pt.add_argument("--per-topic", type=int, default=10)
     st = sub.add_parser("startup")
     st.add_argument("--runs", type=int, default=5)
-    st.add_argument("--brokers", default="kafkalite,tansu")
+    st.add_argument("--brokers", default="kafkalite,tansu",
+                    help="of kafkalite, kafkalite-nodesN (serve --nodes N), tansu")
     r = sub.add_parser("reload")
     r.add_argument("--records", type=int, default=1_000_000)
     args = p.parse_args()

@@ -87,6 +87,9 @@ class Route:
     min_version: int | None = None
     max_version: int | None = None
     acl: AclFn | None = None
+    #: Listed in ApiVersions. False: served to a client that asks, but not offered, for an
+    #: API whose companions are not served yet (a client that sees it would rely on them).
+    advertised: bool = True
 
 
 @dataclass(slots=True)
@@ -97,6 +100,7 @@ class Registration:
     handler: Handler
     acl: AclFn | None
     stats: ApiStats
+    advertised: bool = True
 
 
 _Entry = tuple[codecs.ApiCodec, Registration]
@@ -136,11 +140,14 @@ class KafkaApis:
             return
         lo, hi = clipped
         self._handlers[route.api_key] = Registration(route.api_key, lo, hi, route.handler,
-                                                     route.acl, self.metrics.api(route.api_key))
+                                                     route.acl, self.metrics.api(route.api_key),
+                                                     route.advertised)
         self._fast.clear()
 
     def supported(self) -> list[tuple[int, int, int]]:
-        return sorted((r.api_key, r.min_version, r.max_version) for r in self._handlers.values())
+        """The APIs ApiVersions lists: (key, min, max)."""
+        return sorted((r.api_key, r.min_version, r.max_version) for r in self._handlers.values()
+                      if r.advertised)
 
     def registration(self, api_key: int) -> Registration | None:
         return self._handlers.get(api_key)

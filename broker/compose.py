@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -53,7 +54,7 @@ from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
 from .admin_http.views import BrokerView
-from .apis import KafkaApis
+from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig, LogDefaults
@@ -125,7 +126,8 @@ class SchedulerService:
 def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storage, LogCleaner]:
     data_dir = config.data_dir
     node_id = config.int("node.id")
-    cluster = Cluster(node_id, meta.load_or_create(data_dir, node_id), data_dir)
+    cluster = Cluster(node_id, meta.load_or_create(data_dir, node_id), data_dir,
+                      rack=config.raw_or_none("broker.rack") or None)
     catalog = TopicCatalog(data_dir)
     topic_configs = TopicConfigs(config, catalog)
     logs = LogManager(data_dir, topic_configs.value, durable=config.bool("log.durable"),
@@ -175,6 +177,9 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
         consumer_assignors=consumer_assignors(config),
         migration_policy=config.text("group.consumer.migration.policy").strip().lower(),
         regex_refresh_interval_ms=config.int("group.consumer.regex.refresh.interval.ms"),
+        share_session_timeout_ms=config.int("group.share.session.timeout.ms"),
+        share_heartbeat_interval_ms=config.int("group.share.heartbeat.interval.ms"),
+        share_max_size=config.int("group.share.max.size"),
         group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)
@@ -302,9 +307,20 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     consumer_protocol = "consumer" in rebalance_protocols(config)
-    for route in routes(cluster, storage, access, runtime, txn, apis, security, quotas,
-                        dynamic, fetch_sessions, control.metrics, consumer_protocol):
-        apis.register(route)
+    node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
+                          security=security, quotas=quotas, dynamic=dynamic,
+                          metrics=control.metrics, consumer_protocol=consumer_protocol)
+    peers: list[tuple[Cluster, KafkaApis]] = []
+    if config.int("kafkalite.nodes") > 1:
+        peers = build_peers(config, cluster, storage, groups, txn_core, apis, fetch_sessions,
+                            node_routes)
+    else:
+        if (config.data_dir / "nodes").exists():
+            from .cluster.nodes import check_layout
+
+            check_layout(config.data_dir, 1)
+        for route in node_routes(cluster, apis=apis, fetch_sessions=fetch_sessions):
+            apis.register(route)
     return Broker(
         config, cluster, storage, runtime, txn_core, cleaner, apis, scheduler, groups=groups,
         services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
@@ -312,4 +328,51 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
         scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
+        peers=peers,
     )
+
+
+def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupService,
+                txn_core: TransactionCoordinatorCore, apis: KafkaApis,
+                fetch_sessions: FetchSessionCache, node_routes: Callable[..., list[Route]]
+                ) -> list[tuple[Cluster, KafkaApis]]:
+    """``kafkalite.nodes`` above 1: the other nodes and the controller all of them share
+    (``cluster/nodes.py``); each node serves its own handlers, guarded so that it answers
+    only for the partitions it leads and the groups and transactions it coordinates.
+    Returns nodes 2..N with their handlers; node 1's are registered on ``apis``."""
+    from .cluster.guard import guarded_routes
+    from .cluster.nodes import build_cluster, place
+
+    def state_partition(key_type: int, key: str) -> tuple[str, int]:
+        if key_type == 1:
+            return TRANSACTION_STATE_TOPIC, txn_core.partition_for(key)
+        return OFFSETS_TOPIC, groups.core.partition_for(key)
+
+    def epoch(topic: str, partition: int) -> int:
+        plog = storage.logs.get(topic, partition)
+        return plog.leader_epoch if plog is not None else 0
+
+    root = first.data_dir
+    controller = build_cluster(config, first, state_partition, epoch)
+    # Logs open when the broker starts, so every one goes under its leader's directory.
+    storage.logs.place = place(root, controller)
+
+    def forget(event: str, info: TopicInfo) -> None:
+        if event == "deleted":
+            controller.forget(info.name)
+
+    storage.catalog.listeners.append(forget)
+    peers: list[tuple[Cluster, KafkaApis]] = []
+    for node in controller.members:
+        if node is first:
+            node_apis, sessions = apis, fetch_sessions
+        else:
+            node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release)
+            sessions = FetchSessionCache(
+                config.int("max.incremental.fetch.session.cache.slots"),
+                fetch_sessions.clock)
+            peers.append((node, node_apis))
+        for route in guarded_routes(node, storage.catalog,
+                                    node_routes(node, apis=node_apis, fetch_sessions=sessions)):
+            node_apis.register(route)
+    return peers

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.storage.fsutil import atomic_write
 
 log = structlog.get_logger("kafkalite.quotas")
@@ -103,7 +103,7 @@ class ClientQuotaStore:
             if why is not None:
                 results[key] = (alt.entity, ErrorCode.invalid_request, why)
                 continue
-            results[key] = (alt.entity, ErrorCode.none, None)
+            results[key] = (alt.entity, NO_ERROR, None)
             changes.append((key, ops))
         if not validate_only and self._apply(changes):
             self._save()

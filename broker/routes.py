@@ -41,6 +41,7 @@ from .handlers import (
     quorum,
     sasl,
     scram_credentials,
+    share_groups,
     topics,
     transactions,
     txn_offsets,
@@ -54,10 +55,10 @@ from .topic_store import Storage
 
 
 def _route(api_key: int, versions: Mapping[int, tuple[int | None, int | None]],
-           handler: Handler, acl: AclFn | None = None) -> Route:
+           handler: Handler, acl: AclFn | None = None, advertised: bool = True) -> Route:
     """A route serving the versions its handler module declares."""
     low, high = versions[api_key]
-    return Route(api_key, handler, low, high, acl)
+    return Route(api_key, handler, low, high, acl, advertised)
 
 
 def routes(
@@ -161,6 +162,14 @@ def routes(
         _route(consumer_groups.CONSUMER_GROUP_DESCRIBE, consumer_groups.VERSIONS,
                partial(consumer_groups.consumer_group_describe, runtime, access,
                        consumer_protocol)),
+        # KIP-932 share groups: served, not advertised until ShareFetch and
+        # ShareAcknowledge are (a share consumer seeing the heartbeat would rely on them).
+        _route(share_groups.SHARE_GROUP_HEARTBEAT, share_groups.VERSIONS,
+               partial(share_groups.share_group_heartbeat, runtime, access, group_acl),
+               advertised=False),
+        _route(share_groups.SHARE_GROUP_DESCRIBE, share_groups.VERSIONS,
+               partial(share_groups.share_group_describe, runtime, access),
+               advertised=False),
         # --- offsets and group administration -----------------------------------------
         _route(offsets.OFFSET_COMMIT, offsets.VERSIONS,
                partial(offsets.offset_commit, storage, runtime, access)),

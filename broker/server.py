@@ -93,11 +93,12 @@ class Broker:
         groups: GroupService,
         admin: AdminListener | None = None,
         schema_registry: AdminListener | None = None,
+        peers: Sequence[tuple[Cluster, KafkaApis]] = (),
     ) -> None:
         self.config = config
         self.cluster = cluster
         self.node_id = cluster.node_id
-        self.data_dir = cluster.data_dir
+        self.data_dir = config.data_dir
         self.storage = storage
         self.logs: LogManager = storage.logs
         self.coordinator = coordinator
@@ -122,6 +123,9 @@ class Broker:
         #: The Schema Registry's REST listener (``schema.registry.listener``); None when off.
         self.schema_registry = schema_registry
         self._services = tuple(services)
+        #: Every node this process runs (``kafkalite.nodes``): its identity and its
+        #: handlers. The first is ``cluster`` with ``apis``.
+        self.nodes: tuple[tuple[Cluster, KafkaApis], ...] = ((cluster, apis), *peers)
         #: SCRAM credentials and, with an authorizer configured, the ACLs.
         self.security = security or SecurityState.empty(config.data_dir)
         self.scram = self.security.scram
@@ -177,7 +181,8 @@ class Broker:
                 await self.open(wait_loaded=False)
             except OSError as e:
                 raise ConfigError(data_dir_problem(self.data_dir, e)) from None
-            await self._listen(configured, securities)
+            for i, (node, apis) in enumerate(self.nodes):
+                await self._listen(configured, securities, node, apis, i)
         except BaseException:
             await self.stop()
             raise
@@ -192,6 +197,7 @@ class Broker:
             node_id=self.node_id,
             data_dir=str(self.data_dir),
             listeners=[f"{b.name}://{b.host}:{b.port}" for b in self.listeners],
+            nodes=len(self.nodes),
             console=self.console_url,
             busy_poll_us=self.busy_poll_us,
         )
@@ -219,26 +225,31 @@ class Broker:
             if isinstance(service, Loading):
                 await service.loaded()
 
-    async def _listen(self, configured: list[Listener],
-                      securities: list[ListenerSecurity]) -> None:
+    async def _listen(self, configured: list[Listener], securities: list[ListenerSecurity],
+                      node: Cluster, apis: KafkaApis, index: int) -> None:
+        """Bind ``node``'s listeners: the configured ports, each moved up by ``index``
+        (the node's place in the process; port 0 stays 0, any free port)."""
         loop = asyncio.get_running_loop()
         advertised_raw = self.config.text("advertised.listeners")
         advertised = {a.name: a for a in parse_listeners(advertised_raw)} if advertised_raw else {}
         max_size = self.config.int("socket.request.max.bytes")
         limits = Limits.from_config(self.config)
-        quotas = self.quotas = ConnectionQuotas(limits)
-        self._reaper = IdleReaper(limits, lambda: self._connections)
-        await self._reaper.start()
-        poll = BusyPoll(self.config.int("socket.busy.poll.us"), loop)
-        # Off (0, or fewer than two CPUs): connections do not even call it.
-        busy_poll = self._busy_poll = poll if poll.enabled else None
+        if self.quotas is None:
+            self.quotas = ConnectionQuotas(limits)
+            self._reaper = IdleReaper(limits, lambda: self._connections)
+            await self._reaper.start()
+            poll = BusyPoll(self.config.int("socket.busy.poll.us"), loop)
+            # Off (0, or fewer than two CPUs): connections do not even call it.
+            self._busy_poll = poll if poll.enabled else None
+        quotas, busy_poll = self.quotas, self._busy_poll
+        assert quotas is not None
         # A new connection takes its listener's security as it is now: dynamic configs
         # may have replaced it (a rotated keystore, another JAAS config).
         current = self.listener_security
         for lst, sec in zip(configured, securities, strict=True):
 
             def factory(name: str = lst.name) -> KafkaConnection:
-                return KafkaConnection(self.apis, max_size, name, self._connections, limits,
+                return KafkaConnection(apis, max_size, name, self._connections, limits,
                                        quotas, current[name], busy_poll)
 
             make: Callable[[], asyncio.Protocol] = factory
@@ -249,21 +260,28 @@ class Broker:
                     assert ctx is not None
                     return TlsAcceptor(ctx, factory, name)
 
+            want = lst.port + index if lst.port else 0
             try:
-                server = await loop.create_server(make, lst.host, lst.port,
-                                                  reuse_address=True)
+                server = await loop.create_server(make, lst.host, want, reuse_address=True)
             except OSError as e:
-                raise ConfigError(f"listeners: cannot listen on {lst.host}:{lst.port} "
-                                  f"({lst.name}): {e.strerror or e}") from None
+                where = f" (node {node.node_id})" if index else ""
+                raise ConfigError(f"listeners: cannot listen on {lst.host}:{want} "
+                                  f"({lst.name}){where}: {e.strerror or e}") from None
             self._servers.append(server)
             port = server.sockets[0].getsockname()[1]
             adv: Listener | None = advertised.get(lst.name)
             adv_host = adv.host if adv else lst.host
             if adv_host in ("0.0.0.0", "::", ""):
                 adv_host = "127.0.0.1"
-            adv_port = adv.port if adv and adv.port else port
-            self.listeners.append(BoundListener(lst.name, lst.host, port, adv_host, adv_port,
+            adv_port = adv.port + index if adv and adv.port else port
+            node.listeners.append(BoundListener(lst.name, lst.host, port, adv_host, adv_port,
                                                 sec.protocol.value))
+
+    @property
+    def bootstraps(self) -> list[str]:
+        """Every node's first advertised address, in node order."""
+        return [f"{n.listeners[0].advertised_host}:{n.listeners[0].advertised_port}"
+                for n, _apis in self.nodes if n.listeners]
 
     @property
     def port(self) -> int:
@@ -292,6 +310,9 @@ class Broker:
             await self.admin.stop()
         if self._reaper is not None:
             await self._reaper.stop()
+            self._reaper = None
+        # A start after this one sets the connection limits up anew.
+        self.quotas = None
         for server in self._servers:
             server.close()
         for conn in list(self._connections):

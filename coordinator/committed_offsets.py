@@ -56,6 +56,9 @@ class CommittedOffsets:
         if ps is None:
             return Outcome({(t, p.partition_index): err for t, parts in req.topics for p in parts})
         partition = ps.partition
+        if group_id in ps.share_groups:  # share groups keep no committed offsets here
+            return Outcome({(t, p.partition_index): ErrorCode.group_id_not_found
+                            for t, parts in req.topics for p in parts})
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req)
@@ -224,8 +227,7 @@ class CommittedOffsets:
         self.offsets.apply(key, value)
         if key.group in self.pending.open_by_group:
             self.pending.committed(ps.partition, key, value)
-        if (value is not None and key.group not in ps.groups
-                and key.group not in ps.consumer_groups):
+        if value is not None and ps.kind_of(key.group) is None:
             # As Kafka: offsets of a group with no group record make a simple group
             # (Empty, no protocol type).
             ps.groups[key.group] = GroupMetadata(key.group, ps.partition)

@@ -49,6 +49,13 @@ class CoreConfig:
     #: How long after a group's last regex resolution a new one may start (Kafka's
     #: REGEX_BATCH_REFRESH_INTERVAL_MS; kafkalite's group.consumer.regex.refresh.interval.ms).
     regex_refresh_interval_ms: int = 10_000
+    # --- KIP-932 share groups ------------------------------------------------------------
+    #: group.share.session.timeout.ms
+    share_session_timeout_ms: int = 45000
+    #: group.share.heartbeat.interval.ms
+    share_heartbeat_interval_ms: int = 5000
+    #: group.share.max.size
+    share_max_size: int = 200
     #: The group configs (consumer.session.timeout.ms, ...), where the broker has them.
     group_overrides: GroupOverrides | None = None
 
@@ -63,6 +70,18 @@ class CoreConfig:
         o = self.group_overrides
         v = o.int_value(group, "consumer.heartbeat.interval.ms") if o is not None else None
         return self.consumer_heartbeat_interval_ms if v is None else v
+
+    def share_session_timeout(self, group: str) -> int:
+        """share.session.timeout.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "share.session.timeout.ms") if o is not None else None
+        return self.share_session_timeout_ms if v is None else v
+
+    def share_heartbeat_interval(self, group: str) -> int:
+        """share.heartbeat.interval.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "share.heartbeat.interval.ms") if o is not None else None
+        return self.share_heartbeat_interval_ms if v is None else v
 
     @property
     def upgrade_enabled(self) -> bool:

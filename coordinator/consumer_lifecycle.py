@@ -166,7 +166,7 @@ class ConsumerLifecycle:
         group = ps.consumer_groups.get(gid)
         if group is not None:
             return group
-        if gid in ps.groups:
+        if gid in ps.groups or gid in ps.share_groups:
             raise GroupError(E.group_id_not_found, f"Group {gid} is not a consumer group.")
         raise GroupError(E.group_id_not_found, f"Group {gid} not found.")
 

@@ -257,6 +257,8 @@ class ConsumerMembership(ConsumerLifecycle):
         if group is not None:
             return group
         classic = ps.groups.get(gid)
+        if gid in ps.share_groups:
+            raise GroupError(E.group_id_not_found, f"Group {gid} is not a consumer group.")
         if classic is None:
             if not create:
                 raise GroupError(E.group_id_not_found, f"Consumer group {gid} not found.")

@@ -1,6 +1,6 @@
-"""The group coordinator's pure core: one object per broker holding every group (classic
-and KIP-848 consumer groups) and committed offset of the ``__consumer_offsets`` partitions
-it owns.
+"""The group coordinator's pure core: one object per broker holding every group (classic,
+KIP-848 consumer and KIP-932 share groups) and committed offset of the
+``__consumer_offsets`` partitions it owns.
 
 The core is small: it holds parts, each owning its state and the records it writes and
 replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataManager:
@@ -12,15 +12,14 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
   groups and their records;
 - ``migration`` (``consumer_migration``): classic-protocol members of consumer groups and
   the conversions between the two kinds;
+- ``share`` (``share_membership``, over ``share.group``): KIP-932 share groups and their
+  records;
 - ``classic_requests``: JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a group id,
   whichever kind of group holds it;
 - ``committed_offsets``: committed offsets and their records;
 - ``admin`` (``group_admin``): describing, listing and deleting groups;
 - ``txn_offsets``: transactional offsets pending until their transaction's marker;
 - ``scenarios``: test control on classic groups.
-
-A third kind of group (share groups) is another part beside ``classic`` and ``consumer``,
-its record types added to ``_replayers`` and its timer kinds to ``timer_handlers``.
 
 Every operation takes ``now`` (ms) and returns an ``Outcome`` (records to write, the
 response, replies for parked requests; see ``results``). The core exposes each part's
@@ -41,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafkalite.protocol import consumer_group_records as cg
+from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.consumer_offsets import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -64,6 +64,7 @@ from .partitions import (
     MEMBER_SYNC_TIMER,
     REBALANCE_TIMER,
     SESSION_TIMER,
+    SHARE_SESSION_TIMER,
     SYNC_TIMER,
     GroupPartitions,
     PartitionState,
@@ -72,6 +73,7 @@ from .pending_offsets import PendingTxnOffsets
 from .rebalance import log
 from .results import Outcome
 from .scenarios import Scenarios
+from .share_membership import ShareMembership
 from .state_topics import TimerHandler
 from .txn_offsets import TxnOffsetCommits
 
@@ -97,6 +99,7 @@ class GroupCoordinatorCore:
         self.consumer = ConsumerMembership(registry)
         self.migration = ConsumerMigration(registry, self.classic, self.consumer)
         self.consumer.migration = self.migration
+        self.share = ShareMembership(registry)
         self.classic_requests = ClassicRequests(registry, self.classic, self.migration)
         self.committed_offsets = CommittedOffsets(registry, self.offsets, self.pending)
         self.admin = GroupAdmin(registry, self.committed_offsets)
@@ -108,6 +111,7 @@ class GroupCoordinatorCore:
             OffsetCommitKey: self.committed_offsets.replay,
             GroupMetadataKey: self.classic.replay,
             **dict.fromkeys(cg.KEY_CLASSES, self.consumer.replay),
+            **dict.fromkeys(sg.KEY_CLASSES, self.share.replay),
         }
 
         # --- the operations, as the parts serve them ----------------------------------
@@ -116,6 +120,8 @@ class GroupCoordinatorCore:
         self.groups = registry.groups
         self.consumer_group = registry.consumer_group
         self.consumer_groups = registry.consumer_groups
+        self.share_group = registry.share_group
+        self.share_groups = registry.share_groups
         self.group_status = registry.group_status
         self.group_partition = registry.group_partition
         self.partition_status = registry.partition_status
@@ -127,6 +133,8 @@ class GroupCoordinatorCore:
         self.steady_heartbeat = self.consumer.steady_heartbeat
         self.on_topic_change = self.consumer.on_topic_change
         self.set_topics = self.consumer.set_topics
+        self.share_group_heartbeat = self.share.share_group_heartbeat
+        self.describe_share_groups = self.share.describe_share_groups
         self.commit_offsets = self.committed_offsets.commit_offsets
         self.fetch_offsets = self.committed_offsets.fetch_offsets
         self.fetch_committed = self.committed_offsets.fetch_committed
@@ -146,8 +154,8 @@ class GroupCoordinatorCore:
         self.fence_static_member = self.scenarios.fence_static_member
 
     def timer_handlers(self) -> dict[str, TimerHandler]:
-        """Each timer kind's handler: a classic group's deadlines (``rebalance``) and a
-        consumer group's (``consumer_lifecycle``)."""
+        """Each timer kind's handler: a classic group's deadlines (``rebalance``), a
+        consumer group's (``consumer_lifecycle``) and a share group member's session."""
         classic, consumer = self.classic, self.consumer
         return {
             HEARTBEAT_TIMER: classic.on_heartbeat_timer,
@@ -157,6 +165,7 @@ class GroupCoordinatorCore:
             REBALANCE_TIMER: consumer.on_rebalance_timer,
             MEMBER_JOIN_TIMER: consumer.on_member_join_timer,
             MEMBER_SYNC_TIMER: consumer.on_member_sync_timer,
+            SHARE_SESSION_TIMER: self.share.on_session_timer,
         }
 
     # --- replay and loading ------------------------------------------------------------
@@ -196,8 +205,9 @@ class GroupCoordinatorCore:
         ps.loading = False
         self.classic.schedule_loaded(ps, now)
         self.consumer.schedule_loaded_consumer_groups(ps, now)
+        self.share.schedule_loaded(ps, now)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups),
-                 consumer_groups=len(ps.consumer_groups))
+                 consumer_groups=len(ps.consumer_groups), share_groups=len(ps.share_groups))
 
     def unload(self, partition: int) -> Outcome:
         """Give up a partition (the broker stops, or it moves away): its parked JoinGroup
@@ -207,6 +217,7 @@ class GroupCoordinatorCore:
         if ps is None:
             return out
         self.consumer.unload_consumer_groups(ps)
+        self.share.unload(ps)
         self.classic.unload(ps, out)
         self.committed_offsets.unload(ps)
         self.pending.drop_partition(partition)

@@ -4,14 +4,14 @@ DeleteGroups and ConsumerGroupDescribe (a KIP-848 consumer group's rules are in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_admin
+from . import consumer_admin, share_membership
 from .committed_offsets import CommittedOffsets
 from .partitions import GroupPartitions
 from .results import (
@@ -43,6 +43,14 @@ class GroupAdmin:
         err = self.registry.group_status(group_id)
         if err is not NO_ERROR:
             return Outcome(err)
+        sgroup = self.registry.share_group(group_id)
+        if sgroup is not None:  # no committed offsets: only its own records
+            err, share_records = share_membership.delete_records(sgroup)
+            if err is not NO_ERROR:
+                return Outcome(err)
+            return Outcome(AFTER_WRITE, writes=[Write(
+                self.registry.partition_for(group_id), group_id, list(share_records),
+                _log_deleted(group_id))])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_delete_group(cgroup)
@@ -53,11 +61,6 @@ class GroupAdmin:
         if err is not NO_ERROR:
             return Outcome(err)
 
-        def then(append_err: ErrorCode, _now: int) -> Outcome:
-            if append_err is NO_ERROR:
-                log.info("group.deleted", group=group_id)
-            return Outcome(append_err)
-
         # As Kafka's deleteAllOffsets: partitions with only pending offsets too, before
         # the group's own tombstones.
         first_group_record = next((i for i, (k, _v) in enumerate(records)
@@ -65,7 +68,7 @@ class GroupAdmin:
         records[first_group_record:first_group_record] = self.committed_offsets.pending_tombstones(
             group_id, None, records)
         return Outcome(AFTER_WRITE, writes=[Write(
-            self.registry.partition_for(group_id), group_id, records, then)])
+            self.registry.partition_for(group_id), group_id, records, _log_deleted(group_id))])
 
     def describe_group(self, group_id: str) -> DescribedGroup:
         err = self.registry.group_status(group_id)
@@ -93,6 +96,11 @@ class GroupAdmin:
                    for g in self.registry.consumer_groups()
                    if self.registry.partition_status(
                        self.registry.partition_for(g.group_id)) is NO_ERROR)
+        # Kafka lists a share group with protocol type "share" and its state.
+        out.extend(ListedGroup(g.group_id, "share", "Stable" if g.members else "Empty", "share")
+                   for g in self.registry.share_groups()
+                   if self.registry.partition_status(
+                       self.registry.partition_for(g.group_id)) is NO_ERROR)
         return out
 
     def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
@@ -106,9 +114,20 @@ class GroupAdmin:
                 continue
             cg = self.registry.consumer_group(gid)
             if cg is None:
-                msg = (f"Group {gid} is not a consumer group."
-                       if self.registry.group(gid) is not None else f"Group {gid} not found.")
+                other = (self.registry.group(gid) is not None
+                         or self.registry.share_group(gid) is not None)
+                msg = (f"Group {gid} is not a consumer group." if other
+                       else f"Group {gid} not found.")
                 out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))
                 continue
             out.append(consumer_admin.describe(cg, self.topics, default))
         return out
+
+
+def _log_deleted(group_id: str) -> Callable[[ErrorCode, int], Outcome]:
+    def then(append_err: ErrorCode, _now: int) -> Outcome:
+        if append_err is NO_ERROR:
+            log.info("group.deleted", group=group_id)
+        return Outcome(append_err)
+
+    return then

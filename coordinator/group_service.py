@@ -47,6 +47,7 @@ class GroupService:
         if not self.runtime.stopped:
             self.runtime.groups.write(lambda g, now: g.on_topic_change(change, now))
 
-    def _expire_offsets(self, _now: int) -> None:
+    def _expire_offsets(self, now: int) -> None:
+        # The pass runs at the scheduler's time for it, as the task was called.
         if not self.runtime.stopped:
-            self.runtime.groups.write(lambda g, now: g.expire_offsets(now))
+            self.runtime.groups.write(lambda g, _now: g.expire_offsets(now))

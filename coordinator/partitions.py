@@ -15,6 +15,7 @@ from kafkalite.timekeeping.timers import Timers
 from .config import CoreConfig
 from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
+from .share.group import ShareGroup
 from .topics_image import TopicsImage
 
 
@@ -23,11 +24,23 @@ class PartitionState:
     partition: int
     #: While its records are replayed, the partition's groups answer LOAD_IN_PROGRESS.
     loading: bool = True
-    #: Classic groups. A group id names one group of either type (Kafka's one ``groups``
-    #: map): it is never in both dicts.
+    #: Classic groups. A group id names one group of one kind (Kafka's one ``groups``
+    #: map): it is never in two of these dicts.
     groups: dict[str, GroupMetadata] = field(default_factory=dict)
     #: KIP-848 consumer groups.
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    #: KIP-932 share groups.
+    share_groups: dict[str, ShareGroup] = field(default_factory=dict)
+
+    def kind_of(self, group_id: str) -> str | None:
+        """Which kind of group holds ``group_id`` here: "classic", "consumer", "share"."""
+        if group_id in self.groups:
+            return "classic"
+        if group_id in self.consumer_groups:
+            return "consumer"
+        if group_id in self.share_groups:
+            return "share"
+        return None
 
 
 #: The group coordinator's timer kinds: a key's first element. Keys are built only by the
@@ -39,6 +52,7 @@ SESSION_TIMER = "consumer-session"
 REBALANCE_TIMER = "consumer-rebalance"
 MEMBER_JOIN_TIMER = "consumer-join"
 MEMBER_SYNC_TIMER = "consumer-sync"
+SHARE_SESSION_TIMER = "share-session"
 
 
 def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -73,6 +87,11 @@ def member_join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 def member_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A classic-protocol member of a consumer group that must send SyncGroup."""
     return (MEMBER_SYNC_TIMER, group_id, member_id)
+
+
+def share_session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A share group member's session deadline."""
+    return (SHARE_SESSION_TIMER, group_id, member_id)
 
 
 class GroupPartitions:
@@ -113,6 +132,13 @@ class GroupPartitions:
 
     def consumer_groups(self) -> list[ConsumerGroup]:
         return [g for ps in self.partitions.values() for g in ps.consumer_groups.values()]
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        ps = self.partitions.get(self.partition_for(group_id))
+        return None if ps is None else ps.share_groups.get(group_id)
+
+    def share_groups(self) -> list[ShareGroup]:
+        return [g for ps in self.partitions.values() for g in ps.share_groups.values()]
 
     def group_status(self, group_id: str) -> ErrorCode:
         """Kafka's validateGroupStatus: group id, ownership and loading."""

@@ -90,7 +90,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str
-    #: ListGroups v5's group type: "classic" or "consumer".
+    #: ListGroups v5's group type: "classic", "consumer" or "share".
     group_type: str = "classic"
 
 

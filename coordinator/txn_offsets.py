@@ -112,7 +112,7 @@ class TxnOffsetCommits:
                             producer_id=producer_id, key=repr(key))
                 continue
             assert isinstance(value, co.OffsetCommitValue)
-            if key.group not in ps.groups and key.group not in ps.consumer_groups:
+            if ps.kind_of(key.group) is None:
                 # As Kafka: offsets of a group with no group record make a simple group.
                 ps.groups[key.group] = GroupMetadata(key.group, partition)
             self.pending.add(partition, producer_id, key, value, r.offset, r.superseded)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, overload
 
 from . import consumer_group_records as cg
+from . import share_group_records as sg
 from .errors import ProtocolError
 from .schema_io import Reader as _Reader
 from .schema_io import Writer as _Writer
@@ -47,8 +48,9 @@ class GroupMetadataKey:
 
 #: The classic records: offset commits and classic group metadata.
 Key = OffsetCommitKey | GroupMetadataKey
-#: Any record this broker knows, KIP-848 consumer group keys (types 3-8, 16) included.
-RecordKey = Key | cg.ConsumerGroupKey
+#: Any record this broker knows, KIP-848 consumer group keys (types 3-8, 16) and KIP-932
+#: share group keys (types 10-15) included.
+RecordKey = Key | cg.ConsumerGroupKey | sg.ShareGroupKey
 
 
 #: Encoded (version, group, topic) prefixes of offset commit keys: a commit repeats them.
@@ -79,6 +81,8 @@ def encode_key(key: RecordKey) -> bytes:
         return _key_prefix(key.group, key.topic) + _I32.pack(key.partition)
     if isinstance(key, cg.KEY_CLASSES):
         return cg.encode_key(key)
+    if isinstance(key, sg.KEY_CLASSES):
+        return sg.encode_key(key)
     w = _Writer()
     if isinstance(key, GroupMetadataKey):
         w.i16(GROUP_METADATA_KEY)
@@ -92,7 +96,7 @@ def encode_key(key: RecordKey) -> bytes:
 
 
 class UnknownRecordType(ProtocolError):
-    """A key of a record type this broker does not know (share or streams groups): skip it."""
+    """A key of a record type this broker does not know (streams groups): skip it."""
 
 
 @overload
@@ -104,9 +108,9 @@ def decode_key(data: bytes, consumer_groups: Literal[True]) -> RecordKey: ...
 
 
 def decode_key(data: bytes, consumer_groups: bool = False) -> RecordKey:
-    """The key of a record. KIP-848 consumer group keys are decoded when
-    ``consumer_groups`` is set and raise :class:`UnknownRecordType` otherwise, so readers
-    that handle classic groups only skip them as before."""
+    """The key of a record. KIP-848 consumer group and KIP-932 share group keys are decoded
+    when ``consumer_groups`` is set and raise :class:`UnknownRecordType` otherwise, so
+    readers that handle classic groups only skip them as before."""
     r = _Reader(data)
     version = r.i16()
     if version in (OFFSET_COMMIT_KEY_V0, OFFSET_COMMIT_KEY_V1):
@@ -115,6 +119,8 @@ def decode_key(data: bytes, consumer_groups: bool = False) -> RecordKey:
         return GroupMetadataKey(r.req_string())
     if consumer_groups and version in cg.KEY_TYPES:
         return cg.decode_key_fields(version, r)
+    if consumer_groups and version in sg.KEY_TYPES:
+        return sg.decode_key_fields(version, r)
     raise UnknownRecordType(f"unknown __consumer_offsets key type {version}")
 
 
@@ -270,7 +276,7 @@ def decode_group_value(data: bytes) -> GroupMetadataValue:
 
 
 Value = OffsetCommitValue | GroupMetadataValue
-RecordValue = Value | cg.ConsumerGroupValue
+RecordValue = Value | cg.ConsumerGroupValue | sg.ShareGroupValue
 
 
 def encode_value(value: RecordValue | None) -> bytes | None:
@@ -284,6 +290,8 @@ def encode_value(value: RecordValue | None) -> bytes | None:
         return None
     if isinstance(value, cg.VALUE_CLASSES):
         return cg.encode_value(value)
+    if isinstance(value, sg.VALUE_CLASSES):
+        return sg.encode_value(value)
     if isinstance(value, GroupMetadataValue):
         return encode_group_value(value)
     return encode_offset_value(value)
@@ -307,6 +315,8 @@ def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
         return None
     if isinstance(key, cg.KEY_CLASSES):
         return cg.decode_value(key, data)
+    if isinstance(key, sg.KEY_CLASSES):
+        return sg.decode_value(key, data)
     if isinstance(key, GroupMetadataKey):
         return decode_group_value(data)
     return decode_offset_value(data)

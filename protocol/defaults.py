@@ -12,7 +12,7 @@ import types
 import typing
 from typing import Any
 
-from .errors import ErrorCode
+from .errors import NO_ERROR, ErrorCode
 
 
 def _default_for(tp: Any, meta: Any) -> Any:
@@ -23,7 +23,7 @@ def _default_for(tp: Any, meta: Any) -> Any:
         return ()
     kafka_type = meta.get("kafka_type") if meta else None
     if kafka_type == "error_code":
-        return ErrorCode.none
+        return NO_ERROR
     if kafka_type in ("string",):
         return ""
     if kafka_type in ("bytes", "records"):
@@ -39,7 +39,7 @@ def _default_for(tp: Any, meta: Any) -> Any:
     if kafka_type == "float64":
         return 0.0
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return build_default(tp, ErrorCode.none)
+        return build_default(tp, NO_ERROR)
     return 0
 
 

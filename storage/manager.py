@@ -99,6 +99,9 @@ class LogManager:
         #: The broker's clock (ms): segment rolls, retention, flush.ms, append times.
         self.clock = clock
         self.logs: dict[tuple[str, int], PartitionLog] = {}
+        #: Where a partition's directory goes; None: ``data_dir/<topic>-<partition>``
+        #: (a process running several nodes puts it under its node's directory).
+        self.place: Callable[[str, int], Path] | None = None
         self.producer_ids = ProducerIdAllocator(data_dir)
         self._start_offsets: dict[tuple[str, int], int] = {}
         self._overrides: dict[str, dict[str, str]] = {}
@@ -119,8 +122,10 @@ class LogManager:
             return found
         if configs:
             self._overrides[topic] = dict(configs)
+        where = (self.data_dir / f"{topic}-{partition}" if self.place is None
+                 else self.place(topic, partition))
         plog = PartitionLog(
-            self.data_dir / f"{topic}-{partition}", topic, partition, self.config_for(topic),
+            where, topic, partition, self.config_for(topic),
             self._start_offsets.get(key, 0), clock=self.clock,
         )
         self.logs[key] = plog

@@ -68,6 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["schema.registry.listener"] = args.schema_registry
     if args.as_version is not None:
         overrides["kafkalite.as.version"] = args.as_version
+    if args.nodes is not None:
+        overrides["kafkalite.nodes"] = str(args.nodes)
     # Every problem with a setting, found while building the broker or while it starts
     # (keystores, SASL, data directory, binding), ends the process with one line, exit 1.
     try:
@@ -88,6 +90,8 @@ def _serve(args: argparse.Namespace) -> int:
         if args.ready_file:
             Path(args.ready_file).write_text(
                 json.dumps({"bootstrap": broker.bootstrap, "port": broker.port,
+                            **({"nodes": broker.bootstraps} if len(broker.nodes) > 1
+                               else {}),
                             "cluster_id": broker.cluster_id, "admin": broker.console_url,
                             "schema_registry": broker.schema_registry_url})
             )
@@ -144,6 +148,9 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     s.add_argument("--as-version", metavar="X",
                    help="advertise the APIs, versions and feature levels of Kafka release X "
                         "(3.6 to 4.4; default 4.4): property kafkalite.as.version")
+    s.add_argument("--nodes", type=int, metavar="N",
+                   help="run N brokers in this process, node ids 1..N, listening on the "
+                   "--listen port and the N-1 ports after it (kafkalite.nodes; default 1)")
     s.add_argument("--schema-registry", metavar="HOST:PORT",
                    help="serve a Confluent-compatible Schema Registry here "
                    "(schema.registry.listener; default off)")

@@ -76,6 +76,8 @@ def _cg_key_data(key: cg.ConsumerGroupKey) -> dict[str, Any]:
 def key_json(key: co.RecordKey) -> dict[str, Any]:
     if isinstance(key, cg.KEY_CLASSES):
         return {"type": str(key.record_type), "data": _cg_key_data(key)}
+    if isinstance(key, sg.KEY_CLASSES):
+        return share_group_key_json(key)
     if isinstance(key, co.GroupMetadataKey):
         return {"type": str(co.GROUP_METADATA_KEY), "data": {"group": key.group}}
     return {"type": str(key.version),
@@ -189,12 +191,12 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
     """``{"key": ..., "value": ...}`` for one record, as the offsets decoder shows it."""
     if key_bytes is None:
         return {"key": None, "value": None, "error": "record has no key"}
+    version = int.from_bytes(key_bytes[:2], "big", signed=True)
+    if version in sg.KEY_TYPES:
+        return _share_group_record_json(version, key_bytes, value_bytes)
     try:
         key = co.decode_key(key_bytes, consumer_groups=True)
     except co.UnknownRecordType:
-        version = int.from_bytes(key_bytes[:2], "big", signed=True)
-        if version in sg.KEY_TYPES:
-            return _share_group_record_json(version, key_bytes, value_bytes)
         return {"key": f"Unknown record type {version}", "value": None}
     except Exception as e:
         return {"key": None, "value": None, "error": str(e)}
@@ -208,6 +210,8 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
             out["value"] = group_value_json(value, version)
         elif isinstance(value, co.OffsetCommitValue):
             out["value"] = offset_value_json(value, version)
+        elif isinstance(value, sg.VALUE_CLASSES):
+            out["value"] = share_group_value_json(value)
         elif value is not None:
             out["value"] = consumer_group_value_json(value)
     except Exception as e:

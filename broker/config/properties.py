@@ -47,6 +47,9 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     # kafkalite's own: the Kafka release whose APIs, versions and feature levels
     # ApiVersions advertises (protocol/releases.py).
     "kafkalite.as.version": ("4.4", str),
+    # kafkalite's own: brokers run in this process, node ids node.id and up
+    # (broker/cluster/nodes.py).
+    "kafkalite.nodes": ("1", int),
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),
     "auto.create.topics.enable": ("true", bool),
@@ -281,6 +284,9 @@ class Config:
             if k in DEFAULTS:
                 self.get(k)
         validate_group_coordinator(self)
+        if self.int("kafkalite.nodes") < 1:
+            raise ConfigError(f"kafkalite.nodes: must be at least 1, got "
+                              f"{self.int('kafkalite.nodes')}")
         try:
             release(self.text("kafkalite.as.version"))
         except ValueError as e:

@@ -15,7 +15,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
@@ -48,7 +48,7 @@ def create_acls(store: AclStore | None, allowed: Allowed, version: int, req: Any
     valid: list[AclBinding] = []
     permitted = allowed(_ALTER)
     for c in req.creations:
-        err, msg = ErrorCode.none, None
+        err, msg = NO_ERROR, None
         binding = AclBinding.of(c.resource_type, c.resource_name,
                                 getattr(c, "resource_pattern_type", 3), c.principal, c.host,
                                 c.operation, c.permission_type)
@@ -102,7 +102,7 @@ def describe_acls(store: AclStore | None, allowed: Allowed, version: int, req: A
                                                 operation=int(b.operation),
                                                 permission_type=int(b.permission))
                                           for b in group)))
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, resources=tuple(resources))
 
 
@@ -128,9 +128,9 @@ def delete_acls(store: AclStore | None, allowed: Allowed, version: int, req: Any
                              error_message="The filter contains an UNKNOWN element",
                              matching_acls=()))
             continue
-        out.append(build(result_t, error_code=ErrorCode.none, error_message=None,
+        out.append(build(result_t, error_code=NO_ERROR, error_message=None,
                          matching_acls=tuple(
-                             build(match_t, error_code=ErrorCode.none, error_message=None,
+                             build(match_t, error_code=NO_ERROR, error_message=None,
                                    resource_type=int(b.resource_type), resource_name=b.name,
                                    pattern_type=int(b.pattern_type), principal=b.principal,
                                    host=b.host, operation=int(b.operation),

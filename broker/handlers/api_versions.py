@@ -10,7 +10,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import features
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..apis import KafkaApis
@@ -38,7 +38,7 @@ def api_versions(apis: KafkaApis, cache: dict[int, bytes], ctx: RequestContext,
         version_t(api_key=k, min_version=lo, max_version=hi)
         for k, lo, hi in apis.supported()
     )
-    kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
+    kwargs: dict[str, Any] = {"error_code": NO_ERROR, "api_keys": entries}
     if version >= 1:
         kwargs["throttle_time"] = NO_THROTTLE
     if version >= 3:

@@ -10,7 +10,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
@@ -37,7 +37,7 @@ def describe_client_quotas(store: ClientQuotaStore, ctx: RequestContext, req: An
     except QuotaRequestError as e:
         return build(resp_t, throttle_time=NO_THROTTLE, error_code=e.code,
                      error_message=e.message, entries=None)
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, entries=tuple(
                      build(entry_t,
                            entity=tuple(build(entity_t, entity_type=t, entity_name=n)

@@ -11,13 +11,14 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
 from ..topic_store import Storage
+from .metadata import broker_entries
 
 ALTER_REPLICA_LOG_DIRS = ApiKey.ALTER_REPLICA_LOG_DIRS
 DESCRIBE_LOG_DIRS = ApiKey.DESCRIBE_LOG_DIRS
@@ -80,13 +81,17 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
             if info is None:
                 continue  # Kafka leaves out partitions it does not host
             wanted.append((t.topic, [int(p) for p in t.partitions if 0 <= p < info.partitions]))
+    # Each node describes the replicas it hosts.
+    me = cluster.node_id
+    hosted = [(name, [p for p in parts if cluster.leader(name, p) == me])
+              for name, parts in wanted]
     topics = tuple(
         build(topic_t, name=name, partitions=tuple(
             build(part_t, partition_index=p, partition_size=partition_size(storage, name, p),
                   offset_lag=0, is_future_key=False)
             for p in parts
         ))
-        for name, parts in wanted if parts
+        for name, parts in hosted if parts
     )
     where = log_dir(cluster)
     try:
@@ -94,9 +99,9 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
         total, usable = usage.total, usage.free
     except OSError:
         total = usable = -1
-    result = build(result_t, error_code=ErrorCode.none, log_dir=str(where), topics=topics,
+    result = build(result_t, error_code=NO_ERROR, log_dir=str(where), topics=topics,
                    total_bytes=total, usable_bytes=usable, is_cordoned=False)
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  results=(result,))
 
 
@@ -132,7 +137,7 @@ def alter_replica_log_dirs(cluster: Cluster, storage: Storage, access: Access,
         elif storage.logs.get(topic, partition) is None:
             err = ErrorCode.replica_not_available
         else:
-            err = ErrorCode.none
+            err = NO_ERROR
         results.setdefault(topic, []).append(build(part_t, partition_index=partition,
                                                    error_code=err))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(
@@ -160,13 +165,13 @@ def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:
                                    error_message="Leader election not needed for topic "
                                    "partition."))
         results.append(build(topic_t, topic=tp.topic, partition_result=tuple(parts)))
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  replica_election_results=tuple(results))
 
 
 def list_reassignments(ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(LIST_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, topics=())
 
 
@@ -181,7 +186,7 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
         info = storage.catalog.get(t.name)
         parts = []
         for p in t.partitions:
-            err, msg = ErrorCode.none, None
+            err, msg = NO_ERROR, None
             if info is None or not 0 <= p.partition_index < info.partitions:
                 err, msg = ErrorCode.unknown_topic_or_partition, \
                     "The partition does not exist."
@@ -206,7 +211,7 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
     return build(resp_t, throttle_time=NO_THROTTLE,
                  allow_replication_factor_change=getattr(
                      req, "allow_replication_factor_change", True),
-                 error_code=ErrorCode.none, error_message=None, responses=tuple(out))
+                 error_code=NO_ERROR, error_message=None, responses=tuple(out))
 
 
 def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req: Any) -> Any:
@@ -220,16 +225,12 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
                      f"we wanted an endpoint of type {endpoint_type}",
                      endpoint_type=endpoint_type, cluster_id=cluster.cluster_id,
                      controller_id=-1, brokers=(), cluster_authorized_operations=-2147483648)
-    brokers = tuple(
-        build(broker_t, broker_id=cluster.node_id, host=b.advertised_host,
-              port=b.advertised_port, rack=None, is_fenced=False)
-        for b in cluster.listeners if b.name == ctx.listener
-    )
+    brokers = broker_entries(cluster, broker_t, ctx.listener, "broker_id", is_fenced=False)
     # As Kafka, served to anyone: only the authorized operations need Describe.
     ops = -2147483648
     if req.include_cluster_authorized_operations:
         ops = access.cluster_operations_for(ctx)
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, endpoint_type=1, cluster_id=cluster.cluster_id,
-                 controller_id=cluster.node_id,
+                 controller_id=cluster.controller_id,
                  brokers=brokers, cluster_authorized_operations=ops)

@@ -16,7 +16,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..cluster import Cluster
@@ -55,6 +55,6 @@ def list_config_resources(cluster: Cluster, storage: Storage, groups: GroupConfi
         found.append((str(cluster.node_id), BROKER))
     if TOPIC in wanted:
         found.extend((t.name, TOPIC) for t in storage.catalog)
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  config_resources=tuple(build(resource_t, resource_name=name, resource_type=rt)
                                         for name, rt in found))

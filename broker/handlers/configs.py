@@ -19,7 +19,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.topic_config import (
     DEFAULT_CONFIG,
@@ -384,7 +384,7 @@ def describe_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerC
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          f"Unsupported resource type {rtype}")
-            err, msg = ErrorCode.none, None
+            err, msg = NO_ERROR, None
         except ConfigRequestError as e:
             configs, err, msg = (), e.code, e.message
         results.append(build(result_t, error_code=err, error_message=msg,
@@ -423,7 +423,7 @@ def _alter_response(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerCo
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          f"Unknown resource type {rtype}")
-            err, msg = ErrorCode.none, None
+            err, msg = NO_ERROR, None
         except ConfigRequestError as e:
             err, msg = e.code, e.message
         out.append(build(item_t, error_code=err, error_message=msg,

@@ -20,7 +20,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.protocol.varint import write_uvarint
 
@@ -170,7 +170,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
             out.append(failed(gid, ErrorCode.group_authorization_failed))
     want_ops = bool(req.include_authorized_operations)
     for d in runtime.groups.query(lambda g: g.describe_consumer_groups(authorized)):
-        if d.error is not ErrorCode.none:
+        if d.error is not NO_ERROR:
             out.append(failed(d.group_id, d.error, d.message))
             continue
         if not access.open and not all(
@@ -184,7 +184,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
         ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
                else _NO_OPS)
         out.append(build(
-            group_t, error_code=ErrorCode.none, error_message=None, group_id=d.group_id,
+            group_t, error_code=NO_ERROR, error_message=None, group_id=d.group_id,
             group_state=d.state, group_epoch=d.group_epoch,
             assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
             authorized_operations=ops,

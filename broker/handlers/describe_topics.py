@@ -14,7 +14,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
@@ -58,7 +58,6 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
                                or (not fetch_all and cursor.topic_name not in names)):
         return _error_response(resp_t, req, ErrorCode.invalid_request)
     remaining = max(min(partition_limit, int(req.response_partition_limit)), 1)
-    me = cluster.node_id
     topics: list[Any] = []
     denied: list[Any] = []
     next_cursor = None
@@ -87,8 +86,8 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
         start = cursor.partition_index if cursor is not None and name == after else 0
         end = min(info.partitions, start + remaining)
         topics.append(build(
-            topic_t, error_code=ErrorCode.none, name=name, topic_id=info.topic_id,
-            is_internal=info.internal, partitions=_partitions(part_t, me, storage, info,
+            topic_t, error_code=NO_ERROR, name=name, topic_id=info.topic_id,
+            is_internal=info.internal, partitions=_partitions(part_t, cluster, storage, info,
                                                               start, end),
             topic_authorized_operations=access.operations_for(ctx, ResourceType.TOPIC, name)))
         if end < info.partitions:
@@ -107,11 +106,14 @@ def _missing_error(name: str) -> ErrorCode:
     return ErrorCode.unknown_topic_or_partition
 
 
-def _partitions(part_t: type[Any], me: int, storage: Storage, info: TopicInfo, start: int,
-                end: int) -> tuple[Any, ...]:
-    return tuple(
-        build(part_t, error_code=ErrorCode.none, partition_index=p, leader_id=me,
-              leader_epoch=leader_epoch(storage, info.name, p), replica_nodes=(me,),
-              isr_nodes=(me,), eligible_leader_replicas=(), last_known_elr=(),
-              offline_replicas=())
-        for p in range(start, end))
+def _partitions(part_t: type[Any], cluster: Cluster, storage: Storage, info: TopicInfo,
+                start: int, end: int) -> tuple[Any, ...]:
+    out = []
+    for p in range(start, end):
+        leader = cluster.leader(info.name, p)
+        out.append(build(part_t, error_code=NO_ERROR, partition_index=p,
+                         leader_id=leader, leader_epoch=leader_epoch(storage, info.name, p),
+                         replica_nodes=(leader,), isr_nodes=(leader,),
+                         eligible_leader_replicas=(), last_known_elr=(),
+                         offline_replicas=()))
+    return tuple(out)

@@ -14,7 +14,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import features
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..cluster import Cluster
@@ -74,8 +74,8 @@ def update_features(cluster: Cluster, ctx: RequestContext, req: Any) -> Any:
                          f"following feature had an error: {why}", results=())
     # Every level asked for is the one in force: nothing changes.
     result_t = nested(resp_t, "UpdatableFeatureResult") if ctx.api_version < 2 else None
-    results = tuple(build(result_t, feature=u.feature, error_code=ErrorCode.none,
+    results = tuple(build(result_t, feature=u.feature, error_code=NO_ERROR,
                           error_message="NONE")
                     for u in req.feature_updates) if result_t is not None else ()
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, results=results)

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol.api_keys import ApiKey
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.records import LAST_OFFSET_DELTA_POS, LOG_OVERHEAD
 from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.errors import OffsetOutOfRangeError
@@ -65,7 +65,7 @@ _I64 = struct.Struct(">q")
 _I64x2 = struct.Struct(">qq")
 _BATCH_LEN = struct.Struct(">qi")  # base offset, batch length
 
-E_NONE: int = ErrorCode.none.value
+E_NONE: int = NO_ERROR.value
 E_UNKNOWN_TOPIC: int = ErrorCode.unknown_topic_or_partition.value
 E_UNKNOWN_TOPIC_ID: int = ErrorCode.unknown_topic_id.value
 E_OUT_OF_RANGE: int = ErrorCode.offset_out_of_range.value

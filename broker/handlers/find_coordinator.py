@@ -10,11 +10,11 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE, TRANSACTION_STATE_TOPIC
 
 from ..auth import DENIED_ERROR, Access, Operation, ResourceType
-from ..cluster import Cluster
+from ..cluster import BoundListener, Cluster
 from ..context import RequestContext
 
 FIND_COORDINATOR = ApiKey.FIND_COORDINATOR
@@ -33,7 +33,7 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
             ) -> tuple[ErrorCode, str | None]:
     if key_type == TRANSACTION_KEY:
         runtime.ensure_topic(TRANSACTION_STATE_TOPIC)
-        return ErrorCode.none, None
+        return NO_ERROR, None
     if key_type != GROUP_KEY:
         # Share groups (KIP-932) are not served: Kafka's answer without a share coordinator.
         return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
@@ -44,15 +44,14 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
         return ErrorCode.coordinator_load_in_progress, None
     if err is ErrorCode.invalid_group_id:
         return ErrorCode.invalid_request, "empty group id"
-    if err is not ErrorCode.none:
+    if err is not NO_ERROR:
         return ErrorCode.coordinator_not_available, None
-    return ErrorCode.none, None
+    return NO_ERROR, None
 
 
 def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Access,
                      ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
-    listener = cluster.endpoint(ctx.listener)
     key_type = getattr(req, "key_type", 0)
     rtype = {GROUP_KEY: ResourceType.GROUP,
              TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}.get(key_type)
@@ -68,16 +67,28 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
         out = []
         for key in req.coordinator_keys:
             err, msg = answer(key)
-            ok = err is ErrorCode.none
-            out.append(build(coord_t, key=key, node_id=cluster.node_id if ok else -1,
+            ok = err is NO_ERROR
+            node, listener = _coordinator(cluster, key_type, key, ctx.listener)
+            out.append(build(coord_t, key=key, node_id=node if ok else -1,
                              host=listener.advertised_host if ok else "",
                              port=listener.advertised_port if ok else -1,
                              error_code=err, error_message=msg))
         return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
     err, msg = answer(req.key)
-    ok = err is ErrorCode.none
+    ok = err is NO_ERROR
+    node, listener = _coordinator(cluster, key_type, req.key, ctx.listener)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
-                 node_id=cluster.node_id if ok else -1,
+                 node_id=node if ok else -1,
                  host=listener.advertised_host if ok else "",
                  port=listener.advertised_port if ok else -1)
 
+
+
+def _coordinator(cluster: Cluster, key_type: int, key: str, listener: str
+                 ) -> tuple[int, BoundListener]:
+    """The coordinator's node id and its endpoint on the client's listener."""
+    if cluster.view is None:
+        return cluster.node_id, cluster.endpoint(listener)
+    node = cluster.coordinator(key_type if key_type == TRANSACTION_KEY else GROUP_KEY, key)
+    member = cluster.member(node) or cluster
+    return node, member.endpoint(listener)

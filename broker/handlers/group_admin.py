@@ -11,7 +11,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
@@ -49,7 +49,7 @@ def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestCon
         ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
         error = ErrorCode(d.error)
         message = None
-        if (ctx.api_version >= 6 and error is ErrorCode.none and d.state == "Dead"
+        if (ctx.api_version >= 6 and error is NO_ERROR and d.state == "Dead"
                 and not d.protocol_type and not d.members):
             # KIP-1043: from v6 a group that does not exist is GROUP_ID_NOT_FOUND.
             error, message = ErrorCode.group_id_not_found, f"Group {group_id} not found."
@@ -86,7 +86,7 @@ def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext
             continue
         groups.append(build(listed_t, group_id=g.group_id, protocol_type=g.protocol_type,
                             group_state=g.state, group_type=g.group_type))
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  groups=tuple(groups))
 
 

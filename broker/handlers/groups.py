@@ -15,7 +15,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Action, Operation, ResourceType
@@ -146,7 +146,7 @@ def leave_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> A
     res: LeaveResult = runtime.groups.write(lambda g, now: g.leave(now, req.group_id, members))
     if version < 3:
         err = res.error
-        if err is ErrorCode.none and res.members:
+        if err is NO_ERROR and res.members:
             err = res.members[0][2]
         return build(resp_t, throttle_time=NO_THROTTLE, error_code=err)
     member_t = nested(resp_t, "MemberResponse")

@@ -15,7 +15,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.log import PartitionLog
 
@@ -37,12 +37,12 @@ def epoch_error(plog: PartitionLog, current_leader_epoch: int) -> ErrorCode:
     """NONE when the client's idea of the leader epoch is current (or absent);
     FENCED_LEADER_EPOCH when it is older, UNKNOWN_LEADER_EPOCH when newer."""
     if current_leader_epoch == NO_EPOCH:
-        return ErrorCode.none
+        return NO_ERROR
     if plog.leader_epoch > current_leader_epoch:
         return ErrorCode.fenced_leader_epoch
     if plog.leader_epoch < current_leader_epoch:
         return ErrorCode.unknown_leader_epoch
-    return ErrorCode.none
+    return NO_ERROR
 
 
 def offset_for_leader_epoch(storage: Storage, access: Access, ctx: RequestContext,
@@ -67,7 +67,7 @@ def offset_for_leader_epoch(storage: Storage, access: Access, ctx: RequestContex
                                    leader_epoch=-1, end_offset=-1))
                 continue
             err = epoch_error(plog, int(p.current_leader_epoch))
-            epoch, end = (-1, -1) if err is not ErrorCode.none else \
+            epoch, end = (-1, -1) if err is not NO_ERROR else \
                 plog.epochs.end_offset_for(int(p.leader_epoch), plog.log_end_offset)
             parts.append(build(part_t, error_code=err, partition=p.partition,
                                leader_epoch=epoch, end_offset=end))

@@ -7,7 +7,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import PartitionLog
@@ -92,14 +92,14 @@ def list_offsets(storage: Storage, access: Access, ctx: RequestContext, req: Any
             if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                 # As Kafka: the max-timestamp query came with v7 (KIP-734).
                 err = ErrorCode.unsupported_version
-            if err is not ErrorCode.none:
+            if err is not NO_ERROR:
                 parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                    timestamp=-1, offset=-1, leader_epoch=-1,
                                    old_style_offsets=()))
                 continue
             offset, ts = lookup(plog, p.timestamp, read_committed)
             parts.append(build(part_t, partition_index=p.partition_index,
-                               error_code=ErrorCode.none, timestamp=ts, offset=offset,
+                               error_code=NO_ERROR, timestamp=ts, offset=offset,
                                leader_epoch=epoch_of(plog, p.timestamp, offset),
                                old_style_offsets=()))
         topics.append(build(topic_t, name=t.name, partitions=tuple(parts)))
@@ -125,7 +125,7 @@ def delete_records(storage: Storage, access: Access, ctx: RequestContext, req: A
                 err, low = ErrorCode.policy_violation, -1
             else:
                 try:
-                    err, low = ErrorCode.none, storage.logs.delete_records(plog, p.offset)
+                    err, low = NO_ERROR, storage.logs.delete_records(plog, p.offset)
                 except OffsetOutOfRangeError:
                     err, low = ErrorCode.offset_out_of_range, -1
             parts.append(build(part_t, partition_index=p.partition_index,

@@ -17,7 +17,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
@@ -45,21 +45,34 @@ def leader_epoch(storage: Storage, topic: str, partition: int) -> int:
     return plog.leader_epoch if plog is not None else 0
 
 
-def partition_entries(me: int, resp_t: type[Any], info: TopicInfo,
+def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
                       storage: Storage) -> tuple[Any, ...]:
     part_t = nested(resp_t, "MetadataResponsePartition")
-    return tuple(
-        build(
+    out = []
+    for p in range(info.partitions):
+        leader = cluster.leader(info.name, p)
+        out.append(build(
             part_t,
-            error_code=ErrorCode.none,
+            error_code=NO_ERROR,
             partition_index=p,
-            leader_id=me,
+            leader_id=leader,
             leader_epoch=leader_epoch(storage, info.name, p),
-            replica_nodes=(me,),
-            isr_nodes=(me,),
+            replica_nodes=(leader,),
+            isr_nodes=(leader,),
             offline_replicas=(),
-        )
-        for p in range(info.partitions)
+        ))
+    return tuple(out)
+
+
+def broker_entries(cluster: Cluster, broker_t: type[Any], listener: str,
+                   id_field: str = "node_id", **extra: Any) -> tuple[Any, ...]:
+    """Every node's endpoint on the listener the client connected through."""
+    return tuple(
+        build(broker_t, **{id_field: m.node_id}, host=b.advertised_host,
+              port=b.advertised_port, rack=m.rack, **extra)
+        for m in cluster.members()
+        for b in m.listeners
+        if b.name == listener
     )
 
 
@@ -70,12 +83,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
     broker_t = nested(c_resp, "MetadataResponseBroker")
     topic_t = nested(c_resp, "MetadataResponseTopic")
     catalog = storage.catalog
-    brokers = tuple(
-        build(broker_t, node_id=cluster.node_id, host=b.advertised_host,
-              port=b.advertised_port, rack=None)
-        for b in cluster.listeners
-        if b.name == ctx.listener
-    )
+    brokers = broker_entries(cluster, broker_t, ctx.listener)
     allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and (
         storage.config.bool("auto.create.topics.enable")
     )
@@ -142,11 +150,11 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         topics_out.append(
             build(
                 topic_t,
-                error_code=ErrorCode.none,
+                error_code=NO_ERROR,
                 name=info.name,
                 topic_id=info.topic_id,
                 is_internal=info.internal,
-                partitions=partition_entries(cluster.node_id, c_resp, info, storage),
+                partitions=partition_entries(cluster, c_resp, info, storage),
                 topic_authorized_operations=topic_ops(info.name),
             )
         )
@@ -158,8 +166,8 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         throttle_time=NO_THROTTLE,
         brokers=brokers,
         cluster_id=cluster.cluster_id,
-        controller_id=cluster.node_id,
+        controller_id=cluster.controller_id,
         topics=tuple(topics_out),
         cluster_authorized_operations=cluster_ops,
-        error_code=ErrorCode.none,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
+        error_code=NO_ERROR,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
     )

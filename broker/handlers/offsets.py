@@ -20,7 +20,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Access, Action, Operation, ResourceType
@@ -140,7 +140,7 @@ def _fetch_group(runtime: CoordinatorRuntime, access: Access, ctx: RequestContex
     else:
         error, rows = _fetch_authorized(runtime, access, ctx, v, group_id, topics,
                                         require_stable, member_id, member_epoch)
-    if v <= 1 and error != ErrorCode.none:
+    if v <= 1 and error != NO_ERROR:
         # v0-v1 have no top-level error: put it on every partition.
         rows = [(t, [(p, -1, -1, "", error) for p, *_ in parts]) for t, parts in rows]
     return error, rows
@@ -258,7 +258,7 @@ def offset_delete(storage: Storage, runtime: CoordinatorRuntime, access: Access,
     deleted: DeleteOffsetsResult = runtime.groups.write(
         lambda g, now: g.delete_offsets(now, req.group_id, wanted))
     err, rows = deleted
-    if err == ErrorCode.none and unknown:
+    if err == NO_ERROR and unknown:
         merged: dict[str, list[tuple[int, ErrorCode]]] = {t: list(parts) for t, parts in rows}
         for t, parts in unknown:
             merged.setdefault(t, []).extend(parts)

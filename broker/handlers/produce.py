@@ -21,7 +21,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode, ProtocolError
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode, ProtocolError
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.protocol.records import ATTR_TRANSACTIONAL, ATTRIBUTES_POS
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo
@@ -52,7 +52,6 @@ PRODUCE = ApiKey.PRODUCE
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     PRODUCE: (3, None),
 }
-_E = ErrorCode
 
 
 def _fsync_all(fds: list[int]) -> None:
@@ -69,14 +68,14 @@ def _unsynced(response: Any, message: str) -> Any:
     batch is in the segment file but the fsync ``log.durable`` promised failed, so the
     producer must not take it as written (an idempotent retry finds it and is answered
     with its offset)."""
-    change = {"error_code": _E.kafka_storage_error, "base_offset": -1,
+    change = {"error_code": ErrorCode.kafka_storage_error, "base_offset": -1,
               "log_append_time": None, "error_message": message}
     topics = []
     for t in response.responses:
         parts = tuple(
             dataclasses.replace(p, **{k: v for k, v in change.items()
                                       if k in {f.name for f in dataclasses.fields(p)}})
-            if p.error_code == _E.none else p
+            if p.error_code == NO_ERROR else p
             for p in t.partition_responses)
         topics.append(dataclasses.replace(t, partition_responses=parts))
     return dataclasses.replace(response, responses=tuple(topics))
@@ -93,9 +92,9 @@ def _resolve(storage: Storage, access: Access, ctx: RequestContext, name: str
                   or access.permits(ctx, Operation.CREATE, ResourceType.TOPIC, name))
     found = storage.resolve_topic(name, allow_create=may_create)
     if found is None:
-        return _E.unknown_topic_or_partition
+        return ErrorCode.unknown_topic_or_partition
     if isinstance(found, InvalidTopicName):
-        return _E.invalid_topic_exception
+        return ErrorCode.invalid_topic_exception
     return found
 
 
@@ -116,12 +115,12 @@ class _Verified:
         self.transactional_id = transactional_id
         self.topic_partition = topic_partition
         self.version = version
-        self.error = _E.none
+        self.error = NO_ERROR
 
     def __call__(self, producer_id: int, producer_epoch: int) -> bool:
         self.error = self.verify.check(self.transactional_id, producer_id, producer_epoch,
                                        self.topic_partition, add=self.version >= 12)
-        return self.error is _E.none
+        return self.error is NO_ERROR
 
 
 def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: TxnVerification,
@@ -160,20 +159,20 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
         info: TopicInfo | ErrorCode
         if name is None:
             found = catalog.by_id(tid) if tid is not None else None
-            info = found if found is not None else _E.unknown_topic_id
+            info = found if found is not None else ErrorCode.unknown_topic_id
             if found is not None and not access.permits(ctx, Operation.WRITE,
                                                         ResourceType.TOPIC, found.name):
-                info = _E.topic_authorization_failed
+                info = ErrorCode.topic_authorization_failed
         elif not access.permits(ctx, Operation.WRITE, ResourceType.TOPIC, name):
             # Checked before the topic is looked up (or auto-created), as KafkaApis.
-            info = _E.topic_authorization_failed
+            info = ErrorCode.topic_authorization_failed
         else:
             info = _resolve(storage, access, ctx, name)
         if isinstance(info, ErrorCode) or info.internal or acks not in (0, 1, -1):
             err = (
                 info if isinstance(info, ErrorCode)
-                else _E.invalid_required_acks if acks not in (0, 1, -1)
-                else _E.invalid_topic_exception
+                else ErrorCode.invalid_required_acks if acks not in (0, 1, -1)
+                else ErrorCode.invalid_topic_exception
             )
             parts = tuple(part(p.index, err) for p in t.partition_data)
             topics_out.append(build(topic_t, name=name, topic_id=tid,
@@ -183,16 +182,16 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
         for p in t.partition_data:
             plog = manager.get(info.name, p.index) if 0 <= p.index < info.partitions else None
             if plog is None:
-                parts_out.append(part(p.index, _E.unknown_topic_or_partition))
+                parts_out.append(part(p.index, ErrorCode.unknown_topic_or_partition))
                 continue
             records = p.records
             if not records:
-                parts_out.append(part(p.index, _E.invalid_record))
+                parts_out.append(part(p.index, ErrorCode.invalid_record))
                 continue
             verified: _Verified | None = None
             if len(records) > _TXN_BYTE and records[_TXN_BYTE] & ATTR_TRANSACTIONAL:
                 if not txn_allowed:
-                    parts_out.append(part(p.index, _E.transactional_id_authorization_failed))
+                    parts_out.append(part(p.index, ErrorCode.transactional_id_authorization_failed))
                     continue
                 if version >= 12 or verify.enabled:
                     verified = _Verified(verify, req.transactional_id, (info.name, p.index),
@@ -206,62 +205,63 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
             except DuplicateSequenceError as e:
                 base = e.base_offset
             except CorruptRecordError as e:
-                parts_out.append(part(p.index, _E.corrupt_message, message=str(e)))
+                parts_out.append(part(p.index, ErrorCode.corrupt_message, message=str(e)))
                 continue
             except RecordValidationError as e:
                 # KIP-467: the batch is refused whole; each bad record is named (v8+).
                 parts_out.append(part(
-                    p.index, _E.invalid_timestamp if e.invalid_timestamp else _E.invalid_record,
+                    p.index, ErrorCode.invalid_timestamp if e.invalid_timestamp
+                    else ErrorCode.invalid_record,
                     start=plog.log_start_offset, message=e.message,
                     record_errors=() if error_t is None else tuple(
                         build(error_t, batch_index=i, batch_index_error_message=m)
                         for i, m in e.record_errors)))
                 continue
             except InvalidRecordError as e:
-                parts_out.append(part(p.index, _E.invalid_record, start=plog.log_start_offset,
-                                      message=str(e)))
+                parts_out.append(part(p.index, ErrorCode.invalid_record,
+                                      start=plog.log_start_offset, message=str(e)))
                 continue
             except RecordTooLargeError as e:
-                parts_out.append(part(p.index, _E.message_too_large, message=str(e)))
+                parts_out.append(part(p.index, ErrorCode.message_too_large, message=str(e)))
                 continue
             # Errors other than unknown partition, size and corruption carry the log start
             # offset, as Kafka's ReplicaManager answers them.
             except OutOfOrderSequenceError as e:
-                parts_out.append(part(p.index, _E.out_of_order_sequence_number,
+                parts_out.append(part(p.index, ErrorCode.out_of_order_sequence_number,
                                       start=plog.log_start_offset, message=str(e)))
                 continue
             except InvalidProducerEpochError as e:
-                parts_out.append(part(p.index, _E.invalid_producer_epoch,
+                parts_out.append(part(p.index, ErrorCode.invalid_producer_epoch,
                                       start=plog.log_start_offset, message=str(e)))
                 continue
             except InvalidTxnStateError as e:
-                if verified is not None and verified.error is not _E.none:
+                if verified is not None and verified.error is not NO_ERROR:
                     err = produce_error(verified.error, version)
                     message = ("Partition was not added to the transaction"
-                               if err is _E.invalid_txn_state else
+                               if err is ErrorCode.invalid_txn_state else
                                "Unable to verify the partition has been added to the "
                                f"transaction. Underlying error: {verified.error.name}"
-                               if err is _E.not_enough_replicas else None)
+                               if err is ErrorCode.not_enough_replicas else None)
                     parts_out.append(part(p.index, err, start=plog.log_start_offset,
                                           message=message))
                 else:
-                    parts_out.append(part(p.index, _E.invalid_txn_state,
+                    parts_out.append(part(p.index, ErrorCode.invalid_txn_state,
                                           start=plog.log_start_offset, message=str(e)))
                 continue
             except OSError as e:
                 log.error("produce.append_failed", topic=info.name, partition=p.index,
                           error=str(e))
-                parts_out.append(part(p.index, _E.kafka_storage_error, message=str(e)))
+                parts_out.append(part(p.index, ErrorCode.kafka_storage_error, message=str(e)))
                 continue
             touched.append(plog)
             append_time = plog.clock() if plog.config.log_append_time else -1
-            parts_out.append(part(p.index, _E.none, base, plog.log_start_offset,
+            parts_out.append(part(p.index, NO_ERROR, base, plog.log_start_offset,
                                   append_time))
         topics_out.append(build(topic_t, name=name, topic_id=tid,
                                 partition_responses=tuple(parts_out)))
     if acks == 0:
         failed = [p.index for t in topics_out for p in t.partition_responses
-                  if p.error_code != _E.none]
+                  if p.error_code != NO_ERROR]
         if failed:
             # As Kafka: with no response to carry the error, closing the connection
             # is what makes the client refresh its metadata and notice.

@@ -16,7 +16,7 @@ from kafkalite.coordinator.transactions import InitProducerIdResult, Transaction
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
 
@@ -69,7 +69,7 @@ def init_producer_id(storage: Storage, txn: Transactions, access: Access,
     # transactional producers).
     new_pid = storage.logs.producer_ids.allocate()
     log.info("producer_id.allocated", producer_id=new_pid, epoch=0, client_id=ctx.client_id)
-    return respond(InitProducerIdResult(ErrorCode.none, new_pid, 0))
+    return respond(InitProducerIdResult(NO_ERROR, new_pid, 0))
 
 
 def describe_producers(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
@@ -100,7 +100,7 @@ def describe_producers(storage: Storage, access: Access, ctx: RequestContext, re
                 continue
             producers = plog.txn.producers.producers
             parts.append(build(
-                part_t, partition_index=p, error_code=ErrorCode.none, error_message=None,
+                part_t, partition_index=p, error_code=NO_ERROR, error_message=None,
                 active_producers=tuple(
                     build(state_t, producer_id=pid, producer_epoch=e.epoch,
                           last_sequence=e.last_seq, last_timestamp=e.last_timestamp,

@@ -17,7 +17,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..cluster import Cluster
 from ..context import RequestContext
@@ -46,7 +46,7 @@ def describe_quorum(cluster: Cluster, now_ms: Callable[[], int], ctx: RequestCon
     # Kafka answers only a request for exactly the metadata partition.
     asked = [(t.topic_name, p.partition_index) for t in req.topics for p in t.partitions]
     if len(req.topics) != 1 or asked != [(METADATA_TOPIC, 0)]:
-        return build(resp_t, error_code=ErrorCode.none, error_message=None, nodes=(),
+        return build(resp_t, error_code=NO_ERROR, error_message=None, nodes=(),
                      topics=tuple(build(topic_t, topic_name=t.topic_name, partitions=tuple(
                          build(part_t, partition_index=p.partition_index,
                                error_code=ErrorCode.unknown_topic_or_partition,
@@ -59,7 +59,7 @@ def describe_quorum(cluster: Cluster, now_ms: Callable[[], int], ctx: RequestCon
     voter = build(replica_t, replica_id=me, replica_directory_id=NO_DIRECTORY_ID,
                   log_end_offset=HIGH_WATERMARK, last_fetch_timestamp=now,
                   last_caught_up_timestamp=now)
-    partition = build(part_t, partition_index=0, error_code=ErrorCode.none,
+    partition = build(part_t, partition_index=0, error_code=NO_ERROR,
                       error_message=None, leader_id=me, leader_epoch=QUORUM_EPOCH,
                       high_watermark=HIGH_WATERMARK, current_voters=(voter,), observers=())
     nodes: tuple[Any, ...] = ()
@@ -69,5 +69,5 @@ def describe_quorum(cluster: Cluster, now_ms: Callable[[], int], ctx: RequestCon
         nodes = (build(node_t, node_id=me, listeners=tuple(
             build(listener_t, name=b.name, host=b.advertised_host, port=b.advertised_port)
             for b in cluster.listeners)),)
-    return build(resp_t, error_code=ErrorCode.none, error_message=None, nodes=nodes,
+    return build(resp_t, error_code=NO_ERROR, error_message=None, nodes=nodes,
                  topics=(build(topic_t, topic_name=METADATA_TOPIC, partitions=(partition,)),))

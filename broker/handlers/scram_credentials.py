@@ -10,7 +10,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
@@ -61,9 +61,9 @@ def describe(store: ScramStore, allowed: Allowed, version: int, req: Any) -> Any
         else:
             infos = tuple(build(info_t, mechanism=MECHANISM_CODES[m], iterations=c.iterations)
                           for m, c in sorted(users[name].items()))
-            results.append(build(result_t, user=name, error_code=ErrorCode.none,
+            results.append(build(result_t, user=name, error_code=NO_ERROR,
                                  error_message=None, credential_infos=infos))
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  error_message=None, results=tuple(results))
 
 
@@ -112,7 +112,7 @@ def alter(store: ScramStore, allowed: Allowed, version: int, req: Any) -> Any:
             changed = True
     if changed:
         store.save()
-    results = tuple(build(result_t, user=name, error_code=errors.get(name, (ErrorCode.none,))[0],
+    results = tuple(build(result_t, user=name, error_code=errors.get(name, (NO_ERROR,))[0],
                           error_message=errors.get(name, (None, None))[1])
                     for name in counts)
     return build(resp_t, throttle_time=NO_THROTTLE, results=results)

@@ -14,7 +14,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
 from kafkalite.storage.topic_config import InvalidConfig, validate
@@ -155,10 +155,10 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
                     for r in topic_configs(storage.topic_configs, configs)
                 )
             results.append(build(
-                result_t, name=name, topic_id=topic_id, error_code=ErrorCode.none,
+                result_t, name=name, topic_id=topic_id, error_code=NO_ERROR,
                 error_message=None, num_partitions=n if describable else -1,
                 replication_factor=rf if describable else -1, configs=entries or (),
-                topic_config_error_code=ErrorCode.none if describable
+                topic_config_error_code=NO_ERROR if describable
                 else ErrorCode.topic_authorization_failed,
             ))
         except TopicError as e:
@@ -201,7 +201,7 @@ def _delete_one(storage: Storage, access: Access, ctx: RequestContext, name: str
             "Topic deletion is disabled."
     storage.catalog.delete(info.name)
     log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
-    return info.name, info.topic_id, ErrorCode.none, None
+    return info.name, info.topic_id, NO_ERROR, None
 
 
 def delete_topics(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
@@ -226,7 +226,7 @@ def create_partitions(cluster: Cluster, storage: Storage, access: Access,
     dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
     results = []
     for t in req.topics:
-        err, msg = ErrorCode.none, None
+        err, msg = NO_ERROR, None
         info = storage.catalog.get(t.name)
         count = int(t.count)
         if t.name in dupes:

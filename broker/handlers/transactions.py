@@ -32,7 +32,7 @@ from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
@@ -56,7 +56,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     LIST_TRANSACTIONS: (0, 2),
 }
 
-E = ErrorCode
 C = TypeVar("C")
 
 
@@ -122,14 +121,14 @@ def _checked_partitions(storage: Storage, access: Access, ctx: RequestContext,
     for topic, p in parts:
         if from_client and (topic in INTERNAL_TOPICS or not access.permits(
                 ctx, Operation.WRITE, ResourceType.TOPIC, topic)):
-            errors[(topic, p)] = E.topic_authorization_failed
+            errors[(topic, p)] = ErrorCode.topic_authorization_failed
             continue
         info = storage.catalog.get(topic)
         if info is None or not 0 <= p < info.partitions:
-            errors[(topic, p)] = E.unknown_topic_or_partition
+            errors[(topic, p)] = ErrorCode.unknown_topic_or_partition
     if not errors:
         return None
-    return {tp: errors.get(tp, E.operation_not_attempted) for tp in parts}
+    return {tp: errors.get(tp, ErrorCode.operation_not_attempted) for tp in parts}
 
 
 def add_partitions_to_txn(storage: Storage, txn: Transactions, access: Access,
@@ -148,7 +147,7 @@ def add_partitions_to_txn(storage: Storage, txn: Transactions, access: Access,
                          results_by_topic_v3_and_below=_topic_results(res_t, part_t, errors))
 
         if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
-            return respond_v3(dict.fromkeys(parts, E.transactional_id_authorization_failed))
+            return respond_v3(dict.fromkeys(parts, ErrorCode.transactional_id_authorization_failed))
         failed = _checked_partitions(storage, access, ctx, parts, True)
         if failed is not None:
             return respond_v3(failed)
@@ -159,7 +158,7 @@ def add_partitions_to_txn(storage: Storage, txn: Transactions, access: Access,
     # v4+: from brokers, several transactions, each added or only verified.
     txn_res_t = nested(resp_t, "AddPartitionsToTxnResult")
 
-    def respond(results: list[AddPartitionsResult], error: ErrorCode = E.none) -> Any:
+    def respond(results: list[AddPartitionsResult], error: ErrorCode = NO_ERROR) -> Any:
         return build(resp_t, throttle_time=NO_THROTTLE, error_code=error,
                      results_by_transaction=tuple(
                          build(txn_res_t, transactional_id=r.transactional_id,
@@ -167,7 +166,7 @@ def add_partitions_to_txn(storage: Storage, txn: Transactions, access: Access,
                          for r in results))
 
     if not access.permits(ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
-        return respond([], E.cluster_authorization_failed)
+        return respond([], ErrorCode.cluster_authorization_failed)
     early: dict[int, AddPartitionsResult] = {}
     asked: list[tuple[int, TxnPartitionsRequest]] = []
     for i, t in enumerate(req.transactions):
@@ -203,9 +202,9 @@ def add_offsets_to_txn(txn: Transactions, access: Access, ctx: RequestContext,
 
     if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
                           req.transactional_id):
-        return respond(E.transactional_id_authorization_failed)
+        return respond(ErrorCode.transactional_id_authorization_failed)
     if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
-        return respond(E.group_authorization_failed)
+        return respond(ErrorCode.group_authorization_failed)
     return ask(txn, lambda t, now, w: t.add_offsets(
             now, w, transactional_id=req.transactional_id, producer_id=req.producer_id,
         producer_epoch=req.producer_epoch, group_id=req.group_id, version=ctx.api_version),
@@ -221,7 +220,7 @@ def end_txn(txn: Transactions, access: Access, ctx: RequestContext, req: Any) ->
 
     if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
                           req.transactional_id):
-        return respond(EndTxnResult(E.transactional_id_authorization_failed))
+        return respond(EndTxnResult(ErrorCode.transactional_id_authorization_failed))
     return ask(txn, lambda t, now, w: t.end_txn(
             now, w, transactional_id=req.transactional_id, producer_id=req.producer_id,
         producer_epoch=req.producer_epoch, committed=bool(req.committed),
@@ -250,13 +249,13 @@ def write_txn_markers(storage: Storage, txn: Transactions, access: Access,
         parts = [(t.name, int(p)) for t in m.topics for p in t.partition_indexes]
         errors: dict[TopicPartition, ErrorCode] = {}
         if not allowed:
-            errors = dict.fromkeys(parts, E.cluster_authorization_failed)
+            errors = dict.fromkeys(parts, ErrorCode.cluster_authorization_failed)
         else:
             known = []
             for topic, p in parts:
                 info = storage.catalog.get(topic)
                 if info is None or not 0 <= p < info.partitions:
-                    errors[(topic, p)] = E.unknown_topic_or_partition
+                    errors[(topic, p)] = ErrorCode.unknown_topic_or_partition
                 else:
                     known.append((topic, p))
             if known:
@@ -281,7 +280,7 @@ def describe_transactions(txn: Transactions, access: Access, ctx: RequestContext
     out = []
     for tid in req.transactional_ids:
         if not access.permits(ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
-            d = DescribedTransaction(E.transactional_id_authorization_failed, tid)
+            d = DescribedTransaction(ErrorCode.transactional_id_authorization_failed, tid)
         else:
             d = _describe(txn, tid)
         # As KafkaApis: only the topics the principal may describe.

@@ -19,7 +19,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE, OFFSETS_TOPIC
 
 from ..auth import Access, Operation, ResourceType
@@ -34,7 +34,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     TXN_OFFSET_COMMIT: (0, 5),
 }
 
-E = ErrorCode
 
 
 def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: TxnVerification,
@@ -48,8 +47,8 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
     def respond(errors: dict[tuple[str, int], ErrorCode]) -> Any:
         by_topic: dict[str, list[Any]] = {}
         for (topic, p), err in errors.items():
-            if v < 2 and err is E.coordinator_load_in_progress:
-                err = E.coordinator_not_available  # clients before 2.0 (KAFKA-7296)
+            if v < 2 and err is ErrorCode.coordinator_load_in_progress:
+                err = ErrorCode.coordinator_not_available  # clients before 2.0 (KAFKA-7296)
             by_topic.setdefault(topic, []).append(build(part_t, partition_index=p,
                                                         error_code=err))
         return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(
@@ -57,15 +56,15 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
 
     if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
                           req.transactional_id):
-        return respond(dict.fromkeys(requested, E.transactional_id_authorization_failed))
+        return respond(dict.fromkeys(requested, ErrorCode.transactional_id_authorization_failed))
     if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
-        return respond(dict.fromkeys(requested, E.group_authorization_failed))
+        return respond(dict.fromkeys(requested, ErrorCode.group_authorization_failed))
     rejected: dict[tuple[str, int], ErrorCode] = {}
     topics: list[tuple[str, Sequence[PartitionCommitView]]] = []
     for t in req.topics:
         if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
             rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions),
-                                          E.topic_authorization_failed))
+                                          ErrorCode.topic_authorization_failed))
             continue
         info = storage.catalog.get(t.name)
         count = -1 if info is None else info.partitions
@@ -76,7 +75,7 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
         valid = [p for p in given if 0 <= p.partition_index < count]
         rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions
                                        if not 0 <= p.partition_index < count),
-                                      E.unknown_topic_or_partition))
+                                      ErrorCode.unknown_topic_or_partition))
         if valid:
             topics.append((t.name, valid))
     if not topics:
@@ -88,9 +87,9 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
         return respond({tp: everything[tp] for tp in requested if tp in everything})
 
     if not req.group_id:
-        return merged(dict.fromkeys(parts, E.invalid_group_id))
+        return merged(dict.fromkeys(parts, ErrorCode.invalid_group_id))
     err = _verify(storage, runtime, verify, req, v)
-    if err is not E.none:
+    if err is not NO_ERROR:
         return merged(dict.fromkeys(parts, err))
     request = CommitRequest(
         group_id=req.group_id,
@@ -111,11 +110,11 @@ def _verify(storage: Storage, runtime: CoordinatorRuntime, verify: TxnVerificati
     producer's transaction there (Kafka verifies only then)."""
     add = version >= 5
     if not add and not verify.enabled:
-        return E.none
+        return NO_ERROR
     partition = runtime.groups.query(lambda g: g.partition_for(req.group_id))
     plog = storage.logs.get(OFFSETS_TOPIC, partition)
     if plog is not None and plog.has_ongoing_transaction(req.producer_id):
-        return E.none
+        return NO_ERROR
     err = verify.check(req.transactional_id, req.producer_id, req.producer_epoch,
                        (OFFSETS_TOPIC, partition), add)
     return offset_commit_error(err, version)

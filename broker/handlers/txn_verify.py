@@ -21,8 +21,6 @@ from kafkalite.protocol.errors import ErrorCode
 from ..config.properties import Config
 from .transactions import Answer
 
-E = ErrorCode
-
 
 class TxnVerification:
     def __init__(self, txn: Transactions, config: Config) -> None:
@@ -41,7 +39,7 @@ class TxnVerification:
         if not add:
             res = self.txn.query(lambda t: t.verify_partitions(
                 transactional_id, producer_id, producer_epoch, [tp]))
-            return res.errors.get(tp, E.unknown_server_error)
+            return res.errors.get(tp, ErrorCode.unknown_server_error)
         waiter = Answer()
         out = self.txn.write(lambda t, now: t.add_partitions_batch(
             now, waiter,
@@ -50,8 +48,8 @@ class TxnVerification:
         results: list[AddPartitionsResult] | None = (
             out if out is not PARKED else waiter.value if waiter.done else None)
         if not results:
-            return E.coordinator_not_available
-        return results[0].errors.get(tp, E.unknown_server_error)
+            return ErrorCode.coordinator_not_available
+        return results[0].errors.get(tp, ErrorCode.unknown_server_error)
 
 
 def produce_error(err: ErrorCode, produce_version: int) -> ErrorCode:
@@ -59,27 +57,29 @@ def produce_error(err: ErrorCode, produce_version: int) -> ErrorCode:
     ``ReplicaManager``): a fenced producer's INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE
     for clients that know it (Produce v11+), INVALID_TXN_STATE before; coordinator
     troubles as NOT_ENOUGH_REPLICAS, which every client retries."""
-    if err is E.producer_fenced:
-        return E.invalid_producer_epoch
-    if err is E.transaction_abortable and produce_version <= 10:
-        return E.invalid_txn_state
-    if err in (E.concurrent_transactions, E.network_exception, E.coordinator_load_in_progress,
-               E.coordinator_not_available, E.not_coordinator):
-        return E.not_enough_replicas
+    if err is ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    if err is ErrorCode.transaction_abortable and produce_version <= 10:
+        return ErrorCode.invalid_txn_state
+    if err in (ErrorCode.concurrent_transactions, ErrorCode.network_exception,
+               ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
+               ErrorCode.not_coordinator):
+        return ErrorCode.not_enough_replicas
     return err
 
 
 def offset_commit_error(err: ErrorCode, version: int) -> ErrorCode:
     """A verification error as TxnOffsetCommit answers it (``CoordinatorPartitionWriter``
     and the group coordinator's ``handleOperationException``)."""
-    if err is E.producer_fenced:
-        return E.invalid_producer_epoch
-    if err is E.transaction_abortable and version < 4:
-        return E.invalid_txn_state
-    if err is E.network_exception:
-        return E.coordinator_load_in_progress
-    if err in (E.unknown_topic_or_partition, E.not_enough_replicas, E.request_timed_out):
-        return E.coordinator_not_available
-    if err in (E.not_leader_or_follower, E.kafka_storage_error):
-        return E.not_coordinator
+    if err is ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    if err is ErrorCode.transaction_abortable and version < 4:
+        return ErrorCode.invalid_txn_state
+    if err is ErrorCode.network_exception:
+        return ErrorCode.coordinator_load_in_progress
+    if err in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_enough_replicas,
+               ErrorCode.request_timed_out):
+        return ErrorCode.coordinator_not_available
+    if err in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
     return err

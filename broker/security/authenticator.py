@@ -23,7 +23,7 @@ import structlog
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build
-from kafkalite.protocol.errors import ErrorCode, ProtocolError
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode, ProtocolError
 from kafkalite.protocol.headers import encode_response_header, parse_request_header, peek_api
 
 from .sasl import SaslFailure, SaslServer, generic_message
@@ -171,7 +171,7 @@ class SaslAuthenticator:
             self.state = State.REAUTHENTICATE
         else:
             self.state = State.RAW_TOKEN if version == 0 else State.AUTHENTICATE
-        return self._respond(frame, build(c.response_type, error_code=ErrorCode.none,
+        return self._respond(frame, build(c.response_type, error_code=NO_ERROR,
                                           mechanisms=enabled))
 
     def _evaluate(self, token: bytes) -> bytes:
@@ -233,7 +233,7 @@ class SaslAuthenticator:
         if self.state is State.AUTHENTICATED and self.expires_at_ms:
             lifetime = max(self.expires_at_ms - self.clock_ms(), 1)
         return self._respond(frame, build(
-            c.response_type, error_code=ErrorCode.none, error_message=None, auth_bytes=out,
+            c.response_type, error_code=NO_ERROR, error_message=None, auth_bytes=out,
             session_lifetime=datetime.timedelta(milliseconds=lifetime)))
 
     def _raw_token(self, frame: bytes) -> bytes:

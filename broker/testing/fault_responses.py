@@ -15,7 +15,7 @@ import typing
 from typing import Any
 
 from kafkalite.protocol.defaults import _default_for, build_default
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 #: Fields that name the element of a list, from the most to the least specific
 #: (``key``: FindCoordinator v4+'s coordinator keys).
@@ -131,7 +131,7 @@ def _mirror(resp_t: type[Any], req: Any, error: ErrorCode, top: bool) -> tuple[A
         kwargs[f.name] = _default_for(tp, f.metadata)
     here = not nested_took or error in _EVERY_LEVEL
     for name in error_fields:
-        kwargs[name] = error if here else ErrorCode.none
+        kwargs[name] = error if here else NO_ERROR
     return resp_t(**kwargs), nested_took or bool(error_fields)
 
 

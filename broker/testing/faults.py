@@ -25,7 +25,7 @@ from enum import StrEnum
 from typing import Any
 
 from kafkalite.protocol.apis import API_NAMES
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 #: ms on the clock rule durations are measured on (the broker's clock).
 Clock = Callable[[], int]
@@ -322,7 +322,7 @@ class FaultRules:
                 raise FaultError(f"unknown action {action!r}: expected one of "
                                  f"{', '.join(a.value for a in FaultAction)}") from None
         code = error_of(error) if error is not None else None
-        if act is FaultAction.ERROR and (code is None or code is ErrorCode.none):
+        if act is FaultAction.ERROR and (code is None or code is NO_ERROR):
             raise FaultError("action error needs a non-zero error code")
         if act is not FaultAction.ERROR and code is not None:
             raise FaultError(f"error is only for action error, not {act.value}")

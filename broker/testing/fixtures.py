@@ -124,12 +124,14 @@ class BrokerThread:
     ``admin=True`` opens the admin HTTP listener on a free loopback port (``admin_url``);
     ``faults`` adds and removes fault rules from the test's thread. ``manual_clock=True``
     runs the broker on a manual clock that ``advance(ms)`` moves (and runs what became
-    due); ``scenario(name, ...)`` runs a coordinator scenario."""
+    due); ``scenario(name, ...)`` runs a coordinator scenario. ``nodes=N`` runs N brokers
+    (``kafkalite.nodes``), node ids 1..N; ``bootstrap`` is node 1's address and
+    ``bootstraps`` every node's."""
 
     def __init__(self, data_dir: Path | str, overrides: Mapping[str, str] | None = None,
                  security: SecuritySetup | None = None, admin: bool = False,
                  manual_clock: bool = False, schema_registry: bool = False,
-                 as_version: str | None = None) -> None:
+                 as_version: str | None = None, nodes: int = 1) -> None:
         self.data_dir = Path(data_dir)
         self.security = security
         self.certs: CertFiles | None = None
@@ -148,6 +150,8 @@ class BrokerThread:
             self.overrides["kafkalite.as.version"] = as_version
         if schema_registry:
             self.overrides["schema.registry.listener"] = "127.0.0.1:0"
+        if nodes != 1:
+            self.overrides["kafkalite.nodes"] = str(nodes)
         if manual_clock:
             # The initial delay is a timer too: with time standing still, a group's first
             # rebalance would wait for an advance.
@@ -259,6 +263,11 @@ class BrokerThread:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def bootstraps(self) -> list[str]:
+        """Every node's address, node 1 first (``nodes=N``)."""
+        return self.inner.bootstraps
+
     def client(self, user: str | None = None, mechanism: str | None = None,
                certificate: bool | None = None) -> ClientSettings:
         """Settings for a client of the first listener: the CA to trust, and the SASL
@@ -299,8 +308,10 @@ class BrokerThread:
             self.broker = None
 
     def restart(self, keep_port: bool = True) -> BrokerThread:
-        """Stop and start again on the same data directory (and, by default, the same port)."""
+        """Stop and start again on the same data directory (and, by default, the same port;
+        with several nodes, whose ports need not follow each other, new free ports)."""
         assert self.broker is not None
+        keep_port = keep_port and len(self.broker.nodes) == 1
         bound = [f"{b.name}://127.0.0.1:{b.port}" for b in self.broker.listeners]
         admin = self.broker.admin
         registry = self.broker.schema_registry
@@ -342,6 +353,8 @@ class BrokerProcess:
         self.admin_url: str | None = None
         #: The Schema Registry's base URL, when ``schema.registry.listener`` is set.
         self.schema_registry_url: str | None = None
+        #: Every node's address when the process runs several (the ready file's list).
+        self.nodes: list[str] = []
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
 
     def start(self, timeout: float = 30) -> BrokerProcess:
@@ -365,6 +378,7 @@ class BrokerProcess:
                 self.port = int(facts["port"])
                 self.admin_url = facts["admin"].rstrip("/") if facts.get("admin") else None
                 self.schema_registry_url = facts.get("schema_registry")
+                self.nodes = list(facts.get("nodes", []))
                 os.unlink(ready)
                 self.requested_port = self.port
                 return self
@@ -378,6 +392,11 @@ class BrokerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def bootstraps(self) -> list[str]:
+        """Every node's address, node 1 first (``kafkalite.nodes``)."""
+        return self.nodes or [self.bootstrap]
 
     def stop(self, timeout: float = 20) -> int:
         if self.proc is None:

@@ -47,10 +47,11 @@ def kafkalite_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerThread]]:
     def make(overrides: dict[str, str] | None = None, name: str = "broker",
              security: SecuritySetup | None = None, admin: bool = False,
              manual_clock: bool = False, schema_registry: bool = False,
-             as_version: str | None = None) -> BrokerThread:
+             as_version: str | None = None, nodes: int = 1) -> BrokerThread:
         b = BrokerThread(tmp_path / f"{name}-{len(started)}", overrides, security,
                          admin=admin, manual_clock=manual_clock,
-                         schema_registry=schema_registry, as_version=as_version).start()
+                         schema_registry=schema_registry, as_version=as_version,
+                         nodes=nodes).start()
         started.append(b)
         return b
 

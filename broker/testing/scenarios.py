@@ -12,7 +12,7 @@ from typing import Any
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.results import Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
 NAMES = ("rebalance", "expire-member", "evict-member", "fence-static-member",
@@ -78,7 +78,7 @@ class CoordinatorScenarios:
             raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(NAMES)}")
         err: ErrorCode = groups.write(op)
         result: dict[str, Any] = {"error": err.name.upper(), "group_id": group_id}
-        if name == "fence-static-member" and err is ErrorCode.none:
+        if name == "fence-static-member" and err is NO_ERROR:
             group = groups.query(lambda g: g.group(group_id))
             member = None if group is None else group.static_member_id(
                 params["group_instance_id"])

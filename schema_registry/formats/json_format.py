@@ -338,6 +338,7 @@ def _objects(reader: dict[str, Any], writer: dict[str, Any], path: str, out: lis
         elif isinstance(cover, dict) and not _accepts(rschema, cover):
             _issue(out, "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", where)
     _content_models(reader, writer, path, out)
+    _unevaluated(reader, writer, "unevaluatedProperties", path, out)
     if isinstance(reader.get("propertyNames"), dict | bool):
         _compare(reader["propertyNames"], writer.get("propertyNames", {"type": "string"}),
                  f"{path}/propertyNames", out)
@@ -412,19 +413,73 @@ def _dependencies(reader: dict[str, Any], writer: dict[str, Any], path: str,
             _compare(dep, w_schemas[name], where, out)
 
 
+def _tuple(schema: dict[str, Any]) -> tuple[list[Any], Any]:
+    """An array's positional item schemas and the schema of the items past them (an
+    ``items`` schema alone is no positions and that schema for every item)."""
+    items, prefix = schema.get("items"), schema.get("prefixItems")
+    if isinstance(prefix, list):
+        return prefix, items if isinstance(items, dict | bool) else True
+    if isinstance(items, list):
+        extra = schema.get("additionalItems", True)
+        return items, extra if isinstance(extra, dict | bool) else True
+    return [], items if isinstance(items, dict | bool) else True
+
+
 def _arrays(reader: dict[str, Any], writer: dict[str, Any], path: str, out: list[str]) -> None:
     ri, wi = reader.get("items"), writer.get("items")
-    if ri is not None:
-        if isinstance(ri, list) or isinstance(wi, list):
-            if ri != wi:
-                _issue(out, "TYPE_CHANGED", f"{path}/items")
-        else:
+    rpos, r_rest = _tuple(reader)
+    wpos, w_rest = _tuple(writer)
+    if not rpos and not wpos:
+        if ri is not None:
             _compare(ri, wi if wi is not None else True, f"{path}/items", out)
+    else:
+        _positions(rpos, r_rest, wpos, w_rest, path, out)
+    _unevaluated(reader, writer, "unevaluatedItems", path, out)
     if "contains" in reader:
         # An array the writer wrote holds an item of its own ``contains`` schema; the
         # reader's must accept that item.
         if "contains" not in writer or not _accepts(reader["contains"], writer["contains"]):
             _issue(out, "MIN_CONTAINS_ADDED", f"{path}/contains")
+
+
+def _positions(rpos: list[Any], r_rest: Any, wpos: list[Any], w_rest: Any, path: str,
+               out: list[str]) -> None:
+    """Tuple items (ArraySchemaDiff.compareItemSchemaArray and compareAdditionalItems)."""
+    for i in range(max(len(rpos), len(wpos))):
+        where = f"{path}/items/{i}"
+        if i < len(rpos) and i < len(wpos):
+            _compare(rpos[i], wpos[i], where, out)
+        elif i < len(wpos):  # the writer's item falls in the reader's rest
+            if r_rest is False and wpos[i] is not False:
+                _issue(out, "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", where)
+            elif isinstance(r_rest, dict) and not _accepts(r_rest, wpos[i]):
+                _issue(out, "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", where)
+        elif w_rest is True:
+            if rpos[i] is not True and rpos[i] != {}:
+                _issue(out, "ITEM_ADDED_TO_OPEN_CONTENT_MODEL", where)
+        elif isinstance(w_rest, dict) and not _accepts(rpos[i], w_rest):
+            _issue(out, "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", where)
+    if r_rest is False and w_rest is not False:
+        _issue(out, "ADDITIONAL_ITEMS_REMOVED", f"{path}/additionalItems")
+    elif isinstance(r_rest, dict):
+        if w_rest is True:
+            _issue(out, "ADDITIONAL_ITEMS_NARROWED", f"{path}/additionalItems")
+        elif isinstance(w_rest, dict):
+            _compare(r_rest, w_rest, f"{path}/additionalItems", out)
+
+
+def _unevaluated(reader: dict[str, Any], writer: dict[str, Any], key: str, path: str,
+                 out: list[str]) -> None:
+    """unevaluatedProperties/unevaluatedItems: the reader may not close or narrow them."""
+    r, w = reader.get(key), writer.get(key)
+    kind = "UNEVALUATED_PROPERTIES" if key == "unevaluatedProperties" else "UNEVALUATED_ITEMS"
+    if r is False and w is not False:
+        _issue(out, f"{kind}_REMOVED", f"{path}/{key}")
+    elif isinstance(r, dict):
+        if not isinstance(w, dict | bool) or w is True:
+            _issue(out, f"{kind}_NARROWED", f"{path}/{key}")
+        elif isinstance(w, dict):
+            _compare(r, w, f"{path}/{key}", out)
 
 
 def _issues(reader: Any, writer: Any) -> list[str]:

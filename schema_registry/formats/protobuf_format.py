@@ -1,7 +1,7 @@
 """PROTOBUF: ``.proto`` text parsed by ``proto-schema-parser``, or a base64
 ``FileDescriptorProto`` (what confluent-kafka's Python serializer registers) read with
-``protobuf``; both become one model of messages, fields and enums, compared with the main
-rules of Confluent's ``ProtobufSchema`` compatibility (docs/compatibility.md lists gaps)."""
+``protobuf``; both become one model of messages, fields and enums, compared by
+``protobuf_diff`` with Confluent's ``ProtobufSchemaDiff`` rules."""
 
 from __future__ import annotations
 
@@ -14,9 +14,6 @@ from typing import Any
 from ..errors import invalid_schema
 from . import PROTOBUF, Parsed, Resolved
 
-#: Scalar kinds Confluent treats as wire-compatible with each other.
-_GROUPS = ({"int32", "uint32", "int64", "uint64", "bool"}, {"sint32", "sint64"},
-           {"fixed32", "sfixed32"}, {"fixed64", "sfixed64"}, {"string", "bytes"})
 SCALARS = {"double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
            "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes"}
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
@@ -25,10 +22,10 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
 @dataclass(frozen=True, slots=True)
 class FieldInfo:
     name: str
-    type: str  # a scalar's name, "map<k,v>", or a named type's last component
-    named: bool
+    type: str  # a scalar's name, "map<k,v>", or a named type as written
     label: str  # "", "optional", "repeated" or "required"
     oneof: str | None = None
+    scope: str = ""  # the message declaring the field, where its type names resolve
 
 
 @dataclass(slots=True)
@@ -79,13 +76,11 @@ def from_text(text: str) -> ProtoModel:
 
         def add(f: Any, oneof: str | None) -> None:
             if isinstance(f, ast.MapField):
-                fields[f.number] = FieldInfo(f.name, f"map<{f.key_type},{_short(f.value_type)}>",
-                                             False, "repeated", oneof)
+                fields[f.number] = FieldInfo(f.name, f"map<{f.key_type},{f.value_type}>",
+                                             "repeated", oneof, name)
             elif isinstance(f, ast.Field):
                 label = f.cardinality.value.lower() if f.cardinality is not None else ""
-                named = f.type not in SCALARS
-                fields[f.number] = FieldInfo(f.name, _short(f.type) if named else f.type,
-                                             named, label, oneof)
+                fields[f.number] = FieldInfo(f.name, f.type, label, oneof, name)
 
         for el in m.elements:
             if isinstance(el, ast.OneOf):
@@ -146,14 +141,14 @@ def from_descriptor(raw: bytes) -> ProtoModel:
             entry = entries.get(_short(f.type_name)) if f.type == 11 else None
             if entry is not None:
                 k, v = entry.field[0], entry.field[1]
-                vt = _TYPE_NAMES.get(v.type) or _short(v.type_name)
+                vt = _TYPE_NAMES.get(v.type) or v.type_name
                 fields[f.number] = FieldInfo(f.name, f"map<{_TYPE_NAMES.get(k.type)},{vt}>",
-                                             False, "repeated", oneof)
-            elif f.type in (11, 14):
-                fields[f.number] = FieldInfo(f.name, _short(f.type_name), True, label, oneof)
+                                             "repeated", oneof, name)
+            elif f.type in (11, 14) or f.type_name:
+                fields[f.number] = FieldInfo(f.name, f.type_name, label, oneof, name)
             else:
-                fields[f.number] = FieldInfo(f.name, _TYPE_NAMES.get(f.type, "group"), False,
-                                             label, oneof)
+                fields[f.number] = FieldInfo(f.name, _TYPE_NAMES.get(f.type, "group"), label,
+                                             oneof, name)
         for n in m.nested_type:
             if not n.options.map_entry:
                 message(f"{name}.", n)
@@ -195,56 +190,7 @@ class ProtobufFormat:
         return Parsed(PROTOBUF, canonical, model, refs)
 
     def incompatibilities(self, reader: Parsed, writer: Parsed) -> list[str]:
-        return diff(writer.model, reader.model)
+        from .protobuf_diff import diff, imported
 
-
-def _issue(out: list[str], kind: str, path: str) -> None:
-    out.append(f"{{errorType:'{kind}', description:'The new schema is incompatible with the "
-               f"old schema at path '{path}''}}")
-
-
-def _scalar_compatible(a: str, b: str) -> bool:
-    return a == b or any(a in g and b in g for g in _GROUPS)
-
-
-def diff(original: ProtoModel, update: ProtoModel) -> list[str]:
-    """The changes from ``original`` to ``update`` Confluent counts as incompatible."""
-    out: list[str] = []
-    if original.package != update.package:
-        _issue(out, "PACKAGE_CHANGED", "#/")
-    for name, fields in original.messages.items():
-        new = update.messages.get(name)
-        if new is None:
-            _issue(out, "MESSAGE_REMOVED", f"#/{name}")
-            continue
-        moved_to_oneof: dict[str, int] = {}
-        for number, f in fields.items():
-            where = f"#/{name}/{number}"
-            g = new.get(number)
-            if g is None:
-                if f.label == "required":
-                    _issue(out, "REQUIRED_FIELD_REMOVED", where)
-                elif f.oneof is not None:
-                    _issue(out, "ONEOF_FIELD_REMOVED", where)
-                continue
-            if f.named != g.named or f.type.startswith("map<") != g.type.startswith("map<"):
-                _issue(out, "FIELD_KIND_CHANGED", where)
-            elif f.named and f.type != g.type:
-                _issue(out, "FIELD_NAMED_TYPE_CHANGED", where)
-            elif not f.named and not _scalar_compatible(f.type, g.type):
-                _issue(out, "FIELD_SCALAR_KIND_CHANGED", where)
-            elif (f.label == "repeated") != (g.label == "repeated") and (
-                    f.named or (f.type in ("string", "bytes") and g.type not in ("string",
-                                                                                "bytes"))):
-                _issue(out, "FIELD_LABEL_CHANGED", where)
-            if f.oneof is None and g.oneof is not None:
-                moved_to_oneof[g.oneof] = moved_to_oneof.get(g.oneof, 0) + 1
-                if any(x.oneof == g.oneof for x in fields.values()):
-                    _issue(out, "FIELD_MOVED_TO_EXISTING_ONEOF", where)
-        for oneof, count in moved_to_oneof.items():
-            if count > 1:
-                _issue(out, "MULTIPLE_FIELDS_MOVED_TO_ONEOF", f"#/{name}/{oneof}")
-        for number, g in new.items():
-            if number not in fields and g.label == "required":
-                _issue(out, "REQUIRED_FIELD_ADDED", f"#/{name}/{number}")
-    return out
+        return diff(writer.model, reader.model, tuple(imported(writer.refs)),
+                    tuple(imported(reader.refs)))

@@ -97,3 +97,50 @@ def test_secure_profile_configures_a_sasl_ssl_listener(tmp_path: Path) -> None:
         is SecurityProtocol.PLAINTEXT
     port = services["kafkalite-secure"]["ports"][0]
     assert int(port["published"]) == 9094
+
+
+def test_cluster_profile_runs_three_brokers(tmp_path: Path) -> None:
+    """The ``cluster`` profile: three nodes whose ports follow node 1's, each published,
+    and the health check on the last node; its environment (on free ports) serves three
+    brokers with their racks."""
+    from kafkalite.broker.config.properties import env_overrides
+    from kafkalite.broker.testing.fixtures import BrokerThread
+    from kafkalite.client.kafka import RawConnection, request
+
+    binary = compose_binary()
+    if not os.access(binary, os.X_OK):
+        binary.chmod(0o755)
+    out = subprocess.run(
+        [str(binary), "-f", "docker-compose.yml", "--profile", "cluster", "config",
+         "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )
+    service = json.loads(out.stdout)["services"]["kafkalite-cluster"]
+    command = service["command"]
+    nodes = int(command[command.index("--nodes") + 1])
+    assert nodes == 3
+    env = dict(service["environment"])
+    config = Config.build(environ=env)
+    listeners = {x.name: x for x in parse_listeners(config.text("listeners"))}
+    advertised = {x.name: x for x in parse_listeners(config.text("advertised.listeners"))}
+    assert set(listeners) == set(advertised)
+    external = listeners["EXTERNAL"].port
+    published = sorted((int(p["target"]), int(p["published"])) for p in service["ports"])
+    assert published == [(external + i, advertised["EXTERNAL"].port + i)
+                         for i in range(nodes)]
+    check = service["healthcheck"]["test"]
+    assert check[-1] == f"127.0.0.1:{listeners['INTERNAL'].port + nodes - 1}"
+
+    props = env_overrides(env)
+    props["listeners"] = "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0"
+    props["advertised.listeners"] = ""
+    props["kafkalite.nodes"] = str(nodes)
+    with BrokerThread(tmp_path / "data", props) as broker:
+        conn = RawConnection(broker.bootstrap)
+        try:
+            md = conn.call(request(3, 12, topics=None, allow_auto_topic_creation=False,
+                                   include_topic_authorized_operations=False))
+        finally:
+            conn.close()
+    assert [(b.node_id, b.rack) for b in md.brokers] == [
+        (1, "rack-a"), (2, "rack-b"), (3, "rack-c")]

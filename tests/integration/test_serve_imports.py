@@ -40,3 +40,7 @@ def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path:
     # The packages themselves: ``serve`` keeps hypothesis out by a None in sys.modules, so
     # kio's attempt at ``hypothesis.strategies`` is listed but fails at once.
     assert sorted(imported.intersection(NOT_BEFORE_LISTENING)) == []
+    # One node (the default) builds none of the multi-node composition.
+    assert "kafkalite.broker.cluster.identity" in imported
+    assert sorted(m for m in imported if m.startswith("kafkalite.broker.cluster.")
+                  and m != "kafkalite.broker.cluster.identity") == []

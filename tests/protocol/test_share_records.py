@@ -86,10 +86,16 @@ def test_tagged_fields_only_when_set() -> None:
     assert update[-1] == 0  # no tagged fields: delivery_complete_count is -1
 
 
-def test_classic_and_consumer_group_readers_skip_share_keys() -> None:
-    key = sg.encode_key(sg.ShareGroupMetadataKey("g"))
+def test_group_coordinator_reader_decodes_share_keys_classic_readers_skip_them() -> None:
+    key = sg.encode_key(sg.ShareGroupMemberMetadataKey("g", "m"))
+    assert co.decode_key(key, consumer_groups=True) == sg.ShareGroupMemberMetadataKey("g", "m")
+    value = sg.ShareGroupMemberMetadataValue(None, "c", "/h", ("t",))
+    raw = co.encode_value(value)
+    assert raw is not None and co.decode_value(co.decode_key(key, consumer_groups=True),
+                                               raw) == value
+    assert co.encode_key(sg.ShareGroupMemberMetadataKey("g", "m")) == key
     with pytest.raises(co.UnknownRecordType):
-        co.decode_key(key, consumer_groups=True)
+        co.decode_key(key)
 
 
 def test_bad_input() -> None:

@@ -203,3 +203,50 @@ ARRAYS = [
 @pytest.mark.parametrize("reader,writer,kind", ARRAYS)
 def test_contains(reader: Any, writer: Any, kind: str | None) -> None:
     check(reader, writer, kind)
+
+
+def tup(*items: Any, rest: Any = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "array", "items": list(items)}
+    if rest is not None:
+        out["additionalItems"] = rest
+    return out
+
+
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+TUPLES = [
+    # ArraySchemaDiff.compareItemSchemaArray / compareAdditionalItems.
+    (tup(STR, NUM), tup(STR, INT), None),
+    (tup(STR, INT), tup(STR, NUM), "TYPE_NARROWED"),
+    (tup(STR), tup(STR, INT), None),  # ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL
+    (tup(STR, rest=False), tup(STR, INT, rest=False), "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
+    (tup(STR, rest=NUM), tup(STR, INT, rest=False),
+     None),  # ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL
+    (tup(STR, rest=INT), tup(STR, NUM, rest=False),
+     "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"),
+    (tup(STR, INT), tup(STR), "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"),
+    (tup(STR, INT, rest=False), tup(STR, rest=False), None),  # ITEM_ADDED_TO_CLOSED_...
+    (tup(STR, NUM), tup(STR, rest=INT), None),  # ITEM_ADDED_IS_COVERED_BY_PARTIALLY_...
+    (tup(STR, INT), tup(STR, rest=NUM), "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"),
+    (tup(STR, rest=False), tup(STR), "ADDITIONAL_ITEMS_REMOVED"),
+    (tup(STR, rest=INT), tup(STR), "ADDITIONAL_ITEMS_NARROWED"),
+    (tup(STR), tup(STR, rest=INT), None),  # ADDITIONAL_ITEMS_ADDED / EXTENDED
+    # 2020-12 prefixItems with items as the rest.
+    ({"$schema": D2020, "type": "array", "prefixItems": [STR], "items": False},
+     {"$schema": D2020, "type": "array", "prefixItems": [STR, INT], "items": False},
+     "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
+    # unevaluatedProperties / unevaluatedItems.
+    ({"$schema": D2020, **obj({"a": STR}, unevaluatedProperties=False)},
+     {"$schema": D2020, **obj({"a": STR})}, "UNEVALUATED_PROPERTIES_REMOVED"),
+    ({"$schema": D2020, **obj({"a": STR}, unevaluatedProperties=INT)},
+     {"$schema": D2020, **obj({"a": STR})}, "UNEVALUATED_PROPERTIES_NARROWED"),
+    ({"$schema": D2020, **obj({"a": STR})},
+     {"$schema": D2020, **obj({"a": STR}, unevaluatedProperties=False)}, None),
+    ({"$schema": D2020, "type": "array", "prefixItems": [STR], "unevaluatedItems": INT},
+     {"$schema": D2020, "type": "array", "prefixItems": [STR], "unevaluatedItems": NUM},
+     "TYPE_NARROWED"),
+]
+
+
+@pytest.mark.parametrize("reader,writer,kind", TUPLES)
+def test_tuples_and_unevaluated(reader: Any, writer: Any, kind: str | None) -> None:
+    check(reader, writer, kind)

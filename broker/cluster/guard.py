@@ -1,0 +1,184 @@
+"""What a node of a multi-node process answers for what it does not lead: requests for a
+partition led elsewhere get NOT_LEADER_OR_FOLLOWER, and group and transaction requests
+for a key whose state partition is led elsewhere get NOT_COORDINATOR, as Kafka's brokers
+answer them. Each guarded handler runs only when every partition (or key) of the request
+is this node's; otherwise the whole request is answered with the error, shaped after the
+request (``testing.fault_responses``), and nothing is written. Clients send each
+partition to its leader and each key to its coordinator, so a request that mixes leaders
+comes only from metadata older than the placement, and the client retries it.
+
+Only a process with more than one node wraps its handlers: one node leads everything.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.storage.catalog import TopicCatalog
+
+from ..apis import Route
+from ..context import RequestContext
+from ..handlers import (
+    consumer_groups,
+    fetch,
+    group_admin,
+    groups,
+    leader_epochs,
+    list_offsets,
+    offsets,
+    produce,
+    producer_ids,
+    transactions,
+    txn_offsets,
+)
+from ..testing.fault_responses import fault_response
+from .identity import Cluster
+
+GROUP, TRANSACTION = 0, 1
+NULL_UUID = uuid.UUID(int=0)
+
+Partitions = Callable[[Any, TopicCatalog], Iterator[tuple[str, int]]]
+Keys = Callable[[Any], list[str]]
+
+
+def _topic_name(t: Any, catalog: TopicCatalog) -> str:
+    name = getattr(t, "name", None) or getattr(t, "topic", None)
+    if name:
+        return str(name)
+    tid = getattr(t, "topic_id", None)
+    info = catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
+    # An unknown id: the handler answers UNKNOWN_TOPIC_ID.
+    return info.name if info is not None else ""
+
+
+def _walk(topics: str, parts: str, index: str) -> Partitions:
+    def walk(req: Any, catalog: TopicCatalog) -> Iterator[tuple[str, int]]:
+        for t in getattr(req, topics, None) or ():
+            name = _topic_name(t, catalog)
+            for p in getattr(t, parts):
+                yield name, int(getattr(p, index))
+    return walk
+
+
+#: Where each partition-addressed API keeps its topics and partitions.
+PARTITIONED: dict[int, Partitions] = {
+    produce.PRODUCE: _walk("topic_data", "partition_data", "index"),
+    fetch.FETCH: _walk("topics", "partitions", "partition"),
+    list_offsets.LIST_OFFSETS: _walk("topics", "partitions", "partition_index"),
+    list_offsets.DELETE_RECORDS: _walk("topics", "partitions", "partition_index"),
+    leader_epochs.OFFSET_FOR_LEADER_EPOCH: _walk("topics", "partitions", "partition"),
+}
+
+
+def _one(field: str) -> Keys:
+    def keys(req: Any) -> list[str]:
+        v = getattr(req, field, None)
+        return [v] if v else []
+    return keys
+
+
+def _many(field: str) -> Keys:
+    def keys(req: Any) -> list[str]:
+        return [k for k in getattr(req, field, None) or () if k]
+    return keys
+
+
+def _offset_fetch_groups(req: Any) -> list[str]:
+    many = getattr(req, "groups", None)
+    if many:
+        return [g.group_id for g in many]
+    return _one("group_id")(req)
+
+
+def _txn_ids(req: Any) -> list[str]:
+    many = getattr(req, "transactions", None)
+    if many:
+        return [t.transactional_id for t in many]
+    return _one("transactional_id")(req)
+
+
+#: Group- and transaction-addressed APIs: the coordinator type and the request's keys.
+COORDINATED: dict[int, tuple[int, Keys]] = {
+    groups.JOIN_GROUP: (GROUP, _one("group_id")),
+    groups.SYNC_GROUP: (GROUP, _one("group_id")),
+    groups.HEARTBEAT: (GROUP, _one("group_id")),
+    groups.LEAVE_GROUP: (GROUP, _one("group_id")),
+    consumer_groups.CONSUMER_GROUP_HEARTBEAT: (GROUP, _one("group_id")),
+    consumer_groups.CONSUMER_GROUP_DESCRIBE: (GROUP, _many("group_ids")),
+    offsets.OFFSET_COMMIT: (GROUP, _one("group_id")),
+    offsets.OFFSET_FETCH: (GROUP, _offset_fetch_groups),
+    offsets.OFFSET_DELETE: (GROUP, _one("group_id")),
+    group_admin.DESCRIBE_GROUPS: (GROUP, _many("groups")),
+    group_admin.DELETE_GROUPS: (GROUP, _many("groups_names")),
+    txn_offsets.TXN_OFFSET_COMMIT: (GROUP, _one("group_id")),
+    transactions.ADD_PARTITIONS_TO_TXN: (TRANSACTION, _txn_ids),
+    transactions.ADD_OFFSETS_TO_TXN: (TRANSACTION, _one("transactional_id")),
+    transactions.END_TXN: (TRANSACTION, _one("transactional_id")),
+    transactions.DESCRIBE_TRANSACTIONS: (TRANSACTION, _many("transactional_ids")),
+    # InitProducerId with a transactional id; without one any node answers.
+    producer_ids.INIT_PRODUCER_ID: (TRANSACTION, _one("transactional_id")),
+}
+
+Handler = Callable[[RequestContext, Any], Any]
+
+
+def _refuse(api_key: int, ctx: RequestContext, req: Any, error: ErrorCode) -> Any:
+    return fault_response(codecs.codec(api_key, ctx.api_version).response_type, req, error)
+
+
+def guard_partitions(cluster: Cluster, catalog: TopicCatalog, api_key: int,
+                     handler: Handler, walk: Partitions) -> Handler:
+    me = cluster.node_id
+
+    def guarded(ctx: RequestContext, req: Any) -> Any:
+        for name, p in walk(req, catalog):
+            if name and catalog.get(name) is not None and cluster.leader(name, p) != me:
+                return _refuse(api_key, ctx, req, ErrorCode.not_leader_or_follower)
+        return handler(ctx, req)
+    return guarded
+
+
+def guard_coordinator(cluster: Cluster, api_key: int, handler: Handler, key_type: int,
+                      keys: Keys) -> Handler:
+    me = cluster.node_id
+
+    def guarded(ctx: RequestContext, req: Any) -> Any:
+        for key in keys(req):
+            if cluster.coordinator(key_type, key) != me:
+                return _refuse(api_key, ctx, req, ErrorCode.not_coordinator)
+        return handler(ctx, req)
+    return guarded
+
+
+def guard_list_groups(cluster: Cluster, handler: Handler) -> Handler:
+    """ListGroups: each node lists the groups it coordinates (the admin client asks every
+    node and joins the lists)."""
+    me = cluster.node_id
+
+    def listed(ctx: RequestContext, req: Any) -> Any:
+        resp = handler(ctx, req)
+        return replace(resp, groups=tuple(
+            g for g in resp.groups if cluster.coordinator(GROUP, g.group_id) == me))
+    return listed
+
+
+def guarded_routes(cluster: Cluster, catalog: TopicCatalog, routes: list[Route]) -> list[Route]:
+    """``routes`` with the handlers that depend on leadership wrapped for ``cluster``'s node."""
+    out = []
+    for r in routes:
+        handler = r.handler
+        if r.api_key in PARTITIONED:
+            handler = guard_partitions(cluster, catalog, r.api_key, handler,
+                                       PARTITIONED[r.api_key])
+        elif r.api_key in COORDINATED:
+            key_type, keys = COORDINATED[r.api_key]
+            handler = guard_coordinator(cluster, r.api_key, handler, key_type, keys)
+        elif r.api_key == group_admin.LIST_GROUPS:
+            handler = guard_list_groups(cluster, handler)
+        out.append(replace(r, handler=handler))
+    return out

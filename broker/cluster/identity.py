@@ -1,0 +1,79 @@
+"""Who this broker is and where it listens: what Metadata, FindCoordinator and
+DescribeCluster tell clients."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class BoundListener:
+    name: str
+    host: str
+    port: int
+    #: What Metadata tells clients to connect to.
+    advertised_host: str
+    advertised_port: int
+    #: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+    security_protocol: str = "PLAINTEXT"
+
+
+class ClusterView(Protocol):
+    """The cluster as every node of one process sees it (``controller.Controller``)."""
+
+    @property
+    def members(self) -> Sequence[Cluster]: ...
+
+    @property
+    def controller_id(self) -> int: ...
+
+    def leader(self, topic: str, partition: int) -> int: ...
+
+    def coordinator(self, key_type: int, key: str) -> int: ...
+
+
+@dataclass(slots=True)
+class Cluster:
+    node_id: int
+    cluster_id: str
+    data_dir: Path
+    #: Filled when the broker binds its listeners (``Broker.start``), in configured order.
+    listeners: list[BoundListener] = field(default_factory=list)
+    #: ``broker.rack``: what Metadata and DescribeCluster show (None: unset).
+    rack: str | None = None
+    #: The other nodes and who leads what, when the process runs several nodes; None
+    #: for one node, which leads every partition.
+    view: ClusterView | None = None
+
+    def endpoint(self, listener: str) -> BoundListener:
+        """The listener a client connected through (the first one if unknown)."""
+        for b in self.listeners:
+            if b.name == listener:
+                return b
+        return self.listeners[0]
+
+    def members(self) -> Sequence[Cluster]:
+        """Every node of the cluster, this one included, by node id."""
+        return (self,) if self.view is None else self.view.members
+
+    @property
+    def controller_id(self) -> int:
+        return self.node_id if self.view is None else self.view.controller_id
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The node id leading ``topic``-``partition``."""
+        return self.node_id if self.view is None else self.view.leader(topic, partition)
+
+    def coordinator(self, key_type: int, key: str) -> int:
+        """The node id of the coordinator for a FindCoordinator key (0: group, 1:
+        transaction): the leader of the key's state partition."""
+        return self.node_id if self.view is None else self.view.coordinator(key_type, key)
+
+    def member(self, node_id: int) -> Cluster | None:
+        for m in self.members():
+            if m.node_id == node_id:
+                return m
+        return None

@@ -1,0 +1,156 @@
+"""The group coordinator's share group part (KIP-932): ShareGroupHeartbeat, the member
+session timeout, ShareGroupDescribe and the share groups' records in
+``__consumer_offsets``, over the pure logic of ``share.group``.
+
+A heartbeat's records are appended and replayed by the runtime before it is answered, as
+the other parts' are; a member's session deadline is a ``share-session`` timer that
+removes the member (``share.group.leave``) when it fires. A group id names one group of
+one kind: a share group heartbeat for a classic or consumer group's id, and the other
+kinds' requests for a share group's id, answer GROUP_ID_NOT_FOUND, as Kafka's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from kafkalite.protocol import share_group_records as sg
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+
+from .partitions import GroupPartitions, PartitionState, share_session_key
+from .results import AFTER_WRITE, Outcome, Write
+from .share import group as share
+from .share.group import (
+    DescribedShareGroup,
+    ShareGroup,
+    ShareHeartbeat,
+    ShareHeartbeatResult,
+    TopicInfo,
+)
+
+log = structlog.get_logger("kafkalite.coordinator")
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    """One group of a ShareGroupDescribe answer: ``group`` is None on error."""
+
+    group_id: str
+    error: ErrorCode = NO_ERROR
+    message: str | None = None
+    group: DescribedShareGroup | None = None
+
+
+class ShareMembership:
+    def __init__(self, registry: GroupPartitions) -> None:
+        self.registry = registry
+        self.config = registry.config
+        self.timers = registry.timers
+        self.partitions = registry.partitions
+
+    def _topics(self) -> dict[str, TopicInfo]:
+        return {name: TopicInfo(t.topic_id, t.num_partitions)
+                for name, t in self.registry.topics.by_name.items()}
+
+    # --- ShareGroupHeartbeat ----------------------------------------------------------
+
+    def share_group_heartbeat(self, now: int, req: ShareHeartbeat) -> Outcome:
+        """Response: a ``ShareHeartbeatResult``; the group changes when its records are
+        replayed, after the append."""
+        gid, mid = req.group_id, req.member_id
+        err, ps = self.registry.group_partition(gid)
+        if ps is None:
+            return Outcome(ShareHeartbeatResult(err, None, mid or None))
+        invalid = share.validate(req)
+        if invalid is not None:
+            return Outcome(invalid)
+        if gid in ps.groups or gid in ps.consumer_groups:
+            return Outcome(ShareHeartbeatResult(
+                ErrorCode.group_id_not_found, f"Group {gid} is not a share group.", mid))
+        group = ps.share_groups.get(gid)
+        records, result = share.heartbeat(
+            group, req, self._topics(), self.config.share_heartbeat_interval(gid),
+            self.config.share_max_size)
+        if result.error is NO_ERROR:
+            key = share_session_key(gid, mid)
+            if req.member_epoch == share.LEAVE_EPOCH:
+                self.timers.cancel(key)
+                log.info("share_group.member_left", group=gid, member=mid)
+            else:
+                if req.member_epoch == 0 and (group is None or mid not in group.members):
+                    log.info("share_group.member_joined", group=gid, member=mid)
+                self.timers.schedule(key, now + self.config.share_session_timeout(gid))
+        if not records:
+            return Outcome(result)
+
+        def then(append_err: ErrorCode, _now: int) -> Outcome:
+            if append_err is not NO_ERROR:
+                return Outcome(ShareHeartbeatResult(append_err, None, mid))
+            return Outcome(result)
+
+        return Outcome(AFTER_WRITE, writes=[Write(ps.partition, gid, records, then)])
+
+    def on_session_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
+                         ) -> Outcome:
+        """A member's session expired: it leaves, the others get a new assignment."""
+        gid, mid = str(key[1]), str(key[2])
+        _err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.share_groups.get(gid)
+        if ps is None or group is None or mid not in group.members:
+            return Outcome(None)
+        log.info("share_group.member_expired", group=gid, member=mid)
+        return Outcome(None, writes=[Write(ps.partition, gid,
+                                           share.leave(group, mid, self._topics()))])
+
+    # --- ShareGroupDescribe -------------------------------------------------------------
+
+    def describe_share_groups(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
+        """GROUP_ID_NOT_FOUND for a missing group or one of another kind, as Kafka."""
+        out = []
+        for gid in group_ids:
+            err, ps = self.registry.group_partition(gid)
+            if ps is None:
+                out.append(ShareGroupDescription(gid, err))
+                continue
+            group = ps.share_groups.get(gid)
+            if group is None:
+                msg = (f"Group {gid} is not a share group." if ps.kind_of(gid) is not None
+                       else f"Group {gid} not found.")
+                out.append(ShareGroupDescription(gid, ErrorCode.group_id_not_found, msg))
+                continue
+            out.append(ShareGroupDescription(gid, group=share.describe(group)))
+        return out
+
+    # --- replay and loading ---------------------------------------------------------------
+
+    def replay(self, ps: PartitionState, key: sg.ShareGroupKey,
+               value: sg.ShareGroupValue | None) -> None:
+        share.replay(ps.share_groups, key, value)
+
+    def schedule_loaded(self, ps: PartitionState, now: int) -> None:
+        """Every loaded member's session starts again, as Kafka's ``onLoaded``."""
+        for gid, group in ps.share_groups.items():
+            timeout = self.config.share_session_timeout(gid)
+            for mid in group.members:
+                self.timers.schedule(share_session_key(gid, mid), now + timeout)
+
+    def unload(self, ps: PartitionState) -> None:
+        for gid, group in ps.share_groups.items():
+            for mid in group.members:
+                self.timers.cancel(share_session_key(gid, mid))
+
+
+def delete_records(group: ShareGroup) -> tuple[ErrorCode, list[share.Record]]:
+    """DeleteGroups of a share group, as Kafka's: only an empty group; its records
+    tombstoned, the group epoch last."""
+    if group.members:
+        return ErrorCode.non_empty_group, []
+    gid = group.group_id
+    return NO_ERROR, [
+        *((sg.ShareGroupTargetAssignmentMemberKey(gid, m), None) for m in sorted(group.target)),
+        (sg.ShareGroupTargetAssignmentMetadataKey(gid), None),
+        (sg.ShareGroupStatePartitionMetadataKey(gid), None),
+        (sg.ShareGroupMetadataKey(gid), None),
+    ]

@@ -1,0 +1,66 @@
+"""The controller's placement and the multi-node settings, without sockets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalite.broker.cluster import Cluster
+from kafkalite.broker.cluster.controller import Controller
+from kafkalite.broker.cluster.nodes import check_layout, racks
+from kafkalite.broker.config.properties import Config, ConfigError
+
+
+def _controller(n: int) -> Controller:
+    members = [Cluster(i, "c", Path(f"/tmp/{i}")) for i in range(n, 0, -1)]
+    return Controller(members, lambda kind, key: ("__consumer_offsets", len(key) % 50))
+
+
+def test_leaders_spread_round_robin_and_stay_put() -> None:
+    c = _controller(3)
+    assert [m.node_id for m in c.members] == [1, 2, 3] and c.controller_id == 1
+    leaders = [c.leader("orders", p) for p in range(6)]
+    # Consecutive partitions on consecutive nodes, every node leading two.
+    assert all(leaders[p + 1] == leaders[p] % 3 + 1 for p in range(5))
+    assert sorted(leaders) == [1, 1, 2, 2, 3, 3]
+    # The placement is a function of the name: a new controller (a restart) agrees.
+    assert [_controller(3).leader("orders", p) for p in range(6)] == leaders
+    state = c.state("orders", 0)
+    assert state.replicas == state.isr == (state.leader,) and state.leader_epoch == 0
+    c.forget("orders")
+    assert [c.leader("orders", p) for p in range(6)] == leaders
+
+
+def test_coordinator_is_the_state_partition_leader() -> None:
+    c = _controller(3)
+    assert c.coordinator(0, "abc") == c.leader("__consumer_offsets", 3)
+
+
+def test_one_node_leads_everything() -> None:
+    one = Cluster(1, "c", Path("/tmp"))
+    assert one.leader("t", 7) == 1 and one.coordinator(1, "x") == 1
+    assert list(one.members()) == [one] and one.controller_id == 1
+
+
+def test_racks() -> None:
+    def config(value: str | None) -> Config:
+        return Config.build(environ={}, overrides={} if value is None
+                            else {"broker.rack": value})
+
+    assert racks(config(None), 3) == [None, None, None]
+    assert racks(config("a"), 3) == ["a", "a", "a"]
+    assert racks(config("a, b,c"), 3) == ["a", "b", "c"]
+    with pytest.raises(ConfigError, match=r"broker\.rack"):
+        racks(config("a,b"), 3)
+
+
+def test_node_count_is_checked_and_kept(tmp_path: Path) -> None:
+    check_layout(tmp_path, 1)
+    assert not (tmp_path / "nodes").exists()
+    check_layout(tmp_path, 3)
+    check_layout(tmp_path, 3)
+    with pytest.raises(ConfigError, match="holds a cluster of 3 nodes, not 2"):
+        check_layout(tmp_path, 2)
+    with pytest.raises(ConfigError, match=r"kafkalite\.nodes"):
+        Config.build(environ={}, overrides={"kafkalite.nodes": "0"})

@@ -1,0 +1,215 @@
+"""Several brokers in one process (``kafkalite.nodes``), seen by real clients over TCP:
+every broker in Metadata, DescribeCluster and DescribeLogDirs, partition leaders and group
+coordinators spread over the nodes, and the errors a node answers for what it does not
+lead."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import TopicPartition as AioTopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient
+
+from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
+from kafkalite.protocol.errors import ErrorCode
+
+PRODUCE, LIST_OFFSETS, FIND_COORDINATOR, OFFSET_COMMIT, HEARTBEAT = 0, 2, 10, 8, 12
+NODES = 3
+PARTITIONS = 6
+
+
+@pytest.fixture
+def cluster(make_broker: Callable[..., BrokerThread]) -> BrokerThread:
+    return make_broker({"group.initial.rebalance.delay.ms": "0",
+                        "broker.rack": "r1,r2,r3"}, nodes=NODES)
+
+
+def _create(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> dict[int, int]:
+    """Create ``topic``; its partitions' leaders by partition."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions)])[topic].result(10)
+    md = admin.list_topics(topic, timeout=10)
+    return {p: m.leader for p, m in md.topics[topic].partitions.items()}
+
+
+def test_every_broker_listed_and_leaders_spread(cluster: BrokerThread) -> None:
+    bootstraps = cluster.bootstraps
+    assert len(bootstraps) == NODES and len(set(bootstraps)) == NODES
+    leaders = _create(cluster.bootstrap, "spread")
+    assert set(leaders.values()) == {1, 2, 3}
+    # Each broker, asked directly, tells the same story.
+    for address in bootstraps:
+        admin = AdminClient({"bootstrap.servers": address})
+        md = admin.list_topics("spread", timeout=10)
+        assert {b: f"{m.host}:{m.port}" for b, m in md.brokers.items()} == {
+            i + 1: a for i, a in enumerate(bootstraps)}
+        assert {p: m.leader for p, m in md.topics["spread"].partitions.items()} == leaders
+        assert all(m.replicas == [m.leader] == m.isrs
+                   for m in md.topics["spread"].partitions.values())
+        described = admin.describe_cluster().result(10)
+        assert sorted((n.id, n.rack) for n in described.nodes) == [
+            (1, "r1"), (2, "r2"), (3, "r3")]
+        assert described.controller.id == 1
+
+
+def test_describe_log_dirs_per_broker(cluster: BrokerThread) -> None:
+    leaders = _create(cluster.bootstrap, "dirs")
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
+    try:
+        entries = kp.describe_log_dirs()
+    finally:
+        kp.close()
+    assert sorted(e["broker"] for e in entries) == [1, 2, 3]
+    for e in entries:
+        (log_dir,) = e["log_dirs"]
+        assert log_dir["log_dir"].endswith(f"nodes/{e['broker']}")
+        hosted = {p["partition_index"] for t in log_dir["topics"] if t["name"] == "dirs"
+                  for p in t["partitions"]}
+        assert hosted == {p for p, n in leaders.items() if n == e["broker"]}
+    for p, n in leaders.items():
+        assert (cluster.data_dir / "nodes" / str(n) / f"dirs-{p}").is_dir()
+
+
+def test_confluent_produce_consume_and_group(cluster: BrokerThread) -> None:
+    leaders = _create(cluster.bootstrap, "cf")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True,
+                         "acks": "all"})
+    per_partition = 20
+    for i in range(per_partition * PARTITIONS):
+        producer.produce("cf", key=str(i).encode(), value=str(i).encode(),
+                         partition=i % PARTITIONS)
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "cf-group",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["cf"])
+    got: dict[int, list[int]] = {}
+    deadline = time.monotonic() + 30
+    try:
+        while sum(map(len, got.values())) < per_partition * PARTITIONS:
+            assert time.monotonic() < deadline, f"consumed {got}"
+            m = consumer.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            got.setdefault(m.partition(), []).append(int(m.value()))
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed([TopicPartition("cf", p) for p in range(PARTITIONS)],
+                                       timeout=10)
+    finally:
+        consumer.close()
+    assert {p: vs for p, vs in got.items()} == {
+        p: list(range(p, per_partition * PARTITIONS, PARTITIONS)) for p in range(PARTITIONS)}
+    assert [tp.offset for tp in committed] == [per_partition] * PARTITIONS
+    # The group's coordinator is the leader of its __consumer_offsets partition.
+    conn = RawConnection(cluster.bootstrap)
+    try:
+        coord = conn.call(request(FIND_COORDINATOR, 3, key="cf-group", key_type=0))
+    finally:
+        conn.close()
+    assert coord.error_code == ErrorCode.none
+    assert f"{coord.host}:{coord.port}" == cluster.bootstraps[coord.node_id - 1]
+    assert set(leaders.values()) == {1, 2, 3}
+
+
+def test_aiokafka_produce_consume_and_group(cluster: BrokerThread) -> None:
+    leaders = _create(cluster.bootstrap, "aio")
+    assert set(leaders.values()) == {1, 2, 3}
+    total = 10 * PARTITIONS
+
+    async def run() -> tuple[dict[int, list[int]], dict[int, int | None]]:
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all",
+                                    enable_idempotence=True)
+        await producer.start()
+        try:
+            for i in range(total):
+                await producer.send_and_wait("aio", str(i).encode(), partition=i % PARTITIONS)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("aio", bootstrap_servers=cluster.bootstrap,
+                                    group_id="aio-group", auto_offset_reset="earliest",
+                                    enable_auto_commit=False)
+        await consumer.start()
+        got: dict[int, list[int]] = {}
+        try:
+            async with asyncio.timeout(30):
+                while sum(map(len, got.values())) < total:
+                    batch = await consumer.getmany(timeout_ms=500)
+                    for tp, msgs in batch.items():
+                        got.setdefault(tp.partition, []).extend(int(m.value) for m in msgs)
+            await consumer.commit()
+            committed = {p: await consumer.committed(AioTopicPartition("aio", p))
+                         for p in range(PARTITIONS)}
+        finally:
+            await consumer.stop()
+        return got, committed
+
+    got, committed = asyncio.run(run())
+    assert got == {p: list(range(p, total, PARTITIONS)) for p in range(PARTITIONS)}
+    assert committed == {p: total // PARTITIONS for p in range(PARTITIONS)}
+
+
+def _call(address: str, req: Any) -> Any:
+    conn = RawConnection(address)
+    try:
+        return conn.call(req)
+    finally:
+        conn.close()
+
+
+def test_non_leader_and_non_coordinator_answers(cluster: BrokerThread) -> None:
+    leaders = _create(cluster.bootstrap, "guard")
+    addresses = cluster.bootstraps
+    for p, leader in leaders.items():
+        topic_t = request_class(LIST_OFFSETS, 5, "ListOffsetsTopic")
+        part_t = request_class(LIST_OFFSETS, 5, "ListOffsetsPartition")
+        topics = (topic_t(name="guard", partitions=(
+            part_t(partition_index=p, timestamp=-1, current_leader_epoch=-1),)),)
+        for node in (1, 2, 3):
+            resp = _call(addresses[node - 1], request(LIST_OFFSETS, 5, replica_id=-1,
+                                                      isolation_level=0, topics=topics))
+            (part,) = resp.topics[0].partitions
+            expected = ErrorCode.none if node == leader else ErrorCode.not_leader_or_follower
+            assert part.error_code == expected, (p, node, leader)
+    coord = _call(cluster.bootstrap, request(FIND_COORDINATOR, 3, key="g-guard", key_type=0))
+    for node in (1, 2, 3):
+        resp = _call(addresses[node - 1], request(HEARTBEAT, 3, group_id="g-guard",
+                                                  generation_id=1, member_id="m",
+                                                  group_instance_id=None))
+        # The coordinator knows no such member; every other node is not the coordinator.
+        assert resp.error_code == (ErrorCode.unknown_member_id if node == coord.node_id
+                                   else ErrorCode.not_coordinator)
+
+
+def test_serve_nodes_ready_file_and_layout(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = BrokerProcess(data, extra_args=["--nodes", "3"]).start()
+    try:
+        assert len(proc.bootstraps) == 3 and proc.bootstraps[0] == proc.bootstrap
+        admin = AdminClient({"bootstrap.servers": proc.bootstrap})
+        assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3]
+    finally:
+        assert proc.stop() == 0
+    assert (data / "nodes" / "count").read_text().strip() == "3"
+    # The data directory keeps the node count it was made with: one line, exit 1.
+    with pytest.raises(RuntimeError, match=r"configuration error: kafkalite\.nodes: .* "
+                       r"holds a cluster of 3 nodes, not 1"):
+        BrokerProcess(data).start()
+
+
+def test_one_node_ready_file_unchanged(tmp_path: Path) -> None:
+    proc = BrokerProcess(tmp_path / "one").start()
+    try:
+        # No list of nodes in the ready file, no per-node directories.
+        assert proc.nodes == [] and proc.bootstraps == [proc.bootstrap]
+    finally:
+        proc.stop()
+    assert not (tmp_path / "one" / "nodes").exists()
