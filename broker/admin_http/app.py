@@ -102,6 +102,9 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     async def cluster(_req: web.Request) -> web.Response:
         return web.json_response(view.cluster())
 
+    async def brokers(_req: web.Request) -> web.Response:
+        return web.json_response({"brokers": view.brokers()})
+
     async def topics(_req: web.Request) -> web.Response:
         return web.json_response({"topics": view.topics()})
 
@@ -197,6 +200,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_static("/static/", STATIC)
     r.add_get("/metrics", metrics_text)
     r.add_get("/api/v1/cluster", cluster)
+    r.add_get("/api/v1/brokers", brokers)
     r.add_get("/api/v1/topics", topics)
     r.add_get("/api/v1/topics/{topic}", topic)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)

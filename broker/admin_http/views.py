@@ -110,6 +110,21 @@ class BrokerView:
             "clock": self.clock.to_json(),
         }
 
+    def brokers(self) -> list[dict[str, Any]]:
+        """Every node of the process (``kafkalite.nodes``) and the partitions it leads."""
+        c = self.cluster_info
+        leads: dict[int, int] = {}
+        for info in self.storage.catalog:
+            for p in range(info.partitions):
+                leader = c.leader(info.name, p)
+                leads[leader] = leads.get(leader, 0) + 1
+        return [{"node_id": m.node_id, "rack": m.rack, "controller": m.node_id == c.controller_id,
+                 "listeners": [{"name": x.name,
+                                "advertised": f"{x.advertised_host}:{x.advertised_port}"}
+                               for x in m.listeners],
+                 "data_dir": str(m.data_dir), "leader_partitions": leads.get(m.node_id, 0)}
+                for m in c.members()]
+
     def _partition(self, topic: str, p: int) -> dict[str, Any]:
         plog = self.storage.logs.get(topic, p)
         if plog is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -346,3 +347,50 @@ def test_acks_all_below_min_insync_replicas(make_broker: Callable[..., BrokerThr
     finally:
         consumer.close()
     assert marks == [(0, 1)] * 3
+
+
+def test_kafka_python_produce_consume_and_group(cluster: BrokerThread) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KpTopicPartition
+
+    leaders = _create(cluster.bootstrap, "kp")
+    assert set(leaders.values()) == {1, 2, 3}
+    total = 5 * PARTITIONS
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    try:
+        for i in range(total):
+            producer.send("kp", str(i).encode(), partition=i % PARTITIONS)
+        producer.flush(20)
+    finally:
+        producer.close(10)
+    consumer = KafkaConsumer("kp", bootstrap_servers=cluster.bootstrap, group_id="kp-group",
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=20000)
+    got: dict[int, list[int]] = {}
+    try:
+        for m in consumer:
+            got.setdefault(m.partition, []).append(int(m.value))
+            if sum(map(len, got.values())) == total:
+                break
+        consumer.commit()
+        committed = {p: consumer.committed(KpTopicPartition("kp", p)) for p in range(PARTITIONS)}
+    finally:
+        consumer.close()
+    assert got == {p: list(range(p, total, PARTITIONS)) for p in range(PARTITIONS)}
+    assert committed == {p: total // PARTITIONS for p in range(PARTITIONS)}
+
+
+def test_admin_api_lists_the_brokers(make_broker: Callable[..., BrokerThread]) -> None:
+    import urllib.request
+
+    broker = make_broker({"broker.rack": "r1,r2,r3"}, nodes=NODES, admin=True)
+    leaders = _create(broker.bootstrap, "listed")
+    with urllib.request.urlopen(f"{broker.admin_url}/api/v1/brokers", timeout=10) as resp:
+        listed = json.loads(resp.read())["brokers"]
+    assert [(b["node_id"], b["rack"], b["controller"]) for b in listed] == [
+        (1, "r1", True), (2, "r2", False), (3, "r3", False)]
+    assert [b["listeners"][0]["advertised"] for b in listed] == broker.bootstraps
+    assert set(leaders.values()) == {1, 2, 3}
+    md = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    every = [m.leader for t in md.topics.values() for m in t.partitions.values()]
+    assert [b["leader_partitions"] for b in listed] == [every.count(n) for n in (1, 2, 3)]
