@@ -373,6 +373,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
                 fetch_sessions.clock)
             peers.append((node, node_apis))
         for route in guarded_routes(node, storage.catalog,
-                                    node_routes(node, apis=node_apis, fetch_sessions=sessions)):
+                                    node_routes(node, apis=node_apis, fetch_sessions=sessions),
+                                    epoch):
             node_apis.register(route)
     return peers

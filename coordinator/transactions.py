@@ -166,9 +166,12 @@ class TransactionCoordinatorCore:
             def fenced(err: ErrorCode, _pid: int, _epoch: int, _t: int) -> Outcome:
                 return answer(E.concurrent_transactions if err is E.none else err)
 
+            # The abort runs at the transaction's own client version, as Kafka's
+            # coordinator does: a transaction begun without KIP-890's completion bump
+            # (AddPartitionsToTxn from the client) is not bumped again by its fence.
             return self.completion.end_transaction(
                 now, tid, fence.producer_id, fence.producer_epoch, False, False,
-                self.config.transaction_version, fenced)
+                meta.client_tv, fenced)
         if state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             raise IllegalTxnState(f"found {tid} in state {state.label}")
         if is_epoch_exhausted(meta.producer_epoch) and (

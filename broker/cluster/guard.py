@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.catalog import TopicCatalog
 
@@ -132,15 +133,60 @@ def _refuse(api_key: int, ctx: RequestContext, req: Any, error: ErrorCode) -> An
 
 
 def guard_partitions(cluster: Cluster, catalog: TopicCatalog, api_key: int,
-                     handler: Handler, walk: Partitions) -> Handler:
+                     handler: Handler, walk: Partitions,
+                     epoch: Callable[[str, int], int]) -> Handler:
     me = cluster.node_id
 
     def guarded(ctx: RequestContext, req: Any) -> Any:
         for name, p in walk(req, catalog):
             if name and catalog.get(name) is not None and cluster.leader(name, p) != me:
-                return _refuse(api_key, ctx, req, ErrorCode.not_leader_or_follower)
+                resp = _refuse(api_key, ctx, req, ErrorCode.not_leader_or_follower)
+                if api_key in (produce.PRODUCE, fetch.FETCH):
+                    resp = with_current_leaders(resp, req, cluster, catalog, epoch,
+                                                ctx.listener)
+                return resp
         return handler(ctx, req)
     return guarded
+
+
+def with_current_leaders(resp: Any, req: Any, cluster: Cluster, catalog: TopicCatalog,
+                         epoch: Callable[[str, int], int], listener: str) -> Any:
+    """KIP-951: where the version has them (Produce v10+, Fetch v12+; the endpoints from
+    Fetch v16+), each partition's current leader and epoch, and the leaders' endpoints,
+    so a client can go straight to the leader. ``resp`` mirrors ``req``'s topics in order;
+    a topic named by id gets its id back."""
+    leaders: set[int] = set()
+    topics = []
+    asked = getattr(req, "topic_data", None) or getattr(req, "topics", None) or ()
+    for t, r in zip(resp.responses, asked, strict=False):
+        name = _topic_name(r, catalog)
+        tid = getattr(r, "topic_id", None)
+        if tid is not None and hasattr(t, "topic_id") and t.topic_id is None:
+            t = replace(t, topic_id=tid)
+        field = "partition_responses" if hasattr(t, "partition_responses") else "partitions"
+        parts = []
+        for p in getattr(t, field):
+            current = getattr(p, "current_leader", None)
+            index = int(getattr(p, "index", getattr(p, "partition_index", -1)))
+            if current is not None and name and catalog.get(name) is not None:
+                leader = cluster.leader(name, index)
+                leaders.add(leader)
+                p = replace(p, current_leader=replace(current, leader_id=leader,
+                                                      leader_epoch=epoch(name, index)))
+            parts.append(p)
+        topics.append(replace(t, **{field: tuple(parts)}))
+    resp = replace(resp, responses=tuple(topics))
+    if hasattr(resp, "node_endpoints") and leaders:
+        endpoint_t = nested(type(resp), "NodeEndpoint")
+        endpoints = []
+        for node_id in sorted(leaders):
+            member = cluster.member(node_id)
+            if member is not None and member.listeners:
+                b = member.endpoint(listener)
+                endpoints.append(build(endpoint_t, node_id=node_id, host=b.advertised_host,
+                                       port=b.advertised_port, rack=member.rack))
+        resp = replace(resp, node_endpoints=tuple(endpoints))
+    return resp
 
 
 def guard_coordinator(cluster: Cluster, api_key: int, handler: Handler, key_type: int,
@@ -167,14 +213,16 @@ def guard_list_groups(cluster: Cluster, handler: Handler) -> Handler:
     return listed
 
 
-def guarded_routes(cluster: Cluster, catalog: TopicCatalog, routes: list[Route]) -> list[Route]:
-    """``routes`` with the handlers that depend on leadership wrapped for ``cluster``'s node."""
+def guarded_routes(cluster: Cluster, catalog: TopicCatalog, routes: list[Route],
+                   epoch: Callable[[str, int], int]) -> list[Route]:
+    """``routes`` with the handlers that depend on leadership wrapped for ``cluster``'s node
+    (``epoch``: a partition's leader epoch, for KIP-951's current leader)."""
     out = []
     for r in routes:
         handler = r.handler
         if r.api_key in PARTITIONED:
             handler = guard_partitions(cluster, catalog, r.api_key, handler,
-                                       PARTITIONED[r.api_key])
+                                       PARTITIONED[r.api_key], epoch)
         elif r.api_key in COORDINATED:
             key_type, keys = COORDINATED[r.api_key]
             handler = guard_coordinator(cluster, r.api_key, handler, key_type, keys)

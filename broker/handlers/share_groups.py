@@ -17,7 +17,7 @@ from kafkalite.coordinator.topics_image import TopicsImage
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Access, Operation, ResourceType
@@ -125,7 +125,7 @@ def share_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Reque
         ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
                else _NO_OPS)
         out.append(build(
-            group_t, error_code=ErrorCode.none, error_message=None, group_id=d.group_id,
+            group_t, error_code=NO_ERROR, error_message=None, group_id=d.group_id,
             group_state=group.state, group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch, assignor_name=group.assignor_name,
             authorized_operations=ops,

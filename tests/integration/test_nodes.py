@@ -6,6 +6,7 @@ lead."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol.errors import ErrorCode
 
-PRODUCE, LIST_OFFSETS, FIND_COORDINATOR, OFFSET_COMMIT, HEARTBEAT = 0, 2, 10, 8, 12
+PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, HEARTBEAT = 0, 1, 2, 10, 12
 NODES = 3
 PARTITIONS = 6
 
@@ -213,3 +214,106 @@ def test_one_node_ready_file_unchanged(tmp_path: Path) -> None:
     finally:
         proc.stop()
     assert not (tmp_path / "one" / "nodes").exists()
+
+
+def test_transaction_and_consumer_protocol_group(cluster: BrokerThread) -> None:
+    """A transaction (its coordinator on one node, its partitions led by all three, its
+    offsets sent to a group coordinated by one) read by a KIP-848 consumer under
+    read_committed."""
+    _create(cluster.bootstrap, "tx-in")
+    _create(cluster.bootstrap, "tx-out")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap,
+                         "transactional.id": "nodes-tx"})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    for i in range(5 * PARTITIONS):
+        producer.produce("tx-out", str(i).encode(), partition=i % PARTITIONS)
+    group = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "tx-group"})
+    producer.send_offsets_to_transaction([TopicPartition("tx-in", 0, 5)],
+                                         group.consumer_group_metadata(), 20)
+    producer.commit_transaction(20)
+    # An aborted one on top: read_committed must not see it.
+    producer.begin_transaction()
+    producer.produce("tx-out", b"aborted", partition=0)
+    producer.abort_transaction(20)
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "tx-reader",
+                       "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                       "isolation.level": "read_committed"})
+    reader.subscribe(["tx-out"])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(values) < 5 * PARTITIONS:
+            assert time.monotonic() < deadline, values
+            m = reader.poll(0.5)
+            if m is not None:
+                assert m.error() is None, m.error()
+                values.append(m.value())
+        # Nothing more (the aborted record) within a few more polls.
+        for _ in range(4):
+            m = reader.poll(0.25)
+            assert m is None or m.error() is not None, m.value()
+        (committed,) = group.committed([TopicPartition("tx-in", 0)], timeout=10)
+    finally:
+        reader.close()
+        group.close()
+    assert sorted(int(v) for v in values) == list(range(5 * PARTITIONS))
+    assert committed.offset == 5
+
+
+def test_fetch_from_a_non_leader_names_the_leader(cluster: BrokerThread) -> None:
+    """KIP-951: Fetch v16 answered NOT_LEADER_OR_FOLLOWER carries the current leader, its
+    epoch and its endpoint."""
+    leaders = _create(cluster.bootstrap, "kip951")
+    md = _call(cluster.bootstrap, request(3, 12, topics=None, allow_auto_topic_creation=False,
+                                          include_topic_authorized_operations=False))
+    (topic,) = [t for t in md.topics if t.name == "kip951"]
+    part_t = request_class(FETCH, 16, "FetchPartition")
+    topic_t = request_class(FETCH, 16, "FetchTopic")
+    for p, leader in leaders.items():
+        other = leader % NODES + 1
+        req = request(FETCH, 16, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
+                      isolation_level=0, session_id=0, session_epoch=-1,
+                      topics=(topic_t(topic_id=topic.topic_id, partitions=(part_t(
+                          partition=p, current_leader_epoch=-1, fetch_offset=0,
+                          last_fetched_epoch=-1, log_start_offset=-1,
+                          partition_max_bytes=1 << 20),)),),
+                      forgotten_topics_data=(), rack_id="")
+        resp = _call(cluster.bootstraps[other - 1], req)
+        (part,) = resp.responses[0].partitions
+        assert part.error_code == ErrorCode.not_leader_or_follower
+        assert part.current_leader.leader_id == leader
+        assert part.current_leader.leader_epoch == 0
+        (endpoint,) = resp.node_endpoints
+        assert (endpoint.node_id, f"{endpoint.host}:{endpoint.port}", endpoint.rack) == (
+            leader, cluster.bootstraps[leader - 1], f"r{leader}")
+        ok = _call(cluster.bootstraps[leader - 1], req)
+        assert ok.responses[0].partitions[0].error_code == ErrorCode.none
+
+
+def test_produce_to_a_non_leader_names_the_leader(cluster: BrokerThread) -> None:
+    """KIP-951 in Produce v12: nothing written, the leader and its endpoint named."""
+    leaders = _create(cluster.bootstrap, "kip951p")
+    data_t = request_class(PRODUCE, 12, "TopicProduceData")
+    part_t = request_class(PRODUCE, 12, "PartitionProduceData")
+    for p, leader in leaders.items():
+        other = leader % NODES + 1
+        req = request(PRODUCE, 12, transactional_id=None, acks=-1,
+                      timeout=datetime.timedelta(seconds=5),
+                      topic_data=(data_t(name="kip951p", partition_data=(
+                          part_t(index=p, records=None),)),))
+        resp = _call(cluster.bootstraps[other - 1], req)
+        (part,) = resp.responses[0].partition_responses
+        assert part.error_code == ErrorCode.not_leader_or_follower
+        assert part.current_leader.leader_id == leader
+        (endpoint,) = resp.node_endpoints
+        assert (endpoint.node_id, f"{endpoint.host}:{endpoint.port}") == (
+            leader, cluster.bootstraps[leader - 1])
+    # Nothing was written anywhere.
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
+    try:
+        marks = {consumer.get_watermark_offsets(TopicPartition("kip951p", p), timeout=10)
+                 for p in leaders}
+    finally:
+        consumer.close()
+    assert marks == {(0, 0)}

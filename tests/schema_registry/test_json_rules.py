@@ -250,3 +250,10 @@ TUPLES = [
 @pytest.mark.parametrize("reader,writer,kind", TUPLES)
 def test_tuples_and_unevaluated(reader: Any, writer: Any, kind: str | None) -> None:
     check(reader, writer, kind)
+
+
+def test_every_schema_here_reads_itself() -> None:
+    for table in (LOCAL, COMBINED, NOT_AND_CONDITIONALS, OBJECTS, ARRAYS, TUPLES):
+        for reader, writer, _ in table:
+            for schema in (reader, writer):
+                assert issues(schema, schema) == [], schema

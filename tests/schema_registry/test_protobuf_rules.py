@@ -196,3 +196,10 @@ def check_imports(new_type: str, new_units: str, old_type: str, old_units: str,
 def test_imported_types_resolved_and_diffed(new_type: str, new_units: str, old_type: str,
                                             old_units: str, kinds: list[str]) -> None:
     check_imports(new_type, new_units, old_type, old_units, kinds)
+
+
+def test_every_schema_here_reads_itself() -> None:
+    for table in (ENUMS, NAMES, LABELS, ONEOFS):
+        for new, old, _ in table:
+            for schema in (new, old):
+                check(schema, schema, None)
