@@ -86,6 +86,7 @@ class LogConfig:
     flush_messages: int = NEVER  # flush.messages
     flush_ms: int = NEVER  # flush.ms
     cleanup_policy: str = "delete"  # cleanup.policy
+    min_insync_replicas: int = 1  # min.insync.replicas
     #: What a client's batches are checked against (keys on compacted topics, timestamp
     #: bounds, the compression.type to store).
     rules: RecordRules = field(default_factory=RecordRules)

@@ -80,6 +80,7 @@ def log_config(get: Callable[[str], str]) -> LogConfig:
         flush_messages=_int(get("flush.messages")),
         flush_ms=_int(get("flush.ms")),
         cleanup_policy=get("cleanup.policy"),
+        min_insync_replicas=_int(get("min.insync.replicas")),
     )
 
 

@@ -47,6 +47,8 @@ from .txn_verify import TxnVerification, produce_error
 log = structlog.get_logger("kafkalite.produce")
 
 PRODUCE = ApiKey.PRODUCE
+#: Replicas in sync with a leader: the leader alone, as every partition has one replica.
+IN_SYNC = 1
 
 #: The versions served, next to the code that branches on them (None: all kio has).
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
@@ -187,6 +189,14 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
             records = p.records
             if not records:
                 parts_out.append(part(p.index, ErrorCode.invalid_record))
+                continue
+            if acks == -1 and plog.config.min_insync_replicas > IN_SYNC:
+                # As Kafka's Partition.appendRecordsToLeader: nothing is written.
+                parts_out.append(part(
+                    p.index, ErrorCode.not_enough_replicas,
+                    message=f"The size of the current ISR {IN_SYNC} is insufficient to "
+                    f"satisfy the min.isr requirement of {plog.config.min_insync_replicas} "
+                    f"for partition {info.name}-{p.index}"))
                 continue
             verified: _Verified | None = None
             if len(records) > _TXN_BYTE and records[_TXN_BYTE] & ATTR_TRANSACTIONAL:

@@ -6,6 +6,7 @@ offering the share APIs while ShareFetch is not served."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,15 @@ from kafkalite.broker.security.acl import (
     AclResourceType,
     PatternType,
 )
+from kafkalite.coordinator.partitions import share_session_key
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import Handlers
+from .test_dynamic_configs import SET, incremental
 
 SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
 LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, CONSUMER_DESCRIBE, API_VERSIONS = 16, 15, 42, 69, 18
+GROUP = 32  # the config resource type
 
 
 async def heartbeat(h: Handlers, member: str, epoch: int, group: str = "sg",
@@ -129,3 +133,19 @@ async def test_authorization_as_kafka_apis(secured: Handlers) -> None:
     assert [(x.group_id, x.error_code) for x in d.groups] == [
         ("other", E.group_authorization_failed), ("sg", E.none)]
     assert d.groups[1].authorized_operations == (1 << 3) | (1 << 8)  # Read, Describe
+
+
+async def test_share_group_uses_its_session_timeout_and_heartbeat(handlers: Handlers) -> None:
+    handlers.broker.create_topic("foo", 1)
+    assert (await incremental(handlers, "sg", ("share.heartbeat.interval.ms", SET, "7000"),
+                              ("share.session.timeout.ms", SET, "55000"), rtype=GROUP))[0] == 0
+    r = await heartbeat(handlers, "m1", 0)
+    other = await heartbeat(handlers, "m2", 0, group="other")
+    assert r.heartbeat_interval == timedelta(seconds=7)
+    assert other.heartbeat_interval == timedelta(seconds=5)
+    timers = handlers.broker.scheduler.timers
+    now = handlers.broker.scheduler.now()
+    mine = timers.deadline(share_session_key("sg", "m1"))
+    theirs = timers.deadline(share_session_key("other", "m2"))
+    assert mine is not None and theirs is not None
+    assert mine - now > 50000 >= theirs - now

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition as AioTopicPartition
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 
@@ -317,3 +317,32 @@ def test_produce_to_a_non_leader_names_the_leader(cluster: BrokerThread) -> None
     finally:
         consumer.close()
     assert marks == {(0, 0)}
+
+
+@pytest.mark.parametrize("nodes", [1, NODES])
+def test_acks_all_below_min_insync_replicas(make_broker: Callable[..., BrokerThread],
+                                            nodes: int) -> None:
+    """One replica in sync and ``min.insync.replicas=2``: acks=all fails with
+    NOT_ENOUGH_REPLICAS and writes nothing; acks=1 succeeds (confluent-kafka)."""
+    broker = make_broker(nodes=nodes)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("min-isr", 3, config={"min.insync.replicas": "2"})]
+                        )["min-isr"].result(10)
+    results: dict[str, list[Any]] = {"all": [], "1": []}
+    for acks in results:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": acks,
+                             "retries": 0, "message.timeout.ms": 10000})
+        for p in range(3):
+            producer.produce("min-isr", b"x", partition=p,
+                             on_delivery=lambda err, _msg, acks=acks: results[acks].append(err))
+        assert producer.flush(15) == 0
+    assert [e.code() if e else None for e in results["all"]] == [
+        KafkaError.NOT_ENOUGH_REPLICAS] * 3
+    assert results["1"] == [None] * 3
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "marks"})
+    try:
+        marks = [consumer.get_watermark_offsets(TopicPartition("min-isr", p), timeout=10)
+                 for p in range(3)]
+    finally:
+        consumer.close()
+    assert marks == [(0, 1)] * 3
