@@ -28,9 +28,7 @@ from .apis import FaultClose, KafkaApis
 from .busy_poll import BusyPoll
 from .limits import ConnectionQuotas, Limits
 from .security.authenticator import FORWARD, Close, SaslAuthenticator
-from .security.principal_rules import NoMatchingRule
 from .security.setup import ListenerSecurity
-from .security.tls import principal_for
 
 log = structlog.get_logger("kafkalite.connection")
 
@@ -104,6 +102,10 @@ class KafkaConnection(asyncio.Protocol):
         if sec is None:
             return
         if sec.principal_mapper is not None:
+            # Loaded by a TLS listener's first connection: a plaintext broker never needs it.
+            from .security.principal_rules import NoMatchingRule
+            from .security.tls import principal_for
+
             try:
                 self.principal = principal_for(transport.get_extra_info("ssl_object"),
                                                sec.principal_mapper)

@@ -7,6 +7,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -21,11 +22,11 @@ from .listeners import (
     parse_protocol_map,
     protocol_for,
 )
-from .mechanisms import listener_mechanisms
-from .principal_rules import PrincipalMapper
-from .sasl import SaslServer
 from .scram import ScramStore
-from .tls import server_context
+
+if TYPE_CHECKING:
+    from .principal_rules import PrincipalMapper
+    from .sasl import SaslServer
 
 log = structlog.get_logger("kafkalite.security")
 
@@ -76,10 +77,16 @@ def listener_security(config: Config, listener: str, scram: ScramStore) -> Liste
     props = listener_props(config, listener)
     ctx = mapper = mechs = None
     reauth: dict[str, int] = {}
+    # TLS and SASL modules load only for listeners that use them.
     if protocol.uses_tls:
+        from .principal_rules import PrincipalMapper
+        from .tls import server_context
+
         ctx = server_context(props, _client_auth_override(props, protocol))
         mapper = PrincipalMapper(props.get("ssl.principal.mapping.rules"))
     if protocol.uses_sasl:
+        from .mechanisms import listener_mechanisms
+
         mechs = listener_mechanisms(props, scram)
         # As Kafka: listener.name.<l>.<mechanism>.connections.max.reauth.ms first.
         reauth = {m: props.mechanism_int(m, "connections.max.reauth.ms", 0) for m in mechs}

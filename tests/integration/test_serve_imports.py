@@ -15,7 +15,10 @@ from pathlib import Path
 #: package __init__ and importlib.metadata, the HTTP client (kafkalite ctl), and the
 #: pipeline's libraries.
 NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "importlib.metadata",
-                        "urllib.request", "pyspark", "pyarrow", "numpy", "pandas")
+                        "urllib.request", "pyspark", "pyarrow", "numpy", "pandas",
+                        # TLS and SASL: only for listeners that use them.
+                        "kafkalite.broker.security.tls", "kafkalite.broker.security.mechanisms",
+                        "kafkalite.broker.security.oauthbearer")
 
 
 def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path: Path) -> None:
