@@ -394,3 +394,24 @@ def test_admin_api_lists_the_brokers(make_broker: Callable[..., BrokerThread]) -
     md = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
     every = [m.leader for t in md.topics.values() for m in t.partitions.values()]
     assert [b["leader_partitions"] for b in listed] == [every.count(n) for n in (1, 2, 3)]
+
+
+def test_java_clients_across_nodes(cluster: BrokerThread) -> None:
+    """The Java producer (idempotent, then a transactional one's initTransactions) and a
+    Java consumer group, with the partition and the group served by a node other than the
+    bootstrap one."""
+    from .java_support import run_java
+
+    node = cluster.call(lambda: cluster.inner.cluster)
+    names = (f"java-{i}" for i in range(100))
+    topic = next(n for n in names if node.leader(n, 0) != 1)
+    group = next(n for n in names if node.coordinator(0, n) != 1)
+    _create(cluster.bootstrap, topic, 1)
+    lines = run_java("IdempotentProduce", cluster.bootstrap, topic, "500", timeout=120)
+    assert (lines["last.offset"], lines["read"], lines["in.order"]) == ("499", "500", "true")
+    assert lines["transactions"] == "accepted"
+    lines = run_java("GroupOffsets", cluster.bootstrap, topic, group, "4", timeout=120)
+    assert lines["first.offset"] == "0"
+    assert lines["committed"] == "4"
+    assert lines["resumed.offset"] == "4"
+    assert lines["describe.state"] == "Stable"
