@@ -63,6 +63,10 @@ def register(sub: Any) -> None:
     ka = ksub.add_parser("advance", help="advance a manual clock (serve --manual-clock)")
     ka.add_argument("by", type=duration_ms, help="how far: 500ms, 45s, 10m, 7d")
 
+    b = csub.add_parser("broker", help="the brokers of the process (serve --nodes N)")
+    bsub = b.add_subparsers(dest="broker_command", required=True)
+    bsub.add_parser("list", help="every node: id, rack, address, partitions it leads")
+
     s = csub.add_parser("scenario", help="run a coordinator scenario")
     s.add_argument("name", choices=["rebalance", "expire-member", "fence-static-member",
                                     "evict-member", "partition-loading", "partition-moved"])
@@ -118,6 +122,12 @@ def _run(a: argparse.Namespace) -> int:
         else:
             c = request(admin, "POST", "/api/v1/clock/advance", {"ms": a.by})
         print(f"{'manual' if c['manual'] else 'system'} clock at {c['now_ms']} ms")
+    elif a.ctl_command == "broker":
+        for node in request(admin, "GET", "/api/v1/brokers")["brokers"]:
+            address = node["listeners"][0]["advertised"] if node["listeners"] else "-"
+            role = "\tcontroller" if node["controller"] else ""
+            print(f"{node['node_id']}\t{address}\track {node['rack'] or '-'}\t"
+                  f"leads {node['leader_partitions']}{role}")
     else:
         body = {k: v for k, v in (("group_id", a.group), ("member_id", a.member),
                                   ("group_instance_id", a.instance), ("for_ms", a.for_ms),

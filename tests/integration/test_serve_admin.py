@@ -115,3 +115,17 @@ def test_ctl_clock_and_scenario_on_a_manual_clock_broker(tmp_path: Path) -> None
         assert ctl(b.admin_url, "clock", "advance", "1s").returncode == 0
         assert ErrorCode(conn.call(hb).error_code) is ErrorCode.unknown_member_id
         conn.close()
+
+
+def test_ctl_broker_list_shows_every_node(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data", {"admin.listener": "127.0.0.1:0",
+                                           "broker.rack": "a,b,c"},
+                       extra_args=["--nodes", "3"]) as b:
+        assert b.admin_url is not None
+        listed = ctl(b.admin_url, "broker", "list")
+        assert listed.returncode == 0, listed.stderr
+        rows = [line.split("\t") for line in listed.stdout.splitlines()]
+        assert [(r[0], r[1], r[2]) for r in rows] == [
+            (str(i + 1), address, f"rack {rack}")
+            for i, (address, rack) in enumerate(zip(b.bootstraps, "abc", strict=True))]
+        assert rows[0][-1] == "controller" and len(rows[1]) == len(rows[2]) == 4
