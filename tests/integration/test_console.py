@@ -1,12 +1,14 @@
 """The web console in headless Chromium, driven by Selenium: a group of three real
 consumers shows three members with their assignments and session deadlines, two after
-one leaves (without a reload), and the message browser shows a produced JSON value."""
+one leaves (without a reload), the message browser shows a produced JSON value, and the Schemas view lists a
+subject's versions with their schemas."""
 
 from __future__ import annotations
 
 import io
 import json
 import shutil
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -139,3 +141,41 @@ def test_console_shows_the_group_live_and_the_messages(
         assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "messages.png")
     finally:
         stop_all(members)
+
+
+def _register(url: str, subject: str, schema: dict[str, object]) -> int:
+    body = json.dumps({"schema": json.dumps(schema)}).encode()
+    req = urllib.request.Request(f"{url}/subjects/{subject}/versions", data=body,
+                                 headers={"Content-Type":
+                                          "application/vnd.schemaregistry.v1+json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        answer: dict[str, int] = json.loads(resp.read())
+    return answer["id"]
+
+
+def test_console_lists_subjects_versions_and_schemas(
+        make_broker: Callable[..., BrokerThread], browser: webdriver.Chrome,
+        tmp_path: Path) -> None:
+    broker = make_broker(admin=True, schema_registry=True)
+    url = broker.schema_registry_url
+    subject = "console-orders-value"
+    v1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+    v2 = {"type": "record", "name": "Order", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "note", "type": "string", "default": "none"}]}
+    ids = [_register(url, subject, v1), _register(url, subject, v2)]
+    _register(url, "console-other-value", {"type": "string"})
+
+    browser.get(f"{broker.admin_url}/#schemas")
+    wait_for(browser, "both subjects", lambda: sorted(
+        r[0] for r in rows(browser, "subjects")) == ["console-orders-value",
+                                                     "console-other-value"])
+    listed = {r[0]: r for r in rows(browser, "subjects")}
+    assert listed[subject][1:] == ["1, 2", "AVRO", str(ids[1])]
+    click_row(browser, "subjects", subject)
+    wait_for(browser, "the subject's versions", lambda: len(rows(browser, "versions")) == 2)
+    versions = rows(browser, "versions")
+    assert [(r[0], r[1]) for r in versions] == [("2", str(ids[1])), ("1", str(ids[0]))]
+    assert '"note"' in versions[0][3] and '"note"' not in versions[1][3]
+    assert browser.find_element(By.ID, "subject-name").text == subject
+    assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "schemas.png")
