@@ -1,7 +1,7 @@
 """The web console in headless Chromium, driven by Selenium: a group of three real
 consumers shows three members with their assignments and session deadlines, two after
-one leaves (without a reload), the message browser shows a produced JSON value, and the Schemas view lists a
-subject's versions with their schemas."""
+one leaves (without a reload), the message browser shows a produced JSON value, and the
+Schemas view lists a subject's versions with their schemas."""
 
 from __future__ import annotations
 
