@@ -3,7 +3,8 @@
 Every scenario (scenarios_*.py) runs against the real Kafka and against kafkalite, at the
 oldest and at the newest version of each API both serve; the responses are normalised
 (normalise.py) and compared field by field. A difference fails the test unless
-allowlist.toml lists it with its reason.
+allowlist.toml lists it with its reason, and an allow-list entry for the scenario that
+no longer matches any difference fails it too (it would hide a regression).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from .registry import SCENARIOS
 ALLOWED = load()
 TELEMETRY = (71, 72)
 MISSING = "<absent>"
+MODES = ("oldest", "newest")
+#: "scenario[mode]" -> the paths that differed, for the stale-entry check.
+SEEN: dict[str, list[str]] = {}
 
 
 def run_on(name: str, mode: str, target: Target,
@@ -78,15 +82,16 @@ def test_release_table_matches_kafka(kafka_target: Target) -> None:
     assert {name: finalized.get(name, 0) for name in row.features} == row.features
 
 
-@pytest.mark.parametrize("mode", ["oldest", "newest"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_scenario(name: str, mode: str, kafka_target: Target, kafkalite_target: Target,
                   common_versions: dict[int, tuple[int, int]]) -> None:
     kafka = run_on(name, mode, kafka_target, common_versions)
     lite = run_on(name, mode, kafkalite_target, common_versions)
     where = f"{name}[{mode}]"
-    unlisted = [d for d in differences(kafka, lite)
-                if not any(a.covers(where, d[0]) for a in ALLOWED)]
+    found = differences(kafka, lite)
+    unlisted = [d for d in found if not any(a.covers(where, d[0]) for a in ALLOWED)]
+    SEEN[where] = [d[0] for d in found]
     dump = os.environ.get("DIFFERENTIAL_DUMP")
     if dump and unlisted:  # for triage: every unlisted difference as a JSON line
         with open(dump, "a") as f:
@@ -94,3 +99,25 @@ def test_scenario(name: str, mode: str, kafka_target: Target, kafkalite_target: 
                 f.write(json.dumps([where, path, a, b], default=repr) + "\n")
     assert not unlisted, f"{where}: differences not in allowlist.toml:\n" + "\n".join(
         f"  {path}: kafka={a!r} kafkalite={b!r}" for path, a, b in unlisted)
+
+
+def test_allowlist_has_no_stale_entries() -> None:
+    """Every allow-list pattern matches a difference of some scenario that ran in this
+    process (runs after test_scenario): a stale entry would hide a regression of behaviour
+    that was fixed. An entry is judged only when every scenario it applies to ran here
+    (not with ``-k`` or xdist leaving some out)."""
+    if not SEEN:
+        pytest.skip("no scenario ran in this process")
+    every = [f"{name}[{mode}]" for name in SCENARIOS for mode in MODES]
+    stale = []
+    for a in ALLOWED:
+        ran = [where for where in every if a.applies_to(where)]
+        if not ran and all(where in SEEN for where in every):  # names no scenario
+            stale += [(a.scenario, p) for p in a.paths]
+        elif ran and all(where in SEEN for where in ran):
+            unused = set(a.paths)
+            for where in ran:
+                unused &= set(a.unused(where, SEEN[where]))
+            stale += [(a.scenario, p) for p in a.paths if p in unused]
+    assert not stale, "allowlist.toml entries that match no difference:\n" + "\n".join(
+        f"  scenario={s!r} path={p!r}" for s, p in stale)
