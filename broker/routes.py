@@ -13,6 +13,7 @@ from functools import partial
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.transactions import Transactions
+from kafkalite.protocol import features as protocol_features
 
 from .apis import AclFn, Handler, KafkaApis, Route
 from .auth import Access
@@ -133,7 +134,9 @@ def routes(
                partial(quorum.describe_quorum, cluster, runtime.now),
                acl=cluster_admin.cluster_describe_acl),
         _route(features.UPDATE_FEATURES, features.VERSIONS,
-               partial(features.update_features, cluster), acl=cluster_admin.cluster_alter_acl),
+               partial(features.update_features, cluster,
+                       protocol_features.for_release(apis.release.features)),
+               acl=cluster_admin.cluster_alter_acl),
         _route(cluster_admin.ELECT_LEADERS, cluster_admin.VERSIONS,
                partial(cluster_admin.elect_leaders, storage), acl=cluster_admin.cluster_alter_acl),
         _route(cluster_admin.LIST_PARTITION_REASSIGNMENTS, cluster_admin.VERSIONS,

@@ -1,5 +1,6 @@
 """UpdateFeatures v0-v2 (KIP-584, KIP-778), checked as Kafka's FeatureControlManager checks
-it against the levels of ``protocol.features``. Each feature supports only the level in
+it against the finalized levels ApiVersions reports: ``protocol.features`` as the emulated
+Kafka release finalizes them (``features.for_release``). Each feature supports only the level in
 force, so an update to that level succeeds (and changes nothing) and any other is
 INVALID_UPDATE_VERSION with Kafka's message. The request is all or nothing: the first
 refused update answers for the whole request. Authorization (Alter on the cluster) is
@@ -29,7 +30,8 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
-def _check(node_id: int, name: str, level: int, upgrade_type: int) -> str | None:
+def _check(levels: dict[str, features.Feature], node_id: int, name: str, level: int,
+           upgrade_type: int) -> str | None:
     """Why ``name`` cannot go to ``level``, in Kafka's words; None if it can."""
     def invalid(why: str) -> str:
         return f"Invalid update version {level} for feature {name}. {why}"
@@ -38,7 +40,7 @@ def _check(node_id: int, name: str, level: int, upgrade_type: int) -> str | None
         return invalid("The controller does not support the given upgrade type.")
     if level < 0:
         return invalid("A feature version cannot be less than 0.")
-    feature = features.BY_NAME.get(name)
+    feature = levels.get(name)
     lo, hi = feature.supported if feature is not None else (0, 0)
     if not lo <= level <= hi:
         if hi == 0:
@@ -56,7 +58,10 @@ def _check(node_id: int, name: str, level: int, upgrade_type: int) -> str | None
     return None
 
 
-def update_features(cluster: Cluster, ctx: RequestContext, req: Any) -> Any:
+def update_features(cluster: Cluster, levels: tuple[features.Feature, ...],
+                    ctx: RequestContext, req: Any) -> Any:
+    """``levels``: the features as ApiVersions reports them."""
+    by_name = {f.name: f for f in levels}
     resp_t = codecs.codec(UPDATE_FEATURES, ctx.api_version).response_type
     # Later updates of a feature replace earlier ones, as Kafka reads them into a map.
     updates: dict[str, tuple[int, int]] = {}
@@ -66,7 +71,7 @@ def update_features(cluster: Cluster, ctx: RequestContext, req: Any) -> Any:
             upgrade_type = SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE
         updates[u.feature] = (int(u.max_version_level), int(upgrade_type))
     for name, (level, upgrade_type) in updates.items():
-        why = _check(cluster.node_id, name, level, upgrade_type)
+        why = _check(by_name, cluster.node_id, name, level, upgrade_type)
         if why is not None:
             return build(resp_t, throttle_time=NO_THROTTLE,
                          error_code=ErrorCode.invalid_update_version,

@@ -398,20 +398,28 @@ async def test_update_features_accepts_only_the_levels_in_force(handlers: Handle
                                    validate_only=False,
                                    feature_updates=tuple(key(*u) for u in updates))
 
-    ok = await update(1, ("metadata.version", 25, 1), ("group.version", 1, 1))
+    ok = await update(1, ("metadata.version", 33, 1), ("group.version", 1, 1))
     assert (ok.error_code, [(r.feature, r.error_code) for r in ok.results]) == (
         ErrorCode.none, [("metadata.version", ErrorCode.none), ("group.version", ErrorCode.none)])
-    assert (await update(2, ("metadata.version", 25, 1))).error_code is ErrorCode.none
+    assert (await update(2, ("metadata.version", 33, 1))).error_code is ErrorCode.none
+    # UpdateFeatures checks against the levels ApiVersions reports (the emulated release's
+    # metadata.version, not the record format kafkalite writes).
+    reported = await handlers.call(API_VERSIONS, 4, client_software_name="t",
+                                   client_software_version="1")
+    for f in reported.finalized_features:
+        assert (await update(2, (f.name, f.max_version_level, 1))).error_code is (
+            ErrorCode.none), f.name
+    assert features.METADATA_VERSION.level != 33  # else the check above proves nothing
     for version, upd, why in (
         # A feature whose only level is 0 is one this broker "does not support".
         (2, ("kraft.version", 1, 1), "Local controller 1 does not support this feature."),
         (2, ("group.version", 0, 2), "only supports versions 1"),
-        (2, ("metadata.version", 21, 2), "only supports versions 25"),
+        (2, ("metadata.version", 21, 2), "only supports versions 33"),
         (1, ("transaction.version", 1, 2), "only supports versions 2"),
         (2, ("no.such.feature", 1, 1), "does not support this feature"),
         (2, ("group.version", -1, 1), "cannot be less than 0"),
         (2, ("group.version", 0, 9), "does not support the given upgrade type"),
-        (0, ("metadata.version", 26, 1), "only supports versions 25"),
+        (0, ("metadata.version", 34, 1), "only supports versions 33"),
     ):
         resp = await update(version, upd)
         assert resp.error_code is ErrorCode.invalid_update_version, upd
