@@ -63,6 +63,7 @@ from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
+from .security.basic_auth import broker_users
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .testing.clock_control import ClockControl
@@ -281,10 +282,14 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
         raise ConfigError(str(e).replace("admin.listener", "schema.registry.listener")) from None
     if where is None:
         return None
-    from kafkalite.schema_registry.hooks import build_registry
+    from kafkalite.schema_registry.hooks import build_registry, missing_libraries
 
-    return build_registry(config, where.host, where.port, storage, scheduler.clock.now_ms,
-                          security.scram, control.metrics, control.view)
+    missing = missing_libraries()
+    if missing:
+        raise ConfigError(f"schema.registry.listener needs {', '.join(missing)}: "
+                          "pip install 'kafkalite[registry]'")
+    return build_registry(where.host, where.port, storage, scheduler.clock.now_ms,
+                          broker_users(config, security.scram), control.metrics, control.view)
 
 
 def build_broker(config: Config, clock: Clock | None = None) -> Broker:

@@ -19,6 +19,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafkalite.coordinator.states import GroupState
+
 from .testing.faults import FaultRule, api_display_name
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ BUCKETS_S: tuple[float, ...] = tuple(b / 1000 for b in BUCKETS_MS)
 FIRST_BUCKET_S = BUCKETS_S[0]
 
 #: Group states in the order Kafka's GroupMetadataManager gauges name them.
-GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+GROUP_STATES: tuple[str, ...] = tuple(s.value for s in GroupState)
 
 
 class GroupRow(NamedTuple):

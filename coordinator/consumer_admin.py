@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from . import consumer_records as cr
 from .assignors import java_uuid_key
@@ -18,15 +18,13 @@ from .offsets import CommitRequest, OffsetStore, Record
 from .results import DescribedConsumerGroup, DescribedConsumerMember, DescribedTopicPartitions
 from .topics_image import TopicsImage
 
-E = ErrorCode
-
 
 def _member_epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
     if epoch == member.member_epoch:
-        return E.none
+        return NO_ERROR
     # A classic-protocol member sends its generation, which is its member epoch.
-    return E.illegal_generation if member.classic_member_metadata is not None \
-        else E.stale_member_epoch
+    return ErrorCode.illegal_generation if member.classic_member_metadata is not None \
+        else ErrorCode.stale_member_epoch
 
 
 def validate_commit(group: ConsumerGroup, req: CommitRequest,
@@ -35,29 +33,29 @@ def validate_commit(group: ConsumerGroup, req: CommitRequest,
     stale epoch below OffsetCommit v9 is UNSUPPORTED_VERSION."""
     epoch = req.generation_id
     if epoch < 0 and not group.members:
-        return E.none
+        return NO_ERROR
     if transactional and epoch == -1 and req.member_id == "" and req.instance_id is None:
-        return E.none
+        return NO_ERROR
     member = group.members.get(req.member_id)
     if member is None:
-        return E.unknown_member_id
+        return ErrorCode.unknown_member_id
     if not transactional and member.classic_member_metadata is None and req.api_version < 9:
-        return E.unsupported_version
+        return ErrorCode.unsupported_version
     err = _member_epoch_error(member, epoch)
-    if err is E.stale_member_epoch and transactional:
-        return E.illegal_generation  # validateTransactionalOffsetCommit
-    if err is E.stale_member_epoch and req.api_version < 9:
-        return E.unsupported_version
+    if err is ErrorCode.stale_member_epoch and transactional:
+        return ErrorCode.illegal_generation  # validateTransactionalOffsetCommit
+    if err is ErrorCode.stale_member_epoch and req.api_version < 9:
+        return ErrorCode.unsupported_version
     return err
 
 
 def validate_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode:
     """``ConsumerGroup.validateOffsetFetch``: OffsetFetch v9's member id and epoch."""
     if member_id is None and member_epoch < 0:
-        return E.none
+        return NO_ERROR
     member = group.members.get(member_id or "")
     if member is None:
-        return E.unknown_member_id
+        return ErrorCode.unknown_member_id
     return _member_epoch_error(member, member_epoch)
 
 
@@ -75,17 +73,17 @@ def delete_offsets(store: OffsetStore, group: ConsumerGroup,
     records: list[Record] = []
     for topic, partitions in topics:
         if is_subscribed(group, topic):
-            rows.append((topic, [(p, E.group_subscribed_to_topic) for p in partitions]))
+            rows.append((topic, [(p, ErrorCode.group_subscribed_to_topic) for p in partitions]))
             continue
         for p in partitions:
             if store.get(gid, topic, p) is not None:
                 records.append((co.OffsetCommitKey(gid, topic, p), None))
-        rows.append((topic, [(p, E.none) for p in partitions]))
+        rows.append((topic, [(p, NO_ERROR) for p in partitions]))
     return rows, records
 
 
 def validate_delete_group(group: ConsumerGroup) -> ErrorCode:
-    return E.none if not group.members else E.non_empty_group
+    return NO_ERROR if not group.members else ErrorCode.non_empty_group
 
 
 def delete_group_records(store: OffsetStore, group: ConsumerGroup) -> list[Record]:
@@ -147,6 +145,6 @@ def describe(group: ConsumerGroup, image: TopicsImage, default_assignor: str
             0 if m.classic_member_metadata is not None else 1)
         for m in group.members.values())
     return DescribedConsumerGroup(
-        group.group_id, E.none, None, group.state.value, group.group_epoch,
+        group.group_id, NO_ERROR, None, group.state.value, group.group_epoch,
         group.assignment_epoch, group.preferred_server_assignor() or default_assignor,
         members)

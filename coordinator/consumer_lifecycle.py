@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from kafkalite.protocol import consumer_group_records as cg
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from . import consumer_records as cr
 from .consumer_group import (
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("kafkalite.consumer_groups")
 
-E = ErrorCode
 Record = cr.Record
 #: (topic id, partitions) pairs a member reports owning.
 OwnedPartitions = Sequence[tuple[uuid.UUID, Sequence[int]]]
@@ -132,15 +131,16 @@ class ConsumerLifecycle:
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
-                raise GroupError(E.unknown_member_id, f"Member {req.member_id} is not a member "
-                                                      f"of group {gid}.")
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member {req.member_id} is not a member of group {gid}.")
             log.info("consumer_group.member_left", group=gid, member=req.member_id)
             return self._fence_member(group, member, response, now)
         member = group.static_member(req.instance_id)
         if member is None:
-            raise GroupError(E.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
+            raise GroupError(ErrorCode.unknown_member_id,
+                             f"Instance id {req.instance_id} is unknown.")
         if member.member_id != req.member_id:
-            raise GroupError(E.fenced_instance_id,
+            raise GroupError(ErrorCode.fenced_instance_id,
                              f"Static member {req.member_id} with instance id "
                              f"{req.instance_id} was fenced by member {member.member_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -152,7 +152,7 @@ class ConsumerLifecycle:
                                              member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
 
             def then(err: ErrorCode, _t: int) -> Outcome:
-                return Outcome(result if err is E.none else ConsumerHeartbeatResult(err))
+                return Outcome(result if err is NO_ERROR else ConsumerHeartbeatResult(err))
 
             return Outcome(AFTER_WRITE, writes=[Write(
                 self.registry.partition_for(gid), gid, [cr.current_assignment_record(gid, leaving)],
@@ -167,8 +167,8 @@ class ConsumerLifecycle:
         if group is not None:
             return group
         if gid in ps.groups or gid in ps.share_groups:
-            raise GroupError(E.group_id_not_found, f"Group {gid} is not a consumer group.")
-        raise GroupError(E.group_id_not_found, f"Group {gid} not found.")
+            raise GroupError(ErrorCode.group_id_not_found, f"Group {gid} is not a consumer group.")
+        raise GroupError(ErrorCode.group_id_not_found, f"Group {gid} not found.")
 
     def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember, response: object,
                       now: int) -> Outcome:
@@ -183,7 +183,7 @@ class ConsumerLifecycle:
         mid = member.member_id
 
         def then(err: ErrorCode, _t: int) -> Outcome:
-            if err is not E.none:
+            if err is not NO_ERROR:
                 return Outcome(ConsumerHeartbeatResult(err) if response is not None else None)
             self.cancel_member_timers(gid, mid)
             return Outcome(response)

@@ -27,6 +27,7 @@ from typing import Any
 
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from . import consumer_records as cr
 from .consumer_group import (
@@ -35,7 +36,7 @@ from .consumer_group import (
     MemberState,
     replay,
 )
-from .consumer_lifecycle import E, GroupError, Record, log, uses_classic_protocol
+from .consumer_lifecycle import GroupError, Record, log, uses_classic_protocol
 from .consumer_membership import ConsumerMembership
 from .group import GroupMetadata
 from .membership import Membership
@@ -94,15 +95,15 @@ class ConsumerMigration:
             member_id = self.registry.new_id()
         if len(group.members) >= self.config.consumer_max_size and (
                 member_id not in group.members):
-            raise GroupError(E.group_max_size_reached,
+            raise GroupError(ErrorCode.group_max_size_reached,
                              "The consumer group has reached its maximum capacity of "
                              f"{self.config.consumer_max_size} members.")
         if not supports_classic_protocols(group, protocol_type, [n for n, _ in protocols]):
-            raise GroupError(E.inconsistent_group_protocol,
+            raise GroupError(ErrorCode.inconsistent_group_protocol,
                              f"Member {member_id}'s protocols are not supported.")
         if require_known and unknown and instance_id is None:
             log.info("consumer_group.classic_member_id_required", group=gid, member=member_id)
-            return Outcome(JoinResult(E.member_id_required, member_id))
+            return Outcome(JoinResult(ErrorCode.member_id_required, member_id))
         records: list[Record] = []
         if instance_id is None:
             member = group.members.get(member_id) or ConsumerGroupMember(member_id)
@@ -112,8 +113,9 @@ class ConsumerMigration:
         try:
             sub = co.decode_subscription(protocols[0][1])
         except Exception:
-            raise GroupError(E.unknown_server_error, "Malformed embedded consumer protocol "
-                                                     "in subscription deserialization.") from None
+            raise GroupError(ErrorCode.unknown_server_error,
+                             "Malformed embedded consumer protocol "
+                             "in subscription deserialization.") from None
         changes: dict[str, Any] = {
             "client_id": client_id, "client_host": client_host,
             "subscribed_topic_names": frozenset(sub.topics),
@@ -137,7 +139,7 @@ class ConsumerMigration:
                  if (t := self.topics.by_name.get(tp.topic)) is not None]
         new = self.consumer.target_and_reconcile(group, group_epoch, member, updated, metadata,
                                          owned, bump, records)
-        result = JoinResult(E.none, new.member_id, new.member_epoch, "consumer", protocols[0][0])
+        result = JoinResult(NO_ERROR, new.member_id, new.member_epoch, "consumer", protocols[0][0])
         rebalance = new.rebalance_timeout_ms
         mid = new.member_id
 
@@ -152,8 +154,8 @@ class ConsumerMigration:
             joined(now)
             return Outcome(result)
 
-        def then(err: E, t: int) -> Outcome:
-            if err is not E.none:
+        def then(err: ErrorCode, t: int) -> Outcome:
+            if err is not NO_ERROR:
                 return Outcome(JoinResult(err, ""))
             joined(t)
             return Outcome(result)
@@ -175,9 +177,9 @@ class ConsumerMigration:
                      protocol="classic")
             return new
         if existing is None:
-            raise GroupError(E.unknown_member_id, f"Instance id {instance_id} is unknown.")
+            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
-            raise GroupError(E.fenced_instance_id,
+            raise GroupError(ErrorCode.fenced_instance_id,
                              f"Static member {member_id} with instance id {instance_id} was "
                              f"fenced by member {existing.member_id}.")
         return existing
@@ -190,18 +192,20 @@ class ConsumerMigration:
         if instance_id is None:
             member = group.members.get(member_id)
             if member is None:
-                raise GroupError(E.unknown_member_id, f"Member {member_id} is not a member of "
-                                                      f"group {group.group_id}.")
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of "
+                                 f"group {group.group_id}.")
         else:
             member = group.static_member(instance_id)
             if member is None:
-                raise GroupError(E.unknown_member_id, f"Member with instance id {instance_id} "
-                                                      f"is not a member of group "
-                                                      f"{group.group_id}.")
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member with instance id {instance_id} "
+                                 f"is not a member of group "
+                                 f"{group.group_id}.")
             if member.member_id != member_id:
-                raise GroupError(E.fenced_instance_id)
+                raise GroupError(ErrorCode.fenced_instance_id)
         if not uses_classic_protocol(member):
-            raise GroupError(E.unknown_member_id,
+            raise GroupError(ErrorCode.unknown_member_id,
                              f"Member {member.member_id} does not use the classic protocol.")
         return member
 
@@ -215,19 +219,19 @@ class ConsumerMigration:
         try:
             member = self._classic_member(group, member_id, instance_id)
             if generation != member.member_epoch:
-                raise GroupError(E.illegal_generation)
+                raise GroupError(ErrorCode.illegal_generation)
             classic = member.classic_member_metadata
             assert classic is not None
             name = classic.supported_protocols[0].name
             if (protocol_type is not None and protocol_type != "consumer") or (
                     protocol_name is not None and protocol_name != name):
-                raise GroupError(E.inconsistent_group_protocol)
+                raise GroupError(ErrorCode.inconsistent_group_protocol)
             self._throw_if_rebalance_in_progress(group, member, now)
         except GroupError as e:
             return Outcome(SyncResult(e.code))
         self.timers.cancel(member_sync_key(gid, member.member_id))
         self.timers.schedule(session_key(gid, member.member_id), now + classic.session_timeout_ms)
-        return Outcome(SyncResult(E.none, protocol_type, protocol_name,
+        return Outcome(SyncResult(NO_ERROR, protocol_type, protocol_name,
                                   self._classic_assignment(member)))
 
     def _throw_if_rebalance_in_progress(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -235,7 +239,7 @@ class ConsumerMigration:
         if (group.group_epoch > member.member_epoch
                 and member.state is not MemberState.UNREVOKED_PARTITIONS):
             self._schedule_join_timeout(group.group_id, member, now)
-            raise GroupError(E.rebalance_in_progress)
+            raise GroupError(ErrorCode.rebalance_in_progress)
 
     def _schedule_join_timeout(self, gid: str, member: ConsumerGroupMember, now: int) -> None:
         key = member_join_key(gid, member.member_id)
@@ -251,14 +255,14 @@ class ConsumerMigration:
 
     def classic_heartbeat_to_consumer_group(self, now: int, group: ConsumerGroup,
                                             member_id: str, instance_id: str | None,
-                                            generation: int) -> E:
+                                            generation: int) -> ErrorCode:
         """Kafka's ``classicGroupHeartbeatToConsumerGroup``."""
         try:
             member = self._classic_member(group, member_id, instance_id)
         except GroupError as e:
             return e.code
         if generation != member.member_epoch:
-            return E.illegal_generation
+            return ErrorCode.illegal_generation
         classic = member.classic_member_metadata
         assert classic is not None
         self.timers.schedule(session_key(group.group_id, member.member_id),
@@ -268,8 +272,8 @@ class ConsumerMigration:
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
                     and not waiting_on_unreleased(group, member))):
             self._schedule_join_timeout(group.group_id, member, now)
-            return E.rebalance_in_progress
-        return E.none
+            return ErrorCode.rebalance_in_progress
+        return NO_ERROR
 
     def classic_leave_to_consumer_group(
         self, now: int, group: ConsumerGroup,
@@ -277,7 +281,7 @@ class ConsumerMigration:
     ) -> Outcome:
         """Kafka's ``classicGroupLeaveToConsumerGroup``: (member id, instance id, reason)."""
         gid = group.group_id
-        results: list[tuple[str, str | None, E]] = []
+        results: list[tuple[str, str | None, ErrorCode]] = []
         leaving: list[ConsumerGroupMember] = []
         for member_id, instance_id, reason in members:
             try:
@@ -286,11 +290,11 @@ class ConsumerMigration:
                 else:
                     static = group.static_member(instance_id)
                     if static is None:
-                        raise GroupError(E.unknown_member_id)
+                        raise GroupError(ErrorCode.unknown_member_id)
                     if member_id and static.member_id != member_id:
-                        raise GroupError(E.fenced_instance_id)
+                        raise GroupError(ErrorCode.fenced_instance_id)
                     if not uses_classic_protocol(static):
-                        raise GroupError(E.unknown_member_id)
+                        raise GroupError(ErrorCode.unknown_member_id)
                     member, member_id = static, static.member_id
             except GroupError as e:
                 results.append((member_id, instance_id, e.code))
@@ -299,15 +303,15 @@ class ConsumerMigration:
                 leaving.append(member)
             log.info("consumer_group.classic_member_left", group=gid, member=member_id,
                      instance=instance_id, reason=reason or "not provided")
-            results.append((member_id, instance_id, E.none))
-        response = LeaveResult(E.none, results)
+            results.append((member_id, instance_id, NO_ERROR))
+        response = LeaveResult(NO_ERROR, results)
         if not leaving:
             return Outcome(response)
         records = self.consumer.removal_records(group, leaving)
         ids = [m.member_id for m in leaving]
 
-        def then(err: E, _t: int) -> Outcome:
-            if err is not E.none:
+        def then(err: ErrorCode, _t: int) -> Outcome:
+            if err is not NO_ERROR:
                 return Outcome(LeaveResult(err))
             for mid in ids:
                 self.consumer.cancel_member_timers(gid, mid)
@@ -339,17 +343,17 @@ class ConsumerMigration:
         try:
             conversion = consumer_group_records_from_classic(classic, self.topics.by_name)
         except ValueError as e:
-            raise GroupError(E.group_id_not_found,
+            raise GroupError(ErrorCode.group_id_not_found,
                              f"Cannot upgrade the classic group {gid} to consumer group "
                              f"because the embedded consumer protocol is malformed: {e}."
                              ) from None
         for m in classic.members.values():
             if m.join_waiter is not None:
                 out.replies.append((m.join_waiter,
-                                    JoinResult(E.rebalance_in_progress, m.member_id)))
+                                    JoinResult(ErrorCode.rebalance_in_progress, m.member_id)))
                 m.join_waiter = None
             if m.sync_waiter is not None:
-                out.replies.append((m.sync_waiter, SyncResult(E.rebalance_in_progress)))
+                out.replies.append((m.sync_waiter, SyncResult(ErrorCode.rebalance_in_progress)))
                 m.sync_waiter = None
         records.append((co.GroupMetadataKey(gid), None))
         records.extend(conversion)
@@ -386,8 +390,8 @@ class ConsumerMigration:
         partition = self.registry.partition_for(gid)
 
         def downgrade(response: object) -> Outcome:
-            def then(err: E, t: int) -> Outcome:
-                if err is not E.none:
+            def then(err: ErrorCode, t: int) -> Outcome:
+                if err is not NO_ERROR:
                     return Outcome(None if response is None else ConsumerHeartbeatResult(err))
                 for mid in ids:
                     self.consumer.cancel_member_timers(gid, mid)

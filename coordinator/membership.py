@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .group import GroupMetadata, MemberMetadata
 from .group_records import group_from_record, group_record
 from .partitions import PartitionState, hb_key, join_key, sync_key
-from .rebalance import E, Rebalancing, log
+from .rebalance import Rebalancing, log
 from .results import JoinResult, LeaveResult, Outcome, SyncResult, Write
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 
@@ -52,11 +52,11 @@ class Membership(Rebalancing):
         version: int = 9,
     ) -> Outcome:
         err = self.registry.group_status(group_id)
-        if err is not E.none:
+        if err is not NO_ERROR:
             return Outcome(JoinResult(err, member_id))
         c = self.config
         if not c.min_session_timeout_ms <= session_timeout_ms <= c.max_session_timeout_ms:
-            return Outcome(JoinResult(E.invalid_session_timeout, member_id))
+            return Outcome(JoinResult(ErrorCode.invalid_session_timeout, member_id))
         if rebalance_timeout_ms < 0:  # v0 has none: Kafka uses the session timeout
             rebalance_timeout_ms = session_timeout_ms
         ps = self.partitions[self.registry.partition_for(group_id)]
@@ -64,19 +64,19 @@ class Membership(Rebalancing):
         unknown = member_id == ""
         if group is None:
             if not unknown:
-                return Outcome(JoinResult(E.unknown_member_id, member_id))
+                return Outcome(JoinResult(ErrorCode.unknown_member_id, member_id))
             group = GroupMetadata(group_id, ps.partition, current_state_timestamp=now)
             ps.groups[group_id] = group
         if not self._accept_joining(group, member_id):
-            return Outcome(JoinResult(E.group_max_size_reached, member_id))
+            return Outcome(JoinResult(ErrorCode.group_max_size_reached, member_id))
         args = _JoinArgs(
             waiter, group_instance_id, client_id, client_host, rebalance_timeout_ms,
             session_timeout_ms, protocol_type, protocols, reason or "", version,
         )
         if group.state is DEAD:
-            return Outcome(JoinResult(E.coordinator_not_available, member_id))
+            return Outcome(JoinResult(ErrorCode.coordinator_not_available, member_id))
         if not group.supports_protocols(protocol_type, protocols, None if unknown else member_id):
-            return Outcome(JoinResult(E.inconsistent_group_protocol, member_id))
+            return Outcome(JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
         if unknown:
             return self._join_new_member(group, now, args, require_known_member_id)
         return self._join_current_member(group, now, member_id, args)
@@ -101,7 +101,7 @@ class Membership(Rebalancing):
             group.pending_members.add(new_id)
             self.timers.schedule(hb_key(group.group_id, new_id), now + a.session_timeout_ms)
             log.info("member.pending", group=group.group_id, member=new_id)
-            return Outcome(JoinResult(E.member_id_required, new_id))
+            return Outcome(JoinResult(ErrorCode.member_id_required, new_id))
         return self._add_member_and_rebalance(group, now, new_id, a)
 
     def _join_current_member(
@@ -109,13 +109,13 @@ class Membership(Rebalancing):
     ) -> Outcome:
         if group.is_pending(member_id):
             if a.instance_id is not None:
-                return Outcome(JoinResult(E.unknown_member_id, member_id))
+                return Outcome(JoinResult(ErrorCode.unknown_member_id, member_id))
             return self._add_member_and_rebalance(group, now, member_id, a)
         if group.is_static_member_fenced(a.instance_id, member_id):
-            return Outcome(JoinResult(E.fenced_instance_id, member_id))
+            return Outcome(JoinResult(ErrorCode.fenced_instance_id, member_id))
         member = group.members.get(member_id)
         if member is None or group.state is EMPTY:
-            return Outcome(JoinResult(E.unknown_member_id, member_id))
+            return Outcome(JoinResult(ErrorCode.unknown_member_id, member_id))
         if group.state is PREPARING:
             return self._update_member_and_rebalance(group, member, now, a)
         if group.state is COMPLETING:
@@ -153,7 +153,7 @@ class Membership(Rebalancing):
             key, value = group_record(group)
 
             def then(err: ErrorCode, t: int) -> Outcome:
-                if err is not E.none:
+                if err is not NO_ERROR:
                     if group.members.get(new_id) is member:
                         self.replace_static_member(group, member, old_id, t)
                         (member.protocols, member.rebalance_timeout_ms,
@@ -180,10 +180,10 @@ class Membership(Rebalancing):
         old_id = member.member_id
         replies: list[tuple[Any, Any]] = []
         if member.join_waiter is not None:
-            replies.append((member.join_waiter, JoinResult(E.fenced_instance_id, old_id)))
+            replies.append((member.join_waiter, JoinResult(ErrorCode.fenced_instance_id, old_id)))
             member.join_waiter = None
         if member.sync_waiter is not None:
-            replies.append((member.sync_waiter, SyncResult(E.fenced_instance_id)))
+            replies.append((member.sync_waiter, SyncResult(ErrorCode.fenced_instance_id)))
             member.sync_waiter = None
         deadline = self.timers.deadline(hb_key(group.group_id, old_id))
         self.timers.cancel(hb_key(group.group_id, old_id))
@@ -227,8 +227,8 @@ class Membership(Rebalancing):
         out = Outcome()
         if member.join_waiter is not None and member.join_waiter is not a.waiter:
             # A newer join of the same member supersedes the parked one.
-            out.replies.append((member.join_waiter, JoinResult(E.rebalance_in_progress,
-                                                               member.member_id)))
+            out.replies.append((member.join_waiter,
+                                JoinResult(ErrorCode.rebalance_in_progress, member.member_id)))
         member.protocols = list(a.protocols)
         member.protocol_type = a.protocol_type
         member.rebalance_timeout_ms = a.rebalance_timeout_ms
@@ -256,40 +256,40 @@ class Membership(Rebalancing):
         assignments: dict[str, bytes],
     ) -> Outcome:
         err = self.registry.group_status(group_id)
-        if err is not E.none:
+        if err is not NO_ERROR:
             return Outcome(SyncResult(err))
         group = self.registry.group(group_id)
         if group is None:
-            return Outcome(SyncResult(E.unknown_member_id))
+            return Outcome(SyncResult(ErrorCode.unknown_member_id))
         if group.state is DEAD:
-            return Outcome(SyncResult(E.coordinator_not_available))
+            return Outcome(SyncResult(ErrorCode.coordinator_not_available))
         if group.is_static_member_fenced(group_instance_id, member_id):
-            return Outcome(SyncResult(E.fenced_instance_id))
+            return Outcome(SyncResult(ErrorCode.fenced_instance_id))
         member = group.members.get(member_id)
         if member is None:
-            return Outcome(SyncResult(E.unknown_member_id))
+            return Outcome(SyncResult(ErrorCode.unknown_member_id))
         if generation != group.generation:
-            return Outcome(SyncResult(E.illegal_generation))
+            return Outcome(SyncResult(ErrorCode.illegal_generation))
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
-            return Outcome(SyncResult(E.inconsistent_group_protocol))
+            return Outcome(SyncResult(ErrorCode.inconsistent_group_protocol))
         if group.state is EMPTY:
-            return Outcome(SyncResult(E.unknown_member_id))
+            return Outcome(SyncResult(ErrorCode.unknown_member_id))
         if group.state is PREPARING:
-            return Outcome(SyncResult(E.rebalance_in_progress))
+            return Outcome(SyncResult(ErrorCode.rebalance_in_progress))
         group.pending_sync.discard(member_id)
         if not group.pending_sync:
             self.timers.cancel(sync_key(group_id))
         if group.state is STABLE:
             self.timers.schedule(hb_key(group_id, member_id), now + member.session_timeout_ms)
-            return Outcome(SyncResult(E.none, group.protocol_type, group.protocol_name,
+            return Outcome(SyncResult(NO_ERROR, group.protocol_type, group.protocol_name,
                                       member.assignment))
         # CompletingRebalance
         if member.sync_waiter is not None and member.sync_waiter is not waiter:
             old = member.sync_waiter
             member.sync_waiter = waiter
-            out = Outcome(replies=[(old, SyncResult(E.rebalance_in_progress))])
+            out = Outcome(replies=[(old, SyncResult(ErrorCode.rebalance_in_progress))])
         else:
             member.sync_waiter = waiter
             out = Outcome()
@@ -302,7 +302,7 @@ class Membership(Rebalancing):
         def then(err: ErrorCode, t: int) -> Outcome:
             if group.state is not COMPLETING or group.generation != gen:
                 return Outcome()
-            if err is not E.none:
+            if err is not NO_ERROR:
                 log.warning("group.store_failed", group=group_id, generation=gen,
                             error=err.name)
                 res = self._reset_assignment(group, err)
@@ -313,7 +313,7 @@ class Membership(Rebalancing):
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     res.replies.append((m.sync_waiter, SyncResult(
-                        E.none, group.protocol_type, group.protocol_name, m.assignment)))
+                        NO_ERROR, group.protocol_type, group.protocol_name, m.assignment)))
                     m.sync_waiter = None
                 self.timers.schedule(hb_key(group_id, m.member_id), t + m.session_timeout_ms)
             group.transition(STABLE, t)
@@ -334,24 +334,24 @@ class Membership(Rebalancing):
             return self.registry.group_status(group_id)
         group = ps.groups.get(group_id)
         if group is None:
-            return E.unknown_member_id
+            return ErrorCode.unknown_member_id
         state = group.state
         if state is DEAD:
-            return E.coordinator_not_available
+            return ErrorCode.coordinator_not_available
         if group_instance_id is not None and group.is_static_member_fenced(group_instance_id,
                                                                            member_id):
-            return E.fenced_instance_id
+            return ErrorCode.fenced_instance_id
         member = group.members.get(member_id)
         if member is None:
-            return E.unknown_member_id
+            return ErrorCode.unknown_member_id
         if generation != group.generation:
-            return E.illegal_generation
+            return ErrorCode.illegal_generation
         if state is EMPTY:
-            return E.unknown_member_id
+            return ErrorCode.unknown_member_id
         self.timers.schedule(hb_key(group_id, member_id), now + member.session_timeout_ms)
         if state is PREPARING:
-            return E.rebalance_in_progress
-        return E.none
+            return ErrorCode.rebalance_in_progress
+        return NO_ERROR
 
     # --- LeaveGroup ------------------------------------------------------------------
 
@@ -359,14 +359,14 @@ class Membership(Rebalancing):
               members: list[tuple[str, str | None, str | None]]) -> Outcome:
         """``members``: (member id, group instance id, reason)."""
         err = self.registry.group_status(group_id)
-        if err is not E.none:
+        if err is not NO_ERROR:
             return Outcome(LeaveResult(err))
         group = self.registry.group(group_id)
         if group is None:
-            return Outcome(LeaveResult(E.none, [(m, i, E.unknown_member_id)
-                                                for m, i, _r in members]))
+            return Outcome(LeaveResult(NO_ERROR, [(m, i, ErrorCode.unknown_member_id)
+                                                  for m, i, _r in members]))
         if group.state is DEAD:
-            return Outcome(LeaveResult(E.coordinator_not_available))
+            return Outcome(LeaveResult(ErrorCode.coordinator_not_available))
         out = Outcome()
         results: list[tuple[str, str | None, ErrorCode]] = []
         for member_id, instance_id, reason in members:
@@ -374,29 +374,29 @@ class Membership(Rebalancing):
             if mid == "" and instance_id is not None:
                 found = group.static_member_id(instance_id)
                 if found is None:
-                    results.append((member_id, instance_id, E.unknown_member_id))
+                    results.append((member_id, instance_id, ErrorCode.unknown_member_id))
                     continue
                 mid = found
             elif group.is_static_member_fenced(instance_id, mid):
-                results.append((member_id, instance_id, E.fenced_instance_id))
+                results.append((member_id, instance_id, ErrorCode.fenced_instance_id))
                 continue
             if group.is_pending(mid):
                 group.pending_members.discard(mid)
                 self.timers.cancel(hb_key(group_id, mid))
                 out.add(self._try_complete_join(group, now))
-                results.append((member_id, instance_id, E.none))
+                results.append((member_id, instance_id, NO_ERROR))
                 continue
             member = group.members.get(mid)
             if member is None:
-                results.append((member_id, instance_id, E.unknown_member_id))
+                results.append((member_id, instance_id, ErrorCode.unknown_member_id))
                 continue
             log.info("member.left", group=group_id, member=mid, instance=instance_id,
                      reason=reason or "")
             out.add(self.remove_member(group, member, now,
                                         f"removing member {mid} on LeaveGroup"
                                         + (f" with reason: {reason}" if reason else "")))
-            results.append((member_id, instance_id, E.none))
-        out.response = LeaveResult(E.none, results)
+            results.append((member_id, instance_id, NO_ERROR))
+        out.response = LeaveResult(NO_ERROR, results)
         return out
 
 
@@ -440,10 +440,10 @@ class Membership(Rebalancing):
             for m in group.members.values():
                 if m.join_waiter is not None:
                     out.replies.append((m.join_waiter,
-                                        JoinResult(E.not_coordinator, m.member_id)))
+                                        JoinResult(ErrorCode.not_coordinator, m.member_id)))
                     m.join_waiter = None
                 if m.sync_waiter is not None:
-                    out.replies.append((m.sync_waiter, SyncResult(E.not_coordinator)))
+                    out.replies.append((m.sync_waiter, SyncResult(ErrorCode.not_coordinator)))
                     m.sync_waiter = None
             self.timers.cancel(join_key(gid))
             self.timers.cancel(sync_key(gid))

@@ -8,7 +8,7 @@ from collections.abc import Hashable
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .group import GroupMetadata, MemberMetadata
 from .group_records import group_record
@@ -18,7 +18,6 @@ from .states import CAN_REBALANCE, COMPLETING, EMPTY, PREPARING, STABLE
 
 log = structlog.get_logger("kafkalite.coordinator")
 
-E = ErrorCode
 
 
 class Rebalancing:
@@ -41,7 +40,7 @@ class Rebalancing:
     def prepare_rebalance(self, group: GroupMetadata, now: int, reason: str) -> Outcome:
         out = Outcome()
         if group.state is COMPLETING:
-            out.add(self._reset_assignment(group, E.rebalance_in_progress))
+            out.add(self._reset_assignment(group, ErrorCode.rebalance_in_progress))
         self.timers.cancel(sync_key(group.group_id))
         group.pending_sync.clear()
         timeout = group.rebalance_timeout_ms()
@@ -140,10 +139,10 @@ class Rebalancing:
         out = Outcome()
         if member.join_waiter is not None:
             out.replies.append((member.join_waiter,
-                                JoinResult(E.unknown_member_id, member.member_id)))
+                                JoinResult(ErrorCode.unknown_member_id, member.member_id)))
             member.join_waiter = None
         if member.sync_waiter is not None:
-            out.replies.append((member.sync_waiter, SyncResult(E.unknown_member_id)))
+            out.replies.append((member.sync_waiter, SyncResult(ErrorCode.unknown_member_id)))
             member.sync_waiter = None
         self.timers.cancel(hb_key(group.group_id, member.member_id))
         group.remove(member.member_id)
@@ -205,7 +204,7 @@ class Rebalancing:
             if member is None:
                 continue
             if member.sync_waiter is not None:
-                out.replies.append((member.sync_waiter, SyncResult(E.unknown_member_id)))
+                out.replies.append((member.sync_waiter, SyncResult(ErrorCode.unknown_member_id)))
                 member.sync_waiter = None
             self.timers.cancel(hb_key(group.group_id, mid))
             group.remove(mid)
@@ -220,7 +219,7 @@ class Rebalancing:
     def _join_info(self, group: GroupMetadata, member: MemberMetadata, leader: bool,
                    skip_assignment: bool = False) -> JoinResult:
         return JoinResult(
-            E.none,
+            NO_ERROR,
             member.member_id,
             group.generation,
             group.protocol_type,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
 
@@ -97,7 +97,7 @@ class ListedGroup:
 @dataclass(slots=True)
 class Write:
     """Records to append to a partition of an internal topic; ``then`` runs with the
-    append's outcome (``ErrorCode.none`` or the error mapped as Kafka maps a failed
+    append's outcome (``NO_ERROR`` or the error mapped as Kafka maps a failed
     coordinator write) and the time.
 
     ``records`` are (key, value) pairs of ``topic``'s codec: ``protocol.consumer_offsets``
@@ -144,7 +144,7 @@ class Outcome:
 class ConsumerHeartbeatResult:
     """A ConsumerGroupHeartbeat answer; ``assignment`` None leaves the field out."""
 
-    error: ErrorCode = ErrorCode.none
+    error: ErrorCode = NO_ERROR
     message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
@@ -178,7 +178,7 @@ class DescribedConsumerMember:
 @dataclass(frozen=True, slots=True)
 class DescribedConsumerGroup:
     group_id: str
-    error: ErrorCode = ErrorCode.none
+    error: ErrorCode = NO_ERROR
     message: str | None = None
     state: str = ""
     group_epoch: int = 0

@@ -43,7 +43,7 @@ from kafkalite.protocol.records import (
     BatchHeader,
     encode_batch,
 )
-from kafkalite.storage.errors import InvalidProducerEpochError, RecordTooLargeError
+from kafkalite.storage.errors import append_error
 from kafkalite.storage.producer_state import COORDINATOR, AppendOrigin
 from kafkalite.timekeeping.scheduler import Scheduler
 
@@ -58,7 +58,6 @@ from .state_topics import (
     TimerHandler,
     TxnRecord,
 )
-from .txn_markers import marker_error
 
 log = structlog.get_logger("kafkalite.coordinator")
 
@@ -89,18 +88,19 @@ class StateLogs(Protocol):
     def get_or_create(self, topic: str, partition: int) -> StateLog: ...
 
 
+#: Kafka's coordinators answer a failed store write with these instead (the coordinators'
+#: ``handleOperationException``); any other failure is UNKNOWN_SERVER_ERROR.
+_STORE_ERRORS: dict[ErrorCode, ErrorCode] = {
+    ErrorCode.invalid_producer_epoch: ErrorCode.invalid_producer_epoch,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+}
+
+
 def store_error(exc: BaseException) -> ErrorCode:
     """Map a failed append as Kafka's group store does (GroupMetadataManager.storeGroup;
-    the coordinators' ``handleOperationException``)."""
-    if isinstance(exc, InvalidProducerEpochError):
-        return ErrorCode.invalid_producer_epoch  # a transactional write of a fenced producer
-    if isinstance(exc, RecordTooLargeError):
-        return ErrorCode.unknown_server_error  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
-    if isinstance(exc, TimeoutError):
-        return ErrorCode.coordinator_not_available  # REQUEST_TIMED_OUT
-    if isinstance(exc, OSError):
-        return ErrorCode.not_coordinator  # KAFKA_STORAGE_ERROR
-    return ErrorCode.unknown_server_error
+    the coordinators' ``handleOperationException``): the append's own error first."""
+    return _STORE_ERRORS.get(append_error(exc), ErrorCode.unknown_server_error)
 
 
 class Coordinator(Generic[C]):
@@ -267,7 +267,7 @@ class CoordinatorRuntime:
             self.logs.get_or_create(name, partition).append_control_marker(
                 producer_id, producer_epoch, coordinator_epoch, commit)
         except Exception as e:
-            err = marker_error(e)
+            err = append_error(e)
             log.warning("coordinator.marker_failed", topic=name, partition=partition,
                         producer_id=producer_id, error=repr(e), mapped=err.name)
             return err

@@ -15,13 +15,13 @@ Each returns an ``Outcome`` whose response is the error, as for a request.
 
 from __future__ import annotations
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .group import GroupMetadata
 from .group_records import group_record
 from .membership import Membership
 from .partitions import GroupPartitions, hb_key
-from .rebalance import E, log
+from .rebalance import log
 from .results import AFTER_WRITE, Outcome, Write
 from .states import CAN_REBALANCE, COMPLETING, PREPARING, STABLE
 
@@ -41,24 +41,25 @@ class Scenarios:
 
     def _active_group(self, group_id: str) -> tuple[ErrorCode, GroupMetadata | None]:
         err = self.registry.group_status(group_id)
-        if err is not E.none:
+        if err is not NO_ERROR:
             return err, None
         group = self.registry.group(group_id)
         if group is None:
-            return E.group_id_not_found, None
-        return E.none, group
+            return ErrorCode.group_id_not_found, None
+        return NO_ERROR, group
 
     def force_rebalance(self, now: int, group_id: str) -> Outcome:
         err, group = self._active_group(group_id)
         if group is None:
             return Outcome(err)
         if group.state is PREPARING:
-            return Outcome(E.none)  # already rebalancing
+            return Outcome(NO_ERROR)  # already rebalancing
         if group.state not in CAN_REBALANCE or not group.members:
-            return Outcome(E.non_empty_group if not group.members else E.rebalance_in_progress)
+            return Outcome(ErrorCode.non_empty_group if not group.members
+                           else ErrorCode.rebalance_in_progress)
         log.info("scenario.rebalance", group=group_id)
         out = self.classic.prepare_rebalance(group, now, "rebalance forced by the test controller")
-        out.response = E.none
+        out.response = NO_ERROR
         return out
 
     def expire_member(self, now: int, group_id: str, member_id: str) -> Outcome:
@@ -66,12 +67,12 @@ class Scenarios:
         if group is None:
             return Outcome(err)
         if member_id not in group.members:
-            return Outcome(E.unknown_member_id)
+            return Outcome(ErrorCode.unknown_member_id)
         self.timers.cancel(hb_key(group_id, member_id))
         log.info("scenario.expire_member", group=group_id, member=member_id)
         out = self.classic.remove_member(group, group.members[member_id], now,
                                   f"removing member {member_id} on heartbeat expiration")
-        out.response = E.none
+        out.response = NO_ERROR
         return out
 
     def evict_member(self, now: int, group_id: str, member_id: str) -> Outcome:
@@ -80,12 +81,12 @@ class Scenarios:
             return Outcome(err)
         member = group.members.get(member_id)
         if member is None:
-            return Outcome(E.unknown_member_id)
+            return Outcome(ErrorCode.unknown_member_id)
         log.info("scenario.evict_member", group=group_id, member=member_id)
         out = self.classic.remove_member(group, member, now,
                                   f"removing member {member_id} on LeaveGroup with reason: "
                                   + POLL_TIMEOUT_REASON)
-        out.response = E.none
+        out.response = NO_ERROR
         return out
 
     def fence_static_member(self, now: int, group_id: str, instance_id: str) -> Outcome:
@@ -95,14 +96,14 @@ class Scenarios:
         old_id = group.static_member_id(instance_id)
         member = None if old_id is None else group.members.get(old_id)
         if old_id is None or member is None:
-            return Outcome(E.unknown_member_id)
+            return Outcome(ErrorCode.unknown_member_id)
         new_id = f"{instance_id}-{self.registry.new_id()}"
         replies = self.classic.replace_static_member(group, member, new_id, now)
         log.info("scenario.fence_static_member", group=group_id, instance=instance_id,
                  old_member=old_id, member=new_id)
         out = Outcome(AFTER_WRITE, replies=replies)
         if group.state not in (STABLE, COMPLETING):
-            out.response = E.none
+            out.response = NO_ERROR
             return out
         key, value = group_record(group)
 

@@ -18,11 +18,13 @@ from collections.abc import Mapping
 
 
 class GroupState(enum.Enum):
-    EMPTY = "Empty"
+    """In Kafka's ``ClassicGroupState`` order, which its group-count gauges follow."""
+
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
+    EMPTY = "Empty"
 
 
 EMPTY = GroupState.EMPTY

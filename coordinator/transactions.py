@@ -24,13 +24,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.timekeeping.timers import Timers
 
 from .results import Outcome
 from .runtime import Coordinator
-from .txn_base import Call, E, S, TxnConfig, TxnStore, log
+from .txn_base import Call, S, TxnConfig, TxnStore, log
 from .txn_completion import TxnCompletion
 from .txn_markers import MarkerWriter
 from .txn_results import (
@@ -57,8 +57,8 @@ Answer = Callable[[ErrorCode, int], Outcome]
 
 def _fenced_for(version: int, first_with_fenced: int, err: ErrorCode) -> ErrorCode:
     """Clients older than KIP-588 know INVALID_PRODUCER_EPOCH, not PRODUCER_FENCED."""
-    if err is E.producer_fenced and version < first_with_fenced:
-        return E.invalid_producer_epoch
+    if err is ErrorCode.producer_fenced and version < first_with_fenced:
+        return ErrorCode.invalid_producer_epoch
     return err
 
 
@@ -117,27 +117,27 @@ class TransactionCoordinatorCore:
 
         def answer(err: ErrorCode, pid: int = NO_PRODUCER_ID,
                    epoch: int = NO_PRODUCER_EPOCH) -> Outcome:
-            if err is not E.none:
+            if err is not NO_ERROR:
                 return call.answer(InitProducerIdResult(_fenced_for(version, 4, err)))
-            return call.answer(InitProducerIdResult(E.none, pid, epoch))
+            return call.answer(InitProducerIdResult(NO_ERROR, pid, epoch))
 
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
-            return call.finish(answer(E.invalid_request))
+            return call.finish(answer(ErrorCode.invalid_request))
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         if transactional_id is None:
             # An idempotent producer: a fresh id at epoch 0, whatever it asked for.
             pid = self.store.new_producer_id()
-            return call.finish(answer(E.none, pid, 0) if pid is not None
-                               else answer(E.unknown_server_error))
+            return call.finish(answer(NO_ERROR, pid, 0) if pid is not None
+                               else answer(ErrorCode.unknown_server_error))
         return call.finish(self._init(now, transactional_id, transaction_timeout_ms, expected,
                                       answer))
 
     def _init(self, now: int, tid: str, timeout_ms: int, expected: tuple[int, int] | None,
               answer: Callable[..., Outcome]) -> Outcome:
         if not tid:
-            return answer(E.invalid_request)
+            return answer(ErrorCode.invalid_request)
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
-            return answer(E.invalid_transaction_timeout)
+            return answer(ErrorCode.invalid_transaction_timeout)
         err, ps = self.store.lookup(tid)
         if ps is None:
             return answer(err)
@@ -145,17 +145,17 @@ class TransactionCoordinatorCore:
         if meta is None:
             pid = self.store.new_producer_id()
             if pid is None:
-                return answer(E.unknown_server_error)
+                return answer(ErrorCode.unknown_server_error)
             # Cached before its first record is written, as Kafka does.
             meta = ps.txns[tid] = TxnMetadata(tid, pid, timeout_ms=timeout_ms,
                                               last_update_ts=now)
         if meta.pending is not None:
-            return answer(E.concurrent_transactions)
+            return answer(ErrorCode.concurrent_transactions)
         if expected is not None and not self._expected_valid(meta, *expected):
-            return answer(E.producer_fenced)
+            return answer(ErrorCode.producer_fenced)
         state = meta.state
         if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return answer(E.concurrent_transactions)
+            return answer(ErrorCode.concurrent_transactions)
         if state is S.ONGOING:
             # Abort the ongoing transaction under a bumped epoch; the client retries and
             # then gets an epoch of its own (bumped once more).
@@ -164,7 +164,7 @@ class TransactionCoordinatorCore:
                      epoch=meta.producer_epoch, fenced_epoch=fence.producer_epoch)
 
             def fenced(err: ErrorCode, _pid: int, _epoch: int, _t: int) -> Outcome:
-                return answer(E.concurrent_transactions if err is E.none else err)
+                return answer(ErrorCode.concurrent_transactions if err is NO_ERROR else err)
 
             # The abort runs at the transaction's own client version, as Kafka's
             # coordinator does: a transaction begun without KIP-890's completion bump
@@ -178,7 +178,7 @@ class TransactionCoordinatorCore:
                 expected is None or expected[1] == meta.producer_epoch):
             new_pid = self.store.new_producer_id()
             if new_pid is None:
-                return answer(E.unknown_server_error)
+                return answer(ErrorCode.unknown_server_error)
             transit = meta.prepare_producer_id_rotation(new_pid, timeout_ms, now,
                                                         expected is not None)
         else:
@@ -187,19 +187,19 @@ class TransactionCoordinatorCore:
                     timeout_ms, None if expected is None else expected[1], now)
             except IllegalTxnState as e:
                 log.error("txn.init_failed", transactional_id=tid, error=str(e))
-                return answer(E.unknown_server_error)
+                return answer(ErrorCode.unknown_server_error)
             if bumped is None:
                 log.info("txn.epoch_fenced", transactional_id=tid, expected=expected,
                          epoch=meta.producer_epoch, last_epoch=meta.last_producer_epoch)
-                return answer(E.producer_fenced)
+                return answer(ErrorCode.producer_fenced)
             transit = bumped
 
         def done(err: ErrorCode, _t: int) -> Outcome:
-            if err is not E.none:
+            if err is not NO_ERROR:
                 return answer(err)
             log.info("txn.initialized", transactional_id=tid, producer_id=transit.producer_id,
                      epoch=transit.producer_epoch, partition=ps.partition)
-            return answer(E.none, transit.producer_id, transit.producer_epoch)
+            return answer(NO_ERROR, transit.producer_id, transit.producer_epoch)
 
         return self.store.write(ps, meta, transit, done)
 
@@ -271,19 +271,20 @@ class TransactionCoordinatorCore:
             return AddPartitionsResult(transactional_id, dict.fromkeys(parts, err))
 
         if not transactional_id:
-            return every(E.invalid_request)
+            return every(ErrorCode.invalid_request)
         err, ps = self.store.lookup(transactional_id)
         if ps is None:
             return every(err)
         meta = ps.txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
-            return every(E.invalid_producer_id_mapping)
+            return every(ErrorCode.invalid_producer_id_mapping)
         if meta.producer_epoch != producer_epoch:
-            return every(E.producer_fenced)
+            return every(ErrorCode.producer_fenced)
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return every(E.concurrent_transactions)
+            return every(ErrorCode.concurrent_transactions)
         return AddPartitionsResult(transactional_id, {
-            tp: E.none if tp in meta.partitions else E.transaction_abortable for tp in parts})
+            tp: NO_ERROR if tp in meta.partitions else ErrorCode.transaction_abortable
+            for tp in parts})
 
     def add_offsets(self, now: int, waiter: Any, *, transactional_id: str, producer_id: int,
                     producer_epoch: int, group_id: str, version: int = 3) -> Outcome:
@@ -301,24 +302,24 @@ class TransactionCoordinatorCore:
     def _add(self, now: int, tid: str, pid: int, epoch: int, parts: frozenset[TopicPartition],
              client_tv: int, answer: Answer) -> Outcome:
         if not tid:
-            return answer(E.invalid_request, now)
+            return answer(ErrorCode.invalid_request, now)
         err, ps = self.store.lookup(tid)
         if ps is None:
             return answer(err, now)
         meta = ps.txns.get(tid)
         if meta is None:
-            return answer(E.invalid_producer_id_mapping, now)
+            return answer(ErrorCode.invalid_producer_id_mapping, now)
         # Pending first: with an epoch overflow the producer may already use the new id.
         if meta.pending is not None:
-            return answer(E.concurrent_transactions, now)
+            return answer(ErrorCode.concurrent_transactions, now)
         if meta.producer_id != pid:
-            return answer(E.invalid_producer_id_mapping, now)
+            return answer(ErrorCode.invalid_producer_id_mapping, now)
         if meta.producer_epoch != epoch:
-            return answer(E.producer_fenced, now)
+            return answer(ErrorCode.producer_fenced, now)
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return answer(E.concurrent_transactions, now)
+            return answer(ErrorCode.concurrent_transactions, now)
         if meta.state is S.ONGOING and parts <= meta.partitions:
-            return answer(E.none, now)  # nothing new: no record
+            return answer(NO_ERROR, now)  # nothing new: no record
         transit = meta.prepare_add_partitions(parts, now, client_tv)
         return self.store.write(ps, meta, transit, answer)
 
@@ -345,18 +346,18 @@ class TransactionCoordinatorCore:
 
     def _describe(self, tid: str) -> DescribedTransaction:
         if not tid:
-            return DescribedTransaction(E.invalid_request, tid)
+            return DescribedTransaction(ErrorCode.invalid_request, tid)
         err, ps = self.store.lookup(tid)
         if ps is None:
             return DescribedTransaction(err, tid)
         meta = ps.txns.get(tid)
         if meta is None or meta.state is S.DEAD:
-            return DescribedTransaction(E.transactional_id_not_found, tid)
+            return DescribedTransaction(ErrorCode.transactional_id_not_found, tid)
         shown = meta.marker_partitions if meta.marker_partitions is not None else meta.partitions
         topics: dict[str, list[int]] = {}
         for topic, p in sorted(shown):
             topics.setdefault(topic, []).append(p)
-        return DescribedTransaction(E.none, tid, meta.state.label, meta.timeout_ms,
+        return DescribedTransaction(NO_ERROR, tid, meta.state.label, meta.timeout_ms,
                                     meta.start_ts, meta.producer_id, meta.producer_epoch,
                                     list(topics.items()))
 
@@ -368,7 +369,7 @@ class TransactionCoordinatorCore:
         running longer than that; ``transactional_id_pattern`` (v2+): a regular expression
         the whole id must match."""
         if any(ps.loading for ps in self.partitions.values()):
-            return Outcome(ListTransactionsResult(E.coordinator_load_in_progress))
+            return Outcome(ListTransactionsResult(ErrorCode.coordinator_load_in_progress))
         names = list(state_filters)
         states = {STATE_BY_LABEL[n] for n in names if n in STATE_BY_LABEL}
         unknown = [n for n in names if n not in STATE_BY_LABEL]
@@ -378,7 +379,7 @@ class TransactionCoordinatorCore:
             try:
                 pattern = re.compile(transactional_id_pattern)
             except re.error:
-                return Outcome(ListTransactionsResult(E.invalid_regular_expression))
+                return Outcome(ListTransactionsResult(ErrorCode.invalid_regular_expression))
         listed: list[ListedTransaction] = []
         for p in sorted(self.partitions):
             for meta in self.partitions[p].txns.values():
@@ -394,7 +395,7 @@ class TransactionCoordinatorCore:
                     continue
                 listed.append(ListedTransaction(meta.transactional_id, meta.producer_id,
                                                 meta.state.label))
-        return Outcome(ListTransactionsResult(E.none, unknown, listed))
+        return Outcome(ListTransactionsResult(NO_ERROR, unknown, listed))
 
 
 __all__ = [

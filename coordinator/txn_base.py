@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from kafkalite.protocol.consumer_offsets import group_partition
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.transaction_log import TransactionLogKey, TransactionLogValue, txn_partition
@@ -33,7 +33,6 @@ from .txn_state import EXPIRATION_ALLOWED, IllegalTxnState, TxnMetadata, TxnStat
 
 log = structlog.get_logger("kafkalite.coordinator.transactions")
 
-E = ErrorCode
 S = TxnState
 
 #: Timer keys are (kind, transactional id), built by ``txn_timer``; the core's
@@ -155,10 +154,10 @@ class TxnStore:
         """Kafka's getTransactionState checks: ownership, then loading."""
         ps = self.partitions.get(self.partition_for(transactional_id))
         if ps is None:
-            return E.not_coordinator, None
+            return ErrorCode.not_coordinator, None
         if ps.loading:
-            return E.coordinator_load_in_progress, None
-        return E.none, ps
+            return ErrorCode.coordinator_load_in_progress, None
+        return NO_ERROR, ps
 
     def new_producer_id(self) -> int | None:
         try:
@@ -188,9 +187,9 @@ class TxnStore:
 
         def then(err: ErrorCode, t: int) -> Outcome:
             current = self.partitions.get(ps.partition) is ps
-            if err is E.none:
+            if err is NO_ERROR:
                 if not current:
-                    return done(E.not_coordinator, t)
+                    return done(ErrorCode.not_coordinator, t)
                 if meta.pending is transit and ps.txns.get(tid) is meta:
                     raise IllegalTxnState(f"{tid}: record appended but not replayed")
                 return done(err, t)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .results import Outcome
 from .state_topics import TimerHandler
@@ -21,7 +21,6 @@ from .txn_base import (
     MARKERS_TIMER,
     TIMEOUT_TIMER,
     Done,
-    E,
     S,
     TxnPartition,
     TxnStore,
@@ -66,13 +65,13 @@ class TxnCompletion:
     def end_transaction(self, now: int, tid: str, pid: int, epoch: int, commit: bool,
                          from_client: bool, client_tv: int, k: EndDone) -> Outcome:
         if not tid:
-            return k(E.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
+            return k(ErrorCode.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
         err, ps = self.store.lookup(tid)
         if ps is None:
             return k(err, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
         meta = ps.txns.get(tid)
         if meta is None:
-            return k(E.invalid_producer_id_mapping, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
+            return k(ErrorCode.invalid_producer_id_mapping, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
         if client_tv >= 2:
             return self._end_v2(now, ps, meta, pid, epoch, commit, from_client, client_tv, k)
         return self._end_v1(now, ps, meta, pid, epoch, commit, from_client, k)
@@ -82,13 +81,13 @@ class TxnCompletion:
         """Kafka's endTransactionWithTV1: no epoch bump; a retry after completion is NONE."""
         pending = meta.pending
         if meta.producer_id != pid:
-            res = E.invalid_producer_id_mapping
+            res = ErrorCode.invalid_producer_id_mapping
         elif (from_client and epoch != meta.producer_epoch) or epoch < meta.producer_epoch:
             # A client may not bump the epoch; the coordinator's own abort carries the
             # fenced epoch.
-            res = E.producer_fenced
+            res = ErrorCode.producer_fenced
         elif pending is not None and pending.state is not S.PREPARE_EPOCH_FENCE:
-            res = E.concurrent_transactions
+            res = ErrorCode.concurrent_transactions
         elif meta.state is S.ONGOING:
             fencing = pending is not None and not commit
             if fencing:
@@ -126,7 +125,7 @@ class TxnCompletion:
             if not fencing and meta.producer_epoch >= SHORT_MAX - 1:
                 allocated = self.store.new_producer_id()
                 if allocated is None:
-                    return k(E.unknown_server_error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
+                    return k(ErrorCode.unknown_server_error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now)
                 next_pid = allocated
             if state_to is S.PREPARE_ABORT and fencing:
                 self._take_fenced_epoch(meta, epoch)
@@ -136,20 +135,20 @@ class TxnCompletion:
                 ps, meta, pid, epoch, commit, fencing, client_tv, k))
 
         if meta.producer_id != pid and not retry_on_overflow:
-            res = E.invalid_producer_id_mapping
+            res = ErrorCode.invalid_producer_id_mapping
         elif not valid_epoch:
-            res = E.producer_fenced
+            res = ErrorCode.producer_fenced
         elif meta.pending is not None and not fencing:
-            res = E.concurrent_transactions
+            res = ErrorCode.concurrent_transactions
         elif state is S.ONGOING:
             return prepare(_PREPARE[commit], False)
         elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             same = state is _COMPLETE[commit]
             if same and is_retry:
-                return k(E.none, meta.producer_id, meta.producer_epoch, now)
+                return k(NO_ERROR, meta.producer_id, meta.producer_epoch, now)
             if not commit and not is_retry:
                 return prepare(S.PREPARE_ABORT, True)  # an abort with nothing to abort
-            res = E.invalid_txn_state
+            res = ErrorCode.invalid_txn_state
         elif state is S.EMPTY and not commit:
             return prepare(S.PREPARE_ABORT, True)
         else:
@@ -163,12 +162,12 @@ class TxnCompletion:
         if state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
             raise _never(meta.transactional_id, state)
         if state is _PREPARE[commit]:
-            return E.concurrent_transactions  # the same request is completing
+            return ErrorCode.concurrent_transactions  # the same request is completing
         if retry and state is _COMPLETE[commit]:
-            return E.none  # a retry of a completed EndTxn
+            return NO_ERROR  # a retry of a completed EndTxn
         log.warning("txn.invalid_end", transactional_id=meta.transactional_id,
                     state=state.label, commit=commit)
-        return E.invalid_txn_state
+        return ErrorCode.invalid_txn_state
 
     @staticmethod
     def _take_fenced_epoch(meta: TxnMetadata, epoch: int) -> None:
@@ -183,7 +182,7 @@ class TxnCompletion:
         tid = meta.transactional_id
 
         def done(err: ErrorCode, t: int) -> Outcome:
-            if err is not E.none:
+            if err is not NO_ERROR:
                 if fencing and ps.txns.get(tid) is meta:
                     meta.has_failed_epoch_fence = True
                     log.warning("txn.fence_failed", transactional_id=tid,
@@ -193,27 +192,27 @@ class TxnCompletion:
             if cur is None:
                 raise IllegalTxnState(f"{tid}: no metadata after its PrepareCommit/Abort")
             if cur.producer_id != pid:
-                res = E.invalid_producer_id_mapping
+                res = ErrorCode.invalid_producer_id_mapping
             elif cur.producer_epoch != epoch and not (client_tv >= 2
                                                       and cur.producer_epoch == epoch + 1):
-                res = E.producer_fenced
+                res = ErrorCode.producer_fenced
             elif cur.pending is not None:
-                res = E.concurrent_transactions
+                res = ErrorCode.concurrent_transactions
             elif cur.state is _PREPARE[commit]:
                 transit = cur.prepare_complete(t)
                 log.info("txn.prepared", transactional_id=tid, producer_id=cur.producer_id,
                          epoch=cur.producer_epoch, commit=commit,
                          partitions=len(cur.partitions))
                 if client_tv >= 2:
-                    out = k(E.none, transit.producer_id, transit.producer_epoch, t)
+                    out = k(NO_ERROR, transit.producer_id, transit.producer_epoch, t)
                 else:
-                    out = k(E.none, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, t)
+                    out = k(NO_ERROR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, t)
                 cur.marker_partitions = set(cur.partitions)
                 return out.add(self._write_markers(ps, cur, t))
             elif cur.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
                 raise _never(tid, cur.state)
             else:
-                res = E.invalid_txn_state
+                res = ErrorCode.invalid_txn_state
             return k(res, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, t)
 
         return done
@@ -234,10 +233,10 @@ class TxnCompletion:
             errors = self.markers.write_markers(meta.producer_id, meta.producer_epoch,
                                                 ps.coordinator_epoch, commit, order)
             for tp in order:
-                err = errors.get(tp, E.request_timed_out)
-                if err is E.none or err in SKIPPED:
+                err = errors.get(tp, ErrorCode.request_timed_out)
+                if err is NO_ERROR or err in SKIPPED:
                     remaining.discard(tp)
-                    if err is not E.none:
+                    if err is not NO_ERROR:
                         log.info("txn.marker_skipped", transactional_id=tid, topic=tp[0],
                                  partition=tp[1], error=err.name)
                 elif err not in RETRIABLE:
@@ -257,18 +256,18 @@ class TxnCompletion:
         tid = meta.transactional_id
 
         def done(err: ErrorCode, t: int) -> Outcome:
-            if err is E.none:
+            if err is NO_ERROR:
                 log.info("txn.completed", transactional_id=tid, state=transit.state.label,
                          producer_id=transit.producer_id, epoch=transit.producer_epoch)
-            elif err is E.coordinator_not_available:
+            elif err is ErrorCode.coordinator_not_available:
                 self.timers.schedule(txn_timer(COMPLETE_TIMER, tid),
                                      t + self.config.retry_backoff_ms)
-            elif err not in (E.not_coordinator, E.coordinator_load_in_progress):
+            elif err not in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress):
                 log.error("txn.complete_failed", transactional_id=tid, error=err.name)
             return Outcome()
 
         return self.store.write(ps, meta, transit, done,
-                           retry_on=frozenset({E.coordinator_not_available}))
+                           retry_on=frozenset({ErrorCode.coordinator_not_available}))
 
     # --- load --------------------------------------------------------------------------
 
@@ -334,8 +333,9 @@ class TxnCompletion:
                  started=meta.start_ts, timeout_ms=meta.timeout_ms)
 
         def k(err: ErrorCode, _pid: int, _epoch: int, t: int) -> Outcome:
-            if err is not E.none and err not in (E.invalid_producer_id_mapping,
-                                                 E.producer_fenced, E.concurrent_transactions):
+            if err is not NO_ERROR and err not in (ErrorCode.invalid_producer_id_mapping,
+                                                   ErrorCode.producer_fenced,
+                                                   ErrorCode.concurrent_transactions):
                 log.warning("txn.timeout_abort_failed", transactional_id=tid, error=err.name)
                 cur = ps.txns.get(tid)
                 if cur is not None and cur.state is S.ONGOING:
@@ -358,7 +358,7 @@ class TxnCompletion:
         transit = meta.prepare_dead()
 
         def done(err: ErrorCode, t: int) -> Outcome:
-            if err is E.none:
+            if err is NO_ERROR:
                 log.info("txn.id_expired", transactional_id=tid, producer_id=transit.producer_id,
                          last_update=meta.last_update_ts)
             elif ps.txns.get(tid) is meta:

@@ -35,29 +35,25 @@ from typing import Protocol
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
-from kafkalite.storage.errors import (
-    CorruptRecordError,
-    InvalidProducerEpochError,
-    RecordTooLargeError,
-    TransactionCoordinatorFencedError,
-)
+from kafkalite.storage.errors import append_error
 
 from .txn_state import TopicPartition
 
 log = structlog.get_logger("kafkalite.coordinator.transactions")
 
-E = ErrorCode
 
 #: Errors after which the marker is tried again.
 RETRIABLE = frozenset({
-    E.not_leader_or_follower, E.not_enough_replicas, E.not_enough_replicas_after_append,
-    E.request_timed_out, E.kafka_storage_error,
+    ErrorCode.not_leader_or_follower, ErrorCode.not_enough_replicas,
+    ErrorCode.not_enough_replicas_after_append, ErrorCode.request_timed_out,
+    ErrorCode.kafka_storage_error,
 })
 #: Errors after which the partition needs no marker any more.
 SKIPPED = frozenset({
-    E.unknown_topic_or_partition, E.unsupported_for_message_format, E.unsupported_version,
+    ErrorCode.unknown_topic_or_partition, ErrorCode.unsupported_for_message_format,
+    ErrorCode.unsupported_version,
 })
 
 
@@ -84,23 +80,6 @@ class TxnOffsetsCompletion(Protocol):
                              coordinator_epoch: int, commit: bool) -> ErrorCode: ...
 
 
-#: How a failed marker append maps to the error a WriteTxnMarkers response would carry.
-_APPEND_ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
-    (InvalidProducerEpochError, E.invalid_producer_epoch),
-    (TransactionCoordinatorFencedError, E.transaction_coordinator_fenced),
-    (RecordTooLargeError, E.message_too_large),
-    (CorruptRecordError, E.corrupt_message),
-    (OSError, E.kafka_storage_error),
-)
-
-
-def marker_error(exc: BaseException) -> ErrorCode:
-    for kind, code in _APPEND_ERRORS:
-        if isinstance(exc, kind):
-            return code
-    return E.unknown_server_error
-
-
 class LocalMarkerWriter:
     """Markers on this broker: data partitions through their log, ``__consumer_offsets``
     partitions through the group coordinator (when one is given)."""
@@ -122,15 +101,15 @@ class LocalMarkerWriter:
                 continue
             target = self._log_for(topic, partition)
             if target is None:
-                out[tp] = E.unknown_topic_or_partition
+                out[tp] = ErrorCode.unknown_topic_or_partition
                 continue
             try:
                 target.append_control_marker(producer_id, producer_epoch, coordinator_epoch,
                                              commit)
             except Exception as e:
-                out[tp] = marker_error(e)
+                out[tp] = append_error(e)
                 log.warning("txn.marker_failed", topic=topic, partition=partition,
                             producer_id=producer_id, error=repr(e), mapped=out[tp].name)
             else:
-                out[tp] = E.none
+                out[tp] = NO_ERROR
         return out

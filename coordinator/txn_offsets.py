@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import structlog
 
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from . import consumer_admin
 from .group import GroupMetadata
@@ -58,17 +58,17 @@ class TxnOffsetCommits:
         (a stale epoch is ILLEGAL_GENERATION)."""
         parts = [(t, p.partition_index) for t, ps in req.topics for p in ps]
         err = self.registry.group_status(req.group_id)
-        if err is not ErrorCode.none:
+        if err is not NO_ERROR:
             return Outcome(dict.fromkeys(parts, err))
         group = self.registry.group(req.group_id)
         cgroup = self.registry.consumer_group(req.group_id)
         if cgroup is not None:
             err = consumer_admin.validate_commit(cgroup, req, transactional=True)
         elif group is None:
-            err = ErrorCode.none if req.generation_id < 0 else ErrorCode.illegal_generation
+            err = NO_ERROR if req.generation_id < 0 else ErrorCode.illegal_generation
         else:
             err = self.offsets.validate_commit(group, req, transactional=True)
-        if err is not ErrorCode.none:
+        if err is not NO_ERROR:
             return Outcome(dict.fromkeys(parts, err))
         errors: dict[TopicPartition, ErrorCode] = {}
         records: list[Record] = []
@@ -79,7 +79,7 @@ class TxnOffsetCommits:
                 if len(metadata) * 4 > limit and len(metadata.encode("utf-8")) > limit:
                     errors[(topic, p.partition_index)] = ErrorCode.offset_metadata_too_large
                     continue
-                errors[(topic, p.partition_index)] = ErrorCode.none
+                errors[(topic, p.partition_index)] = NO_ERROR
                 records.append((co.OffsetCommitKey(req.group_id, topic, p.partition_index),
                                 co.OffsetCommitValue(p.committed_offset, metadata, now,
                                                      p.committed_leader_epoch)))
@@ -87,11 +87,11 @@ class TxnOffsetCommits:
             return Outcome(errors)
 
         def then(append_err: ErrorCode, _now: int) -> Outcome:
-            if append_err is ErrorCode.none:
+            if append_err is NO_ERROR:
                 log.debug("offsets.txn_committed", group=req.group_id, producer_id=producer_id,
                          epoch=producer_epoch, partitions=len(records))
                 return Outcome(errors)
-            return Outcome({tp: (append_err if e is ErrorCode.none else e)
+            return Outcome({tp: (append_err if e is NO_ERROR else e)
                             for tp, e in errors.items()})
 
         return Outcome(AFTER_WRITE, writes=[Write(

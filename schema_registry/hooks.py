@@ -1,6 +1,7 @@
 """What the broker's composition root calls when ``schema.registry.listener`` is set: the
-registry's server (with basic auth when the broker's listeners use SASL), the produce
-path's schema validation and the registry's counters in ``/metrics``."""
+registry's server (with the basic auth check the broker passes in, if any), the produce
+path's schema validation and the registry's counters in ``/metrics``. The broker wires
+it; nothing here imports the broker."""
 
 from __future__ import annotations
 
@@ -8,10 +9,6 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.config.properties import Config, ConfigError
-from kafkalite.broker.security.scram import ScramStore
-
-from .auth import broker_users
 from .server import RegistryServer
 from .validation import SchemaCheck
 
@@ -19,16 +16,18 @@ from .validation import SchemaCheck
 NEEDED = ("avro", "jsonschema", "proto_schema_parser", "google.protobuf")
 
 
-def build_registry(config: Config, host: str, port: int, storage: Any,
-                   now_ms: Callable[[], int], scram: ScramStore, metrics: Any, view: Any
+def missing_libraries() -> list[str]:
+    """The format libraries not installed (the broker refuses to start without them)."""
+    return [m for m in NEEDED if _absent(m)]
+
+
+def build_registry(host: str, port: int, storage: Any, now_ms: Callable[[], int],
+                   users: Callable[[str, str], bool] | None, metrics: Any, view: Any
                    ) -> RegistryServer:
-    """The server; the produce path's schema check on ``storage``; the registry's
-    counters on ``metrics`` (``/metrics``) and its subjects on the console's ``view``."""
-    missing = [m for m in NEEDED if _absent(m)]
-    if missing:
-        raise ConfigError(f"schema.registry.listener needs {', '.join(missing)}: "
-                          "pip install 'kafkalite[registry]'")
-    server = RegistryServer(host, port, storage, now_ms, broker_users(config, scram))
+    """The server (``users`` checks a basic auth user and password; None: no auth); the
+    produce path's schema check on ``storage``; the registry's counters on ``metrics``
+    (``/metrics``) and its subjects on the console's ``view``."""
+    server = RegistryServer(host, port, storage, now_ms, users)
     counts = server.registry.counts
     storage.schema_check = SchemaCheck(server.state, storage.topic_configs, counts)
     metrics.schema_registry = lambda: counts

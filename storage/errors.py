@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kafkalite.protocol.errors import ErrorCode
+
 
 class StorageError(Exception):
     """Base class of the log's own errors (disk errors surface as OSError, untouched)."""
@@ -66,3 +68,24 @@ class InvalidTxnStateError(StorageError):
 class TransactionCoordinatorFencedError(StorageError):
     """A marker from a coordinator epoch older than the partition's last marker for that
     producer (TRANSACTION_COORDINATOR_FENCED)."""
+
+
+#: A failed log append as the Kafka error the write's answer carries, first match wins
+#: (``TimeoutError`` is an ``OSError``, so it comes first). The one table: produce, the
+#: marker writer and the coordinators' stores all read it.
+APPEND_ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (InvalidProducerEpochError, ErrorCode.invalid_producer_epoch),
+    (TransactionCoordinatorFencedError, ErrorCode.transaction_coordinator_fenced),
+    (RecordTooLargeError, ErrorCode.message_too_large),
+    (CorruptRecordError, ErrorCode.corrupt_message),
+    (TimeoutError, ErrorCode.request_timed_out),
+    (OSError, ErrorCode.kafka_storage_error),
+)
+
+
+def append_error(exc: BaseException) -> ErrorCode:
+    """The Kafka error code of a failed log append."""
+    for kind, code in APPEND_ERRORS:
+        if isinstance(exc, kind):
+            return code
+    return ErrorCode.unknown_server_error

@@ -8,10 +8,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOP_LEVEL = sorted(p.name for p in (ROOT / "kafkalite").iterdir() if p.is_symlink())
-#: The one cycle left: the broker's composition root starts the Schema Registry (imported
-#: only when ``schema.registry.listener`` is set), which reads the broker's configuration
-#: and SCRAM store. Breaking it needs the registry wired from outside ``broker``.
-KNOWN_CYCLE_EDGES = {("broker", "schema_registry")}
 
 
 def _imports(path: Path, package: list[str]) -> set[str]:
@@ -37,7 +33,7 @@ def _package_graph() -> dict[str, set[str]]:
             for module in _imports(path, package):
                 names = module.split(".")
                 if names[0] == "kafkalite" and len(names) > 1 and names[1] in graph:
-                    if names[1] != top and (top, names[1]) not in KNOWN_CYCLE_EDGES:
+                    if names[1] != top:
                         graph[top].add(names[1])
     return graph
 

@@ -34,6 +34,7 @@ from kafkalite.storage.errors import (
     OutOfOrderSequenceError,
     RecordTooLargeError,
     RecordValidationError,
+    append_error,
 )
 from kafkalite.storage.log import PartitionLog
 
@@ -261,7 +262,7 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
             except OSError as e:
                 log.error("produce.append_failed", topic=info.name, partition=p.index,
                           error=str(e))
-                parts_out.append(part(p.index, ErrorCode.kafka_storage_error, message=str(e)))
+                parts_out.append(part(p.index, append_error(e), message=str(e)))
                 continue
             touched.append(plog)
             append_time = plog.clock() if plog.config.log_append_time else -1

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.consumer_group_records import TopicIdPartitions
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .assignor import assign
 
@@ -187,7 +187,7 @@ def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str
             return [], _error(ErrorCode.unknown_member_id,
                               f"Member {mid} is not a member of group {gid}.", mid)
         return leave(group, mid, topics), ShareHeartbeatResult(
-            ErrorCode.none, None, mid, LEAVE_EPOCH, heartbeat_interval_ms)
+            NO_ERROR, None, mid, LEAVE_EPOCH, heartbeat_interval_ms)
     group = group if group is not None else ShareGroup(gid)
     member = group.members.get(mid)
     if req.member_epoch == 0:
@@ -232,7 +232,7 @@ def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str
     full = req.member_epoch == 0 or req.subscribed_topic_names is not None
     changed = assigned != member.assigned
     return records, ShareHeartbeatResult(
-        ErrorCode.none, None, mid, epoch, heartbeat_interval_ms,
+        NO_ERROR, None, mid, epoch, heartbeat_interval_ms,
         _tps(assigned) if full or changed else None)
 
 

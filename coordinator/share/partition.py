@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 
 class RecordState(IntEnum):
@@ -312,7 +312,7 @@ class SharePartition:
             else:  # REJECT, GAP
                 self._settle(r, RecordState.ARCHIVED)
         self._advance_start()
-        return ErrorCode.none
+        return NO_ERROR
 
     @staticmethod
     def _settle(r: InFlight, state: RecordState) -> None:

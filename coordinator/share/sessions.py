@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
@@ -84,7 +84,7 @@ class ShareSessions:
             if key not in self.sessions:
                 return SessionResult(ErrorCode.share_session_not_found)
             del self.sessions[key]
-            return SessionResult(ErrorCode.none)
+            return SessionResult(NO_ERROR)
         if epoch == INITIAL_EPOCH:
             if has_acknowledgements:
                 return SessionResult(ErrorCode.invalid_request)
@@ -93,7 +93,7 @@ class ShareSessions:
                 return SessionResult(ErrorCode.share_session_not_found)
             session = ShareSession(group, member, next_epoch(INITIAL_EPOCH), now, adding)
             self.sessions[key] = session
-            return SessionResult(ErrorCode.none, session)
+            return SessionResult(NO_ERROR, session)
         found = self.sessions.get(key)
         if found is None:
             return SessionResult(ErrorCode.share_session_not_found)
@@ -103,7 +103,7 @@ class ShareSessions:
         found.partitions -= set(forget)
         found.last_used = now
         found.epoch = next_epoch(found.epoch)
-        return SessionResult(ErrorCode.none, found)
+        return SessionResult(NO_ERROR, found)
 
     def acknowledge(self, group: str, member: str, epoch: int, now: int) -> SessionResult:
         """A ShareAcknowledge's session step (epoch -1 closes the session)."""
@@ -115,12 +115,12 @@ class ShareSessions:
             return SessionResult(ErrorCode.share_session_not_found)
         if epoch == FINAL_EPOCH:
             del self.sessions[key]
-            return SessionResult(ErrorCode.none)
+            return SessionResult(NO_ERROR)
         if found.epoch != epoch:
             return SessionResult(ErrorCode.invalid_share_session_epoch)
         found.last_used = now
         found.epoch = next_epoch(found.epoch)
-        return SessionResult(ErrorCode.none, found)
+        return SessionResult(NO_ERROR, found)
 
     def remove_member(self, group: str, member: str) -> None:
         """The member left its group (or was fenced): its session goes."""

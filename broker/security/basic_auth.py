@@ -1,6 +1,6 @@
-"""HTTP basic auth against the broker's own users: when a listener uses SASL, the
-registry takes the PLAIN users of the listeners' JAAS configs and the SCRAM credentials
-of the data directory, as the Kafka listeners do."""
+"""HTTP basic auth against the broker's own users (the Schema Registry's): when a
+listener uses SASL, the check takes the PLAIN users of the listeners' JAAS configs and
+the SCRAM credentials of the data directory, as the Kafka listeners do."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ import hashlib
 import hmac
 from collections.abc import Callable
 
-from kafkalite.broker.config.properties import Config, parse_listeners
-from kafkalite.broker.security.jaas import parse_jaas, plain_users
-from kafkalite.broker.security.listeners import (
-    DEFAULT_PROTOCOL_MAP,
-    parse_protocol_map,
-    protocol_for,
-)
-from kafkalite.broker.security.scram import MECHANISMS, ScramStore, credential_from_password
-from kafkalite.broker.security.setup import listener_props
+from ..config.properties import Config, parse_listeners
+from .jaas import parse_jaas, plain_users
+from .listeners import DEFAULT_PROTOCOL_MAP, parse_protocol_map, protocol_for
+from .scram import MECHANISMS, ScramStore, credential_from_password
+from .setup import listener_props
 
 
 def broker_users(config: Config, scram: ScramStore) -> Callable[[str, str], bool] | None:
