@@ -79,10 +79,23 @@ def wait_for_leaders(run: Run, name: str, partitions: int, timeout: float = 15.0
         time.sleep(0.05)
 
 
+NOT_LEADER_OR_FOLLOWER = 6
+
+
 def produce(run: Run, step: str, topic: str, topic_id: Any, records: bytes,
             partition: int = 0, acks: int = -1, transactional_id: str | None = None,
-            version: int | None = None, **kw: Any) -> Any:
-    return run.call(step, PRODUCE, version=version, transactional_id=transactional_id,
-                    acks=acks, timeout=10_000, topic_data=[{
-                        "name": topic, "topic_id": topic_id, "partition_data": [
-                            {"index": partition, "records": records}]}], **kw)
+            version: int | None = None, attempts: int = 100, **kw: Any) -> Any:
+    """Produce one batch; retried, as clients retry, while the partition answers
+    NOT_LEADER_OR_FOLLOWER: Kafka's broker can list a new partition's leader in Metadata
+    a moment before it leads the partition, and nothing is written by such an answer."""
+    for _ in range(attempts):
+        resp = run.call(step, PRODUCE, version=version, transactional_id=transactional_id,
+                        acks=acks, timeout=10_000, topic_data=[{
+                            "name": topic, "topic_id": topic_id, "partition_data": [
+                                {"index": partition, "records": records}]}], **kw)
+        if resp is None or acks == 0 or not any(
+                int(p.error_code) == NOT_LEADER_OR_FOLLOWER
+                for t in resp.responses for p in t.partition_responses):
+            return resp
+        time.sleep(0.05)
+    return resp

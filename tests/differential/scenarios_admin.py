@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from .registry import (
     ALTER_CLIENT_QUOTAS,
     ALTER_PARTITION_REASSIGNMENTS,
@@ -98,8 +101,19 @@ def describe_quorum(run: Run) -> None:
 @scenario("describe-log-dirs")
 def describe_log_dirs(run: Run) -> None:
     create_topic(run, run.topic(), partitions=2)
-    resp = run.call("describe", DESCRIBE_LOG_DIRS, record=False,
-                    topics=[{"topic": run.topic(), "partitions": [0, 1, 7]}])
+
+    def listed(resp: Any) -> list[int]:
+        return sorted(int(p.partition_index) for d in resp.results for t in d.topics
+                      if t.name == run.topic() for p in t.partitions)
+
+    # Kafka's broker creates a new partition's log a moment after Metadata shows its
+    # leader: asked again until both logs are listed (bounded), as an operator would.
+    for _ in range(100):
+        resp = run.call("describe", DESCRIBE_LOG_DIRS, record=False,
+                        topics=[{"topic": run.topic(), "partitions": [0, 1, 7]}])
+        if listed(resp) == [0, 1]:
+            break
+        time.sleep(0.05)
     # Paths and sizes are each broker's own: compare what is reported, not where.
     run.note("error_code", int(getattr(resp, "error_code", 0)))  # v4+
     run.note("dirs", [{"error_code": int(d.error_code),
