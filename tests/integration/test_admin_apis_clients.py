@@ -85,7 +85,8 @@ def test_java_admin(broker: BrokerThread, kp: KafkaAdminClient, tmp_path: Path) 
     assert (out["supported.group.version"], out["supported.transaction.version"]) == (
         "1-1", "2-2")
     assert out["features-epoch"] == "0"
-    # group.version 1 is the level in force: asking for it changes nothing.
+    # The finalized metadata.version and group.version 1 are the levels in force: asking
+    # for them changes nothing.
     assert (out["update-same"], out["update-group"]) == ("ok", "ok")
 
 

@@ -184,8 +184,9 @@ public class AdminApis {
         }
         System.out.println("features-epoch=" + f.finalizedFeaturesEpoch().orElse(-1L));
         try {
+            short current = f.finalizedFeatures().get("metadata.version").maxVersionLevel();
             admin.updateFeatures(Map.of("metadata.version",
-                new FeatureUpdate((short) 25, FeatureUpdate.UpgradeType.UPGRADE)),
+                new FeatureUpdate(current, FeatureUpdate.UpgradeType.UPGRADE)),
                 new UpdateFeaturesOptions()).all().get();
             System.out.println("update-same=ok");
         } catch (ExecutionException e) {
