@@ -13,3 +13,5 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 #: ``throttle_time`` of every response: kafkalite applies no quotas.
 NO_THROTTLE = datetime.timedelta(0)
+#: Kafka's authorized-operations value when the request did not ask for them.
+OPS_OMITTED = -2147483648

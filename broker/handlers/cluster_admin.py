@@ -12,7 +12,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 
 from ..auth import CLUSTER_NAME, Access, Action, Operation, ResourceType
 from ..cluster import Cluster
@@ -224,10 +224,10 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
                      error_message="The request was sent to an endpoint of type BROKER, but "
                      f"we wanted an endpoint of type {endpoint_type}",
                      endpoint_type=endpoint_type, cluster_id=cluster.cluster_id,
-                     controller_id=-1, brokers=(), cluster_authorized_operations=-2147483648)
+                     controller_id=-1, brokers=(), cluster_authorized_operations=OPS_OMITTED)
     brokers = broker_entries(cluster, broker_t, ctx.listener, "broker_id", is_fenced=False)
     # As Kafka, served to anyone: only the authorized operations need Describe.
-    ops = -2147483648
+    ops = OPS_OMITTED
     if req.include_cluster_authorized_operations:
         ops = access.cluster_operations_for(ctx)
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,

@@ -21,7 +21,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 from kafkalite.protocol.varint import write_uvarint
 
 from ..auth import Access, Operation, ResourceType
@@ -37,8 +37,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
-#: Kafka's "authorized operations not requested" marker.
-_NO_OPS = -2147483648
 
 def _compact_string(s: str | None) -> bytes:
     if s is None:
@@ -156,7 +154,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
     def failed(gid: str, err: ErrorCode, message: str | None = None) -> Any:
         return build(group_t, error_code=err, error_message=message, group_id=gid,
                      group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                     members=(), authorized_operations=_NO_OPS)
+                     members=(), authorized_operations=OPS_OMITTED)
 
     if not enabled:
         return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(
@@ -182,7 +180,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
                               "authorized to describe."))
             continue
         ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
-               else _NO_OPS)
+               else OPS_OMITTED)
         out.append(build(
             group_t, error_code=NO_ERROR, error_message=None, group_id=d.group_id,
             group_state=d.state, group_epoch=d.group_epoch,

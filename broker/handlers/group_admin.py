@@ -12,7 +12,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..context import RequestContext
@@ -28,8 +28,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     DELETE_GROUPS: (0, 2),
 }
 
-#: Kafka's "authorized operations not requested" marker.
-_NO_OPS = -2147483648
 
 
 def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
@@ -43,10 +41,10 @@ def describe_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestCon
         if not access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, group_id):
             out.append(build(group_t, error_code=ErrorCode.group_authorization_failed,
                              group_id=group_id, group_state="", protocol_type="",
-                             protocol_data="", authorized_operations=_NO_OPS, members=()))
+                             protocol_data="", authorized_operations=OPS_OMITTED, members=()))
             continue
         d = _describe(runtime, group_id)
-        ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else _NO_OPS
+        ops = access.operations_for(ctx, ResourceType.GROUP, group_id) if want_ops else OPS_OMITTED
         error = ErrorCode(d.error)
         message = None
         if (ctx.api_version >= 6 and error is NO_ERROR and d.state == "Dead"

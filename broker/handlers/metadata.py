@@ -18,7 +18,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
@@ -34,8 +34,6 @@ METADATA = ApiKey.METADATA
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     METADATA: (0, 13),
 }
-#: Kafka's "not requested" marker for authorized operations.
-OPS_OMITTED = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
 

@@ -18,7 +18,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
@@ -33,8 +33,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     SHARE_GROUP_DESCRIBE: (1, 1),
 }
 
-#: Kafka's "authorized operations not requested" marker.
-_NO_OPS = -2147483648
 _MS = datetime.timedelta(milliseconds=1)
 
 
@@ -99,7 +97,7 @@ def share_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Reque
     def failed(gid: str, err: ErrorCode, message: str | None = None) -> Any:
         return build(group_t, error_code=err, error_message=message, group_id=gid,
                      group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                     members=(), authorized_operations=_NO_OPS)
+                     members=(), authorized_operations=OPS_OMITTED)
 
     out = []
     authorized = []
@@ -123,7 +121,7 @@ def share_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Reque
                               "authorized to describe."))
             continue
         ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
-               else _NO_OPS)
+               else OPS_OMITTED)
         out.append(build(
             group_t, error_code=NO_ERROR, error_message=None, group_id=d.group_id,
             group_state=group.state, group_epoch=group.group_epoch,
