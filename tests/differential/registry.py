@@ -79,6 +79,19 @@ def wait_for_leaders(run: Run, name: str, partitions: int, timeout: float = 15.0
         time.sleep(0.05)
 
 
+def call_until(run: Run, step: str, api_key: int, settled: Callable[[Any], bool],
+               attempts: int = 100, **fields: Any) -> Any:
+    """Ask until ``settled(response)`` (bounded), then record the answer under ``step``.
+    Kafka's broker applies an admin change from its metadata log a moment after the
+    controller answers it; a client reading straight after may see the old state."""
+    for _ in range(attempts):
+        resp = run.call(step, api_key, record=False, **fields)
+        if resp is None or settled(resp):
+            break
+        time.sleep(0.05)
+    return run.call(step, api_key, **fields)
+
+
 NOT_LEADER_OR_FOLLOWER = 6
 
 

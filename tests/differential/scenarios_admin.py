@@ -21,6 +21,7 @@ from .registry import (
     UPDATE_FEATURES,
     WRITE_TXN_MARKERS,
     Run,
+    call_until,
     create_topic,
     scenario,
 )
@@ -36,8 +37,9 @@ def client_quotas(run: Run) -> None:
     run.call("invalid_key", ALTER_CLIENT_QUOTAS, validate_only=False, entries=[
         {"entity": entity, "ops": [{"key": "no_such_quota", "value": 1.0,
                                     "remove": False}]}])
-    run.call("describe", DESCRIBE_CLIENT_QUOTAS, strict=True, components=[
-        {"entity_type": "client-id", "match_type": 0, "match": client}])
+    components = [{"entity_type": "client-id", "match_type": 0, "match": client}]
+    call_until(run, "describe", DESCRIBE_CLIENT_QUOTAS, lambda r: bool(r.entries),
+               strict=True, components=components)
     run.call("remove", ALTER_CLIENT_QUOTAS, validate_only=False, entries=[
         {"entity": entity, "ops": [{"key": "producer_byte_rate", "value": 0.0,
                                     "remove": True}]}])
@@ -53,7 +55,9 @@ def scram_credentials(run: Run) -> None:
     run.call("bad_iterations", ALTER_USER_SCRAM_CREDENTIALS, deletions=[], upsertions=[
         {"name": user, "mechanism": 2, "iterations": 1, "salt": b"salt" * 4,
          "salted_password": b"p" * 64}])
-    run.call("describe", DESCRIBE_USER_SCRAM_CREDENTIALS, users=[{"name": user}])
+    call_until(run, "describe", DESCRIBE_USER_SCRAM_CREDENTIALS,
+               lambda r: all(int(u.error_code) == 0 for u in r.results),
+               users=[{"name": user}])
     run.call("delete", ALTER_USER_SCRAM_CREDENTIALS, upsertions=[],
              deletions=[{"name": user, "mechanism": 1}])
 
