@@ -64,15 +64,15 @@ CLUSTER_LEVEL_LISTENER = frozenset(
 #: Dynamic configs that exist per broker only (no cluster-wide default).
 PER_BROKER = frozenset(DYNAMIC_LISTENER) - CLUSTER_LEVEL_LISTENER
 
-#: The broker properties standing for topic configs, except message.format.version (Kafka's
+#: The broker properties standing for topic configs (Kafka's
 #: DynamicLogConfig.ReconfigurableConfigs): changing one reconfigures every log at once.
 DYNAMIC_LOG: dict[str, str] = {
     d.broker_synonym: ("INT" if d.broker_synonym in ("compression.gzip.level",
                                                       "compression.lz4.level",
                                                       "compression.zstd.level") else d.type)
     for d in TOPIC_CONFIGS.values()
-    if d.broker_synonym and d.name != "message.format.version"
-} | {"log.local.retention.ms": "LONG", "log.local.retention.bytes": "LONG"}
+    if d.broker_synonym
+}
 
 ALL_DYNAMIC: dict[str, str] = {
     **DYNAMIC_LISTENER,
