@@ -42,6 +42,7 @@ from .handlers import (
     quorum,
     sasl,
     scram_credentials,
+    share_fetch,
     share_groups,
     topics,
     transactions,
@@ -74,6 +75,7 @@ def routes(
     dynamic: DynamicBrokerConfig,
     fetch_sessions: FetchSessionCache,
     metrics: BrokerMetrics,
+    share: share_fetch.ShareRequests,
     consumer_protocol: bool = True,
 ) -> list[Route]:
     """``consumer_protocol``: KIP-848 consumer groups are enabled
@@ -165,14 +167,15 @@ def routes(
         _route(consumer_groups.CONSUMER_GROUP_DESCRIBE, consumer_groups.VERSIONS,
                partial(consumer_groups.consumer_group_describe, runtime, access,
                        consumer_protocol)),
-        # KIP-932 share groups: served, not advertised until ShareFetch and
-        # ShareAcknowledge are (a share consumer seeing the heartbeat would rely on them).
+        # KIP-932 share groups. The handlers authorize (Read on the group and topics).
         _route(share_groups.SHARE_GROUP_HEARTBEAT, share_groups.VERSIONS,
-               partial(share_groups.share_group_heartbeat, runtime, access, group_acl),
-               advertised=False),
+               partial(share_groups.share_group_heartbeat, runtime, access, group_acl)),
         _route(share_groups.SHARE_GROUP_DESCRIBE, share_groups.VERSIONS,
-               partial(share_groups.share_group_describe, runtime, access),
-               advertised=False),
+               partial(share_groups.share_group_describe, runtime, access)),
+        _route(share_fetch.SHARE_FETCH, share_fetch.VERSIONS,
+               partial(share_fetch.share_fetch, share)),
+        _route(share_fetch.SHARE_ACKNOWLEDGE, share_fetch.VERSIONS,
+               partial(share_fetch.share_acknowledge, share)),
         # --- offsets and group administration -----------------------------------------
         _route(offsets.OFFSET_COMMIT, offsets.VERSIONS,
                partial(offsets.offset_commit, storage, runtime, access)),
