@@ -55,6 +55,7 @@ from kafkalite.timekeeping.clock import Clock, SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
+from .admin_http.share_view import ShareView
 from .admin_http.views import BrokerView
 from .apis import KafkaApis, Route
 from .auth import Access
@@ -71,6 +72,8 @@ from .security.basic_auth import broker_users
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .share.manager import SharePartitionManager
+from .share.offsets_store import ManagerOffsetsStore
+from .share.stats import ShareCounters
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
@@ -266,6 +269,19 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
     return share
 
 
+def share_views(control: Control, manager: SharePartitionManager,
+                groups: GroupService) -> ManagerOffsetsStore:
+    """Share-partitions in the admin API and the console, their counters in ``/metrics``;
+    the store the share-group offsets APIs read and write (it tells the counters of the
+    share-partitions it drops)."""
+    counters = ShareCounters(manager)
+    store = ManagerOffsetsStore(manager, counters.retire_group)
+    control.view.share = ShareView(manager, store.states, groups.core.topics.name_of,
+                                   store.high_watermark)
+    control.metrics.share = counters.totals
+    return store
+
+
 @dataclass(frozen=True, slots=True)
 class Control:
     """Test control and the live view: what dispatch, ``/metrics`` and the admin API share."""
@@ -336,6 +352,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     share = build_share(config, storage, runtime, groups, dynamic.groups, access)
+    share_store = share_views(control, share.manager, groups)
     apis = KafkaApis(access, control.faults, control.metrics,
                      release(config.text("kafkalite.as.version")))
     apis.disconnect_listeners.append(share.disconnected)
@@ -345,7 +362,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     consumer_protocol = "consumer" in rebalance_protocols(config)
     node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
                           security=security, quotas=quotas, dynamic=dynamic,
-                          metrics=control.metrics, share=share,
+                          metrics=control.metrics, share=share, share_store=share_store,
                           consumer_protocol=consumer_protocol)
     peers: list[tuple[Cluster, KafkaApis]] = []
     if config.int("kafkalite.nodes") > 1:

@@ -79,8 +79,9 @@ def describe_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                                  store: ShareOffsetsStore, ctx: RequestContext,
                                  req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_SHARE_GROUP_OFFSETS, ctx.api_version).response_type
-    group_t, topic_t = nested(resp_t, "DescribedGroup"), nested(resp_t, "Topic")
-    part_t = nested(resp_t, "Partition")
+    group_t = nested(resp_t, "DescribeShareGroupOffsetsResponseGroup")
+    topic_t = nested(resp_t, "DescribeShareGroupOffsetsResponseTopic")
+    part_t = nested(resp_t, "DescribeShareGroupOffsetsResponsePartition")
     by_name, names = _topics_meta(runtime)
     states = store.states()
 
@@ -136,7 +137,8 @@ def _refused(runtime: CoordinatorRuntime, gid: str) -> oa.Change | None:
 def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                               store: ShareOffsetsStore, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(ALTER_SHARE_GROUP_OFFSETS, ctx.api_version).response_type
-    topic_t, part_t = nested(resp_t, "Topic"), nested(resp_t, "Partition")
+    topic_t = nested(resp_t, "AlterShareGroupOffsetsResponseTopic")
+    part_t = nested(resp_t, "AlterShareGroupOffsetsResponsePartition")
     gid = req.group_id
 
     def answer(err: ErrorCode, message: str | None, topics: list[oa.TopicResult]) -> Any:
@@ -184,7 +186,7 @@ def delete_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                                store: ShareOffsetsStore, ctx: RequestContext,
                                req: Any) -> Any:
     resp_t = codecs.codec(DELETE_SHARE_GROUP_OFFSETS, ctx.api_version).response_type
-    topic_t = nested(resp_t, "Topic")
+    topic_t = nested(resp_t, "DeleteShareGroupOffsetsResponseTopic")
     gid = req.group_id
 
     def answer(err: ErrorCode, message: str | None, topics: list[oa.TopicResult]) -> Any:
