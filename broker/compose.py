@@ -365,7 +365,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
         scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
-        peers=peers,
+        peers=peers, share=share.manager,
     )
 
 
