@@ -30,11 +30,14 @@ def test_three_share_consumers_split_a_topic_each_record_once(
     boot = broker.bootstrap
     create_topic(boot, "work", 4)
     set_group_configs(boot, "workers", {"share.auto.offset.reset": "earliest"})
-    consumers = [share_consumer(boot, "workers", "work") for _ in range(3)]
+    # A fetch takes at most 10 records, each record its own batch: the members take turns.
+    consumers = [share_consumer(boot, "workers", "work", **{"max.poll.records": 10})
+                 for _ in range(3)]
     try:
         # Every member joins (and is assigned) before the records arrive.
         poll_until(consumers, lambda got: False, timeout=3)
-        produce(boot, "work", (f"r{i}" for i in range(200)), partitions=4)
+        produce(boot, "work", (f"r{i}" for i in range(200)), partitions=4,
+                one_per_batch=True)
         got = poll_until(consumers, lambda got: sum(map(len, got)) >= 200, timeout=30)
         # Implicit acknowledgement: the next poll (or a commit) accepts the last batch.
         for c in consumers:
