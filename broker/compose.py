@@ -39,12 +39,14 @@ from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.share.sessions import ShareSessions
+from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareStateCore
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Transactions, TxnConfig
 from kafkalite.coordinator.txn_markers import LocalMarkerWriter
 from kafkalite.protocol.features import TRANSACTION_VERSION
-from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.releases import release
 from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
@@ -54,19 +56,25 @@ from kafkalite.timekeeping.clock import Clock, SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
+from .admin_http.share_view import ShareView
 from .admin_http.views import BrokerView
 from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig, LogDefaults
+from .config.groups import GroupConfigs
 from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
 from .handlers.fetch_session import FetchSessionCache
+from .handlers.share_fetch import ShareRequests
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.basic_auth import broker_users
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
+from .share.manager import SharePartitionManager
+from .share.offsets_store import ManagerOffsetsStore
+from .share.stats import ShareCounters
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
@@ -241,6 +249,43 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
     return core, served
 
 
+def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
+                groups: GroupService, group_configs: GroupConfigs, access: Access
+                ) -> ShareRequests:
+    """KIP-932's fetch path: the share coordinator's core, served by the runtime over
+    ``__share_group_state`` (created on first use), the share-partition manager over the
+    partition logs, and the share sessions. A member's removal from its share group
+    (its session expired) or its connection closing ends its share session and releases
+    its records."""
+    existing = storage.catalog.get(SHARE_STATE_TOPIC)
+    partitions = (existing.partitions if existing is not None
+                  else config.int("share.coordinator.state.topic.num.partitions"))
+    core = ShareStateCore(
+        partitions, config.int("share.coordinator.snapshot.update.records.per.snapshot"))
+    served = runtime.serve(StateTopic(SHARE_STATE_TOPIC, partitions, core, SHARE_STATE_CODEC,
+                                      partial(storage.ensure_share_state_topic, partitions)),
+                           core)
+    manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
+    sessions = ShareSessions(config.int("group.share.max.share.sessions"))
+
+    share = ShareRequests(manager, sessions, access)
+    groups.core.share.member_expired.append(share.end_member)
+    return share
+
+
+def share_views(control: Control, manager: SharePartitionManager,
+                groups: GroupService) -> ManagerOffsetsStore:
+    """Share-partitions in the admin API and the console, their counters in ``/metrics``;
+    the store the share-group offsets APIs read and write (it tells the counters of the
+    share-partitions it drops)."""
+    counters = ShareCounters(manager)
+    store = ManagerOffsetsStore(manager, counters.retire_group)
+    control.view.share = ShareView(manager, store.states, groups.core.topics.name_of,
+                                   store.high_watermark)
+    control.metrics.share = counters.totals
+    return store
+
+
 @dataclass(frozen=True, slots=True)
 class Control:
     """Test control and the live view: what dispatch, ``/metrics`` and the admin API share."""
@@ -310,15 +355,19 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
+    share = build_share(config, storage, runtime, groups, dynamic.groups, access)
+    share_store = share_views(control, share.manager, groups)
     apis = KafkaApis(access, control.faults, control.metrics,
                      release(config.text("kafkalite.as.version")))
+    apis.disconnect_listeners.append(share.disconnected)
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     consumer_protocol = "consumer" in rebalance_protocols(config)
     node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
                           security=security, quotas=quotas, dynamic=dynamic,
-                          metrics=control.metrics, consumer_protocol=consumer_protocol)
+                          metrics=control.metrics, share=share, share_store=share_store,
+                          consumer_protocol=consumer_protocol)
     peers: list[tuple[Cluster, KafkaApis]] = []
     replicas: ReplicaManager | None = None
     if config.int("kafkalite.nodes") > 1:
@@ -423,6 +472,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
             node_apis, sessions = apis, fetch_sessions
         else:
             node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release)
+            node_apis.disconnect_listeners.extend(apis.disconnect_listeners)
             sessions = FetchSessionCache(
                 config.int("max.incremental.fetch.session.cache.slots"),
                 fetch_sessions.clock)

@@ -351,7 +351,8 @@ class PartitionLog:
         return base, last
 
     def append_control_marker(self, producer_id: int, producer_epoch: int,
-                              coordinator_epoch: int, commit: bool) -> int:
+                              coordinator_epoch: int, commit: bool,
+                              transaction_version: int = 0) -> int:
         """Write the COMMIT or ABORT marker ending ``producer_id``'s transaction here, as
         Kafka's WriteTxnMarkers does; return its offset.
 
@@ -363,10 +364,12 @@ class PartitionLog:
         """
         batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
                                      self.clock())
-        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0))[0]
+        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0),
+                                   transaction_version)[0]
 
-    def _append_marker(self, batch: memoryview, h: tuple[int, ...]) -> tuple[int, int]:
-        marker = self.txn.check_marker(batch, h)
+    def _append_marker(self, batch: memoryview, h: tuple[int, ...],
+                       transaction_version: int = 0) -> tuple[int, int]:
+        marker = self.txn.check_marker(batch, h, transaction_version)
         offset, last = self._write(batch, h)
         self.txn.marker_written(marker, h, offset, self.segments[-1])
         self._appended(1, len(batch))
