@@ -44,6 +44,7 @@ from .handlers import (
     scram_credentials,
     share_fetch,
     share_groups,
+    share_offsets,
     topics,
     transactions,
     txn_offsets,
@@ -76,6 +77,7 @@ def routes(
     fetch_sessions: FetchSessionCache,
     metrics: BrokerMetrics,
     share: share_fetch.ShareRequests,
+    share_store: share_offsets.ShareOffsetsStore,
     consumer_protocol: bool = True,
 ) -> list[Route]:
     """``consumer_protocol``: KIP-848 consumer groups are enabled
@@ -176,6 +178,15 @@ def routes(
                partial(share_fetch.share_fetch, share)),
         _route(share_fetch.SHARE_ACKNOWLEDGE, share_fetch.VERSIONS,
                partial(share_fetch.share_acknowledge, share)),
+        _route(share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS, share_offsets.VERSIONS,
+               partial(share_offsets.describe_share_group_offsets, runtime, access,
+                       share_store)),
+        _route(share_offsets.ALTER_SHARE_GROUP_OFFSETS, share_offsets.VERSIONS,
+               partial(share_offsets.alter_share_group_offsets, runtime, access,
+                       share_store)),
+        _route(share_offsets.DELETE_SHARE_GROUP_OFFSETS, share_offsets.VERSIONS,
+               partial(share_offsets.delete_share_group_offsets, runtime, access,
+                       share_store)),
         # --- offsets and group administration -----------------------------------------
         _route(offsets.OFFSET_COMMIT, offsets.VERSIONS,
                partial(offsets.offset_commit, storage, runtime, access)),

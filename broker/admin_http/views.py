@@ -27,6 +27,7 @@ from ..cluster import Cluster
 from ..metrics import GroupRow
 from ..testing.clock_control import ClockControl
 from ..topic_store import Storage
+from .share_view import ShareView, share_group
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500
@@ -90,6 +91,8 @@ class BrokerView:
         self._history: dict[int, _History] = {}
         #: The Schema Registry's subjects and versions for the console (set when it is on).
         self.schemas: Callable[[], list[dict[str, Any]]] | None = None
+        #: The share-partitions of share groups (set when the share fetch path is built).
+        self.share: ShareView | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 
@@ -204,7 +207,8 @@ class BrokerView:
 
     def group_rows(self) -> list[GroupRow]:
         """(group, state, members, generation) of every group, for ``/metrics`` (a KIP-848
-        consumer group's generation is its group epoch)."""
+        consumer group's generation is its group epoch). Share groups are not among them:
+        Kafka counts them in share-group gauges of their own."""
         return [GroupRow(g.group_id, state_name(g), len(g.members), g.generation)
                 for g in self._groups()] + [
             GroupRow(g.group_id, g.state.value, len(g.members), g.group_epoch)
@@ -222,6 +226,11 @@ class BrokerView:
                   "protocol": g.preferred_server_assignor(), "members": len(g.members),
                   "partition": core.partition_for(g.group_id)}
                  for g in core.consumer_groups()]
+        rows += [{"group_id": g.group_id, "type": "share",
+                  "state": "Stable" if g.members else "Empty", "generation": g.group_epoch,
+                  "protocol_type": "share", "protocol": "simple", "members": len(g.members),
+                  "partition": core.partition_for(g.group_id)}
+                 for g in core.share_groups()]
         return sorted(rows, key=lambda r: str(r["group_id"]))
 
     def consumer_group(self, group: ConsumerGroup) -> dict[str, Any]:
@@ -254,9 +263,13 @@ class BrokerView:
     def group(self, group_id: str) -> dict[str, Any]:
         g = self.groups_service.core.group(group_id)
         if g is None:
-            cg = self.groups_service.core.consumer_group(group_id)
+            core = self.groups_service.core
+            cg = core.consumer_group(group_id)
             if cg is not None:
                 return self.consumer_group(cg)
+            sg = core.share_group(group_id)
+            if sg is not None:
+                return share_group(sg, core.topics.name_of, self.share, self.clock.now_ms())
             raise NotFound(f"unknown group {group_id!r}")
         now = self.clock.now_ms()
         timers = self.groups_service.core.timers

@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     authz_cases_data,
     authz_cases_groups,
     authz_cases_share,
+    authz_cases_share_offsets,
 )
 from .authz_harness import CASES, UNAUTHORIZED_APIS, Api
 
