@@ -206,3 +206,36 @@ async def test_a_member_whose_session_expires_loses_its_records(h: Handlers) -> 
     h.broker.scheduler.advance(45_000)  # group.share.session.timeout.ms
     sp = manager(h).partitions[key(h)]
     assert [sp.records[o].state for o in (0, 1)] == [RecordState.AVAILABLE] * 2
+
+
+async def test_renew_extends_a_lock_on_the_broker_clock(h: Handlers) -> None:
+    append(h, b"a")
+    m = manager(h)
+    assert acquire(h, "m1") == [AcquiredRange(0, 0, 1)]
+    h.broker.scheduler.advance(LOCK - 1)
+    assert m.acknowledge(key(h), "m1", m.now(), [AckBatch(0, 0, (4,))]).value == 0  # RENEW
+    h.broker.scheduler.advance(LOCK - 1)
+    sp = m.partitions[key(h)]
+    assert sp.records[0].state is RecordState.ACQUIRED and sp.records[0].member == "m1"
+    h.broker.scheduler.advance(1)
+    assert sp.records[0].state is RecordState.AVAILABLE
+
+
+async def test_record_limit_mode_splits_a_batch(h: Handlers) -> None:
+    append(h, b"a", b"b", b"c", b"d", b"e")
+    m = manager(h)
+    got = m.acquire(key(h), "m1", m.now(), 2, 1 << 20, record_limit=True)
+    assert got.ranges == (AcquiredRange(0, 1, 1),)
+    got = m.acquire(key(h), "m2", m.now(), 2, 1 << 20, record_limit=True)
+    assert got.ranges == (AcquiredRange(2, 3, 1),)
+    # Batch-optimized (the default): the rest of the batch, whole.
+    assert acquire(h, "m3", max_records=1) == [AcquiredRange(4, 4, 1)]
+
+
+async def test_records_deleted_from_the_log_leave_the_share_partition(h: Handlers) -> None:
+    append(h, b"a", b"b")
+    append(h, b"c")
+    assert acquire(h, "m1", max_records=1) == [AcquiredRange(0, 1, 1)]
+    log_of(h).move_start(2)  # DeleteRecords or retention
+    assert acquire(h, "m2") == [AcquiredRange(2, 2, 1)]
+    assert manager(h).partitions[key(h)].start_offset == 2
