@@ -389,6 +389,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
         scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
         peers=peers, replicas=replicas,
+        share=share.manager,
     )
     if replicas is not None:
         control.view.nodes = broker

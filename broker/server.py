@@ -30,6 +30,7 @@ from .limits import ConnectionQuotas, IdleReaper, Limits
 from .metrics import BrokerMetrics
 from .security.setup import ListenerSecurity, SecurityState
 from .security.tls_accept import TlsAcceptor
+from .share.manager import SharePartitionManager
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
@@ -110,6 +111,7 @@ class Broker:
         schema_registry: AdminListener | None = None,
         peers: Sequence[tuple[Cluster, KafkaApis]] = (),
         replicas: NodeReplicas | None = None,
+        share: SharePartitionManager | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -124,6 +126,8 @@ class Broker:
         self.transactions = transactions
         self.log_cleaner = cleaner
         self.apis = apis
+        #: KIP-932's share-partition manager (share-partitions, their locks and state).
+        self.share = share
         #: Every deadline of the broker, on its one clock (``scheduler.clock``).
         self.scheduler = scheduler
         #: Fault rules on the request path (dispatch reads the same object).
