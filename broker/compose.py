@@ -380,7 +380,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
             check_layout(config.data_dir, 1)
         for route in node_routes(cluster, apis=apis, fetch_sessions=fetch_sessions):
             apis.register(route)
-    return Broker(
+    broker = Broker(
         config, cluster, storage, runtime, txn_core, cleaner, apis, scheduler, groups=groups,
         services=(storage, *((replicas,) if replicas is not None else ()),
                   CoordinatorLoader(runtime, storage.catalog), cleaner,
@@ -391,6 +391,9 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         peers=peers, replicas=replicas,
         share=share.manager,
     )
+    if replicas is not None:
+        control.view.nodes = broker
+    return broker
 
 
 def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupService,

@@ -262,3 +262,74 @@ def test_randomized_stops_and_starts_lose_nothing(cluster: BrokerThread) -> None
     got = _read_all(cluster, "chaos", 4, total)
     _check_exactly_once(got, acked)
     assert sum(map(len, got.values())) == total, f"seed {seed}"
+
+
+def test_ctl_and_admin_api_stop_and_start_brokers(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    import json
+    import subprocess
+    import sys
+    import urllib.request
+
+    broker = make_broker({"default.replication.factor": "3"}, nodes=NODES, admin=True)
+    _create(broker, "ctl", 3)
+
+    def ctl(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "kafkalite", "ctl", "--admin",
+                               broker.admin_url, "broker", *args],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "broker 2: stopped, leads 0" in ctl("stop", "2")
+    assert all(2 not in broker.partition_state("ctl", p)[2] for p in range(3))
+    listed = ctl("list")
+    assert "\tstopped\t" in listed.splitlines()[1]
+    assert "broker 2: running" in ctl("start", "2")
+    assert all(2 in broker.partition_state("ctl", p)[2] for p in range(3))
+    req = urllib.request.Request(f"{broker.admin_url}/api/v1/brokers/3/isolate", data=b"{}",
+                                 method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert json.loads(resp.read())["status"] == "isolated"
+    assert "broker 3: running" in ctl("heal", "3")
+    bad = subprocess.run([sys.executable, "-m", "kafkalite", "ctl", "--admin",
+                          broker.admin_url, "broker", "stop", "9"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "no broker 9" in bad.stderr
+
+
+def test_isolation_and_crash_on_the_broker_clock(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """An isolated follower leaves the ISR after replica.lag.time.max.ms and an isolated
+    or crashed leader loses leadership after broker.session.timeout.ms, both on the
+    manual clock; healed, the node catches up and rejoins."""
+    broker = make_broker({"default.replication.factor": "3",
+                          "replica.lag.time.max.ms": "5000",
+                          "broker.session.timeout.ms": "12000"},
+                         nodes=NODES, manual_clock=True)
+    _create(broker, "iso", 1)
+    leader, replicas, isr = broker.partition_state("iso", 0)
+    follower = next(n for n in replicas if n != leader)
+    broker.isolate_node(follower)
+    producer = KafkaProducer(bootstrap_servers=_boot(broker), acks=1, retries=0)
+    producer.send("iso", b"a", partition=0).get(10)
+    assert broker.partition_state("iso", 0)[2] == isr
+    broker.advance(8000)
+    # Behind for longer than replica.lag.time.max.ms: out of the ISR, not yet fenced.
+    assert follower not in broker.partition_state("iso", 0)[2]
+    assert broker.call(lambda: broker.inner.node_status(follower)) == "isolated"
+    broker.advance(5000)
+    assert broker.call(lambda: broker.inner.node_status(follower)) == "fenced"
+    broker.heal_node(follower)
+    assert follower in broker.partition_state("iso", 0)[2]
+    assert len(set(_replica_ends(broker, "iso", 0).values())) == 1
+    # A crash: the leader keeps leading until the controller fences it.
+    broker.stop_node(leader, controlled=False)
+    assert broker.partition_state("iso", 0)[0] == leader
+    broker.advance(12000)
+    moved = broker.partition_state("iso", 0)
+    assert moved[0] not in (leader, -1) and leader not in moved[2]
+    assert producer.send("iso", b"b", partition=0).get(30).offset == 1
+    producer.close()
+    broker.start_node(leader)
+    assert leader in broker.partition_state("iso", 0)[2]
