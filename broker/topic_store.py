@@ -59,11 +59,13 @@ class Storage:
 
     def create_topic(
         self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
-        internal: bool = False,
+        internal: bool = False, replicas: list[list[int]] | None = None,
     ) -> TopicInfo:
-        """Create a topic in the catalogue; its logs follow on the catalogue event."""
+        """Create a topic in the catalogue; its logs follow on the catalogue event.
+        ``replicas``: each partition's (several nodes; placed by the catalogue's placer
+        when None)."""
         n = self.config.int("num.partitions") if partitions is None else partitions
-        info = self.catalog.create(name, n, configs, internal=internal)
+        info = self.catalog.create(name, n, configs, internal=internal, replicas=replicas)
         log.info("topic.created", topic=name, partitions=n, topic_id=str(info.topic_id))
         return info
 

@@ -12,7 +12,7 @@ import base64
 import json
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalite.coordinator.consumer_group import ConsumerGroup
 from kafkalite.coordinator.group import GroupMetadata
@@ -81,6 +81,21 @@ class _History:
         self.by_group: dict[str, deque[dict[str, Any]]] = {}
 
 
+class NodeSwitch(Protocol):
+    """Stopping, starting, isolating and healing the nodes of the process (the
+    ``Broker``, when it runs several)."""
+
+    async def stop_node(self, node_id: int, controlled: bool = True) -> None: ...
+
+    async def start_node(self, node_id: int) -> None: ...
+
+    def isolate_node(self, node_id: int) -> None: ...
+
+    def heal_node(self, node_id: int) -> None: ...
+
+    def node_status(self, node_id: int) -> str: ...
+
+
 class BrokerView:
     def __init__(self, cluster: Cluster, storage: Storage, groups: GroupService,
                  clock: ClockControl) -> None:
@@ -93,6 +108,8 @@ class BrokerView:
         self.schemas: Callable[[], list[dict[str, Any]]] | None = None
         #: The share-partitions of share groups (set when the share fetch path is built).
         self.share: ShareView | None = None
+        #: The nodes' switches (set by the composition root when the process runs several).
+        self.nodes: NodeSwitch | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 
@@ -125,8 +142,29 @@ class BrokerView:
                  "listeners": [{"name": x.name,
                                 "advertised": f"{x.advertised_host}:{x.advertised_port}"}
                                for x in m.listeners],
-                 "data_dir": str(m.data_dir), "leader_partitions": leads.get(m.node_id, 0)}
+                 "data_dir": str(m.data_dir), "leader_partitions": leads.get(m.node_id, 0),
+                 "status": self.nodes.node_status(m.node_id) if self.nodes else "running"}
                 for m in c.members()]
+
+    async def switch_node(self, node_id: int, action: str, controlled: bool = True
+                          ) -> dict[str, Any]:
+        """stop, start, isolate or heal one node; its row of ``brokers`` after."""
+        nodes = self.nodes
+        if nodes is None:
+            raise BadRequest("one node: start with --nodes N to stop and start brokers")
+        if self.cluster_info.member(node_id) is None:
+            raise NotFound(f"no broker {node_id}")
+        if action == "stop":
+            await nodes.stop_node(node_id, controlled)
+        elif action == "start":
+            await nodes.start_node(node_id)
+        elif action == "isolate":
+            nodes.isolate_node(node_id)
+        elif action == "heal":
+            nodes.heal_node(node_id)
+        else:
+            raise NotFound(f"unknown action {action!r}: stop, start, isolate or heal")
+        return next(b for b in self.brokers() if b["node_id"] == node_id)
 
     def _partition(self, topic: str, p: int) -> dict[str, Any]:
         plog = self.storage.logs.get(topic, p)

@@ -22,8 +22,14 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=20)
 
 
-def produce(bootstrap: str, topic: str, values: Iterable[str], partitions: int = 1) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+def produce(bootstrap: str, topic: str, values: Iterable[str], partitions: int = 1,
+            one_per_batch: bool = False) -> None:
+    """``one_per_batch``: every record its own batch (a share consumer acquires whole
+    batches)."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "linger.ms": 0}
+    if one_per_batch:
+        conf["batch.num.messages"] = 1
+    p = Producer(conf)
     for i, v in enumerate(values):
         p.produce(topic, value=v.encode(), partition=i % partitions)
     assert p.flush(20) == 0
