@@ -102,3 +102,26 @@ def test_a_lock_expires_when_the_manual_clock_passes_it(
     finally:
         holder.close()
         other.close()
+
+
+def test_implicit_mode_accepts_a_batch_on_the_next_poll(
+        kafkalite_factory: Callable[..., BrokerThread]) -> None:
+    broker = kafkalite_factory()
+    boot = broker.bootstrap
+    create_topic(boot, "auto", 1)
+    set_group_configs(boot, "g", EARLIEST)
+    produce(boot, "auto", (f"a{i}" for i in range(5)))
+    first = share_consumer(boot, "g", "auto")
+    [got] = poll_until([first], lambda got: len(got[0]) >= 5)
+    assert values(got) == [f"a{i}" for i in range(5)]
+    first.poll(0.5)  # accepts the previous batch
+    first.close()
+    second = share_consumer(boot, "g", "auto")
+    try:
+        assert poll_until([second], lambda got: False, timeout=2) == [[]]
+        produce(boot, "auto", ["a5"])
+        [late] = poll_until([second], lambda got: len(got[0]) >= 1)
+        assert values(late) == ["a5"] and late[0].delivery_count() == 1
+        second.commit_sync(10)
+    finally:
+        second.close()
