@@ -99,7 +99,10 @@ class Controller:
                 # where its first replica will go.
                 lead = self._ids[(zlib.crc32(topic.encode()) + partition) % len(self._ids)]
                 return PartitionState((lead,), lead, (lead,), 0)
-            leader, isr = replicas[0], sorted(replicas)
+            # A new partition's replicas on stopped or fenced nodes join the ISR once
+            # they have caught up, as in Kafka.
+            isr = sorted(r for r in replicas if self.alive(r))
+            leader = next((r for r in replicas if r in isr), NO_LEADER)
             saved = self._saved.get(f"{topic}\t{partition}")
             if saved is not None and saved[0] in replicas:
                 leader = saved[0]

@@ -219,6 +219,8 @@ class DelayedShareFetch:
             plog.watchers.add(self.on_append)
         work.shared.manager.waiters.add(self.poke)
         self.timer = self.loop.call_later(wait_s, self.finish)
+        # Cancelled when its connection closes: let go of the logs and the manager then.
+        self.fut.add_done_callback(lambda _fut: self._cleanup())
 
     def on_append(self, _n: int) -> None:
         self.poke()

@@ -5,14 +5,21 @@ read back by a broker started again on the same directory."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kafkalite.broker.context import RequestContext
 from kafkalite.broker.share.manager import SharePartitionManager
 from kafkalite.coordinator.share.partition import AckBatch, AcquiredRange, RecordState
 from kafkalite.coordinator.share.state_store import ShareKey
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import nested
+from kafkalite.protocol.headers import RequestHeader
 from kafkalite.protocol.records import ATTR_TRANSACTIONAL, NewRecord, build_batch
 from kafkalite.storage.log import PartitionLog
 from kafkalite.timekeeping.clock import ManualClock
@@ -239,3 +246,40 @@ async def test_records_deleted_from_the_log_leave_the_share_partition(h: Handler
     log_of(h).move_start(2)  # DeleteRecords or retention
     assert acquire(h, "m2") == [AcquiredRange(2, 2, 1)]
     assert manager(h).partitions[key(h)].start_offset == 2
+
+
+async def test_a_parked_share_fetch_waits_for_records_and_lets_go_when_cancelled(
+        h: Handlers) -> None:
+    info = h.broker.storage.catalog.get("t")
+    assert info is not None
+    reg = h.broker.apis.registration(78)
+    assert reg is not None
+    req_t = codecs.codec(78, 2).request_type
+
+    def share_fetch(epoch: int) -> Any:
+        req = h.request(78, 2, group_id="g", member_id="m1", share_session_epoch=epoch,
+                        max_wait=timedelta(seconds=5), min_bytes=1, max_bytes=1 << 20,
+                        max_records=500, batch_size=500, topics=(
+                            nested(req_t, "FetchTopic")(
+                                topic_id=info.topic_id, partitions=(nested(
+                                    req_t, "FetchPartition")(
+                                    partition_index=0, acknowledgement_batches=()),)),),
+                        forgotten_topics_data=())
+        ctx = RequestContext(RequestHeader(78, 2, epoch + 1, "t", 0), "User:ANONYMOUS",
+                             "127.0.0.1", 50000, "PLAINTEXT", 7)
+        return reg.handler(ctx, req)
+
+    m = manager(h)
+    parked = share_fetch(0)
+    assert isinstance(parked, asyncio.Future) and len(m.waiters) == 1
+    append(h, b"a")
+    resp = await asyncio.wait_for(parked, 5)
+    [topic] = resp.responses
+    assert [(a.first_offset, a.last_offset) for a in topic.partitions[0].acquired_records] \
+        == [(0, 0)]
+    assert m.waiters == set()
+    parked = share_fetch(1)
+    assert isinstance(parked, asyncio.Future) and len(m.waiters) == 1
+    parked.cancel()
+    await asyncio.sleep(0)
+    assert m.waiters == set() and not log_of(h).watchers

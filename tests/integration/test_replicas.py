@@ -333,3 +333,36 @@ def test_isolation_and_crash_on_the_broker_clock(
     producer.close()
     broker.start_node(leader)
     assert leader in broker.partition_state("iso", 0)[2]
+
+
+def test_transactions_survive_the_leader_stopping(cluster: BrokerThread) -> None:
+    """Transaction markers reach the followers: after the leader's broker stops, a
+    read_committed consumer of the new leader sees the committed transaction and not
+    the aborted one, and the transaction coordinator's state moved with it."""
+    _create(cluster, "txn", 1)
+    boot = _boot(cluster)
+    producer = Producer({"bootstrap.servers": boot, "transactional.id": "tx-1"})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce("txn", f"c{i}".encode(), partition=0)
+    producer.commit_transaction(10)
+    producer.begin_transaction()
+    producer.produce("txn", b"aborted", partition=0)
+    producer.abort_transaction(10)
+    leader = cluster.partition_state("txn", 0)[0]
+    cluster.stop_node(leader)
+    producer.begin_transaction()
+    producer.produce("txn", b"after", partition=0)
+    producer.commit_transaction(30)
+    c = Consumer({"bootstrap.servers": boot, "group.id": "txn-reader",
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    c.assign([TopicPartition("txn", 0, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(got) < 6 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    assert got == [b"c0", b"c1", b"c2", b"c3", b"c4", b"after"]
