@@ -270,6 +270,13 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
 
     share = ShareRequests(manager, sessions, access)
     groups.core.share.member_expired.append(share.end_member)
+    groups.core.admin.share_group_deleted.append(manager.delete_group)
+
+    def topic_deleted(event: str, info: TopicInfo) -> None:
+        if event == "deleted":
+            manager.delete_topic(info.topic_id)
+
+    storage.catalog.listeners.append(topic_deleted)
     return share
 
 

@@ -37,6 +37,9 @@ class GroupAdmin:
         self.topics = registry.topics
         self.committed_offsets = committed
         self.offsets = committed.offsets
+        #: Told the id of a share group once its deletion is written, so that the broker
+        #: deletes its share-partitions' state too, as Kafka's DeleteGroups does.
+        self.share_group_deleted: list[Callable[[str], None]] = []
 
     def delete_group(self, now: int, group_id: str) -> Outcome:
         """Response: the group's error. Writes tombstones for its offsets and itself."""
@@ -48,9 +51,16 @@ class GroupAdmin:
             err, share_records = share_membership.delete_records(sgroup)
             if err is not NO_ERROR:
                 return Outcome(err)
+            logged = _log_deleted(group_id)
+
+            def then(append_err: ErrorCode, now: int) -> Outcome:
+                if append_err is NO_ERROR:
+                    for listener in self.share_group_deleted:
+                        listener(group_id)
+                return logged(append_err, now)
+
             return Outcome(AFTER_WRITE, writes=[Write(
-                self.registry.partition_for(group_id), group_id, list(share_records),
-                _log_deleted(group_id))])
+                self.registry.partition_for(group_id), group_id, list(share_records), then)])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             err = consumer_admin.validate_delete_group(cgroup)

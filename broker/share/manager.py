@@ -283,6 +283,31 @@ class SharePartitionManager:
         else:
             self._arm(key, sp)
 
+    def delete_group(self, group: str) -> None:
+        """The share group was deleted: its share-partitions and their state go."""
+        self._delete(lambda k: k[0] == group)
+        log.info("share.group_deleted", group=group)
+
+    def delete_topic(self, topic_id: uuid.UUID) -> None:
+        """The topic was deleted: every group's share-partitions of it and their state go
+        (a topic made again under its name has a new id, so new share-partitions)."""
+        self._delete(lambda k: k[1] == topic_id)
+
+    def _delete(self, which: Callable[[ShareKey], bool]) -> None:
+        for key in [k for k in self.partitions if which(k)]:
+            self.scheduler.timers.cancel(lock_key(key))
+            del self.partitions[key]
+        keys = self.state.query(lambda c: [k for k in c.store.states if which(k)])
+        def answer(err: ErrorCode, _now: int) -> Outcome:
+            return Outcome(err)
+
+        for key in keys:
+            err: ErrorCode = self.state.write(
+                lambda core, _now: core.delete(key, answer))  # noqa: B023 (called at once)
+            if err is not NO_ERROR:
+                log.warning("share.state_delete_failed", group=key[0], topic_id=str(key[1]),
+                            partition=key[2], error=err.name)
+
     def forget_group(self, group: str) -> None:
         """The group is gone: its share-partitions go from memory (not their state)."""
         for key, _sp in self.of_group(group):

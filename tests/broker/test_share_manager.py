@@ -283,3 +283,41 @@ async def test_a_parked_share_fetch_waits_for_records_and_lets_go_when_cancelled
     parked.cancel()
     await asyncio.sleep(0)
     assert m.waiters == set() and not log_of(h).watchers
+
+
+async def test_by_duration_starts_at_the_first_record_that_recent(h: Handlers) -> None:
+    old = build_batch([NewRecord(None, b"old")], timestamp=T0 - 60_000)
+    log_of(h).append(old)
+    append(h, b"new")  # at T0, the broker's now
+    group_configs(h, "recent", share_auto_offset_reset="by_duration:PT30S")
+    m = manager(h)
+    got = m.acquire(key(h, "recent"), "m1", m.now(), 500, 1 << 20)
+    assert got.ranges == (AcquiredRange(1, 1, 1),)
+
+
+async def test_deleting_a_share_group_deletes_its_share_partition_state(h: Handlers) -> None:
+    append(h, b"a")
+    hb = await h.call(76, 1, group_id="g", member_id="m1", member_epoch=0, rack_id=None,
+                      subscribed_topic_names=("t",))
+    assert hb.error_code == 0
+    assert acquire(h, "m1") == [AcquiredRange(0, 0, 1)]
+    m = manager(h)
+    assert m.acknowledge(key(h), "m1", m.now(), [AckBatch(0, 0, (ACCEPT,))]).value == 0
+    left = await h.call(76, 1, group_id="g", member_id="m1", member_epoch=-1, rack_id=None,
+                        subscribed_topic_names=None)
+    assert left.error_code == 0
+    deleted = await h.call(42, 2, groups_names=("g",))
+    assert [r.error_code for r in deleted.results] == [0]
+    assert m.state.query(lambda c: c.read(key(h))) is None and key(h) not in m.partitions
+    # The group made again starts afresh, where its reset says.
+    assert acquire(h, "m2") == [AcquiredRange(0, 0, 1)]
+
+
+async def test_deleting_a_topic_deletes_its_share_partition_state(h: Handlers) -> None:
+    append(h, b"a")
+    k = key(h)
+    assert acquire(h, "m1") == [AcquiredRange(0, 0, 1)]
+    m = manager(h)
+    h.broker.storage.catalog.delete("t")
+    assert m.state.query(lambda c: c.read(k)) is None and k not in m.partitions
+    assert k[1] not in {key[1] for key in m.partitions}
