@@ -13,7 +13,8 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
 - ``migration`` (``consumer_migration``): classic-protocol members of consumer groups and
   the conversions between the two kinds;
 - ``share`` (``share_membership``, over ``share.group``): KIP-932 share groups and their
-  records;
+  records, built with the first share group or share record (a broker that has none
+  does not import their modules);
 - ``classic_requests``: JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a group id,
   whichever kind of group holds it;
 - ``committed_offsets``: committed offsets and their records;
@@ -36,11 +37,10 @@ and the rebalance a downgraded group starts).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol import consumer_group_records as cg
-from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.consumer_offsets import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -73,9 +73,12 @@ from .pending_offsets import PendingTxnOffsets
 from .rebalance import log
 from .results import Outcome
 from .scenarios import Scenarios
-from .share_membership import ShareMembership
 from .state_topics import TimerHandler
 from .txn_offsets import TxnOffsetCommits
+
+if TYPE_CHECKING:
+    from .share.group import ShareHeartbeat
+    from .share_membership import ShareGroupDescription, ShareMembership
 
 #: A part's replay of one record type: (partition state, key, value or None).
 Replayer = Callable[[PartitionState, Any, Any], None]
@@ -99,7 +102,7 @@ class GroupCoordinatorCore:
         self.consumer = ConsumerMembership(registry)
         self.migration = ConsumerMigration(registry, self.classic, self.consumer)
         self.consumer.migration = self.migration
-        self.share = ShareMembership(registry)
+        self._share: ShareMembership | None = None
         self.classic_requests = ClassicRequests(registry, self.classic, self.migration)
         self.committed_offsets = CommittedOffsets(registry, self.offsets, self.pending)
         self.admin = GroupAdmin(registry, self.committed_offsets)
@@ -111,7 +114,6 @@ class GroupCoordinatorCore:
             OffsetCommitKey: self.committed_offsets.replay,
             GroupMetadataKey: self.classic.replay,
             **dict.fromkeys(cg.KEY_CLASSES, self.consumer.replay),
-            **dict.fromkeys(sg.KEY_CLASSES, self.share.replay),
         }
 
         # --- the operations, as the parts serve them ----------------------------------
@@ -133,8 +135,6 @@ class GroupCoordinatorCore:
         self.steady_heartbeat = self.consumer.steady_heartbeat
         self.on_topic_change = self.consumer.on_topic_change
         self.set_topics = self.consumer.set_topics
-        self.share_group_heartbeat = self.share.share_group_heartbeat
-        self.describe_share_groups = self.share.describe_share_groups
         self.commit_offsets = self.committed_offsets.commit_offsets
         self.fetch_offsets = self.committed_offsets.fetch_offsets
         self.fetch_committed = self.committed_offsets.fetch_committed
@@ -153,6 +153,36 @@ class GroupCoordinatorCore:
         self.evict_member = self.scenarios.evict_member
         self.fence_static_member = self.scenarios.fence_static_member
 
+    @property
+    def share(self) -> ShareMembership:
+        """The share groups' part, built on first use; its records' owner from then on."""
+        if self._share is None:
+            from kafkalite.protocol import share_group_records as sg
+
+            from .share_membership import ShareMembership
+
+            self._share = ShareMembership(self.registry)
+            self._replayers.update(dict.fromkeys(sg.KEY_CLASSES, self._share.replay))
+        return self._share
+
+    def share_group_heartbeat(self, now: int, req: ShareHeartbeat) -> Outcome:
+        return self.share.share_group_heartbeat(now, req)
+
+    def describe_share_groups(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
+        return self.share.describe_share_groups(group_ids)
+
+    def _on_share_session_timer(self, key: tuple[Hashable, ...], deadline: int, now: int
+                                ) -> Outcome:
+        return self.share.on_session_timer(key, deadline, now)
+
+    def _replayer(self, key_type: type) -> Replayer:
+        """The owner of a record type not seen yet: share group records build their part."""
+        replayer = self._replayers.get(key_type)
+        if replayer is None:
+            _ = self.share
+            replayer = self._replayers[key_type]
+        return replayer
+
     def timer_handlers(self) -> dict[str, TimerHandler]:
         """Each timer kind's handler: a classic group's deadlines (``rebalance``), a
         consumer group's (``consumer_lifecycle``) and a share group member's session."""
@@ -165,7 +195,7 @@ class GroupCoordinatorCore:
             REBALANCE_TIMER: consumer.on_rebalance_timer,
             MEMBER_JOIN_TIMER: consumer.on_member_join_timer,
             MEMBER_SYNC_TIMER: consumer.on_member_sync_timer,
-            SHARE_SESSION_TIMER: self.share.on_session_timer,
+            SHARE_SESSION_TIMER: self._on_share_session_timer,
         }
 
     # --- replay and loading ------------------------------------------------------------
@@ -192,20 +222,22 @@ class GroupCoordinatorCore:
                 if open_txns and key.group in open_txns:
                     self.pending.committed(partition, key, value)  # type: ignore[arg-type]
             else:
-                replayers[type(key)](ps, key, value)
+                replayer = replayers.get(type(key)) or self._replayer(type(key))
+                replayer(ps, key, value)
 
     def replay(self, partition: int, key: RecordKey, value: RecordValue | None) -> None:
         """Apply one ``__consumer_offsets`` record: the only way persisted state changes."""
         ps = self.partitions.get(partition)
         if ps is not None:
-            self._replayers[type(key)](ps, key, value)
+            self._replayer(type(key))(ps, key, value)
 
     def finish_load(self, partition: int, now: int) -> None:
         ps = self.partitions[partition]
         ps.loading = False
         self.classic.schedule_loaded(ps, now)
         self.consumer.schedule_loaded_consumer_groups(ps, now)
-        self.share.schedule_loaded(ps, now)
+        if ps.share_groups:
+            self.share.schedule_loaded(ps, now)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups),
                  consumer_groups=len(ps.consumer_groups), share_groups=len(ps.share_groups))
 
@@ -217,7 +249,8 @@ class GroupCoordinatorCore:
         if ps is None:
             return out
         self.consumer.unload_consumer_groups(ps)
-        self.share.unload(ps)
+        if ps.share_groups:
+            self.share.unload(ps)
         self.classic.unload(ps, out)
         self.committed_offsets.unload(ps)
         self.pending.drop_partition(partition)

@@ -11,7 +11,7 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_admin, share_membership
+from . import consumer_admin
 from .committed_offsets import CommittedOffsets
 from .partitions import GroupPartitions
 from .results import (
@@ -45,6 +45,8 @@ class GroupAdmin:
             return Outcome(err)
         sgroup = self.registry.share_group(group_id)
         if sgroup is not None:  # no committed offsets: only its own records
+            from . import share_membership
+
             err, share_records = share_membership.delete_records(sgroup)
             if err is not NO_ERROR:
                 return Outcome(err)
