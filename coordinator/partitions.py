@@ -14,11 +14,11 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.timekeeping.timers import Timers
 
 from .config import CoreConfig
-from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
 from .topics_image import TopicsImage
 
 if TYPE_CHECKING:
+    from .consumer_group import ConsumerGroup
     from .share.group import ShareGroup
 
 
