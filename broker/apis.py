@@ -117,6 +117,8 @@ class KafkaApis:
         self.metrics = metrics if metrics is not None else BrokerMetrics()
         self._handlers: dict[int, Registration] = {}
         self._fast: dict[tuple[int, int], _Entry] = {}
+        #: Told the id of every connection that closes (share sessions end with theirs).
+        self.disconnect_listeners: list[Callable[[int], None]] = []
 
     @property
     def authorizer(self) -> Authorizer:

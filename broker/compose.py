@@ -31,6 +31,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -38,12 +39,14 @@ from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.share.sessions import ShareSessions
+from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareStateCore
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Transactions, TxnConfig
 from kafkalite.coordinator.txn_markers import LocalMarkerWriter
 from kafkalite.protocol.features import TRANSACTION_VERSION
-from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.releases import release
 from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
@@ -53,23 +56,32 @@ from kafkalite.timekeeping.clock import Clock, SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
+from .admin_http.share_view import ShareView
 from .admin_http.views import BrokerView
 from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig, LogDefaults
+from .config.groups import GroupConfigs
 from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
 from .handlers.fetch_session import FetchSessionCache
+from .handlers.share_fetch import ShareRequests
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.basic_auth import broker_users
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
+from .share.manager import SharePartitionManager
+from .share.offsets_store import ManagerOffsetsStore
+from .share.stats import ShareCounters
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage, TopicConfigs
+
+if TYPE_CHECKING:
+    from .cluster.replication import ReplicaManager
 
 log = structlog.get_logger("kafkalite.compose")
 
@@ -237,6 +249,43 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
     return core, served
 
 
+def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
+                groups: GroupService, group_configs: GroupConfigs, access: Access
+                ) -> ShareRequests:
+    """KIP-932's fetch path: the share coordinator's core, served by the runtime over
+    ``__share_group_state`` (created on first use), the share-partition manager over the
+    partition logs, and the share sessions. A member's removal from its share group
+    (its session expired) or its connection closing ends its share session and releases
+    its records."""
+    existing = storage.catalog.get(SHARE_STATE_TOPIC)
+    partitions = (existing.partitions if existing is not None
+                  else config.int("share.coordinator.state.topic.num.partitions"))
+    core = ShareStateCore(
+        partitions, config.int("share.coordinator.snapshot.update.records.per.snapshot"))
+    served = runtime.serve(StateTopic(SHARE_STATE_TOPIC, partitions, core, SHARE_STATE_CODEC,
+                                      partial(storage.ensure_share_state_topic, partitions)),
+                           core)
+    manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
+    sessions = ShareSessions(config.int("group.share.max.share.sessions"))
+
+    share = ShareRequests(manager, sessions, access)
+    groups.core.share.member_expired.append(share.end_member)
+    return share
+
+
+def share_views(control: Control, manager: SharePartitionManager,
+                groups: GroupService) -> ManagerOffsetsStore:
+    """Share-partitions in the admin API and the console, their counters in ``/metrics``;
+    the store the share-group offsets APIs read and write (it tells the counters of the
+    share-partitions it drops)."""
+    counters = ShareCounters(manager)
+    store = ManagerOffsetsStore(manager, counters.retire_group)
+    control.view.share = ShareView(manager, store.states, groups.core.topics.name_of,
+                                   store.high_watermark)
+    control.metrics.share = counters.totals
+    return store
+
+
 @dataclass(frozen=True, slots=True)
 class Control:
     """Test control and the live view: what dispatch, ``/metrics`` and the admin API share."""
@@ -306,19 +355,24 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
+    share = build_share(config, storage, runtime, groups, dynamic.groups, access)
+    share_store = share_views(control, share.manager, groups)
     apis = KafkaApis(access, control.faults, control.metrics,
                      release(config.text("kafkalite.as.version")))
+    apis.disconnect_listeners.append(share.disconnected)
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     consumer_protocol = "consumer" in rebalance_protocols(config)
     node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
                           security=security, quotas=quotas, dynamic=dynamic,
-                          metrics=control.metrics, consumer_protocol=consumer_protocol)
+                          metrics=control.metrics, share=share, share_store=share_store,
+                          consumer_protocol=consumer_protocol)
     peers: list[tuple[Cluster, KafkaApis]] = []
+    replicas: ReplicaManager | None = None
     if config.int("kafkalite.nodes") > 1:
-        peers = build_peers(config, cluster, storage, groups, txn_core, apis, fetch_sessions,
-                            node_routes)
+        peers, replicas = build_peers(config, cluster, storage, groups, txn_core, runtime,
+                                      scheduler, apis, fetch_sessions, node_routes)
     else:
         if (config.data_dir / "nodes").exists():
             from .cluster.nodes import check_layout
@@ -326,27 +380,36 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
             check_layout(config.data_dir, 1)
         for route in node_routes(cluster, apis=apis, fetch_sessions=fetch_sessions):
             apis.register(route)
-    return Broker(
+    broker = Broker(
         config, cluster, storage, runtime, txn_core, cleaner, apis, scheduler, groups=groups,
-        services=(storage, CoordinatorLoader(runtime, storage.catalog), cleaner,
+        services=(storage, *((replicas,) if replicas is not None else ()),
+                  CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),
         security=security, dynamic=dynamic, fetch_sessions=fetch_sessions,
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
         scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
-        peers=peers,
+        peers=peers, replicas=replicas,
+        share=share.manager,
     )
+    if replicas is not None:
+        control.view.nodes = broker
+    return broker
 
 
 def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupService,
-                txn_core: TransactionCoordinatorCore, apis: KafkaApis,
-                fetch_sessions: FetchSessionCache, node_routes: Callable[..., list[Route]]
-                ) -> list[tuple[Cluster, KafkaApis]]:
-    """``kafkalite.nodes`` above 1: the other nodes and the controller all of them share
-    (``cluster/nodes.py``); each node serves its own handlers, guarded so that it answers
-    only for the partitions it leads and the groups and transactions it coordinates.
-    Returns nodes 2..N with their handlers; node 1's are registered on ``apis``."""
+                txn_core: TransactionCoordinatorCore, runtime: CoordinatorRuntime,
+                scheduler: Scheduler, apis: KafkaApis, fetch_sessions: FetchSessionCache,
+                node_routes: Callable[..., list[Route]]
+                ) -> tuple[list[tuple[Cluster, KafkaApis]], ReplicaManager]:
+    """``kafkalite.nodes`` above 1: the other nodes, the controller all of them share and
+    the replicas of their partitions (``cluster/``); each node serves its own handlers,
+    guarded so that it answers only for the partitions it leads and the groups and
+    transactions it coordinates. Returns nodes 2..N with their handlers (node 1's are
+    registered on ``apis``) and the replica manager."""
     from .cluster.guard import guarded_routes
-    from .cluster.nodes import build_cluster, place
+    from .cluster.nodes import build_cluster, node_count, place
+    from .cluster.placement import place as placement
+    from .cluster.replication import ReplicaManager
 
     def state_partition(key_type: int, key: str) -> tuple[str, int]:
         if key_type == 1:
@@ -357,22 +420,63 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         plog = storage.logs.get(topic, partition)
         return plog.leader_epoch if plog is not None else 0
 
+    n = node_count(config)
+    ids = tuple(first.node_id + i for i in range(n))
+    internal_rf = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
+                   TRANSACTION_STATE_TOPIC: "transaction.state.log.replication.factor"}
+
+    def placer(topic: str, start: int, count: int, rf: int | None) -> list[list[int]]:
+        if rf is None:
+            setting = internal_rf.get(topic, "default.replication.factor")
+            # Internal and auto-created topics take at most the nodes there are.
+            rf = min(config.int(setting), n)
+        return placement(topic, start, count, rf, ids)
+
+    def replicas(topic: str, partition: int) -> tuple[int, ...] | None:
+        info = storage.catalog.get(topic)
+        if info is None:
+            return None
+        if info.replicas is not None and partition < len(info.replicas):
+            return tuple(info.replicas[partition])
+        return tuple(placement(topic, partition, 1, 1, ids)[0])
+
     root = first.data_dir
-    controller = build_cluster(config, first, state_partition, epoch)
+    controller = build_cluster(config, first, state_partition, replicas, epoch)
+    storage.catalog.placer = placer
     # Logs open when the broker starts, so every one goes under its leader's directory.
     storage.logs.place = place(root, controller)
+
+    def coordinators() -> dict[str, Callable[[int, bool], None]]:
+        def loader(name: str) -> Callable[[int, bool], None]:
+            def load(partition: int, on: bool) -> None:
+                (runtime.load if on else runtime.unload)(name, partition)
+            return load
+        return {name: loader(name) for name in runtime.topics}
+
+    manager = ReplicaManager(controller, storage, root, scheduler.clock.now_ms, coordinators)
 
     def forget(event: str, info: TopicInfo) -> None:
         if event == "deleted":
             controller.forget(info.name)
 
+    storage.catalog.listeners.append(manager.on_topic_event)
     storage.catalog.listeners.append(forget)
+
+    def lag_interval() -> int:
+        return max(min(config.int("replica.lag.time.max.ms"),
+                       config.int("broker.session.timeout.ms")) // 2, 1)
+
+    def check_lag(now: int) -> None:
+        manager.check_lag(now)
+
+    scheduler.every("replica-lag", lag_interval, check_lag)
     peers: list[tuple[Cluster, KafkaApis]] = []
     for node in controller.members:
         if node is first:
             node_apis, sessions = apis, fetch_sessions
         else:
             node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release)
+            node_apis.disconnect_listeners.extend(apis.disconnect_listeners)
             sessions = FetchSessionCache(
                 config.int("max.incremental.fetch.session.cache.slots"),
                 fetch_sessions.clock)
@@ -381,4 +485,4 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
                                     node_routes(node, apis=node_apis, fetch_sessions=sessions),
                                     epoch):
             node_apis.register(route)
-    return peers
+    return peers, manager

@@ -127,6 +127,8 @@ class KafkaConnection(asyncio.Protocol):
             )
         self.closed = True
         self._registry.discard(self)
+        for listener in self.apis.disconnect_listeners:
+            listener(self.connection_id)
         if self._counted and self._quotas is not None:
             self._counted = False
             self._quotas.release(self.peer_host)

@@ -82,6 +82,8 @@ class BrokerMetrics:
         self._generations: dict[str, int] = {}
         #: The Schema Registry's operation counts (set when it is on).
         self.schema_registry: Callable[[], Mapping[str, int]] | None = None
+        #: The share-partitions' counters (``broker.share.stats.ShareCounters.totals``).
+        self.share: Callable[[], Mapping[str, int]] | None = None
 
     # --- the request path -----------------------------------------------------------------
 
@@ -195,6 +197,9 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
             ops.add_metric([op], n)
         yield ops
 
+    if m.share is not None:
+        yield from _share_families(m.share())
+
     rows = m.group_rows()
     by_state = dict.fromkeys(GROUP_STATES, 0)
     members = GaugeMetricFamily(
@@ -215,3 +220,27 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
         "kafka_server_group_coordinator_metrics_group_completed_rebalance",
         "Completed rebalances of classic groups (Kafka: group-coordinator-metrics "
         "group-completed-rebalance-count)", value=m.rebalances)
+
+
+def _share_families(totals: Mapping[str, int]) -> Iterator[Metric]:
+    """Share groups' record counters (KIP-932). Acknowledgements are Kafka's
+    ShareGroupMetrics RecordAcknowledgementsPerSec by ack type; the rest are kafkalite's."""
+    from prometheus_client.core import CounterMetricFamily
+
+    acks = CounterMetricFamily(
+        "kafka_server_sharegroupmetrics_recordacknowledgements",
+        "Records acknowledged by share consumers, per acknowledgement type (Kafka: "
+        "ShareGroupMetrics RecordAcknowledgementsPerSec)", labels=["ackType"])
+    for name, n in sorted(totals.items()):
+        if name.startswith("ack:"):
+            acks.add_metric([name[4:].capitalize()], n)
+    yield acks
+    for name, doc in (
+        ("acquired", "Records acquired by share consumers (each delivery counts)"),
+        ("redelivered", "Acquisitions of records delivered before"),
+        ("lock_expiries", "Acquisition locks that expired, the record made available again "
+         "or archived"),
+        ("archived_at_limit", "Records archived on reaching share.delivery.count.limit"),
+    ):
+        yield CounterMetricFamily(f"kafkalite_share_records_{name}", doc,
+                                  value=totals.get(name, 0))

@@ -30,6 +30,7 @@ from .limits import ConnectionQuotas, IdleReaper, Limits
 from .metrics import BrokerMetrics
 from .security.setup import ListenerSecurity, SecurityState
 from .security.tls_accept import TlsAcceptor
+from .share.manager import SharePartitionManager
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
@@ -50,6 +51,21 @@ class Loading(Protocol):
     """A service that goes on loading after ``start()`` returns."""
 
     async def loaded(self) -> None: ...
+
+
+class NodeReplicas(Protocol):
+    """The replicas of a process running several nodes, as stopping and starting a node
+    changes them (``cluster.replication.ReplicaManager``; imported only for several)."""
+
+    def status(self, node: int) -> str: ...
+
+    def stop_node(self, node: int, controlled: bool = True) -> None: ...
+
+    def start_node(self, node: int) -> None: ...
+
+    def isolate_node(self, node: int) -> None: ...
+
+    def heal_node(self, node: int) -> None: ...
 
 
 class AdminListener(Protocol):
@@ -94,6 +110,8 @@ class Broker:
         admin: AdminListener | None = None,
         schema_registry: AdminListener | None = None,
         peers: Sequence[tuple[Cluster, KafkaApis]] = (),
+        replicas: NodeReplicas | None = None,
+        share: SharePartitionManager | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -108,6 +126,8 @@ class Broker:
         self.transactions = transactions
         self.log_cleaner = cleaner
         self.apis = apis
+        #: KIP-932's share-partition manager (share-partitions, their locks and state).
+        self.share = share
         #: Every deadline of the broker, on its one clock (``scheduler.clock``).
         self.scheduler = scheduler
         #: Fault rules on the request path (dispatch reads the same object).
@@ -126,6 +146,12 @@ class Broker:
         #: Every node this process runs (``kafkalite.nodes``): its identity and its
         #: handlers. The first is ``cluster`` with ``apis``.
         self.nodes: tuple[tuple[Cluster, KafkaApis], ...] = ((cluster, apis), *peers)
+        #: The replicas of the nodes' partitions and what stops and starts nodes do to
+        #: them (several nodes); None for one node.
+        self.replicas = replicas
+        #: Each node's listening servers, by node id (a stopped node's are closed).
+        self._node_servers: dict[int, list[asyncio.AbstractServer]] = {}
+        self._configured: tuple[list[Listener], list[ListenerSecurity]] | None = None
         #: SCRAM credentials and, with an authorizer configured, the ACLs.
         self.security = security or SecurityState.empty(config.data_dir)
         self.scram = self.security.scram
@@ -181,6 +207,7 @@ class Broker:
                 await self.open(wait_loaded=False)
             except OSError as e:
                 raise ConfigError(data_dir_problem(self.data_dir, e)) from None
+            self._configured = (configured, securities)
             for i, (node, apis) in enumerate(self.nodes):
                 await self._listen(configured, securities, node, apis, i)
         except BaseException:
@@ -246,6 +273,9 @@ class Broker:
         # A new connection takes its listener's security as it is now: dynamic configs
         # may have replaced it (a rotated keystore, another JAAS config).
         current = self.listener_security
+        # A node started again listens where it listened before.
+        bound = list(node.listeners)
+        node.listeners.clear()
         for lst, sec in zip(configured, securities, strict=True):
 
             def factory(name: str = lst.name) -> KafkaConnection:
@@ -261,6 +291,8 @@ class Broker:
                     return TlsAcceptor(ctx, factory, name)
 
             want = lst.port + index if lst.port else 0
+            if bound:
+                want = bound.pop(0).port
             try:
                 server = await loop.create_server(make, lst.host, want, reuse_address=True)
             except OSError as e:
@@ -268,6 +300,7 @@ class Broker:
                 raise ConfigError(f"listeners: cannot listen on {lst.host}:{want} "
                                   f"({lst.name}){where}: {e.strerror or e}") from None
             self._servers.append(server)
+            self._node_servers.setdefault(node.node_id, []).append(server)
             port = server.sockets[0].getsockname()[1]
             adv: Listener | None = advertised.get(lst.name)
             adv_host = adv.host if adv else lst.host
@@ -276,6 +309,65 @@ class Broker:
             adv_port = adv.port + index if adv and adv.port else port
             node.listeners.append(BoundListener(lst.name, lst.host, port, adv_host, adv_port,
                                                 sec.protocol.value))
+
+    # --- nodes that stop, start and get cut off (several nodes) -------------------------
+
+    def _node(self, node_id: int) -> tuple[int, Cluster, KafkaApis]:
+        for i, (node, apis) in enumerate(self.nodes):
+            if node.node_id == node_id:
+                return i, node, apis
+        raise KeyError(f"no node {node_id}")
+
+    def _replica_manager(self) -> NodeReplicas:
+        if self.replicas is None:
+            raise KeyError("one node: nothing to stop or start (kafkalite.nodes)")
+        return self.replicas
+
+    async def stop_node(self, node_id: int, controlled: bool = True) -> None:
+        """Stop one node: its listeners and connections close, its replicas stop and
+        its leadership moves (at once when ``controlled``, else when the controller fences
+        it after broker.session.timeout.ms)."""
+        manager = self._replica_manager()
+        _i, _node, apis = self._node(node_id)
+        if manager.status(node_id) == "stopped":
+            return
+        servers = self._node_servers.pop(node_id, [])
+        for server in servers:
+            server.close()
+            self._servers.remove(server)
+        for conn in list(self._connections):
+            if conn.apis is apis:
+                conn.close()
+        manager.stop_node(node_id, controlled)
+        log.info("broker.node_stopped", node_id=node_id, controlled=controlled)
+
+    async def start_node(self, node_id: int) -> None:
+        """Start a stopped node again on its addresses: its replicas recover, catch up
+        and rejoin the ISRs."""
+        manager = self._replica_manager()
+        i, node, apis = self._node(node_id)
+        if manager.status(node_id) != "stopped":
+            return
+        manager.start_node(node_id)
+        if self._configured is not None:
+            await self._listen(*self._configured, node, apis, i)
+        log.info("broker.node_started", node_id=node_id)
+
+    def isolate_node(self, node_id: int) -> None:
+        """Cut one node off from the others, as a network partition: it keeps its
+        connections but stops replicating and is fenced after the session timeout."""
+        self._node(node_id)
+        self._replica_manager().isolate_node(node_id)
+        log.info("broker.node_isolated", node_id=node_id)
+
+    def heal_node(self, node_id: int) -> None:
+        self._node(node_id)
+        self._replica_manager().heal_node(node_id)
+        log.info("broker.node_healed", node_id=node_id)
+
+    def node_status(self, node_id: int) -> str:
+        """running, stopped, isolated or fenced."""
+        return "running" if self.replicas is None else self.replicas.status(node_id)
 
     @property
     def bootstraps(self) -> list[str]:

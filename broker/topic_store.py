@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import structlog
 
-from kafkalite.protocol.names import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.storage.catalog import InvalidTopicName, TopicCatalog, TopicInfo, validate_topic_name
 from kafkalite.storage.log import PartitionLog
 from kafkalite.storage.manager import LogManager
@@ -59,11 +59,13 @@ class Storage:
 
     def create_topic(
         self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
-        internal: bool = False,
+        internal: bool = False, replicas: list[list[int]] | None = None,
     ) -> TopicInfo:
-        """Create a topic in the catalogue; its logs follow on the catalogue event."""
+        """Create a topic in the catalogue; its logs follow on the catalogue event.
+        ``replicas``: each partition's (several nodes; placed by the catalogue's placer
+        when None)."""
         n = self.config.int("num.partitions") if partitions is None else partitions
-        info = self.catalog.create(name, n, configs, internal=internal)
+        info = self.catalog.create(name, n, configs, internal=internal, replicas=replicas)
         log.info("topic.created", topic=name, partitions=n, topic_id=str(info.topic_id))
         return info
 
@@ -109,6 +111,21 @@ class Storage:
                 partitions,
                 {"cleanup.policy": "compact", "compression.type": "uncompressed",
                  "segment.bytes": str(self.config.int("transaction.state.log.segment.bytes"))},
+                internal=True,
+            )
+
+    def ensure_share_state_topic(self, partitions: int) -> None:
+        """``__share_group_state`` on first use (a share group's first share-partition, or
+        FindCoordinator for a share key). Compacted, where Kafka's deletes by DeleteRecords:
+        kafkalite writes a share-partition's whole state in each record, so the last one
+        of each key is enough (docs/compatibility.md)."""
+        if self.catalog.get(SHARE_STATE_TOPIC) is None:
+            self.create_topic(
+                SHARE_STATE_TOPIC,
+                partitions,
+                {"cleanup.policy": "compact",
+                 "segment.bytes": str(self.config.int(
+                     "share.coordinator.state.topic.segment.bytes"))},
                 internal=True,
             )
 

@@ -11,7 +11,7 @@ kinds' requests for a share group's id, answer GROUP_ID_NOT_FOUND, as Kafka's do
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -49,6 +49,10 @@ class ShareMembership:
         self.config = registry.config
         self.timers = registry.timers
         self.partitions = registry.partitions
+        #: Told (group, member) once an expired member's removal is written, so that the
+        #: broker ends its share session and releases its records (registered at build).
+        #: A member that leaves itself closes its share session first, as Kafka's do.
+        self.member_expired: list[Callable[[str, str], None]] = []
 
     def _topics(self) -> dict[str, TopicInfo]:
         return {name: TopicInfo(t.topic_id, t.num_partitions)
@@ -101,8 +105,15 @@ class ShareMembership:
         if ps is None or group is None or mid not in group.members:
             return Outcome(None)
         log.info("share_group.member_expired", group=gid, member=mid)
+
+        def then(err: ErrorCode, _now: int) -> Outcome:
+            if err is NO_ERROR:
+                for listener in self.member_expired:
+                    listener(gid, mid)
+            return Outcome(None)
+
         return Outcome(None, writes=[Write(ps.partition, gid,
-                                           share.leave(group, mid, self._topics()))])
+                                           share.leave(group, mid, self._topics()), then)])
 
     # --- ShareGroupDescribe -------------------------------------------------------------
 

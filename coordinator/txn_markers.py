@@ -59,10 +59,12 @@ SKIPPED = frozenset({
 
 class MarkerWriter(Protocol):
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                      commit: bool, partitions: Sequence[TopicPartition]
-                      ) -> dict[TopicPartition, ErrorCode]:
+                      commit: bool, partitions: Sequence[TopicPartition],
+                      transaction_version: int = 0) -> dict[TopicPartition, ErrorCode]:
         """Append a COMMIT (``commit``) or ABORT control batch for the producer to each
-        partition; one error per partition (a missing entry counts as retriable)."""
+        partition; one error per partition (a missing entry counts as retriable). The
+        marker's ``transaction_version`` (WriteTxnMarkers v2) sets how its epoch is
+        checked."""
         ...
 
 
@@ -70,7 +72,8 @@ class MarkerLog(Protocol):
     """A partition log that takes control markers (the partition-log side's API)."""
 
     def append_control_marker(self, producer_id: int, producer_epoch: int,
-                              coordinator_epoch: int, commit: bool) -> object: ...
+                              coordinator_epoch: int, commit: bool,
+                              transaction_version: int = 0) -> object: ...
 
 
 class TxnOffsetsCompletion(Protocol):
@@ -90,8 +93,8 @@ class LocalMarkerWriter:
         self._offsets = offsets
 
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                      commit: bool, partitions: Sequence[TopicPartition]
-                      ) -> dict[TopicPartition, ErrorCode]:
+                      commit: bool, partitions: Sequence[TopicPartition],
+                      transaction_version: int = 0) -> dict[TopicPartition, ErrorCode]:
         out: dict[TopicPartition, ErrorCode] = {}
         for tp in partitions:
             topic, partition = tp
@@ -105,7 +108,7 @@ class LocalMarkerWriter:
                 continue
             try:
                 target.append_control_marker(producer_id, producer_epoch, coordinator_epoch,
-                                             commit)
+                                             commit, transaction_version)
             except Exception as e:
                 out[tp] = append_error(e)
                 log.warning("txn.marker_failed", topic=topic, partition=partition,

@@ -9,7 +9,9 @@ import datetime
 OFFSETS_TOPIC = "__consumer_offsets"
 #: Transaction coordinator state (compacted).
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+#: Share-partition state of KIP-932 share groups (compacted).
+SHARE_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 
 #: ``throttle_time`` of every response: kafkalite applies no quotas.
 NO_THROTTLE = datetime.timedelta(0)

@@ -43,6 +43,9 @@ class TopicInfo:
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
     internal: bool = False
+    #: Each partition's replicas, preferred leader first, when the cluster placed them
+    #: (several nodes); None: the one node holds every partition.
+    replicas: list[list[int]] | None = None
 
 
 class TopicCatalog:
@@ -54,6 +57,9 @@ class TopicCatalog:
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         #: Called after a topic is created, changed or deleted: (event, topic).
         self.listeners: list[Callable[[str, TopicInfo], None]] = []
+        #: Places the replicas of new partitions (several nodes): (topic, first partition,
+        #: count, replication factor or None for the default) -> replicas per partition.
+        self.placer: Callable[[str, int, int, int | None], list[list[int]]] | None = None
         if self.path.exists():
             for t in json.loads(self.path.read_text())["topics"]:
                 info = TopicInfo(
@@ -62,6 +68,7 @@ class TopicCatalog:
                     int(t["partitions"]),
                     dict(t.get("configs", {})),
                     bool(t.get("internal", False)),
+                    t.get("replicas"),
                 )
                 self._topics[info.name] = info
                 self._by_id[info.topic_id] = info
@@ -75,6 +82,7 @@ class TopicCatalog:
                     "partitions": t.partitions,
                     "configs": t.configs,
                     "internal": t.internal,
+                    **({"replicas": t.replicas} if t.replicas is not None else {}),
                 }
                 for t in self._topics.values()
             ]
@@ -106,13 +114,17 @@ class TopicCatalog:
         partitions: int,
         configs: dict[str, str] | None = None,
         internal: bool = False,
+        replicas: list[list[int]] | None = None,
     ) -> TopicInfo:
         validate_topic_name(name)
         if name in self._topics:
             raise KeyError(name)
         if partitions < 1:
             raise ValueError("partitions must be at least 1")
-        info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}), internal)
+        if self.placer is not None and replicas is None:
+            replicas = self.placer(name, 0, partitions, None)
+        info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs or {}), internal,
+                         replicas)
         self._topics[name] = info
         self._by_id[info.topic_id] = info
         self._save()
@@ -126,10 +138,16 @@ class TopicCatalog:
         self._notify("deleted", info)
         return info
 
-    def set_partitions(self, name: str, partitions: int) -> TopicInfo:
+    def set_partitions(self, name: str, partitions: int,
+                       replicas: list[list[int]] | None = None) -> TopicInfo:
         info = self._topics[name]
         if partitions <= info.partitions:
             raise ValueError("partition count can only grow")
+        if info.replicas is not None:
+            if replicas is None and self.placer is not None:
+                rf = len(info.replicas[0]) if info.replicas else 1
+                replicas = self.placer(name, info.partitions, partitions - info.partitions, rf)
+            info.replicas = info.replicas + (replicas or [])
         info.partitions = partitions
         self._save()
         self._notify("changed", info)

@@ -20,9 +20,10 @@ import bisect
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import structlog
 
@@ -96,10 +97,25 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
+class Replicator(Protocol):
+    """A leader log's followers (the broker's replica set): filled after each append."""
+
+    def __call__(self) -> None: ...
+
+    @property
+    def in_sync(self) -> int:
+        """How many replicas are in sync, the leader included."""
+        ...
+
+    def acked(self, offset: int, timeout_ms: int) -> Awaitable[Any]:
+        """Done when the high watermark passes ``offset`` (acks=all), or on timeout."""
+        ...
+
+
 class PartitionLog:
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig,
-        log_start_offset: int = 0, clock: Callable[[], int] = now_ms,
+        log_start_offset: int = 0, clock: Callable[[], int] = now_ms, lead: bool = True,
     ) -> None:
         self.dir = directory
         self.topic = topic
@@ -122,6 +138,14 @@ class PartitionLog:
         #: Leader epochs and where each began; the last is the partition's current one.
         self.epochs = LeaderEpochCache(directory)
         self.leader_epoch = 0
+        #: The high watermark while the partition has followers (None: the log end, as
+        #: with one replica); the replica set moves it as the in-sync replicas catch up.
+        self.hw: int | None = None
+        #: Called after each append, before the watchers, when the partition has
+        #: followers (it fills them and moves ``hw``); None keeps the append path as is.
+        self.replicator: Replicator | None = None
+        #: False for a follower's replica: it takes the epochs of the batches it copies.
+        self.lead = lead
         directory.mkdir(parents=True, exist_ok=True)
         self._load()
 
@@ -181,6 +205,11 @@ class PartitionLog:
         changed = cache.truncate_from_end(self.log_end_offset)
         changed = cache.truncate_from_start(self.log_start_offset) or changed
         existed = had_checkpoint or self.log_end_offset > 0 or cache.latest_epoch >= 0
+        if not self.lead:
+            self.leader_epoch = max(cache.latest_epoch, 0)
+            if changed or not had_checkpoint:
+                cache.save()
+            return
         epoch = cache.latest_epoch + 1 if existed else 0
         if self.become_leader(max(epoch, 0), save=False) or changed or not had_checkpoint:
             cache.save()
@@ -227,7 +256,8 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        return self.log_end_offset
+        hw = self.hw
+        return self.log_end_offset if hw is None else hw
 
     @property
     def size_bytes(self) -> int:
@@ -235,7 +265,9 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.txn.last_stable_offset(self.log_start_offset, self.log_end_offset)
+        lso = self.txn.last_stable_offset(self.log_start_offset, self.log_end_offset)
+        hw = self.hw
+        return lso if hw is None or hw >= lso else hw
 
     def has_ongoing_transaction(self, producer_id: int) -> bool:
         return self.txn.has_ongoing_transaction(producer_id)
@@ -319,7 +351,8 @@ class PartitionLog:
         return base, last
 
     def append_control_marker(self, producer_id: int, producer_epoch: int,
-                              coordinator_epoch: int, commit: bool) -> int:
+                              coordinator_epoch: int, commit: bool,
+                              transaction_version: int = 0) -> int:
         """Write the COMMIT or ABORT marker ending ``producer_id``'s transaction here, as
         Kafka's WriteTxnMarkers does; return its offset.
 
@@ -331,10 +364,12 @@ class PartitionLog:
         """
         batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit,
                                      self.clock())
-        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0))[0]
+        return self._append_marker(memoryview(batch), BATCH_HEADER.unpack_from(batch, 0),
+                                   transaction_version)[0]
 
-    def _append_marker(self, batch: memoryview, h: tuple[int, ...]) -> tuple[int, int]:
-        marker = self.txn.check_marker(batch, h)
+    def _append_marker(self, batch: memoryview, h: tuple[int, ...],
+                       transaction_version: int = 0) -> tuple[int, int]:
+        marker = self.txn.check_marker(batch, h, transaction_version)
         offset, last = self._write(batch, h)
         self.txn.marker_written(marker, h, offset, self.segments[-1])
         self._appended(1, len(batch))
@@ -363,6 +398,8 @@ class PartitionLog:
             self.unflushed_messages += last - base + 1
             if self.unflushed_messages >= self.config.flush_messages:
                 self.flush()
+            if self.replicator is not None:
+                self.replicator()
             if self.watchers:
                 for w in list(self.watchers):
                     w(size)
@@ -372,6 +409,8 @@ class PartitionLog:
         self.unflushed_messages += records
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
+        if self.replicator is not None:
+            self.replicator()
         for w in list(self.watchers):
             w(size)
 
@@ -420,6 +459,44 @@ class PartitionLog:
             fds += [fd for seg in self.segments[-2:]
                     if (fd := seg.txn_index.sync_handle()) is not None]
         return fds
+
+    def append_as_follower(self, data: bytes | memoryview) -> None:
+        """Copy a leader's batches as they are (offsets, leader epochs, producers), as
+        Kafka's ``appendAsFollower``: the producer state and the epoch cache follow them,
+        so this replica can lead from where they end."""
+        view = memoryview(data)
+        pos, n = 0, len(view)
+        while pos < n:
+            size = check_batch(view, pos, NEVER)
+            batch = view[pos : pos + size]
+            pos += size
+            h = BATCH_HEADER.unpack_from(batch, 0)
+            base, last = h[BASE_OFFSET], h[BASE_OFFSET] + h[LAST_OFFSET_DELTA]
+            if last < self.log_end_offset:
+                continue
+            if base < self.log_end_offset:
+                self.truncate_to(base)
+            # A compacted leader leaves gaps; the copy keeps its offsets.
+            self.log_end_offset = base
+            epoch = h[PARTITION_LEADER_EPOCH]
+            if epoch >= 0:
+                self.leader_epoch = max(self.leader_epoch, epoch)
+                if self.epochs.assign(epoch, base):
+                    self.epochs.save()
+            pid = h[PRODUCER_ID]
+            if pid < 0:
+                self._write(batch, h, True)
+            elif h[ATTRIBUTES] & ATTR_CONTROL:
+                self._append_marker(batch, h)
+            else:
+                first_seq = h[BASE_SEQUENCE]
+                last_seq = (increment_sequence(first_seq, h[LAST_OFFSET_DELTA])
+                            if first_seq >= 0 else NO_SEQUENCE)
+                b, lst = self._write(batch, h)
+                self.txn.producers.update(pid, h[PRODUCER_EPOCH], first_seq, last_seq, b, lst,
+                                          h[MAX_TIMESTAMP],
+                                          bool(h[ATTRIBUTES] & ATTR_TRANSACTIONAL))
+                self._appended(h[LAST_OFFSET_DELTA] + 1, size)
 
     # --- reads --------------------------------------------------------------------------
 

@@ -47,7 +47,8 @@ class LogTransactions:
 
     # --- markers ------------------------------------------------------------------------
 
-    def check_marker(self, batch: memoryview, h: tuple[int, ...]) -> EndTxnMarker:
+    def check_marker(self, batch: memoryview, h: tuple[int, ...],
+                     transaction_version: int = 0) -> EndTxnMarker:
         """The marker a control batch holds, if it may be written: raises for an
         unreadable batch, a control record that is no marker, an older producer epoch or
         coordinator epoch."""
@@ -57,7 +58,8 @@ class LogTransactions:
             raise CorruptRecordError(f"unreadable control batch: {e}") from e
         if marker is None:
             raise InvalidRecordError("a control batch that is not a transaction marker")
-        self.producers.check_marker(h[PRODUCER_ID], h[PRODUCER_EPOCH], marker.coordinator_epoch)
+        self.producers.check_marker(h[PRODUCER_ID], h[PRODUCER_EPOCH], marker.coordinator_epoch,
+                                    transaction_version)
         return marker
 
     def marker_written(self, marker: EndTxnMarker, h: tuple[int, ...], offset: int,

@@ -52,15 +52,11 @@ def record_rules(get: Callable[[str], str]) -> RecordRules:
     """What a client's batches are checked against, from topic config values."""
     codec = _CODECS.get(get("compression.type"))
     level_key = _LEVELS.get(codec) if codec is not None else None
-    difference = _int(get("message.timestamp.difference.max.ms"))
-    before = _int(get("message.timestamp.before.max.ms"))
-    after = _int(get("message.timestamp.after.max.ms"))
     return RecordRules(
         compact="compact" in get("cleanup.policy"),
         log_append_time=get("message.timestamp.type") == "LogAppendTime",
-        # As Kafka 3.x: the deprecated difference bound applies while a new one is unset.
-        timestamp_before_ms=difference if before == NEVER else before,
-        timestamp_after_ms=difference if after == NEVER else after,
+        timestamp_before_ms=_int(get("message.timestamp.before.max.ms")),
+        timestamp_after_ms=_int(get("message.timestamp.after.max.ms")),
         compression=codec,
         compression_level=_int(get(level_key)) if level_key else None,
     )

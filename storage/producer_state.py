@@ -178,15 +178,24 @@ class ProducerStateTable:
 
     # --- transaction markers ------------------------------------------------------------
 
-    def check_marker(self, pid: int, epoch: int, coordinator_epoch: int) -> None:
+    def check_marker(self, pid: int, epoch: int, coordinator_epoch: int,
+                     transaction_version: int = 0) -> None:
         """Raise if the coordinator may not end the producer's transaction with this
-        marker (``ProducerAppendInfo.appendEndTxnMarker``'s checks)."""
+        marker (``ProducerAppendInfo.appendEndTxnMarker``'s checks). A transaction.version
+        2 coordinator bumps the epoch before every marker, so such a marker must carry a
+        newer epoch, except a retry of one already written (same epoch, no transaction
+        open here)."""
         entry = self.producers.get(pid)
         if entry is None:
             return
-        if epoch < entry.epoch:
+        if transaction_version >= 2:
+            stale = epoch < entry.epoch or (epoch == entry.epoch and pid in self.ongoing)
+        else:
+            stale = epoch < entry.epoch
+        if stale:
             raise InvalidProducerEpochError(
-                f"marker for producer {pid} has epoch {epoch}, older than {entry.epoch}")
+                f"marker for producer {pid} has epoch {epoch}, not newer than {entry.epoch} "
+                f"(transaction version {transaction_version})")
         if entry.coordinator_epoch > coordinator_epoch:
             raise TransactionCoordinatorFencedError(
                 f"marker for producer {pid} has coordinator epoch {coordinator_epoch}, "

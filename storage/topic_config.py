@@ -85,21 +85,31 @@ _DEFS = [
     _d("max.compaction.lag.ms", LONG_MAX, "LONG", "log.cleaner.max.compaction.lag.ms",
        at_least=1),
     _d("max.message.bytes", "1048588", "INT", "message.max.bytes", at_least=0),
-    _d("message.downconversion.enable", "true", "BOOLEAN", "log.message.downconversion.enable"),
-    # Deprecated in Kafka 3.x and ignored for magic v2 batches, but still accepted.
-    _d("message.format.version", "3.0-IV1", "STRING", "log.message.format.version"),
-    _d("message.timestamp.after.max.ms", LONG_MAX, "LONG",
+    _d("max.decompressed.message.bytes", "2147483639", "INT",
+       "max.decompressed.message.bytes", at_least=0),
+    # Kafka 4.0 made the bound on future timestamps one hour (it was Long.MAX).
+    _d("message.timestamp.after.max.ms", "3600000", "LONG",
        "log.message.timestamp.after.max.ms", at_least=0),
     _d("message.timestamp.before.max.ms", LONG_MAX, "LONG",
        "log.message.timestamp.before.max.ms", at_least=0),
-    _d("message.timestamp.difference.max.ms", LONG_MAX, "LONG",
-       "log.message.timestamp.difference.max.ms", at_least=0),
     _d("message.timestamp.type", "CreateTime", "STRING", "log.message.timestamp.type",
        choices=TIMESTAMP_TYPES),
     _d("min.cleanable.dirty.ratio", "0.5", "DOUBLE", "log.cleaner.min.cleanable.ratio",
        at_least=0),
     _d("min.compaction.lag.ms", "0", "LONG", "log.cleaner.min.compaction.lag.ms", at_least=0),
     _d("min.insync.replicas", "1", "INT", "min.insync.replicas", at_least=1),
+    _d("errors.deadletterqueue.group.enable", "false", "BOOLEAN"),
+    # Replication throttles and tiered storage: accepted and described as in Kafka; no
+    # replica is throttled and no log is copied to remote storage.
+    _d("leader.replication.throttled.replicas", "", "LIST"),
+    _d("follower.replication.throttled.replicas", "", "LIST"),
+    _d("local.retention.bytes", "-2", "LONG", "log.local.retention.bytes", at_least=-2),
+    _d("local.retention.ms", "-2", "LONG", "log.local.retention.ms", at_least=-2),
+    _d("remote.copy.lag.bytes", "-1", "LONG", "log.remote.copy.lag.bytes", at_least=-1),
+    _d("remote.copy.lag.ms", "0", "LONG", "log.remote.copy.lag.ms", at_least=-1),
+    _d("remote.log.copy.disable", "false", "BOOLEAN"),
+    _d("remote.log.delete.on.disable", "false", "BOOLEAN"),
+    _d("remote.storage.enable", "false", "BOOLEAN"),
     _d("preallocate", "false", "BOOLEAN", "log.preallocate"),
     _d("retention.bytes", "-1", "LONG", "log.retention.bytes"),
     _d("retention.ms", "604800000", "LONG", "log.retention.ms",
@@ -180,6 +190,21 @@ def check_metadata_version(name: str, value: str) -> None:
                             f"Version {value} is not a valid version")
 
 
+_REPLICA = re.compile(r"^\s*\d+\s*:\s*\d+\s*$")
+
+
+def check_throttled_replicas(name: str, value: str) -> None:
+    """Kafka's ``ThrottledReplicaListValidator``: empty, ``*``, or partition:broker pairs."""
+    items = [i.strip() for i in value.split(",")] if value.strip() else []
+    if items == ["*"] or all(_REPLICA.match(i) for i in items):
+        return
+    shown = ", ".join(items)
+    raise InvalidConfig(
+        f"Invalid value [{shown}] for configuration {name}: {name} must be the literal '*' "
+        "or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
 def validate(name: str, value: str | None) -> None:
     """Raise ``InvalidConfig`` for an unknown name or a value Kafka would refuse."""
     d = TOPIC_CONFIGS.get(name)
@@ -188,8 +213,11 @@ def validate(name: str, value: str | None) -> None:
     if value is None:
         return
     check_value(name, value, d.type, d.choices, d.at_least)
-    if name == "message.format.version":
-        check_metadata_version(name, value)
+    if name.endswith(".replication.throttled.replicas"):
+        check_throttled_replicas(name, value)
+    if name == "remote.storage.enable" and value.strip().lower() == "true":
+        raise InvalidConfig("Tiered Storage functionality is disabled in the broker. "
+                            "Topic cannot be configured with remote log storage.")
 
 
 @dataclass(frozen=True)

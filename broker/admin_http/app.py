@@ -105,6 +105,17 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     async def brokers(_req: web.Request) -> web.Response:
         return web.json_response({"brokers": view.brokers()})
 
+    async def broker_switch(req: web.Request) -> web.Response:
+        raw = req.match_info["node"]
+        if not raw.isdigit():
+            raise BadRequest(f"broker id must be an integer, got {raw!r}")
+        body = await _json_body(req) if req.can_read_body else {}
+        controlled = body.get("controlled", True) if isinstance(body, dict) else True
+        if not isinstance(controlled, bool):
+            raise BadRequest(f"field controlled must be true or false, got {controlled!r}")
+        return web.json_response(await view.switch_node(int(raw), req.match_info["action"],
+                                                        controlled))
+
     async def topics(_req: web.Request) -> web.Response:
         return web.json_response({"topics": view.topics()})
 
@@ -201,6 +212,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/metrics", metrics_text)
     r.add_get("/api/v1/cluster", cluster)
     r.add_get("/api/v1/brokers", brokers)
+    r.add_post("/api/v1/brokers/{node}/{action}", broker_switch)
     r.add_get("/api/v1/topics", topics)
     r.add_get("/api/v1/topics/{topic}", topic)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)

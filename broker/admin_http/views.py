@@ -12,7 +12,7 @@ import base64
 import json
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.group_service import GroupService
@@ -26,6 +26,7 @@ from ..cluster import Cluster
 from ..metrics import GroupRow
 from ..testing.clock_control import ClockControl
 from ..topic_store import Storage
+from .share_view import ShareView, share_group
 
 if TYPE_CHECKING:
     from kafkalite.coordinator.consumer_group import ConsumerGroup
@@ -82,6 +83,21 @@ class _History:
         self.by_group: dict[str, deque[dict[str, Any]]] = {}
 
 
+class NodeSwitch(Protocol):
+    """Stopping, starting, isolating and healing the nodes of the process (the
+    ``Broker``, when it runs several)."""
+
+    async def stop_node(self, node_id: int, controlled: bool = True) -> None: ...
+
+    async def start_node(self, node_id: int) -> None: ...
+
+    def isolate_node(self, node_id: int) -> None: ...
+
+    def heal_node(self, node_id: int) -> None: ...
+
+    def node_status(self, node_id: int) -> str: ...
+
+
 class BrokerView:
     def __init__(self, cluster: Cluster, storage: Storage, groups: GroupService,
                  clock: ClockControl) -> None:
@@ -92,6 +108,10 @@ class BrokerView:
         self._history: dict[int, _History] = {}
         #: The Schema Registry's subjects and versions for the console (set when it is on).
         self.schemas: Callable[[], list[dict[str, Any]]] | None = None
+        #: The share-partitions of share groups (set when the share fetch path is built).
+        self.share: ShareView | None = None
+        #: The nodes' switches (set by the composition root when the process runs several).
+        self.nodes: NodeSwitch | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 
@@ -124,8 +144,29 @@ class BrokerView:
                  "listeners": [{"name": x.name,
                                 "advertised": f"{x.advertised_host}:{x.advertised_port}"}
                                for x in m.listeners],
-                 "data_dir": str(m.data_dir), "leader_partitions": leads.get(m.node_id, 0)}
+                 "data_dir": str(m.data_dir), "leader_partitions": leads.get(m.node_id, 0),
+                 "status": self.nodes.node_status(m.node_id) if self.nodes else "running"}
                 for m in c.members()]
+
+    async def switch_node(self, node_id: int, action: str, controlled: bool = True
+                          ) -> dict[str, Any]:
+        """stop, start, isolate or heal one node; its row of ``brokers`` after."""
+        nodes = self.nodes
+        if nodes is None:
+            raise BadRequest("one node: start with --nodes N to stop and start brokers")
+        if self.cluster_info.member(node_id) is None:
+            raise NotFound(f"no broker {node_id}")
+        if action == "stop":
+            await nodes.stop_node(node_id, controlled)
+        elif action == "start":
+            await nodes.start_node(node_id)
+        elif action == "isolate":
+            nodes.isolate_node(node_id)
+        elif action == "heal":
+            nodes.heal_node(node_id)
+        else:
+            raise NotFound(f"unknown action {action!r}: stop, start, isolate or heal")
+        return next(b for b in self.brokers() if b["node_id"] == node_id)
 
     def _partition(self, topic: str, p: int) -> dict[str, Any]:
         plog = self.storage.logs.get(topic, p)
@@ -206,7 +247,8 @@ class BrokerView:
 
     def group_rows(self) -> list[GroupRow]:
         """(group, state, members, generation) of every group, for ``/metrics`` (a KIP-848
-        consumer group's generation is its group epoch)."""
+        consumer group's generation is its group epoch). Share groups are not among them:
+        Kafka counts them in share-group gauges of their own."""
         return [GroupRow(g.group_id, state_name(g), len(g.members), g.generation)
                 for g in self._groups()] + [
             GroupRow(g.group_id, g.state.value, len(g.members), g.group_epoch)
@@ -224,6 +266,11 @@ class BrokerView:
                   "protocol": g.preferred_server_assignor(), "members": len(g.members),
                   "partition": core.partition_for(g.group_id)}
                  for g in core.consumer_groups()]
+        rows += [{"group_id": g.group_id, "type": "share",
+                  "state": "Stable" if g.members else "Empty", "generation": g.group_epoch,
+                  "protocol_type": "share", "protocol": "simple", "members": len(g.members),
+                  "partition": core.partition_for(g.group_id)}
+                 for g in core.share_groups()]
         return sorted(rows, key=lambda r: str(r["group_id"]))
 
     def consumer_group(self, group: ConsumerGroup) -> dict[str, Any]:
@@ -256,9 +303,13 @@ class BrokerView:
     def group(self, group_id: str) -> dict[str, Any]:
         g = self.groups_service.core.group(group_id)
         if g is None:
-            cg = self.groups_service.core.consumer_group(group_id)
+            core = self.groups_service.core
+            cg = core.consumer_group(group_id)
             if cg is not None:
                 return self.consumer_group(cg)
+            sg = core.share_group(group_id)
+            if sg is not None:
+                return share_group(sg, core.topics.name_of, self.share, self.clock.now_ms())
             raise NotFound(f"unknown group {group_id!r}")
         now = self.clock.now_ms()
         timers = self.groups_service.core.timers

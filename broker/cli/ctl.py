@@ -66,6 +66,16 @@ def register(sub: Any) -> None:
     b = csub.add_parser("broker", help="the brokers of the process (serve --nodes N)")
     bsub = b.add_subparsers(dest="broker_command", required=True)
     bsub.add_parser("list", help="every node: id, rack, address, partitions it leads")
+    for action, text in (("stop", "stop a node: its listeners close, leadership moves"),
+                         ("start", "start a stopped node again; its replicas catch up"),
+                         ("isolate", "cut a node off from the others (network partition)"),
+                         ("heal", "end a node's isolation")):
+        ba = bsub.add_parser(action, help=text)
+        ba.add_argument("id", type=int, help="the node id")
+        if action == "stop":
+            ba.add_argument("--crash", action="store_true",
+                            help="not a controlled shutdown: leadership moves after "
+                                 "broker.session.timeout.ms")
 
     s = csub.add_parser("scenario", help="run a coordinator scenario")
     s.add_argument("name", choices=["rebalance", "expire-member", "fence-static-member",
@@ -122,12 +132,17 @@ def _run(a: argparse.Namespace) -> int:
         else:
             c = request(admin, "POST", "/api/v1/clock/advance", {"ms": a.by})
         print(f"{'manual' if c['manual'] else 'system'} clock at {c['now_ms']} ms")
+    elif a.ctl_command == "broker" and a.broker_command != "list":
+        body = {"controlled": not a.crash} if a.broker_command == "stop" else {}
+        node = request(admin, "POST", f"/api/v1/brokers/{a.id}/{a.broker_command}", body)
+        print(f"broker {node['node_id']}: {node['status']}, "
+              f"leads {node['leader_partitions']}")
     elif a.ctl_command == "broker":
         for node in request(admin, "GET", "/api/v1/brokers")["brokers"]:
             address = node["listeners"][0]["advertised"] if node["listeners"] else "-"
             role = "\tcontroller" if node["controller"] else ""
             print(f"{node['node_id']}\t{address}\track {node['rack'] or '-'}\t"
-                  f"leads {node['leader_partitions']}{role}")
+                  f"{node['status']}\tleads {node['leader_partitions']}{role}")
     else:
         body = {k: v for k, v in (("group_id", a.group), ("member_id", a.member),
                                   ("group_instance_id", a.instance), ("for_ms", a.for_ms),

@@ -4,9 +4,12 @@ its members and their assignments, its committed offsets (OffsetFetch) and the l
 offsets of those partitions from their leaders (Metadata, ListOffsets).
 
 Members come from the first describer in ``DESCRIBERS`` that knows the group:
-ConsumerGroupDescribe (KIP-848 consumer groups: group, assignment and member epochs,
-target assignments) when the broker serves it, then DescribeGroups (classic groups, whose
-consumer-protocol assignments are decoded). A new group type adds its describer there.
+ShareGroupDescribe (KIP-932 share groups) and ConsumerGroupDescribe (KIP-848 consumer
+groups: group, assignment and member epochs, target assignments) when the broker serves
+them, then DescribeGroups (classic groups, whose consumer-protocol assignments are
+decoded). A new group type adds its describer there. A share group has no committed
+offsets: its partitions' share-partition start offsets and lag come from
+DescribeShareGroupOffsets.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kafkalite.protocol.errors import ErrorCode, ProtocolError
 
 FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, OFFSET_FETCH = 10, 15, 16, 9
 METADATA, LIST_OFFSETS, CONSUMER_GROUP_DESCRIBE = 3, 2, 69
+SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 77, 90
 LATEST = -1
 CLIENT_ID = "kafkalite-groups"
 
@@ -49,12 +53,17 @@ class Member:
 class PartitionLag:
     topic: str
     partition: int
+    #: The committed offset (the share-partition start offset for a share group).
     committed: int | None
     log_end: int | None
     owner: Member | None
+    #: The lag the broker reported (DescribeShareGroupOffsets v1), else computed here.
+    reported_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        if self.reported_lag is not None:
+            return self.reported_lag
         if self.committed is None or self.log_end is None or self.log_end < 0:
             return None
         return max(self.log_end - self.committed, 0)
@@ -63,7 +72,7 @@ class PartitionLag:
 @dataclass
 class GroupView:
     group_id: str
-    #: "classic" or "consumer".
+    #: "classic", "consumer" or "share".
     group_type: str
     state: str
     protocol_type: str
@@ -151,6 +160,50 @@ def describe_consumer_group(conn: RawConnection, group_id: str,
     return consumer_group_view(g, coordinator)
 
 
+def describe_share_group(conn: RawConnection, group_id: str,
+                         coordinator: tuple[int, str, int]) -> GroupView | None:
+    """A KIP-932 share group (ShareGroupDescribe); None when the broker does not serve
+    the API or the group is not a share group."""
+    if not _supports(conn, SHARE_GROUP_DESCRIBE):
+        return None
+    v = conn.version(SHARE_GROUP_DESCRIBE, 1)
+    resp = conn.call(request(SHARE_GROUP_DESCRIBE, v, group_ids=(group_id,),
+                             include_authorized_operations=False))
+    g = resp.groups[0]
+    if int(g.error_code) == ErrorCode.group_id_not_found.value:
+        return None
+    _check(g.error_code, "ShareGroupDescribe")
+    members = [Member(
+        member_id=m.member_id, instance_id=None, client_id=m.client_id,
+        host=m.client_host, epoch=int(m.member_epoch),
+        assignment={tp.topic_name: sorted(int(p) for p in tp.partitions)
+                    for tp in m.assignment.topic_partitions},
+        subscription=list(m.subscribed_topic_names)) for m in g.members]
+    return GroupView(group_id=g.group_id, group_type="share", state=g.group_state,
+                     protocol_type="share", assignor=g.assignor_name,
+                     coordinator=coordinator, members=members,
+                     group_epoch=int(g.group_epoch), assignment_epoch=int(g.assignment_epoch))
+
+
+def share_offsets(conn: RawConnection, group_id: str
+                  ) -> dict[tuple[str, int], tuple[int, int | None]]:
+    """(start offset, lag) of every share-partition the share group has state for; the
+    lag is None before DescribeShareGroupOffsets v1."""
+    if not _supports(conn, DESCRIBE_SHARE_GROUP_OFFSETS):
+        return {}
+    v = conn.version(DESCRIBE_SHARE_GROUP_OFFSETS, 1)
+    group_t = request_class(DESCRIBE_SHARE_GROUP_OFFSETS, v,
+                            "DescribeShareGroupOffsetsRequestGroup")
+    resp = conn.call(request(DESCRIBE_SHARE_GROUP_OFFSETS, v, groups=(
+        build(group_t, group_id=group_id, topics=None),)))
+    g = resp.groups[0]
+    _check(g.error_code, "DescribeShareGroupOffsets")
+    return {(t.topic_name, int(p.partition_index)): (
+        int(p.start_offset), int(p.lag) if v >= 1 and int(p.lag) >= 0 else None)
+        for t in g.topics for p in t.partitions
+        if int(p.error_code) == 0 and int(p.start_offset) >= 0}
+
+
 def consumer_group_view(g: Any, coordinator: tuple[int, str, int]) -> GroupView:
     """A ConsumerGroupDescribe group entry as a GroupView."""
     def parts(assignment: Any) -> dict[str, list[int]]:
@@ -204,7 +257,8 @@ def describe_classic_group(conn: RawConnection, group_id: str,
 
 Describer = Callable[[RawConnection, str, tuple[int, str, int]], GroupView | None]
 #: Tried in order; the first that returns a view describes the group.
-DESCRIBERS: tuple[Describer, ...] = (describe_consumer_group, describe_classic_group)
+DESCRIBERS: tuple[Describer, ...] = (describe_share_group, describe_consumer_group,
+                                     describe_classic_group)
 
 
 # --- offsets and lag --------------------------------------------------------------------
@@ -284,13 +338,19 @@ def describe_group(bootstrap: str, group_id: str) -> GroupView:
             if view is not None:
                 break
         assert view is not None  # DescribeGroups answers for any group id
-        committed = committed_offsets(conn, group_id)
+        share: dict[tuple[str, int], tuple[int, int | None]] = {}
+        if view.group_type == "share":
+            share = share_offsets(conn, group_id)
+            committed = {tp: start for tp, (start, _lag) in share.items()}
+        else:
+            committed = committed_offsets(conn, group_id)
         owners = {(t, p): m for m in view.members for t, ps in m.assignment.items()
                   for p in ps}
         tps = set(committed) | set(owners)
         ends = log_end_offsets(conns, tps)
         view.partitions = [PartitionLag(t, p, committed.get((t, p)), ends.get((t, p)),
-                                        owners.get((t, p))) for t, p in sorted(tps)]
+                                        owners.get((t, p)), share.get((t, p), (0, None))[1])
+                           for t, p in sorted(tps)]
         return view
 
 

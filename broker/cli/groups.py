@@ -1,6 +1,8 @@
 """``kafkalite groups list|describe``: consumer groups as ``kafka-consumer-groups`` shows
 them (``--list --state --type``; ``--describe`` with ``--state``, ``--members --verbose``
-and the offsets view in one), over the Kafka protocol (``group_view.py``)."""
+and the offsets view in one), and share groups as ``kafka-share-groups`` does (members,
+assignments, each share-partition's start offset and lag), over the Kafka protocol
+(``group_view.py``)."""
 
 from __future__ import annotations
 
@@ -84,8 +86,9 @@ def render(view: GroupView) -> str:
               "-" if m.target is None else assignment_text(m.target)]
              for m in view.members])]
     if view.partitions:
+        offset = "START-OFFSET" if view.group_type == "share" else "CURRENT-OFFSET"
         out += ["", table(
-            ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+            ["TOPIC", "PARTITION", offset, "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
              "HOST", "CLIENT-ID"],
             [[p.topic, str(p.partition), _dash(p.committed), _dash(p.log_end), _dash(p.lag),
               *_owner(p.owner)] for p in view.partitions])]
@@ -105,7 +108,8 @@ def as_json(view: GroupView) -> dict[str, Any]:
         "group_epoch": view.group_epoch, "assignment_epoch": view.assignment_epoch,
         "members": [asdict(m) for m in view.members],
         "partitions": [{"topic": p.topic, "partition": p.partition,
-                        "current_offset": p.committed, "log_end_offset": p.log_end,
+                        ("start_offset" if view.group_type == "share" else "current_offset"):
+                        p.committed, "log_end_offset": p.log_end,
                         "lag": p.lag, "consumer_id": p.owner.member_id if p.owner else None}
                        for p in view.partitions],
     }

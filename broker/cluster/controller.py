@@ -1,22 +1,28 @@
 """The cluster-wide partition state that every node of one process shares: for each
 partition its replicas, leader, in-sync replicas and leader epoch, as Kafka's controller
-keeps them in the metadata log.
+keeps them in the metadata log, and which nodes are stopped or fenced.
 
-Placement follows Kafka's for replication factor 1 without racks: partition ``p`` of a
-topic goes to the node at ``(start + p) mod N`` of the nodes in id order, which spreads
-leaders round robin. Kafka picks ``start`` at random and remembers it in the metadata log;
-here it is derived from the topic name (CRC-32), so the placement needs no store of its
-own and is the same after a restart. Replication is not there yet: every partition has one
-replica, its leader, and the leader epoch is the log's.
+Replicas come from the topic catalogue (``placement.place`` chose them); leaders and ISRs
+are kept in ``<log.dirs>/nodes/partitions.json`` whenever they change, so a restarted
+process leads each partition from the replica that led it. Elections pick the first live
+in-sync replica in replica order (Kafka's), or with ``unclean.leader.election.enable`` any
+live replica; with neither the partition has no leader (-1) until an in-sync replica is
+back. The replica manager (``replication.py``) applies what changes here to the logs.
 """
 
 from __future__ import annotations
 
+import json
 import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kafkalite.storage.fsutil import atomic_write
 
 from .identity import Cluster
+
+NO_LEADER = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +38,30 @@ class Controller:
 
     def __init__(self, members: Sequence[Cluster],
                  state_partition: Callable[[int, str], tuple[str, int]],
-                 leader_epoch: Callable[[str, int], int] | None = None) -> None:
+                 replicas: Callable[[str, int], tuple[int, ...] | None],
+                 leader_epoch: Callable[[str, int], int], store: Path | None = None) -> None:
         """``state_partition``: a coordinator key's state partition (key type 0, a
-        group: ``__consumer_offsets``; 1, a transactional id: ``__transaction_state``)."""
+        group: ``__consumer_offsets``; 1, a transactional id: ``__transaction_state``);
+        ``replicas``: a partition's replicas from the catalogue (None: no such topic
+        yet, whose placement is not kept until it exists); ``leader_epoch``: its
+        leader log's epoch, where a partition's state starts."""
         self._state_partition = state_partition
         self._members = tuple(sorted(members, key=lambda m: m.node_id))
         self._ids = tuple(m.node_id for m in self._members)
-        self._epoch = leader_epoch or (lambda _t, _p: 0)
-        self._leaders: dict[tuple[str, int], int] = {}
+        self._replicas = replicas
+        self._epoch = leader_epoch
+        self._states: dict[tuple[str, int], PartitionState] = {}
+        self._store = store
+        self._saved: dict[str, tuple[int, list[int]]] = {}
+        if store is not None and store.exists():
+            try:
+                doc = json.loads(store.read_text())
+                self._saved = {k: (int(v[0]), [int(x) for x in v[1]]) for k, v in doc.items()}
+            except (ValueError, TypeError, IndexError, KeyError):
+                self._saved = {}
+        #: Nodes that are stopped, and nodes the controller has fenced (cut off).
+        self.stopped: set[int] = set()
+        self.fenced: set[int] = set()
 
     @property
     def members(self) -> Sequence[Cluster]:
@@ -51,25 +73,86 @@ class Controller:
 
     @property
     def controller_id(self) -> int:
-        # KRaft brokers tell clients a live broker's id here; the lowest id is stable.
+        # KRaft brokers tell clients a live broker's id here; the lowest live id.
+        for i in self._ids:
+            if self.alive(i):
+                return i
         return self._ids[0]
 
+    def alive(self, node: int) -> bool:
+        """Registered and unfenced: may lead and be in an ISR."""
+        return node not in self.stopped and node not in self.fenced
+
     def leader(self, topic: str, partition: int) -> int:
-        key = (topic, partition)
-        found = self._leaders.get(key)
-        if found is None:
-            found = self._leaders[key] = self._ids[
-                (zlib.crc32(topic.encode()) + partition) % len(self._ids)]
-        return found
+        return self.state(topic, partition).leader
 
     def coordinator(self, key_type: int, key: str) -> int:
         return self.leader(*self._state_partition(key_type, key))
 
     def state(self, topic: str, partition: int) -> PartitionState:
-        leader = self.leader(topic, partition)
-        return PartitionState((leader,), leader, (leader,), self._epoch(topic, partition))
+        key = (topic, partition)
+        found = self._states.get(key)
+        if found is None:
+            replicas = self._replicas(topic, partition)
+            if replicas is None:
+                # A topic not created yet (FindCoordinator before the internal topic):
+                # where its first replica will go.
+                lead = self._ids[(zlib.crc32(topic.encode()) + partition) % len(self._ids)]
+                return PartitionState((lead,), lead, (lead,), 0)
+            # A new partition's replicas on stopped or fenced nodes join the ISR once
+            # they have caught up, as in Kafka.
+            isr = sorted(r for r in replicas if self.alive(r))
+            leader = next((r for r in replicas if r in isr), NO_LEADER)
+            saved = self._saved.get(f"{topic}\t{partition}")
+            if saved is not None and saved[0] in replicas:
+                leader = saved[0]
+                isr = [r for r in saved[1] if r in replicas] or [leader]
+            found = self._states[key] = PartitionState(
+                replicas, leader, tuple(isr), self._epoch(topic, partition))
+        return found
+
+    def placement(self, topic: str, partition: int) -> PartitionState:
+        return self.state(topic, partition)
+
+    def states(self) -> list[tuple[str, int, PartitionState]]:
+        return [(t, p, s) for (t, p), s in self._states.items()]
+
+    def set_isr(self, topic: str, partition: int, isr: Iterable[int]) -> PartitionState:
+        st = replace(self.state(topic, partition), isr=tuple(sorted(set(isr))))
+        self._put(topic, partition, st)
+        return st
+
+    def elect(self, topic: str, partition: int, unclean: bool,
+              prefer: int | None = None) -> PartitionState:
+        """A new leader (and epoch) from the live in-sync replicas, ``prefer`` first when
+        it is one of them; with ``unclean``, any live replica when no in-sync one is."""
+        st = self.state(topic, partition)
+        isr = [r for r in st.isr if self.alive(r)]
+        order = ([prefer] if prefer is not None else []) + list(st.replicas)
+        leader = next((r for r in order if r in isr), NO_LEADER)
+        if leader == NO_LEADER and unclean:
+            leader = next((r for r in st.replicas if self.alive(r)), NO_LEADER)
+            if leader != NO_LEADER:
+                isr = [leader]
+        if leader == NO_LEADER:
+            # KRaft keeps the last in-sync replica so that it can lead when it is back.
+            new = replace(st, leader=NO_LEADER, leader_epoch=st.leader_epoch + 1,
+                          isr=st.isr if not isr else tuple(isr))
+        else:
+            new = PartitionState(st.replicas, leader, tuple(sorted(set(isr))),
+                                 st.leader_epoch + 1)
+        self._put(topic, partition, new)
+        return new
+
+    def _put(self, topic: str, partition: int, st: PartitionState) -> None:
+        self._states[(topic, partition)] = st
+        self._saved[f"{topic}\t{partition}"] = (st.leader, list(st.isr))
+        if self._store is not None:
+            atomic_write(self._store, json.dumps(self._saved, sort_keys=True).encode())
 
     def forget(self, topic: str) -> None:
         """A deleted topic: a topic created again under its name is placed anew."""
-        for key in [k for k in self._leaders if k[0] == topic]:
-            del self._leaders[key]
+        for key in [k for k in self._states if k[0] == topic]:
+            del self._states[key]
+        for name in [k for k in self._saved if k.split("\t")[0] == topic]:
+            del self._saved[name]

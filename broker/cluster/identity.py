@@ -34,6 +34,23 @@ class ClusterView(Protocol):
 
     def coordinator(self, key_type: int, key: str) -> int: ...
 
+    def placement(self, topic: str, partition: int) -> Placement: ...
+
+    def alive(self, node: int) -> bool: ...
+
+
+class Placement(Protocol):
+    """A partition's replicas, leader and in-sync replicas (``controller.PartitionState``)."""
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def leader(self) -> int: ...
+
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+
 
 @dataclass(slots=True)
 class Cluster:
@@ -71,6 +88,19 @@ class Cluster:
         """The node id of the coordinator for a FindCoordinator key (0: group, 1:
         transaction): the leader of the key's state partition."""
         return self.node_id if self.view is None else self.view.coordinator(key_type, key)
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+        """(leader, replicas, in-sync replicas) of ``topic``-``partition``."""
+        if self.view is None:
+            me = (self.node_id,)
+            return self.node_id, me, me
+        st = self.view.placement(topic, partition)
+        return st.leader, st.replicas, st.isr
+
+    def offline(self, replicas: tuple[int, ...]) -> tuple[int, ...]:
+        """Those of ``replicas`` on nodes that are stopped or fenced."""
+        view = self.view
+        return () if view is None else tuple(r for r in replicas if not view.alive(r))
 
     def member(self, node_id: int) -> Cluster | None:
         for m in self.members():

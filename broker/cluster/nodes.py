@@ -20,6 +20,8 @@ from .identity import Cluster
 #: Under the data directory: one directory per node, and the node count it was made with.
 NODES_DIR = "nodes"
 COUNT_FILE = "count"
+#: Under ``nodes``: each partition's leader and ISR (``controller.Controller``).
+STATE_FILE = "partitions.json"
 
 
 def node_count(config: Config) -> int:
@@ -58,6 +60,7 @@ def check_layout(data_dir: Path, n: int) -> None:
 
 def build_cluster(config: Config, first: Cluster,
                   state_partition: Callable[[int, str], tuple[str, int]],
+                  replicas: Callable[[str, int], tuple[int, ...] | None],
                   leader_epoch: Callable[[str, int], int]) -> Controller:
     """Nodes 2..N beside ``first`` (node 1, whose identity the broker already has), and
     the controller they share; every node's directory goes under the data directory."""
@@ -72,15 +75,23 @@ def build_cluster(config: Config, first: Cluster,
                 rack=names[i])
         for i in range(1, n)
     ]
-    controller = Controller(members, state_partition, leader_epoch)
+    controller = Controller(members, state_partition, replicas, leader_epoch,
+                            root / NODES_DIR / STATE_FILE)
     for m in members:
         m.data_dir.mkdir(parents=True, exist_ok=True)
         m.view = controller
     return controller
 
 
+def replica_dir(root: Path, node: int, topic: str, partition: int) -> Path:
+    return root / NODES_DIR / str(node) / f"{topic}-{partition}"
+
+
 def place(root: Path, controller: Controller) -> Callable[[str, int], Path]:
-    """Where a partition's log lives: under its leader's directory."""
+    """Where the log handlers use lives: the leader's replica (the preferred replica's
+    while the partition has no leader)."""
     def where(topic: str, partition: int) -> Path:
-        return root / NODES_DIR / str(controller.leader(topic, partition)) / f"{topic}-{partition}"
+        st = controller.state(topic, partition)
+        node = st.leader if st.leader >= 0 else st.replicas[0]
+        return replica_dir(root, node, topic, partition)
     return where

@@ -64,15 +64,15 @@ CLUSTER_LEVEL_LISTENER = frozenset(
 #: Dynamic configs that exist per broker only (no cluster-wide default).
 PER_BROKER = frozenset(DYNAMIC_LISTENER) - CLUSTER_LEVEL_LISTENER
 
-#: The broker properties standing for topic configs, except message.format.version (Kafka's
+#: The broker properties standing for topic configs (Kafka's
 #: DynamicLogConfig.ReconfigurableConfigs): changing one reconfigures every log at once.
 DYNAMIC_LOG: dict[str, str] = {
     d.broker_synonym: ("INT" if d.broker_synonym in ("compression.gzip.level",
                                                       "compression.lz4.level",
                                                       "compression.zstd.level") else d.type)
     for d in TOPIC_CONFIGS.values()
-    if d.broker_synonym and d.name != "message.format.version"
-} | {"log.local.retention.ms": "LONG", "log.local.retention.bytes": "LONG"}
+    if d.broker_synonym
+}
 
 ALL_DYNAMIC: dict[str, str] = {
     **DYNAMIC_LISTENER,
@@ -114,6 +114,9 @@ STATIC_TYPES: dict[str, str] = {
     "transactional.id.expiration.ms": "INT", "transaction.state.log.num.partitions": "INT",
     "transaction.state.log.replication.factor": "SHORT", "transaction.max.timeout.ms": "INT",
     "transaction.state.log.segment.bytes": "INT",
+    "share.coordinator.state.topic.num.partitions": "INT",
+    "share.coordinator.state.topic.segment.bytes": "INT",
+    "share.coordinator.snapshot.update.records.per.snapshot": "INT",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "INT",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "INT",
     "authorizer.class.name": "STRING", "connections.max.reauth.ms": "LONG",
@@ -123,6 +126,7 @@ STATIC_TYPES: dict[str, str] = {
     "inter.broker.listener.name": "STRING", "inter.broker.protocol.version": "STRING",
     "security.inter.broker.protocol": "STRING", "zookeeper.connect": "STRING",
     "request.timeout.ms": "INT", "replica.lag.time.max.ms": "LONG",
+    "broker.session.timeout.ms": "INT",
     "replica.fetch.max.bytes": "INT", "replica.fetch.wait.max.ms": "INT",
     "fetch.max.bytes": "INT", "broker.rack": "STRING", "num.replica.alter.log.dirs.threads": "INT",
     "delegation.token.secret.key": "PASSWORD", "password.encoder.secret": "PASSWORD",

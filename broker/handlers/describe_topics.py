@@ -110,10 +110,10 @@ def _partitions(part_t: type[Any], cluster: Cluster, storage: Storage, info: Top
                 start: int, end: int) -> tuple[Any, ...]:
     out = []
     for p in range(start, end):
-        leader = cluster.leader(info.name, p)
+        leader, replicas, isr = cluster.replicas(info.name, p)
         out.append(build(part_t, error_code=NO_ERROR, partition_index=p,
                          leader_id=leader, leader_epoch=leader_epoch(storage, info.name, p),
-                         replica_nodes=(leader,), isr_nodes=(leader,),
+                         replica_nodes=replicas, isr_nodes=isr,
                          eligible_leader_replicas=(), last_known_elr=(),
-                         offline_replicas=()))
+                         offline_replicas=cluster.offline(replicas)))
     return tuple(out)

@@ -237,14 +237,16 @@ class FetchPlan:
                         partition, err, aborted=[] if err in _REFUSED else None))
                     errored = True
                     continue
-                hw = plog.log_end_offset
+                hw = plog.high_watermark
                 lso = plog.last_stable_offset
                 start = plog.log_start_offset
                 limit = min(pmax, remaining)
                 data = b""
                 try:
                     if limit > 0 or min_one:
-                        data = plog.read(offset, limit, lso if read_committed else None)
+                        # Consumers read below the high watermark (the log end with
+                        # one replica).
+                        data = plog.read(offset, limit, lso if read_committed else hw)
                         if len(data) > limit and not min_one:
                             data = b""
                 except OffsetOutOfRangeError:

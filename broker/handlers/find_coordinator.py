@@ -4,6 +4,8 @@ a group's key creates ``__consumer_offsets`` on first use and a transactional id
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
@@ -11,9 +13,9 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.names import NO_THROTTLE, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 
-from ..auth import DENIED_ERROR, Access, Operation, ResourceType
+from ..auth import CLUSTER_NAME, DENIED_ERROR, Access, Operation, ResourceType
 from ..cluster import BoundListener, Cluster
 from ..context import RequestContext
 
@@ -26,7 +28,19 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
 
 
 #: FindCoordinator key types: Kafka's CoordinatorType.
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+
+
+def _share_key_valid(key: str) -> bool:
+    """Kafka's ``SharePartitionKey.validate``: ``group:topic id:partition``."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(parts[1] + "==")
+        return len(raw) == 16 and int(parts[2]) >= 0
+    except (ValueError, binascii.Error):
+        return False
 
 
 def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
@@ -34,8 +48,13 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
     if key_type == TRANSACTION_KEY:
         runtime.ensure_topic(TRANSACTION_STATE_TOPIC)
         return NO_ERROR, None
+    if key_type == SHARE_KEY:
+        # The share coordinator (KIP-932): ``group:topic id:partition`` keys.
+        if not _share_key_valid(key):
+            return ErrorCode.invalid_request, f"invalid share coordinator key {key}"
+        runtime.ensure_topic(SHARE_STATE_TOPIC)
+        return NO_ERROR, None
     if key_type != GROUP_KEY:
-        # Share groups (KIP-932) are not served: Kafka's answer without a share coordinator.
         return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
     if key:
         runtime.ensure_topic()
@@ -57,6 +76,13 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
              TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}.get(key_type)
 
     def answer(key: str) -> tuple[ErrorCode, str | None]:
+        if key_type == SHARE_KEY:
+            # Only brokers look share coordinators up: ClusterAction, as KafkaApis asks.
+            if ctx.api_version < 6:
+                return ErrorCode.invalid_request, "share keys need FindCoordinator v6"
+            if not access.permits(ctx, Operation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                  CLUSTER_NAME):
+                return ErrorCode.cluster_authorization_failed, None
         # Describe on the group (or transactional id), per key, as KafkaApis.
         if rtype is not None and not access.permits(ctx, Operation.DESCRIBE, rtype, key):
             return DENIED_ERROR[rtype], None

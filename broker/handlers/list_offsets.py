@@ -41,7 +41,7 @@ def lookup(plog: PartitionLog, timestamp: int, read_committed: bool = False) -> 
     lookup by timestamp finds nothing at or past it (``Partition.fetchOffsetForTimestamp``).
     """
     if timestamp == LATEST:
-        return (plog.last_stable_offset if read_committed else plog.log_end_offset), -1
+        return (plog.last_stable_offset if read_committed else plog.high_watermark), -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return plog.log_start_offset, -1
     if timestamp == LATEST_TIERED:

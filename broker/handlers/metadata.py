@@ -48,16 +48,16 @@ def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
     part_t = nested(resp_t, "MetadataResponsePartition")
     out = []
     for p in range(info.partitions):
-        leader = cluster.leader(info.name, p)
+        leader, replicas, isr = cluster.replicas(info.name, p)
         out.append(build(
             part_t,
-            error_code=NO_ERROR,
+            error_code=NO_ERROR if leader >= 0 else ErrorCode.leader_not_available,
             partition_index=p,
             leader_id=leader,
             leader_epoch=leader_epoch(storage, info.name, p),
-            replica_nodes=(leader,),
-            isr_nodes=(leader,),
-            offline_replicas=(),
+            replica_nodes=replicas,
+            isr_nodes=isr,
+            offline_replicas=cluster.offline(replicas),
         ))
     return tuple(out)
 

@@ -48,7 +48,7 @@ from .txn_verify import TxnVerification, produce_error
 log = structlog.get_logger("kafkalite.produce")
 
 PRODUCE = ApiKey.PRODUCE
-#: Replicas in sync with a leader: the leader alone, as every partition has one replica.
+#: Replicas in sync with the leader of a partition that has one replica.
 IN_SYNC = 1
 
 #: The versions served, next to the code that branches on them (None: all kio has).
@@ -143,6 +143,9 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
     acks = req.acks
     touched: list[PartitionLog] = []
     topics_out: list[Any] = []
+    #: acks=all appends the followers have not all copied yet: (topic index, partition
+    #: index in it, replica set, last offset).
+    unreplicated: list[tuple[int, int, Any, int]] = []
 
     def part(index: int, error: ErrorCode, base: int = -1, start: int = -1,
              append_time: int = -1, message: str | None = None,
@@ -191,11 +194,13 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
             if not records:
                 parts_out.append(part(p.index, ErrorCode.invalid_record))
                 continue
-            if acks == -1 and plog.config.min_insync_replicas > IN_SYNC:
+            replicas = plog.replicator
+            in_sync = IN_SYNC if replicas is None else replicas.in_sync
+            if acks == -1 and plog.config.min_insync_replicas > in_sync:
                 # As Kafka's Partition.appendRecordsToLeader: nothing is written.
                 parts_out.append(part(
                     p.index, ErrorCode.not_enough_replicas,
-                    message=f"The size of the current ISR {IN_SYNC} is insufficient to "
+                    message=f"The size of the current ISR {in_sync} is insufficient to "
                     f"satisfy the min.isr requirement of {plog.config.min_insync_replicas} "
                     f"for partition {info.name}-{p.index}"))
                 continue
@@ -265,6 +270,10 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
                 parts_out.append(part(p.index, append_error(e), message=str(e)))
                 continue
             touched.append(plog)
+            if acks == -1 and replicas is not None and (
+                    plog.high_watermark < plog.log_end_offset):
+                unreplicated.append((len(topics_out), len(parts_out), replicas,
+                                     plog.log_end_offset - 1))
             append_time = plog.clock() if plog.config.log_append_time else -1
             parts_out.append(part(p.index, NO_ERROR, base, plog.log_start_offset,
                                   append_time))
@@ -278,6 +287,10 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
             # is what makes the client refresh its metadata and notice.
             raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
         return NO_RESPONSE
+    if unreplicated:
+        fds = ([fd for plog in touched for fd in plog.sync_handles()] if manager.durable
+               else [])
+        return _after_replication(resp_t, topics_out, unreplicated, req.timeout_ms, fds)
     response = build(resp_t, responses=tuple(topics_out), throttle_time=NO_THROTTLE)
     if manager.durable and touched:
         fds = [fd for plog in touched for fd in plog.sync_handles()]
@@ -294,3 +307,22 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
         return after_sync()
     return response
 
+
+
+async def _after_replication(resp_t: type[Any], topics_out: list[Any],
+                             waiting: list[tuple[int, int, Any, int]], timeout_ms: int,
+                             fds: list[int]) -> Any:
+    """acks=all: the answer once the high watermark has passed each append (Kafka's
+    DelayedProduce), each partition's error as its wait ended."""
+    if fds:
+        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+    errors = await asyncio.gather(*(rs.acked(last, max(timeout_ms, 1))
+                                    for _t, _p, rs, last in waiting))
+    topics = list(topics_out)
+    for (t, p, _rs, _last), err in zip(waiting, errors, strict=True):
+        if err is ErrorCode.none:
+            continue
+        parts = list(topics[t].partition_responses)
+        parts[p] = dataclasses.replace(parts[p], error_code=err, base_offset=-1)
+        topics[t] = dataclasses.replace(topics[t], partition_responses=tuple(parts))
+    return build(resp_t, responses=tuple(topics), throttle_time=NO_THROTTLE)

@@ -1,4 +1,5 @@
-"""CreateTopics, DeleteTopics and CreatePartitions on a one-broker cluster.
+"""CreateTopics, DeleteTopics and CreatePartitions: the catalogue's topics, with each
+partition's replicas placed on the nodes of the process (``cluster/placement.py``).
 
 Only the catalogue changes here; storage creates and removes logs on its events.
 """
@@ -48,7 +49,25 @@ class TopicError(Exception):
         self.message = message
 
 
-def _partitions_and_rf(node_id: int, config: Config, t: Any) -> tuple[int, int]:
+def _check_replicas(ids: list[int], nodes: set[int], where: str) -> None:
+    if not ids:
+        raise TopicError(ErrorCode.invalid_replica_assignment,
+                         f"The manual partition assignment of {where} includes an empty "
+                         "replica list.")
+    if len(set(ids)) != len(ids):
+        raise TopicError(ErrorCode.invalid_replica_assignment,
+                         f"Duplicate brokers not allowed in replica assignment: "
+                         f"{', '.join(map(str, ids))} for {where}.")
+    unknown = [b for b in ids if b not in nodes]
+    if unknown:
+        raise TopicError(ErrorCode.invalid_replica_assignment,
+                         f"Replica assignment {ids} of {where} names brokers other than "
+                         f"{sorted(nodes)}")
+
+
+def _partitions_and_rf(nodes: set[int], config: Config, t: Any
+                       ) -> tuple[int, int, list[list[int]] | None]:
+    """(partitions, replication factor, the requested assignment if any)."""
     assignments = tuple(getattr(t, "assignments", ()) or ())
     n = int(t.num_partitions)
     rf = int(t.replication_factor)
@@ -61,13 +80,15 @@ def _partitions_and_rf(node_id: int, config: Config, t: Any) -> tuple[int, int]:
         if indexes != list(range(len(indexes))):
             raise TopicError(ErrorCode.invalid_replica_assignment,
                              "Partitions should be a consecutive 0-based integer sequence")
+        chosen: list[list[int]] = [[] for _ in indexes]
         for a in assignments:
             ids = [int(b) for b in a.broker_ids]
-            if ids != [node_id]:
-                raise TopicError(ErrorCode.invalid_replica_assignment,
-                                 f"Replica assignment {ids} of partition {a.partition_index} "
-                                 f"names brokers other than {node_id}")
-        return len(indexes), 1
+            _check_replicas(ids, nodes, f"partition {a.partition_index}")
+            chosen[int(a.partition_index)] = ids
+        if len({len(c) for c in chosen}) != 1:
+            raise TopicError(ErrorCode.invalid_replica_assignment,
+                             "All partitions should have the same number of replicas")
+        return len(indexes), len(chosen[0]), chosen
     if n == -1:
         n = config.int("num.partitions")
     if n <= 0:
@@ -79,12 +100,12 @@ def _partitions_and_rf(node_id: int, config: Config, t: Any) -> tuple[int, int]:
         raise TopicError(ErrorCode.invalid_replication_factor,
                          "Replication factor must be larger than 0, or -1 to use the default "
                          "value.")
-    if rf > 1:
+    if rf > len(nodes):
         raise TopicError(ErrorCode.invalid_replication_factor,
                          f"Unable to replicate the partition {rf} time(s): The target "
-                         f"replication factor of {rf} cannot be reached because only 1 "
-                         "broker(s) are registered.")
-    return n, rf
+                         f"replication factor of {rf} cannot be reached because only "
+                         f"{len(nodes)} broker(s) are registered.")
+    return n, rf, None
 
 
 def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
@@ -123,7 +144,13 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
                 # '.' and '_' map to the same metric names, so Kafka refuses the pair.
                 raise TopicError(ErrorCode.invalid_topic_exception,
                                  f"Topic '{name}' collides with existing topic: {clash}")
-            n, rf = _partitions_and_rf(cluster.node_id, storage.config, t)
+            nodes = {m.node_id for m in cluster.members()}
+            n, rf, chosen = _partitions_and_rf(nodes, storage.config, t)
+            placer = storage.catalog.placer
+            if placer is None:
+                chosen = None  # one node holds every partition
+            elif chosen is None:
+                chosen = placer(name, 0, n, rf)
             configs: dict[str, str] = {}
             for c in t.configs:
                 try:
@@ -137,7 +164,7 @@ def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Reque
             topic_id = uuid.uuid4()
             if not req.validate_only:
                 info = storage.create_topic(name, n, configs,
-                                           internal=name in INTERNAL_TOPICS)
+                                           internal=name in INTERNAL_TOPICS, replicas=chosen)
                 topic_id = info.topic_id
             entries: tuple[Any, ...] | None = None
             # v5+ return the topic's configs only to a principal that may describe them
@@ -243,15 +270,27 @@ def create_partitions(cluster: Cluster, storage: Storage, access: Access,
         elif count == info.partitions:
             err, msg = ErrorCode.invalid_partitions, \
                 f"Topic already has {info.partitions} partition(s)."
-        elif t.assignments is not None and (
-            len(t.assignments) != count - info.partitions
-            or any([int(b) for b in a.broker_ids] != [cluster.node_id]
-                   for a in t.assignments)
-        ):
+        elif t.assignments is not None and not _valid_new(cluster, info, t, count):
             err, msg = ErrorCode.invalid_replica_assignment, \
                 f"Invalid replica assignment for topic {t.name}."
         elif not req.validate_only:
-            storage.catalog.set_partitions(t.name, count)
+            chosen = None if t.assignments is None else [
+                [int(b) for b in a.broker_ids] for a in t.assignments]
+            storage.catalog.set_partitions(t.name, count, chosen)
             log.info("topic.partitions_added", topic=t.name, partitions=count)
         results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _valid_new(cluster: Cluster, info: Any, t: Any, count: int) -> bool:
+    """CreatePartitions' assignments: one per new partition, each on known brokers,
+    without duplicates, with the topic's replication factor."""
+    nodes = {m.node_id for m in cluster.members()}
+    rf = len(info.replicas[0]) if info.replicas else 1
+    if len(t.assignments) != count - info.partitions:
+        return False
+    for a in t.assignments:
+        ids = [int(b) for b in a.broker_ids]
+        if len(ids) != rf or len(set(ids)) != len(ids) or not set(ids) <= nodes:
+            return False
+    return True

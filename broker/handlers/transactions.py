@@ -1,4 +1,4 @@
-"""AddPartitionsToTxn v0-v5, AddOffsetsToTxn v0-v4, EndTxn v0-v5, WriteTxnMarkers v1,
+"""AddPartitionsToTxn v0-v5, AddOffsetsToTxn v0-v4, EndTxn v0-v5, WriteTxnMarkers v1-v2,
 DescribeTransactions v0 and ListTransactions v0-v2: wire <-> the transaction coordinator's
 core (``coordinator/transactions.py``), driven by the runtime, with KafkaApis'
 authorization (Write on the transactional id, Write on each topic for AddPartitionsToTxn
@@ -51,7 +51,7 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     ADD_PARTITIONS_TO_TXN: (0, 5),
     ADD_OFFSETS_TO_TXN: (0, 4),
     END_TXN: (0, 5),
-    WRITE_TXN_MARKERS: (1, 1),
+    WRITE_TXN_MARKERS: (1, 2),
     DESCRIBE_TRANSACTIONS: (0, 0),
     LIST_TRANSACTIONS: (0, 2),
 }
@@ -304,7 +304,7 @@ def _write_markers(txn: Transactions, m: Any, partitions: list[TopicPartition]
                    ) -> dict[TopicPartition, ErrorCode]:
     return txn.query(lambda t: t.markers.write_markers(
         m.producer_id, m.producer_epoch, m.coordinator_epoch, bool(m.transaction_result),
-        partitions))
+        partitions, int(getattr(m, "transaction_version", 0))))
 
 
 def _describe(txn: Transactions, tid: str) -> DescribedTransaction:

@@ -19,11 +19,12 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 #: Fields that name the element of a list, from the most to the least specific
 #: (``key``: FindCoordinator v4+'s coordinator keys).
-_TOPIC_IDS = ("name", "topic", "group_id", "topic_id", "key")
+_TOPIC_IDS = ("name", "topic", "topic_name", "group_id", "topic_id", "key")
 _PARTITION_IDS = ("partition_index", "index", "partition")
 _IDENT = (*_TOPIC_IDS, *_PARTITION_IDS)
 #: Strings a response repeats from its request (JoinGroup's member id, ...).
-_COPIED = ("member_id", "group_id", "group_instance_id", "transactional_id", "name", "topic")
+_COPIED = ("member_id", "group_id", "group_instance_id", "transactional_id", "name", "topic",
+           "topic_name")
 
 
 #: Fields Kafka answers -1 in an error response (FindCoordinator's node and port too).
@@ -48,7 +49,7 @@ def _elem_type(tp: Any) -> type[Any] | None:
 def _ident_of(obj: Any) -> dict[str, Any]:
     """The naming fields of a request element (a str or int element names itself)."""
     if isinstance(obj, str):
-        return {k: obj for k in ("name", "topic", "group_id", "key")}
+        return {k: obj for k in ("name", "topic", "topic_name", "group_id", "key")}
     if isinstance(obj, int):
         return {k: obj for k in _PARTITION_IDS}
     out: dict[str, Any] = {}
@@ -56,8 +57,9 @@ def _ident_of(obj: Any) -> dict[str, Any]:
         v = getattr(obj, k, None)
         if v is not None:
             out[k] = v
-    # Requests and responses name the same thing differently (Fetch: topic / name).
-    for group in (_TOPIC_IDS[:2], _PARTITION_IDS):
+    # Requests and responses name the same thing differently (Fetch: topic / name,
+    # the share-group offsets APIs: topic_name).
+    for group in (_TOPIC_IDS[:3], _PARTITION_IDS):
         value = next((out[k] for k in group if k in out), None)
         if value is not None:
             for k in group:

@@ -146,8 +146,9 @@ class FaultRule:
 
 def request_groups(request: Any) -> Iterator[str]:
     """Group ids a request names: ``group_id`` (group and offset APIs), FindCoordinator's
-    key (v0-3, key type group) or coordinator keys (v4+), DescribeGroups' and
-    DeleteGroups' lists, OffsetFetch v8+'s groups."""
+    key (v0-3, key type group) or coordinator keys (v4+), DescribeGroups',
+    DeleteGroups', ConsumerGroupDescribe's and ShareGroupDescribe's lists, OffsetFetch v8+'s
+    and DescribeShareGroupOffsets' groups."""
     gid = getattr(request, "group_id", None)
     if isinstance(gid, str):
         yield gid
@@ -159,7 +160,7 @@ def request_groups(request: Any) -> Iterator[str]:
         return
     if getattr(request, "key_type", 0) != 0:
         return  # FindCoordinator for transactional ids
-    for name in ("coordinator_keys", "groups", "groups_names"):
+    for name in ("coordinator_keys", "groups", "groups_names", "group_ids"):
         items = getattr(request, name, None)
         if isinstance(items, tuple):
             for item in items:
@@ -172,7 +173,8 @@ def request_groups(request: Any) -> Iterator[str]:
 
 
 def request_topics(request: Any) -> Iterator[str]:
-    """Topic names a request names (Produce, Fetch, Metadata, offsets, topic admin)."""
+    """Topic names a request names (Produce, Fetch, Metadata, offsets, topic admin, the
+    share-group offsets APIs). ShareFetch and ShareAcknowledge name topics by id only."""
     for fname in ("topic_data", "topics", "groups"):
         items = getattr(request, fname, None)
         if not isinstance(items, tuple):
@@ -181,7 +183,7 @@ def request_topics(request: Any) -> Iterator[str]:
             if isinstance(item, str):
                 yield item
                 continue
-            for attr in ("name", "topic"):
+            for attr in ("name", "topic", "topic_name"):
                 v = getattr(item, attr, None)
                 if isinstance(v, str):
                     yield v

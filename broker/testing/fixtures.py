@@ -268,6 +268,29 @@ class BrokerThread:
         """Every node's address, node 1 first (``nodes=N``)."""
         return self.inner.bootstraps
 
+    # --- nodes (``nodes=N``) -------------------------------------------------------------
+
+    def stop_node(self, node_id: int, controlled: bool = True) -> None:
+        """Stop one node: its listeners and connections close and its leadership moves
+        (``controlled=False``: after broker.session.timeout.ms on the broker clock)."""
+        _ = self.call(lambda: self.inner.stop_node(node_id, controlled))
+
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped node again on its addresses; its replicas catch up."""
+        _ = self.call(lambda: self.inner.start_node(node_id))
+
+    def isolate_node(self, node_id: int) -> None:
+        """Cut one node off, as a network partition (``heal_node`` ends it)."""
+        self.call(lambda: self.inner.isolate_node(node_id))
+
+    def heal_node(self, node_id: int) -> None:
+        self.call(lambda: self.inner.heal_node(node_id))
+
+    def partition_state(self, topic: str, partition: int) -> tuple[int, tuple[int, ...],
+                                                                   tuple[int, ...]]:
+        """(leader, replicas, in-sync replicas) of a partition, as the controller has them."""
+        return self.call(lambda: self.inner.cluster.replicas(topic, partition))
+
     def client(self, user: str | None = None, mechanism: str | None = None,
                certificate: bool | None = None) -> ClientSettings:
         """Settings for a client of the first listener: the CA to trust, and the SASL

@@ -290,7 +290,10 @@ class SharePartition:
             except ValueError:
                 return ErrorCode.invalid_request
             if b.last_offset < self.start_offset:
-                continue  # already acknowledged or archived and forgotten
+                # Acknowledged or archived and forgotten: not in flight any more (Kafka's
+                # "batch record not found"); a batch the start offset is inside counts
+                # from the start offset.
+                return ErrorCode.invalid_record_state
             if b.last_offset >= self.next_offset:
                 return ErrorCode.invalid_request
             for offset in range(max(b.first_offset, self.start_offset), b.last_offset + 1):

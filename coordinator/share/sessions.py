@@ -4,8 +4,10 @@
 A share consumer fetches through a session per (group, member): epoch 0 opens one (a new
 one replacing any old), each later ShareFetch or ShareAcknowledge carries the session's
 current epoch and moves it on (wrapping to 1 after the largest int32), and epoch -1 closes
-it. The answers are Kafka's: SHARE_SESSION_NOT_FOUND for a member without a session (or
-when the cache is full and nothing in it is stale), INVALID_SHARE_SESSION_EPOCH for an
+it. The answers are Kafka's: SHARE_SESSION_NOT_FOUND for a member without a session,
+SHARE_SESSION_LIMIT_REACHED for a new session when the cache is full (sessions leave it
+when closed, when their connection closes and when their member expires, as in Kafka
+4.2, which evicts nothing else), INVALID_SHARE_SESSION_EPOCH for an
 epoch out of step (and for ShareAcknowledge with epoch 0), INVALID_REQUEST for
 acknowledgements in a request opening a session or partitions in one closing it. The
 session remembers which partitions the member fetches, as a fetch session does.
@@ -52,25 +54,14 @@ class SessionResult:
 
 class ShareSessions:
     """The broker's share sessions, at most ``max_sessions`` of them
-    (``group.share.max.share.sessions``); a full cache takes a new session only in place
-    of one unused for longer than ``eviction_ms``."""
+    (``group.share.max.share.sessions``)."""
 
-    def __init__(self, max_sessions: int = 2000, eviction_ms: int = 120_000) -> None:
+    def __init__(self, max_sessions: int = 2000) -> None:
         self.max_sessions = max_sessions
-        self.eviction_ms = eviction_ms
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
     def get(self, group: str, member: str) -> ShareSession | None:
         return self.sessions.get((group, member))
-
-    def _evict_stale(self, now: int) -> bool:
-        if not self.sessions:
-            return False
-        oldest = min(self.sessions.values(), key=lambda s: s.last_used)
-        if now - oldest.last_used > self.eviction_ms:
-            del self.sessions[(oldest.group, oldest.member)]
-            return True
-        return False
 
     def fetch(self, group: str, member: str, epoch: int, now: int,
               add: Iterable[Partition] = (), forget: Iterable[Partition] = (),
@@ -89,8 +80,8 @@ class ShareSessions:
             if has_acknowledgements:
                 return SessionResult(ErrorCode.invalid_request)
             self.sessions.pop(key, None)
-            if len(self.sessions) >= self.max_sessions and not self._evict_stale(now):
-                return SessionResult(ErrorCode.share_session_not_found)
+            if len(self.sessions) >= self.max_sessions:
+                return SessionResult(ErrorCode.share_session_limit_reached)
             session = ShareSession(group, member, next_epoch(INITIAL_EPOCH), now, adding)
             self.sessions[key] = session
             return SessionResult(NO_ERROR, session)

@@ -7,14 +7,50 @@ from pathlib import Path
 import pytest
 
 from kafkalite.broker.cluster import Cluster
-from kafkalite.broker.cluster.controller import Controller
+from kafkalite.broker.cluster.controller import NO_LEADER, Controller
 from kafkalite.broker.cluster.nodes import check_layout, racks
+from kafkalite.broker.cluster.placement import place
 from kafkalite.broker.config.properties import Config, ConfigError
 
 
-def _controller(n: int) -> Controller:
+def _controller(n: int, rf: int = 1, store: Path | None = None) -> Controller:
     members = [Cluster(i, "c", Path(f"/tmp/{i}")) for i in range(n, 0, -1)]
-    return Controller(members, lambda kind, key: ("__consumer_offsets", len(key) % 50))
+    ids = tuple(range(1, n + 1))
+    return Controller(members, lambda kind, key: ("__consumer_offsets", len(key) % 50),
+                      lambda t, p: tuple(place(t, p, 1, rf, ids)[0]), lambda t, p: 0, store)
+
+
+def test_replicas_spread_as_kafka_places_them() -> None:
+    ids = (1, 2, 3, 4)
+    got = place("orders", 0, 8, 3, ids)
+    # Every partition on three distinct nodes; leaders round robin; each node holds
+    # as many replicas as any other.
+    assert all(len(set(r)) == 3 for r in got)
+    assert sorted(r[0] for r in got) == [1, 1, 2, 2, 3, 3, 4, 4]
+    counts = [sum(n in r for r in got) for n in ids]
+    assert counts == [6, 6, 6, 6]
+    # The followers' shift moves after N partitions, so follower sets differ too.
+    assert got[0][1:] != got[4][1:] or got[0][0] != got[4][0]
+    assert place("orders", 3, 2, 3, ids) == got[3:5]
+
+
+def test_elections_take_live_in_sync_replicas_first(tmp_path: Path) -> None:
+    c = _controller(3, rf=3, store=tmp_path / "partitions.json")
+    st = c.state("t", 0)
+    assert st.isr == tuple(sorted(st.replicas)) and st.leader == st.replicas[0]
+    first, second, third = st.replicas
+    c.stopped.add(first)
+    new = c.elect("t", 0, unclean=False)
+    assert new.leader == second and new.leader_epoch == 1 and first not in new.isr
+    c.set_isr("t", 0, [second])
+    c.stopped.add(second)
+    # The last in-sync replica gone: no leader, and it stays in the ISR.
+    gone = c.elect("t", 0, unclean=False)
+    assert gone.leader == NO_LEADER and gone.isr == (second,)
+    unclean = c.elect("t", 0, unclean=True)
+    assert unclean.leader == third and unclean.isr == (third,)
+    # A restarted controller reads who led.
+    assert _controller(3, rf=3, store=tmp_path / "partitions.json").leader("t", 0) == third
 
 
 def test_leaders_spread_round_robin_and_stay_put() -> None:

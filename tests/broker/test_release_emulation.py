@@ -7,15 +7,16 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 
 from kafkalite.broker.config.properties import Config, ConfigError
 from kafkalite.broker.testing import BrokerThread
-from kafkalite.client.kafka import RawConnection, request
+from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol import releases
 
-METADATA, SHARE_GROUP_HEARTBEAT, SHARE_FETCH = 3, 76, 78
+METADATA, UPDATE_FEATURES, SHARE_GROUP_HEARTBEAT, SHARE_FETCH = 3, 57, 76, 78
 
 
 def advertised(b: BrokerThread) -> tuple[dict[int, tuple[int, int]], dict[str, int]]:
@@ -48,6 +49,28 @@ def test_as_4_2_advertises_metadata_13(kafkalite_factory: Callable[..., BrokerTh
     assert features["metadata.version"] == releases.release("4.2").features[
         "metadata.version"]
     assert features["transaction.version"] == 2 and features["group.version"] == 1
+
+
+def test_update_features_checks_the_emulated_release_levels(
+        kafkalite_factory: Callable[..., BrokerThread]) -> None:
+    b = kafkalite_factory(as_version="3.9")
+    newest = releases.release("4.4").features["metadata.version"]
+    key_t = request_class(UPDATE_FEATURES, 1, "FeatureUpdateKey")
+    conn = RawConnection(b.bootstrap)
+    try:
+        def update(level: int) -> tuple[int, str | None]:
+            resp = conn.call(request(UPDATE_FEATURES, 1, timeout=timedelta(seconds=5),
+                                     validate_only=False, feature_updates=(
+                key_t(feature="metadata.version", max_version_level=level, upgrade_type=1),)))
+            return int(resp.error_code), resp.error_message
+
+        # 3.9's own level is the one in force; 4.4's is past what that release supports.
+        assert update(21) == (0, None)
+        code, message = update(newest)
+        assert code == 95 and message is not None  # INVALID_UPDATE_VERSION
+        assert message.endswith("only supports versions 21"), message
+    finally:
+        conn.close()
 
 
 def test_default_is_the_newest_release(kafkalite_factory: Callable[..., BrokerThread]) -> None:

@@ -93,12 +93,13 @@ async def test_bad_heartbeats_get_kafkas_errors(handlers: Handlers) -> None:
     assert (await heartbeat(handlers, "m1", 9, names=None)).error_code is E.fenced_member_epoch
 
 
-async def test_share_apis_are_served_but_not_offered_yet(handlers: Handlers) -> None:
+async def test_share_apis_are_offered_at_kafka_4_2s_versions(handlers: Handlers) -> None:
     versions = await handlers.call(API_VERSIONS, 3, client_software_name="t",
                                    client_software_version="1")
-    keys = {k.api_key for k in versions.api_keys}
-    assert SHARE_HEARTBEAT not in keys and SHARE_DESCRIBE not in keys
-    assert handlers.broker.apis.registration(SHARE_HEARTBEAT) is not None
+    offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+    # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge.
+    assert {k: offered.get(k) for k in (SHARE_HEARTBEAT, SHARE_DESCRIBE, 78, 79)} == {
+        SHARE_HEARTBEAT: (1, 1), SHARE_DESCRIBE: (1, 1), 78: (1, 2), 79: (1, 2)}
 
 
 @pytest.fixture

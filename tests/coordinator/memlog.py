@@ -35,7 +35,8 @@ class MemoryLog:
         return self.append(batch)
 
     def append_control_marker(self, producer_id: int, producer_epoch: int,
-                              coordinator_epoch: int, commit: bool) -> int:
+                              coordinator_epoch: int, commit: bool,
+                              transaction_version: int = 0) -> int:
         batch = end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, 0)
         return self.append(batch)[0]
 

@@ -155,10 +155,13 @@ def test_acknowledgement_errors_apply_nothing() -> None:
     # Acknowledging twice: the second time the records are not acquired any more.
     assert sp.acknowledge(A, 1, [ack(1, 1, ACCEPT)]) == ErrorCode.none
     assert sp.acknowledge(A, 1, [ack(1, 1, ACCEPT)]) == ErrorCode.invalid_record_state
-    # Offsets already forgotten below the start offset are ignored.
+    # Offsets forgotten below the start offset are not in flight (Kafka: batch record not
+    # found); a batch the start offset is inside counts from the start offset.
     assert sp.acknowledge(A, 1, [ack(0, 0, ACCEPT)]) == ErrorCode.none
     assert sp.start_offset == 2
-    assert sp.acknowledge(A, 1, [ack(0, 1, ACCEPT)]) == ErrorCode.none
+    assert sp.acknowledge(A, 1, [ack(0, 0, ACCEPT)]) == ErrorCode.invalid_record_state
+    assert sp.acknowledge(A, 1, [ack(0, 2, ACCEPT)]) == ErrorCode.none
+    assert sp.start_offset == 3
 
 
 def test_gap_acknowledgement_archives() -> None:

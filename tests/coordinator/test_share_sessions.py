@@ -1,6 +1,6 @@
 """Share sessions (coordinator/share/sessions.py): Kafka's epoch rules for ShareFetch and
 ShareAcknowledge and its errors, the partitions a session remembers, and the cache's
-limit with stale sessions evicted, on a fake clock."""
+limit (SHARE_SESSION_LIMIT_REACHED once full), on a fake clock."""
 
 from __future__ import annotations
 
@@ -57,15 +57,15 @@ def test_unknown_sessions_and_closing() -> None:
     assert s.fetch("g", "m", 1, 0).error == E.share_session_not_found
 
 
-def test_full_cache_takes_a_new_session_only_for_a_stale_one() -> None:
-    s = ShareSessions(max_sessions=2, eviction_ms=100)
+def test_a_full_cache_refuses_new_sessions_until_one_ends() -> None:
+    s = ShareSessions(max_sessions=2)
     s.fetch("g", "a", INITIAL_EPOCH, 0)
     s.fetch("g", "b", INITIAL_EPOCH, 50)
-    assert s.fetch("g", "c", INITIAL_EPOCH, 100).error == E.share_session_not_found
-    assert s.fetch("g", "c", INITIAL_EPOCH, 101).error == E.none  # "a" was stale
-    assert s.get("g", "a") is None and s.get("g", "b") is not None
+    assert s.fetch("g", "c", INITIAL_EPOCH, 10**9).error == E.share_session_limit_reached
     # A member reopening its own session does not need room.
     assert s.fetch("g", "b", INITIAL_EPOCH, 102).error == E.none
+    s.remove_member("g", "a")
+    assert s.fetch("g", "c", INITIAL_EPOCH, 103).error == E.none
 
 
 def test_next_epoch_wraps() -> None:

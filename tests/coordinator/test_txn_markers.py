@@ -14,7 +14,8 @@ class Log:
         self.fail = fail
 
     def append_control_marker(self, producer_id: int, producer_epoch: int,
-                              coordinator_epoch: int, commit: bool) -> object:
+                              coordinator_epoch: int, commit: bool,
+                              transaction_version: int = 0) -> object:
         if self.fail is not None:
             raise self.fail
         self.markers.append((producer_id, producer_epoch, coordinator_epoch, commit))

@@ -36,8 +36,8 @@ class FakeMarkers:
         self.errors: dict[TopicPartition, list[ErrorCode]] = {}
 
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                      commit: bool, partitions: Sequence[TopicPartition]
-                      ) -> dict[TopicPartition, ErrorCode]:
+                      commit: bool, partitions: Sequence[TopicPartition],
+                      transaction_version: int = 0) -> dict[TopicPartition, ErrorCode]:
         self.calls.append((producer_id, producer_epoch, coordinator_epoch, commit,
                            tuple(partitions)))
         out: dict[TopicPartition, ErrorCode] = {}

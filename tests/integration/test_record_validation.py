@@ -121,19 +121,28 @@ def test_topic_compression_type_applies(broker: BrokerThread) -> None:
     assert got == [f"value {i} ".encode() * 10 for i in range(200)]
 
 
-def test_deprecated_topic_configs_accepted_and_described(broker: BrokerThread) -> None:
-    admin = _create(broker, "old", {"message.format.version": "2.8",
-                                    "message.downconversion.enable": "false"})
-    res = ConfigResource("topic", "old")
+def test_topic_configs_of_kafka_4(broker: BrokerThread) -> None:
+    admin = _create(broker, "k4", {"local.retention.ms": "-2",
+                                   "leader.replication.throttled.replicas": "0:1,1:1"})
+    res = ConfigResource("topic", "k4")
     cfg = admin.describe_configs([res])[res].result(10)
-    assert cfg["message.format.version"].value == "2.8"
-    assert cfg["message.downconversion.enable"].value == "false"
-    alter = ConfigResource("topic", "old", incremental_configs=[ConfigEntry(
-        "message.format.version", "3.0-IV1", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([alter])[alter].result(10)
-    assert admin.describe_configs([res])[res].result(10)[
-        "message.format.version"].value == "3.0-IV1"
-    bad = ConfigResource("topic", "old", incremental_configs=[ConfigEntry(
-        "message.format.version", "9.9", incremental_operation=AlterConfigOpType.SET)])
-    with pytest.raises(KafkaException, match=r"Version 9\.9 is not a valid version"):
+    assert cfg["leader.replication.throttled.replicas"].value == "0:1,1:1"
+    assert cfg["message.timestamp.after.max.ms"].value == "3600000"  # Kafka 4.0's default
+    assert cfg["remote.storage.enable"].value == "false"
+    assert "message.format.version" not in cfg
+    # Removed in Kafka 4.0, and refused as Kafka 4.x refuses them.
+    for name, value in (("message.format.version", "2.8"),
+                        ("message.downconversion.enable", "false"),
+                        ("message.timestamp.difference.max.ms", "10")):
+        fut = admin.create_topics([NewTopic(f"k4-{name}", 1, 1, config={name: value})])
+        with pytest.raises(KafkaException, match=f"Unknown topic config name: {name}"):
+            fut[f"k4-{name}"].result(10)
+    bad = ConfigResource("topic", "k4", incremental_configs=[ConfigEntry(
+        "follower.replication.throttled.replicas", "bad",
+        incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException, match=r"must be the literal '\*' or a list"):
         admin.incremental_alter_configs([bad])[bad].result(10)
+    fut = admin.create_topics([NewTopic("k4-tiered", 1, 1,
+                                        config={"remote.storage.enable": "true"})])
+    with pytest.raises(KafkaException, match="Tiered Storage functionality is disabled"):
+        fut["k4-tiered"].result(10)

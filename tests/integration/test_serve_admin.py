@@ -128,4 +128,5 @@ def test_ctl_broker_list_shows_every_node(tmp_path: Path) -> None:
         assert [(r[0], r[1], r[2]) for r in rows] == [
             (str(i + 1), address, f"rack {rack}")
             for i, (address, rack) in enumerate(zip(b.bootstraps, "abc", strict=True))]
-        assert rows[0][-1] == "controller" and len(rows[1]) == len(rows[2]) == 4
+        assert rows[0][-1] == "controller" and len(rows[1]) == len(rows[2]) == 5
+        assert [r[3] for r in rows] == ["running"] * 3

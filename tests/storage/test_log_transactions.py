@@ -168,6 +168,27 @@ def test_producer_rules_of_transactional_batches(tmp_path: Path) -> None:
     log.close()
 
 
+def test_transaction_version_2_marker_needs_a_newer_epoch(tmp_path: Path) -> None:
+    log = make(tmp_path)
+    log.append(txn(A, 0, "a", epoch=5))
+    end = log.log_end_offset
+    # The coordinator bumps the epoch before a TV2 marker: the data's own epoch is stale.
+    with pytest.raises(InvalidProducerEpochError, match="transaction version 2"):
+        log.append_control_marker(A, 5, 0, commit=True, transaction_version=2)
+    assert log.log_end_offset == end and log.last_stable_offset == 0
+    log.append_control_marker(A, 6, 0, commit=True, transaction_version=2)
+    assert log.last_stable_offset == log.log_end_offset
+    # A retry of the marker already written (same epoch, nothing open) is written again.
+    log.append_control_marker(A, 6, 0, commit=True, transaction_version=2)
+    with pytest.raises(InvalidProducerEpochError):
+        log.append_control_marker(A, 5, 0, commit=True, transaction_version=2)
+    # Legacy markers (TV0/TV1) carry the data's epoch.
+    log.append(txn(B, 0, "b", epoch=2))
+    log.append_control_marker(B, 2, 0, commit=False, transaction_version=1)
+    assert log.last_stable_offset == log.log_end_offset
+    log.close()
+
+
 def test_marker_checks_write_nothing(tmp_path: Path) -> None:
     log = make(tmp_path)
     log.append(txn(A, 0, "a", epoch=5))

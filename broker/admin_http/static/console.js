@@ -129,6 +129,9 @@ async function drawGroups() {
   }
   detail.hidden = false;
   document.getElementById("group-name").textContent = g.group_id;
+  const share = document.getElementById("share-detail");
+  share.hidden = g.type !== "share";
+  if (g.type === "share") { drawShareGroup(g); return; }
   document.getElementById("group-summary").textContent =
     `${g.state} · generation ${g.generation} · ${g.protocol_type ?? ""} ${g.protocol ?? ""} · ` +
     `${g.members.length} members · leader ${g.leader ?? "none"}`;
@@ -146,6 +149,25 @@ async function drawGroups() {
     ? [h.offset, new Date(h.timestamp).toISOString(), "deleted", "", "", ""]
     : [h.offset, new Date(h.timestamp).toISOString(), h.generation, h.protocol ?? "",
        h.leader ?? "", h.members.join(", ")])));
+}
+
+// A share group: members with their epochs and partitions, and per share-partition its
+// start and end offsets, in-flight records by state and lag.
+function drawShareGroup(g) {
+  document.getElementById("group-summary").textContent =
+    `${g.state} · share group · group epoch ${g.group_epoch} · assignor ${g.assignor} · ` +
+    `${g.members.length} members`;
+  fill("members", g.members.map((m) => row([
+    m.member_id, m.client_id, m.client_host,
+    el("pre", m.assignment.map((a) => `${a.topic}: ${a.partitions.join(", ")}`).join("\n")),
+    `epoch ${m.member_epoch}`, "—",
+  ])));
+  fill("share-partitions", g.share_partitions.map((p) => row(
+    [p.topic, p.partition, p.start_offset, p.end_offset, p.in_flight.available,
+     p.in_flight.acquired, p.in_flight.acknowledged, p.in_flight.archived,
+     p.log_end_offset ?? "—", p.lag ?? "—"])));
+  fill("lag", []);
+  fill("history", []);
 }
 
 async function drawSchemas() {

@@ -19,7 +19,13 @@ from kafkalite.broker.config.properties import Config
 from kafkalite.protocol import apis as codecs
 
 # The case modules register their cases in CASES when imported.
-from . import authz_cases_admin, authz_cases_data, authz_cases_groups  # noqa: F401
+from . import (  # noqa: F401
+    authz_cases_admin,
+    authz_cases_data,
+    authz_cases_groups,
+    authz_cases_share,
+    authz_cases_share_offsets,
+)
 from .authz_harness import CASES, UNAUTHORIZED_APIS, Api
 
 

@@ -1,0 +1,338 @@
+"""ShareFetch and ShareAcknowledge v1-v2 (KIP-932): share sessions, acknowledgements and
+acquisition through the broker's share-partition manager (``broker/share/manager.py``).
+
+As Kafka's ``KafkaApis`` does it: Read on the group (else GROUP_AUTHORIZATION_FAILED for
+the whole request), Read on each topic (else TOPIC_AUTHORIZATION_FAILED for its
+partitions). The share session step comes first (its errors answer the whole request);
+then a request's acknowledgements are applied, each partition on its own (a bad one gets
+INVALID_REQUEST or INVALID_RECORD_STATE as its ``acknowledge_error_code``, the others
+carry on); then records are acquired from every partition of the session. A ShareFetch
+that acquires fewer than ``min_bytes`` waits, like Fetch, until an append or a release
+brings records or ``max_wait_ms`` passes (a socket-side timer, as Fetch's). Epoch -1
+closes the session and releases what the member still holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.coordinator.share.partition import AckBatch, AckType, AcquiredRange
+from kafkalite.coordinator.share.sessions import FINAL_EPOCH, ShareSessions
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.build import build, millis, nested
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.storage.log import PartitionLog
+
+from ..auth import Access, Operation, ResourceType
+from ..context import RequestContext
+from ..share.manager import SharePartitionManager
+
+SHARE_FETCH = ApiKey.SHARE_FETCH
+SHARE_ACKNOWLEDGE = ApiKey.SHARE_ACKNOWLEDGE
+
+#: The versions served: (lowest, highest). v2: record-limit acquisition and RENEW.
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    SHARE_FETCH: (1, 2),
+    SHARE_ACKNOWLEDGE: (1, 2),
+}
+
+#: ShareFetch v2's share_acquire_mode: 0 batch-optimized, 1 record-limit.
+RECORD_LIMIT = 1
+
+_MS = datetime.timedelta(milliseconds=1)
+
+#: A partition of a request or a session: (topic id, partition).
+TP = tuple[uuid.UUID, int]
+
+
+@dataclass(slots=True)
+class PartitionOut:
+    error: ErrorCode = NO_ERROR
+    ack_error: ErrorCode | None = None
+    records: list[bytes] = field(default_factory=list)
+    ranges: list[AcquiredRange] = field(default_factory=list)
+
+
+class ShareRequests:
+    """What the two handlers share: the manager, the share sessions, authorization."""
+
+    def __init__(self, manager: SharePartitionManager, sessions: ShareSessions,
+                 access: Access) -> None:
+        self.manager = manager
+        self.sessions = sessions
+        self.access = access
+        self.now = manager.now
+        #: The members whose share sessions each connection opened: a session ends with
+        #: its connection, as Kafka's share session cache ends it, and the member's
+        #: records are released.
+        self.by_connection: dict[int, set[tuple[str, str]]] = {}
+
+    def opened(self, ctx: RequestContext, group: str, member: str) -> None:
+        self.by_connection.setdefault(ctx.connection_id, set()).add((group, member))
+
+    def end_member(self, group: str, member: str) -> None:
+        """The member's share session ends (closed, its connection closed, or the member
+        expired): the records it holds go back."""
+        self.sessions.remove_member(group, member)
+        self.manager.release_member(group, member)
+
+    def disconnected(self, connection_id: int) -> None:
+        for group, member in self.by_connection.pop(connection_id, ()):
+            session = self.sessions.get(group, member)
+            if session is not None:
+                self.end_member(group, member)
+
+    def topic_error(self, ctx: RequestContext, topic_id: uuid.UUID | None) -> ErrorCode:
+        info = None if topic_id is None else self.manager.storage.catalog.by_id(topic_id)
+        if info is None:
+            return ErrorCode.unknown_topic_id
+        if not self.access.permits(ctx, Operation.READ, ResourceType.TOPIC, info.name):
+            return ErrorCode.topic_authorization_failed
+        return NO_ERROR
+
+    def group_denied(self, ctx: RequestContext, group: str) -> bool:
+        return not self.access.permits(ctx, Operation.READ, ResourceType.GROUP, group)
+
+    def acknowledge(self, ctx: RequestContext, group: str, member: str, topics: Any,
+                    out: dict[TP, PartitionOut]) -> None:
+        """Apply each partition's acknowledgement batches; its error in ``out``."""
+        version = ctx.api_version
+        for t in topics:
+            terr = self.topic_error(ctx, t.topic_id)
+            for p in t.partitions:
+                tp = (t.topic_id, p.partition_index)
+                res = out.setdefault(tp, PartitionOut())
+                if terr is not NO_ERROR:
+                    res.error = terr
+                    continue
+                if not p.acknowledgement_batches:
+                    continue
+                batches = [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+                           for b in p.acknowledgement_batches]
+                if version < 2 and any(AckType.RENEW in b.types for b in batches):
+                    res.ack_error = ErrorCode.invalid_request
+                    continue
+                res.ack_error = self.manager.acknowledge(
+                    (group, tp[0], tp[1]), member, self.now(), batches)
+
+    def lock_timeout(self, group: str) -> datetime.timedelta:
+        return self.manager.group_configs.share_partition_config(group).lock_duration_ms * _MS
+
+
+def _leader(resp_t: type[Any]) -> Any:
+    return nested(resp_t, "LeaderIdAndEpoch")(leader_id=-1, leader_epoch=-1)
+
+
+def _fetch_response(version: int, error: ErrorCode, lock_timeout: datetime.timedelta,
+                    out: dict[TP, PartitionOut], message: str | None = None) -> Any:
+    resp_t = codecs.codec(SHARE_FETCH, version).response_type
+    topic_t = nested(resp_t, "ShareFetchableTopicResponse")
+    part_t = nested(resp_t, "PartitionData")
+    acq_t = nested(resp_t, "AcquiredRecords")
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for (tid, p), r in sorted(out.items(), key=lambda kv: (kv[0][0].bytes, kv[0][1])):
+        by_topic.setdefault(tid, []).append(build(
+            part_t, partition_index=p, error_code=r.error, error_message=None,
+            acknowledge_error_code=(r.ack_error or NO_ERROR).value,
+            acknowledge_error_message=None, current_leader=_leader(resp_t),
+            records=b"".join(r.records),
+            acquired_records=tuple(acq_t(first_offset=a.first_offset,
+                                         last_offset=a.last_offset,
+                                         delivery_count=a.delivery_count)
+                                   for a in r.ranges)))
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=error, error_message=message,
+                 acquisition_lock_timeout=lock_timeout,
+                 responses=tuple(topic_t(topic_id=t, partitions=tuple(ps))
+                                 for t, ps in by_topic.items()),
+                 node_endpoints=())
+
+
+class ShareFetchWork:
+    """One ShareFetch's acquisitions, repeated while it waits for ``min_bytes``."""
+
+    def __init__(self, shared: ShareRequests, ctx: RequestContext, req: Any, group: str,
+                 member: str, partitions: list[TP], out: dict[TP, PartitionOut]) -> None:
+        self.shared = shared
+        self.group = group
+        self.member = member
+        self.out = out
+        self.partitions = partitions
+        self.bytes = 0
+        self.records_left = req.max_records if getattr(req, "max_records", 0) > 0 \
+            else 500
+        self.bytes_left = req.max_bytes if req.max_bytes > 0 else 52_428_800
+        self.record_limit = getattr(req, "share_acquire_mode", 0) == RECORD_LIMIT
+        self.ok: list[TP] = []
+        for tp in partitions:
+            err = shared.topic_error(ctx, tp[0])
+            if err is not NO_ERROR:
+                out.setdefault(tp, PartitionOut()).error = err
+            else:
+                self.ok.append(tp)
+
+    def run(self) -> None:
+        manager = self.shared.manager
+        for tid, p in self.ok:
+            if self.records_left <= 0 or self.bytes_left <= 0:
+                break
+            got = manager.acquire((self.group, tid, p), self.member, self.shared.now(),
+                                  self.records_left, self.bytes_left, self.record_limit)
+            if got.error is NO_ERROR and not got.ranges:
+                continue
+            res = self.out.setdefault((tid, p), PartitionOut())
+            if got.error is not NO_ERROR:
+                res.error = got.error
+                continue
+            res.records.append(got.records)
+            res.ranges.extend(got.ranges)
+            n = sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
+            self.records_left -= n
+            self.bytes_left -= len(got.records)
+            self.bytes += len(got.records)
+
+    def logs(self) -> list[PartitionLog]:
+        found = (self.shared.manager.plog(tid, p) for tid, p in self.ok)
+        return [plog for plog in found if plog is not None]
+
+
+class DelayedShareFetch:
+    """A parked ShareFetch: tries again on an append to its partitions or a release of
+    records, answers once it has ``min_bytes`` or its wait is over."""
+
+    def __init__(self, work: ShareFetchWork, min_bytes: int, wait_s: float,
+                 respond: Callable[[], Any]) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.fut: asyncio.Future[Any] = self.loop.create_future()
+        self.work = work
+        self.min_bytes = min_bytes
+        self.respond = respond
+        self.scheduled = False
+        self.logs = work.logs()
+        for plog in self.logs:
+            plog.watchers.add(self.on_append)
+        work.shared.manager.waiters.add(self.poke)
+        self.timer = self.loop.call_later(wait_s, self.finish)
+        # Cancelled when its connection closes: let go of the logs and the manager then.
+        self.fut.add_done_callback(lambda _fut: self._cleanup())
+
+    def on_append(self, _n: int) -> None:
+        self.poke()
+
+    def poke(self) -> None:
+        if not self.scheduled and not self.fut.done():
+            self.scheduled = True
+            self.loop.call_soon(self.again)
+
+    def again(self) -> None:
+        self.scheduled = False
+        if self.fut.done():
+            return
+        try:
+            self.work.run()
+        except Exception as e:
+            self._cleanup()
+            self.fut.set_exception(e)
+            return
+        if self.work.bytes >= self.min_bytes:
+            self.finish()
+
+    def finish(self) -> None:
+        if self.fut.done():
+            return
+        self._cleanup()
+        try:
+            self.fut.set_result(self.respond())
+        except Exception as e:  # surfaced as UNKNOWN_SERVER_ERROR by KafkaApis
+            self.fut.set_exception(e)
+
+    def _cleanup(self) -> None:
+        self.timer.cancel()
+        for plog in self.logs:
+            plog.watchers.discard(self.on_append)
+        self.logs = []
+        self.work.shared.manager.waiters.discard(self.poke)
+
+
+def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    group, member = req.group_id or "", req.member_id or ""
+    lock_timeout = shared.lock_timeout(group) if group else datetime.timedelta(0)
+    out: dict[TP, PartitionOut] = {}
+    if not group or not member.strip():
+        return _fetch_response(version, ErrorCode.invalid_request, lock_timeout, out,
+                               "The group id and member id must be set.")
+    if shared.group_denied(ctx, group):
+        return _fetch_response(version, ErrorCode.group_authorization_failed, lock_timeout,
+                               out)
+    epoch = req.share_session_epoch
+    adding = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
+    forgetting = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
+    has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
+    step = shared.sessions.fetch(
+        group, member, epoch, shared.now(), add=[(str(t), p) for t, p in adding],
+        forget=[(str(t), p) for t, p in forgetting], has_acknowledgements=has_acks)
+    if step.error is not NO_ERROR:
+        return _fetch_response(version, step.error, lock_timeout, out)
+    shared.acknowledge(ctx, group, member, req.topics, out)
+    if epoch == FINAL_EPOCH or step.session is None:
+        shared.end_member(group, member)
+        return _fetch_response(version, NO_ERROR, lock_timeout, out)
+    if epoch == 0:
+        shared.opened(ctx, group, member)
+    if getattr(req, "is_renew_ack", False):
+        # A renewal of locks only (v2): nothing is acquired.
+        return _fetch_response(version, NO_ERROR, lock_timeout, out)
+    session_tps = sorted(((uuid.UUID(t), p) for t, p in step.session.partitions),
+                         key=lambda tp: (tp[0].bytes, tp[1]))
+    work = ShareFetchWork(shared, ctx, req, group, member, session_tps, out)
+    work.run()
+    wait_ms = millis(req.max_wait, 0)
+    min_bytes = max(req.min_bytes, 1)
+    if work.bytes >= min_bytes or wait_ms <= 0 or not work.ok:
+        return _fetch_response(version, NO_ERROR, lock_timeout, out)
+    parked = DelayedShareFetch(work, min_bytes, wait_ms / 1000, lambda: _fetch_response(
+        version, NO_ERROR, lock_timeout, out))
+    return parked.fut
+
+
+def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    resp_t = codecs.codec(SHARE_ACKNOWLEDGE, version).response_type
+    topic_t = nested(resp_t, "ShareAcknowledgeTopicResponse")
+    part_t = nested(resp_t, "PartitionData")
+    group, member = req.group_id or "", req.member_id or ""
+    lock_timeout = shared.lock_timeout(group) if group else datetime.timedelta(0)
+    out: dict[TP, PartitionOut] = {}
+
+    def respond(error: ErrorCode, message: str | None = None) -> Any:
+        by_topic: dict[uuid.UUID, list[Any]] = {}
+        for (tid, p), r in sorted(out.items(), key=lambda kv: (kv[0][0].bytes, kv[0][1])):
+            err = r.error if r.error is not NO_ERROR else (r.ack_error or NO_ERROR)
+            by_topic.setdefault(tid, []).append(build(
+                part_t, partition_index=p, error_code=err, error_message=None,
+                current_leader=_leader(resp_t)))
+        return build(resp_t, throttle_time=NO_THROTTLE, error_code=error,
+                     error_message=message, acquisition_lock_timeout=lock_timeout,
+                     responses=tuple(topic_t(topic_id=t, partitions=tuple(ps))
+                                     for t, ps in by_topic.items()),
+                     node_endpoints=())
+
+    if not group or not member.strip():
+        return respond(ErrorCode.invalid_request, "The group id and member id must be set.")
+    if shared.group_denied(ctx, group):
+        return respond(ErrorCode.group_authorization_failed)
+    epoch = req.share_session_epoch
+    step = shared.sessions.acknowledge(group, member, epoch, shared.now())
+    if step.error is not NO_ERROR:
+        return respond(step.error)
+    shared.acknowledge(ctx, group, member, req.topics, out)
+    if epoch == FINAL_EPOCH:
+        shared.end_member(group, member)
+    return respond(NO_ERROR)

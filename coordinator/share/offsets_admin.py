@@ -1,0 +1,204 @@
+"""The share-group offsets APIs (KIP-932's DescribeShareGroupOffsets,
+AlterShareGroupOffsets and DeleteShareGroupOffsets) as pure decisions over the
+share-partition state replayed from ``__share_group_state``, as Kafka's
+``GroupCoordinatorService`` and ``GroupMetadataManager`` decide them:
+
+- Describe reads each share-partition's start offset and leader epoch; a partition with no
+  state, or of a topic that does not exist, answers start offset -1 without an error (as
+  Kafka treats it like OffsetFetch's absence of data). ``topics`` None: every
+  share-partition the group has state for. v1's lag is the records from the start offset
+  to the high watermark that are not yet acknowledged or archived (-1 when there is no
+  start offset).
+- Alter needs a share group (GROUP_ID_NOT_FOUND) with no members (NON_EMPTY_GROUP); each
+  partition that exists gets a fresh state at the given start offset (a new snapshot with
+  the group epoch as its state epoch, as Kafka's ``initializeState``), the others
+  UNKNOWN_TOPIC_OR_PARTITION.
+- Delete needs the same; a topic whose share-partitions have state loses it (every
+  partition's), a topic without state answers UNKNOWN_TOPIC_OR_PARTITION ("There is no
+  offset information to delete.").
+
+Kafka tracks which share-partitions are initialized in a record of its own
+(ShareGroupStatePartitionMetadata); kafkalite takes the share-partitions that have state in
+``__share_group_state`` as the initialized ones (docs/compatibility.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+
+from .group import ShareGroup
+from .partition import RecordState
+from .state_store import ShareKey, ShareState
+
+UNINITIALIZED_START_OFFSET = -1
+DEFAULT_LEADER_EPOCH = 0
+NO_LAG = -1
+ZERO_UUID = uuid.UUID(int=0)
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+NO_OFFSETS_MESSAGE = "There is no offset information to delete."
+
+#: The high watermark of (topic id, partition), None when the partition does not exist.
+HighWatermark = Callable[[uuid.UUID, int], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMeta:
+    topic_id: uuid.UUID
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffset:
+    partition: int
+    start_offset: int = UNINITIALIZED_START_OFFSET
+    leader_epoch: int = DEFAULT_LEADER_EPOCH
+    lag: int = NO_LAG
+    error: ErrorCode = NO_ERROR
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    """One topic of an answer: its partitions (Describe, Alter) or its own error (Delete)."""
+
+    name: str
+    topic_id: uuid.UUID | None
+    partitions: tuple[PartitionOffset, ...] = ()
+    error: ErrorCode = NO_ERROR
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What Alter or Delete decided: a group-level error, or the topics' answers and the
+    share-partitions to reset (key, start offset) or to delete."""
+
+    error: ErrorCode = NO_ERROR
+    message: str | None = None
+    topics: tuple[TopicResult, ...] = ()
+    resets: tuple[tuple[ShareKey, int], ...] = ()
+    deletes: tuple[ShareKey, ...] = ()
+    state_epoch: int = 0
+
+
+def lag(state: ShareState, high_watermark: int | None) -> int:
+    """Records from the start offset to the high watermark not yet acknowledged or
+    archived."""
+    start = state.start_offset
+    if start < 0 or high_watermark is None:
+        return NO_LAG
+    done = 0
+    for b in state.batches:
+        if b.delivery_state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+            first, last = max(b.first_offset, start), min(b.last_offset, high_watermark - 1)
+            done += max(0, last - first + 1)
+    return max(0, high_watermark - start - done)
+
+
+def group_keys(states: Mapping[ShareKey, ShareState], group_id: str) -> list[ShareKey]:
+    return sorted((k for k in states if k[0] == group_id), key=lambda k: (k[1].bytes, k[2]))
+
+
+def _offset(states: Mapping[ShareKey, ShareState], key: ShareKey,
+            hwm: HighWatermark) -> PartitionOffset:
+    state = states.get(key)
+    if state is None:
+        return PartitionOffset(key[2])
+    return PartitionOffset(key[2], state.start_offset, state.leader_epoch,
+                           lag(state, hwm(key[1], key[2])))
+
+
+def describe(group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None,
+             states: Mapping[ShareKey, ShareState], by_name: Mapping[str, TopicMeta],
+             names: Mapping[uuid.UUID, str], hwm: HighWatermark) -> list[TopicResult]:
+    """One group of DescribeShareGroupOffsets (its authorized topics only)."""
+    if topics is None:
+        by_topic: dict[uuid.UUID, list[ShareKey]] = {}
+        for key in group_keys(states, group_id):
+            if key[1] in names:
+                by_topic.setdefault(key[1], []).append(key)
+        return [TopicResult(names[tid], tid, tuple(_offset(states, k, hwm) for k in keys))
+                for tid, keys in by_topic.items()]
+    out: list[TopicResult] = []
+    for name, partitions in topics:
+        meta = by_name.get(name)
+        if meta is None:
+            out.append(TopicResult(name, ZERO_UUID, tuple(PartitionOffset(p)
+                                                          for p in partitions)))
+            continue
+        out.append(TopicResult(name, meta.topic_id, tuple(
+            _offset(states, (group_id, meta.topic_id, p), hwm) for p in partitions)))
+    return out
+
+
+def _empty_share_group(group_id: str, kind: str | None, group: ShareGroup | None
+                       ) -> Change | None:
+    if not group_id:
+        return Change(ErrorCode.invalid_group_id, "The configured groupId is invalid.")
+    if group is None:
+        message = (f"Group {group_id} not found." if kind is None
+                   else f"Group {group_id} is not a share group.")
+        return Change(ErrorCode.group_id_not_found, message)
+    if group.members:
+        return Change(ErrorCode.non_empty_group, "The group is not empty.")
+    return None
+
+
+def alter(group_id: str, kind: str | None, group: ShareGroup | None,
+          topics: Iterable[tuple[str, Sequence[tuple[int, int]]]],
+          by_name: Mapping[str, TopicMeta]) -> Change:
+    """AlterShareGroupOffsets for the topics the handler let through (authorized, known):
+    ``topics`` as (name, [(partition, start offset)])."""
+    refused = _empty_share_group(group_id, kind, group)
+    if refused is not None:
+        return refused
+    assert group is not None
+    results: list[TopicResult] = []
+    resets: list[tuple[ShareKey, int]] = []
+    for name, partitions in topics:
+        meta = by_name.get(name)
+        if meta is None:
+            results.append(TopicResult(name, None, tuple(
+                PartitionOffset(p, error=ErrorCode.unknown_topic_or_partition,
+                                message=UNKNOWN_TOPIC_MESSAGE) for p, _o in partitions)))
+            continue
+        parts: list[PartitionOffset] = []
+        for p, start in partitions:
+            if 0 <= p < meta.partitions:
+                parts.append(PartitionOffset(p))
+                resets.append(((group_id, meta.topic_id, p), start))
+            else:
+                parts.append(PartitionOffset(p, error=ErrorCode.unknown_topic_or_partition,
+                                             message=UNKNOWN_TOPIC_MESSAGE))
+        results.append(TopicResult(name, meta.topic_id, tuple(parts)))
+    return Change(topics=tuple(results), resets=tuple(resets), state_epoch=group.group_epoch)
+
+
+def delete(group_id: str, kind: str | None, group: ShareGroup | None, topics: Iterable[str],
+           states: Mapping[ShareKey, ShareState], by_name: Mapping[str, TopicMeta]) -> Change:
+    """DeleteShareGroupOffsets for the topics the handler let through (authorized)."""
+    refused = _empty_share_group(group_id, kind, group)
+    if refused is not None:
+        return refused
+    keys = group_keys(states, group_id)
+    deleted: list[TopicResult] = []
+    failed: list[TopicResult] = []
+    deletes: list[ShareKey] = []
+    for name in topics:
+        meta = by_name.get(name)
+        if meta is None:
+            failed.append(TopicResult(name, None, error=ErrorCode.unknown_topic_or_partition,
+                                      message=UNKNOWN_TOPIC_MESSAGE))
+            continue
+        mine = [k for k in keys if k[1] == meta.topic_id]
+        if not mine:
+            failed.append(TopicResult(name, None, error=ErrorCode.unknown_topic_or_partition,
+                                      message=NO_OFFSETS_MESSAGE))
+            continue
+        deletes.extend(mine)
+        deleted.append(TopicResult(name, meta.topic_id))
+    return Change(topics=tuple(deleted + failed), deletes=tuple(deletes))
