@@ -105,6 +105,9 @@ class GroupCoordinatorCore:
         self._consumer: ConsumerMembership | None = None
         self._migration: ConsumerMigration | None = None
         self._share: ShareMembership | None = None
+        #: Told (group, member) when a share group member's session expires (the share
+        #: part's ``member_expired``, kept here so that it can be registered at build).
+        self.share_member_expired: list[Callable[[str, str], None]] = []
         self.classic_requests = ClassicRequests(registry, self.classic, lambda: self.migration)
         self.committed_offsets = CommittedOffsets(registry, self.offsets, self.pending)
         self.admin = GroupAdmin(registry, self.committed_offsets)
@@ -207,6 +210,7 @@ class GroupCoordinatorCore:
             from .share_membership import ShareMembership
 
             self._share = ShareMembership(self.registry)
+            self._share.member_expired = self.share_member_expired
             self._replayers.update(dict.fromkeys(sg.KEY_CLASSES, self._share.replay))
         return self._share
 
