@@ -242,9 +242,10 @@ def validate(values: Mapping[str, str], config: Config) -> None:
 
 
 def describe_keys(overrides: Mapping[str, str]) -> list[str]:
-    """The configs Kafka describes for a group: those standing for a broker setting (not
-    internal) and those the group sets, in name order."""
-    names = {d.name for d in GROUP_CONFIGS.values() if d.broker_synonym and not d.internal}
+    """The configs Kafka describes for a group: every one that is not internal (those
+    without a broker synonym at their own default) and those the group sets, in name
+    order."""
+    names = {d.name for d in GROUP_CONFIGS.values() if not d.internal}
     return sorted(names | set(overrides))
 
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kafkalite.coordinator.results import AFTER_WRITE, Outcome, Write
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.share.state_store import ShareKey, ShareState
 from kafkalite.protocol import apis as codecs
@@ -181,6 +182,10 @@ def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
     if change is None:
         _status, kind, group = _group(runtime, gid) if gid else (NO_ERROR, None, None)
         change = oa.alter(gid, kind, group, passed, by_name)
+    if change.error is NO_ERROR and change.new_group:
+        made = _make_group(runtime, gid, change)
+        if made is not NO_ERROR:
+            return answer(made, None, [])
     if change.error is NO_ERROR and (change.resets or change.deletes):
         written = store.apply(change)
         if written is not NO_ERROR:
@@ -188,6 +193,17 @@ def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
     if change.error is not NO_ERROR:
         return answer(change.error, change.message, [])
     return answer(NO_ERROR, None, early + list(change.topics))
+
+
+def _make_group(runtime: CoordinatorRuntime, gid: str, change: oa.Change) -> ErrorCode:
+    """Write the new share group's records to ``__consumer_offsets`` (in the log and
+    replayed before the state is written)."""
+    def op(core: Any, _now: int) -> Outcome:
+        return Outcome(AFTER_WRITE, writes=[Write(
+            core.partition_for(gid), gid, list(change.new_group),
+            lambda err, _t: Outcome(err))])
+    err: ErrorCode = runtime.groups.write(op)
+    return err
 
 
 # --- DeleteShareGroupOffsets ---------------------------------------------------------------

@@ -21,19 +21,19 @@ GROUP, TOPIC = "so-group", "so-topic"
 DESCRIBE, ALTER, DELETE = 90, 91, 92
 
 
-def describe(conn: RawConnection) -> dict[int, tuple[int, int]]:
+def describe(conn: RawConnection, group: str = GROUP) -> dict[int, tuple[int, int]]:
     grp = request_class(DESCRIBE, 1, "DescribeShareGroupOffsetsRequestGroup")
     top = request_class(DESCRIBE, 1, "DescribeShareGroupOffsetsRequestTopic")
-    [g] = conn.call(request(DESCRIBE, 1, groups=(grp(group_id=GROUP, topics=(
+    [g] = conn.call(request(DESCRIBE, 1, groups=(grp(group_id=group, topics=(
         top(topic_name=TOPIC, partitions=(0, 1)),)),))).groups
     assert ErrorCode(g.error_code) is ErrorCode.none, g
     return {p.partition_index: (p.start_offset, p.lag) for p in g.topics[0].partitions}
 
 
-def alter(conn: RawConnection, starts: dict[int, int]) -> Any:
+def alter(conn: RawConnection, starts: dict[int, int], group: str = GROUP) -> Any:
     top = request_class(ALTER, 0, "AlterShareGroupOffsetsRequestTopic")
     part = request_class(ALTER, 0, "AlterShareGroupOffsetsRequestPartition")
-    return conn.call(request(ALTER, 0, group_id=GROUP, topics=(top(
+    return conn.call(request(ALTER, 0, group_id=group, topics=(top(
         topic_name=TOPIC, partitions=tuple(part(partition_index=p, start_offset=o)
                                            for p, o in starts.items())),)))
 
@@ -69,7 +69,11 @@ def test_offsets_apis_views_and_counters(
     try:
         assert {DESCRIBE, ALTER, DELETE} <= set(conn.versions)
         assert describe(conn) == {0: (-1, -1), 1: (-1, -1)}  # no state yet
-        assert ErrorCode(alter(conn, {0: 0}).error_code) is ErrorCode.group_id_not_found
+        # A group id naming no group: the alter makes an empty share group, as Kafka 4.4.
+        made = alter(conn, {0: 0}, group="so-made")
+        assert [(p.partition_index, ErrorCode(p.error_code))
+                for p in made.responses[0].partitions] == [(0, ErrorCode.none)]
+        assert describe(conn, "so-made") == {0: (0, 5), 1: (-1, -1)}
 
         c = share_consumer(boot, GROUP, TOPIC)
         try:
@@ -88,7 +92,8 @@ def test_offsets_apis_views_and_counters(
             assert [(p["partition"], p["start_offset"], p["log_end_offset"], p["lag"])
                     for p in view["share_partitions"]] == [(0, 5, 5, 0), (1, 5, 5, 0)]
             listed = get_json(f"{broker.admin_url}/api/v1/groups")["groups"]
-            assert [(g["group_id"], g["type"]) for g in listed] == [(GROUP, "share")]
+            assert [(g["group_id"], g["type"], g["state"]) for g in listed] == [
+                (GROUP, "share", "Stable"), ("so-made", "share", "Empty")]
         finally:
             c.close()
 
