@@ -2,10 +2,12 @@
 (confluent-kafka ``ShareConsumer``): DescribeShareGroupOffsets after records were accepted,
 AlterShareGroupOffsets refused while a member is in the group and, once it is empty,
 moving the start offset back so the records are delivered again; DeleteShareGroupOffsets;
-``kafkalite groups describe``, the admin API's group view and ``/metrics``."""
+``kafkalite groups describe``, the admin API's group view and ``/metrics``, whose lock
+expiry and redelivery counters move on the manual clock."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import urllib.request
 from collections.abc import Callable
@@ -126,5 +128,43 @@ def test_offsets_apis_views_and_counters(
         again = delete(conn)
         assert [(ErrorCode(x.error_code), x.error_message) for x in again.responses] == [
             (ErrorCode.unknown_topic_or_partition, "There is no offset information to delete.")]
+    finally:
+        conn.close()
+
+
+def test_lock_expiry_and_redelivery_counted_on_the_manual_clock(
+        kafkalite_factory: Callable[..., BrokerThread]) -> None:
+    broker = kafkalite_factory(admin=True, manual_clock=True)
+    boot = broker.bootstrap
+    info = broker.call(lambda: broker.inner.create_topic("locks", 1))
+    set_group_configs(boot, "locks-g", {"share.auto.offset.reset": "earliest"})
+    produce(boot, "locks", ["a", "b"])
+    conn = RawConnection(boot, "share-locks")
+    ft = request_class(78, 1, "FetchTopic")
+    fp = request_class(78, 1, "FetchPartition")
+
+    def fetch(epoch: int) -> list[tuple[int, int, int]]:
+        topics = (ft(topic_id=info.topic_id, partitions=(
+            fp(partition_index=0, acknowledgement_batches=()),)),) if epoch == 0 else ()
+        resp = conn.call(request(78, 1, group_id="locks-g", member_id="m1",
+                                 share_session_epoch=epoch, max_wait=datetime.timedelta(0),
+                                 min_bytes=1, max_bytes=1 << 20, max_records=10,
+                                 batch_size=10, topics=topics, forgotten_topics_data=()))
+        assert ErrorCode(resp.error_code) is ErrorCode.none, resp
+        return [(int(a.first_offset), int(a.last_offset), int(a.delivery_count))
+                for t in resp.responses for p in t.partitions for a in p.acquired_records]
+
+    try:
+        hb = conn.call(request(76, 1, group_id="locks-g", member_id="m1", member_epoch=0,
+                               rack_id=None, subscribed_topic_names=("locks",)))
+        assert ErrorCode(hb.error_code) is ErrorCode.none
+        assert fetch(0) == [(0, 1, 1)]
+        broker.advance(30_001)  # share.record.lock.duration.ms: both locks expire
+        assert fetch(1) == [(0, 1, 2)]
+        text = urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10).read().decode()
+        for line in ("kafkalite_share_records_acquired_total 4.0",
+                     "kafkalite_share_records_redelivered_total 2.0",
+                     "kafkalite_share_records_lock_expiries_total 2.0"):
+            assert line in text, text
     finally:
         conn.close()
