@@ -9,6 +9,7 @@ from typing import Any
 
 from .harness import batch
 from .registry import (
+    DELETE_GROUPS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
     Run,
@@ -127,6 +128,10 @@ def share_group_offsets(run: Run) -> None:
     describe_offsets(run, "describe_deleted", g, asked)
     run.call("delete_again", DELETE_SHARE_GROUP_OFFSETS, group_id=g,
              topics=[{"topic_name": t}])
+    # DeleteGroups takes the share-partition state with the group.
+    alter_offsets(run, "alter_before_group_delete", g, t, {1: 0})
+    run.call("delete_group", DELETE_GROUPS, groups_names=[g])
+    describe_offsets(run, "describe_after_group_delete", g, asked)
 
 
 def group_configs(run: Run, step: str, group: str, names: list[str] | None) -> Any:

@@ -168,3 +168,36 @@ def test_lock_expiry_and_redelivery_counted_on_the_manual_clock(
             assert line in text, text
     finally:
         conn.close()
+
+
+def test_altered_offsets_survive_a_restart_and_go_with_the_group(
+        kafkalite_factory: Callable[..., BrokerThread]) -> None:
+    broker = kafkalite_factory()
+    boot = broker.bootstrap
+    create_topic(boot, TOPIC, 2)
+    produce(boot, TOPIC, (f"v{i}" for i in range(10)), partitions=2)
+    conn = RawConnection(boot, "share-offsets")
+    assert ErrorCode(alter(conn, {0: 2, 1: 4}).error_code) is ErrorCode.none
+    conn.close()
+    broker.restart()
+    conn = RawConnection(broker.bootstrap, "share-offsets")
+    try:
+        # The group and its share-partition state were reloaded from the logs.
+        assert describe(conn) == {0: (2, 3), 1: (4, 1)}
+        [g] = conn.call(request(77, 1, group_ids=(GROUP,),
+                                include_authorized_operations=False)).groups
+        assert (ErrorCode(g.error_code), g.group_state, g.group_epoch) == (
+            ErrorCode.none, "Empty", 1)
+        # DeleteGroups takes the share-partition state with the group, as Kafka does.
+        [r] = conn.call(request(42, 2, groups_names=(GROUP,))).results
+        assert ErrorCode(r.error_code) is ErrorCode.none
+        assert describe(conn) == {0: (-1, -1), 1: (-1, -1)}
+        [g] = conn.call(request(77, 1, group_ids=(GROUP,),
+                                include_authorized_operations=False)).groups
+        assert ErrorCode(g.error_code) is ErrorCode.group_id_not_found
+        # A consumer of a group made again with that id starts afresh (from the earliest
+        # record, not from the deleted start offsets).
+        set_group_configs(broker.bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
+        assert len(consume_all(broker.bootstrap, 10)) == 10
+    finally:
+        conn.close()
