@@ -269,7 +269,7 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
     sessions = ShareSessions(config.int("group.share.max.share.sessions"))
 
     share = ShareRequests(manager, sessions, access)
-    groups.core.share.member_expired.append(share.end_member)
+    groups.core.share_member_expired.append(share.end_member)
     return share
 
 

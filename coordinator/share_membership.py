@@ -64,15 +64,17 @@ class ShareMembership:
         """Response: a ``ShareHeartbeatResult``; the group changes when its records are
         replayed, after the append."""
         gid, mid = req.group_id, req.member_id
-        err, ps = self.registry.group_partition(gid)
-        if ps is None:
-            return Outcome(ShareHeartbeatResult(err, None, mid or None))
+        # Kafka checks the request's fields (an empty group id: INVALID_REQUEST) before
+        # the group's coordinator.
         invalid = share.validate(req)
         if invalid is not None:
             return Outcome(invalid)
+        err, ps = self.registry.group_partition(gid)
+        if ps is None:
+            return Outcome(ShareHeartbeatResult(err, None, None))
         if gid in ps.groups or gid in ps.consumer_groups:
             return Outcome(ShareHeartbeatResult(
-                ErrorCode.group_id_not_found, f"Group {gid} is not a share group.", mid))
+                ErrorCode.group_id_not_found, f"Group {gid} is not a share group.", None))
         group = ps.share_groups.get(gid)
         records, result = share.heartbeat(
             group, req, self._topics(), self.config.share_heartbeat_interval(gid),
@@ -91,7 +93,7 @@ class ShareMembership:
 
         def then(append_err: ErrorCode, _now: int) -> Outcome:
             if append_err is not NO_ERROR:
-                return Outcome(ShareHeartbeatResult(append_err, None, mid))
+                return Outcome(ShareHeartbeatResult(append_err, None, None))
             return Outcome(result)
 
         return Outcome(AFTER_WRITE, writes=[Write(ps.partition, gid, records, then)])
@@ -114,6 +116,23 @@ class ShareMembership:
 
         return Outcome(None, writes=[Write(ps.partition, gid,
                                            share.leave(group, mid, self._topics()), then)])
+
+    def expire_member(self, now: int, gid: str, mid: str) -> Outcome:
+        """Test control (the ``expire-member`` scenario): the member's session expires
+        now, as its timer firing would have it."""
+        err, ps = self.registry.group_partition(gid)
+        if ps is None:
+            return Outcome(err)
+        group = ps.share_groups.get(gid)
+        if group is None:
+            return Outcome(ErrorCode.group_id_not_found)
+        if mid not in group.members:
+            return Outcome(ErrorCode.unknown_member_id)
+        key = share_session_key(gid, mid)
+        self.timers.cancel(key)
+        out = self.on_session_timer(key, now, now)
+        out.response = NO_ERROR
+        return out
 
     # --- ShareGroupDescribe -------------------------------------------------------------
 

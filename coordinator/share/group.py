@@ -96,7 +96,9 @@ class TopicInfo:
 
 
 def _error(code: ErrorCode, message: str, member_id: str | None = None) -> ShareHeartbeatResult:
-    return ShareHeartbeatResult(code, message, member_id)
+    """An error answer: Kafka's carries no member id (its handleOperationException sets
+    only the error code and message)."""
+    return ShareHeartbeatResult(code, message, None)
 
 
 def validate(req: ShareHeartbeat) -> ShareHeartbeatResult | None:
@@ -182,12 +184,17 @@ def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str
     if invalid is not None:
         return [], invalid
     gid, mid = req.group_id, req.member_id
+    if group is None and req.member_epoch != 0:
+        # Kafka looks the group up first: a member of a group that does not exist.
+        return [], _error(ErrorCode.group_id_not_found, f"Group {gid} not found.", mid)
     if req.member_epoch == LEAVE_EPOCH:
-        if group is None or mid not in group.members:
+        assert group is not None
+        if mid not in group.members:
             return [], _error(ErrorCode.unknown_member_id,
                               f"Member {mid} is not a member of group {gid}.", mid)
+        # A member leaving is told no heartbeat interval, as Kafka's answer.
         return leave(group, mid, topics), ShareHeartbeatResult(
-            NO_ERROR, None, mid, LEAVE_EPOCH, heartbeat_interval_ms)
+            NO_ERROR, None, mid, LEAVE_EPOCH, 0)
     group = group if group is not None else ShareGroup(gid)
     member = group.members.get(mid)
     if req.member_epoch == 0:

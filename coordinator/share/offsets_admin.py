@@ -6,13 +6,14 @@ share-partition state replayed from ``__share_group_state``, as Kafka's
 - Describe reads each share-partition's start offset and leader epoch; a partition with no
   state, or of a topic that does not exist, answers start offset -1 without an error (as
   Kafka treats it like OffsetFetch's absence of data). ``topics`` None: every
-  share-partition the group has state for. v1's lag is the records from the start offset
-  to the high watermark that are not yet acknowledged or archived (-1 when there is no
-  start offset).
-- Alter needs a share group (GROUP_ID_NOT_FOUND) with no members (NON_EMPTY_GROUP); each
-  partition that exists gets a fresh state at the given start offset (a new snapshot with
-  the group epoch as its state epoch, as Kafka's ``initializeState``), the others
-  UNKNOWN_TOPIC_OR_PARTITION.
+  share-partition of the topics the group has state for. v1's lag is the records from the
+  start offset to the high watermark that are not yet acknowledged or archived (-1 when
+  there is no start offset).
+- Alter needs a share group with no members (NON_EMPTY_GROUP; another kind of group's id:
+  GROUP_ID_NOT_FOUND); a group id that names no group gets a new, empty share group at
+  epoch 1, as Kafka 4.4 makes one. Each partition that exists gets a fresh state at the
+  given start offset (a new snapshot with the group epoch as its state epoch, as Kafka's
+  ``initializeState``), the others UNKNOWN_TOPIC_OR_PARTITION.
 - Delete needs the same; a topic whose share-partitions have state loses it (every
   partition's), a topic without state answers UNKNOWN_TOPIC_OR_PARTITION ("There is no
   offset information to delete.").
@@ -28,9 +29,10 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .group import ShareGroup
+from .group import Record, ShareGroup
 from .partition import RecordState
 from .state_store import ShareKey, ShareState
 
@@ -83,6 +85,19 @@ class Change:
     resets: tuple[tuple[ShareKey, int], ...] = ()
     deletes: tuple[ShareKey, ...] = ()
     state_epoch: int = 0
+    #: Records of ``__consumer_offsets`` making the (new, empty) share group first.
+    new_group: tuple[Record, ...] = ()
+
+
+NEW_GROUP_EPOCH = 1
+
+
+def new_group_records(group_id: str) -> tuple[Record, ...]:
+    """An empty share group at epoch 1: what Kafka 4.4's AlterShareGroupOffsets writes for
+    a group id that names no group."""
+    return ((sg.ShareGroupMetadataKey(group_id), sg.ShareGroupMetadataValue(NEW_GROUP_EPOCH)),
+            (sg.ShareGroupTargetAssignmentMetadataKey(group_id),
+             sg.ShareGroupTargetAssignmentMetadataValue(NEW_GROUP_EPOCH)))
 
 
 def lag(state: ShareState, high_watermark: int | None) -> int:
@@ -108,7 +123,9 @@ def _offset(states: Mapping[ShareKey, ShareState], key: ShareKey,
     state = states.get(key)
     if state is None:
         return PartitionOffset(key[2])
-    return PartitionOffset(key[2], state.start_offset, state.leader_epoch,
+    # A state written by an alter has no leader epoch (-1); Kafka reports it as 0.
+    return PartitionOffset(key[2], state.start_offset, max(state.leader_epoch,
+                                                           DEFAULT_LEADER_EPOCH),
                            lag(state, hwm(key[1], key[2])))
 
 
@@ -117,12 +134,15 @@ def describe(group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None,
              names: Mapping[uuid.UUID, str], hwm: HighWatermark) -> list[TopicResult]:
     """One group of DescribeShareGroupOffsets (its authorized topics only)."""
     if topics is None:
-        by_topic: dict[uuid.UUID, list[ShareKey]] = {}
-        for key in group_keys(states, group_id):
-            if key[1] in names:
-                by_topic.setdefault(key[1], []).append(key)
-        return [TopicResult(names[tid], tid, tuple(_offset(states, k, hwm) for k in keys))
-                for tid, keys in by_topic.items()]
+        # Every partition of each topic the group has state for: Kafka initializes all
+        # the share-partitions of a topic its members are assigned (start offset -1 until
+        # the first fetch), and lists the initialized ones.
+        tids = sorted({k[1] for k in group_keys(states, group_id) if k[1] in names},
+                      key=lambda t: t.bytes)
+        return [TopicResult(names[tid], tid, tuple(
+            _offset(states, (group_id, tid, p), hwm)
+            for p in range(by_name[names[tid]].partitions)))
+            for tid in tids if names[tid] in by_name]
     out: list[TopicResult] = []
     for name, partitions in topics:
         meta = by_name.get(name)
@@ -153,6 +173,10 @@ def alter(group_id: str, kind: str | None, group: ShareGroup | None,
           by_name: Mapping[str, TopicMeta]) -> Change:
     """AlterShareGroupOffsets for the topics the handler let through (authorized, known):
     ``topics`` as (name, [(partition, start offset)])."""
+    new_group: tuple[Record, ...] = ()
+    if group_id and kind is None:
+        group = ShareGroup(group_id, NEW_GROUP_EPOCH, assignment_epoch=NEW_GROUP_EPOCH)
+        new_group = new_group_records(group_id)
     refused = _empty_share_group(group_id, kind, group)
     if refused is not None:
         return refused
@@ -175,7 +199,8 @@ def alter(group_id: str, kind: str | None, group: ShareGroup | None,
                 parts.append(PartitionOffset(p, error=ErrorCode.unknown_topic_or_partition,
                                              message=UNKNOWN_TOPIC_MESSAGE))
         results.append(TopicResult(name, meta.topic_id, tuple(parts)))
-    return Change(topics=tuple(results), resets=tuple(resets), state_epoch=group.group_epoch)
+    return Change(topics=tuple(results), resets=tuple(resets), state_epoch=group.group_epoch,
+                  new_group=new_group)
 
 
 def delete(group_id: str, kind: str | None, group: ShareGroup | None, topics: Iterable[str],

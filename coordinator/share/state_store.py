@@ -61,18 +61,19 @@ def merge_batches(current: Iterable[ss.StateBatch], newer: Iterable[ss.StateBatc
     per_offset: dict[int, tuple[int, int]] = {}
     for batches in (current, newer):
         for b in batches:
+            value = (b.delivery_state, b.delivery_count)
             for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
-                per_offset[offset] = (b.delivery_state, b.delivery_count)
-    out: list[ss.StateBatch] = []
+                per_offset[offset] = value
+    runs: list[list[int]] = []  # [first, last, state, count]
     for offset in sorted(per_offset):
         state, count = per_offset[offset]
-        last = out[-1] if out else None
-        if last is not None and last.last_offset + 1 == offset \
-                and (last.delivery_state, last.delivery_count) == (state, count):
-            out[-1] = replace(last, last_offset=offset)
-        else:
-            out.append(ss.StateBatch(offset, offset, state, count))
-    return tuple(out)
+        if runs:
+            last = runs[-1]
+            if last[1] + 1 == offset and last[2] == state and last[3] == count:
+                last[1] = offset
+                continue
+        runs.append([offset, offset, state, count])
+    return tuple(ss.StateBatch(*run) for run in runs)
 
 
 class ShareStateStore:

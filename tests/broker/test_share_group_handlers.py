@@ -88,7 +88,8 @@ async def test_bad_heartbeats_get_kafkas_errors(handlers: Handlers) -> None:
     assert (first.error_code, first.error_message) == (
         E.invalid_request, "SubscribedTopicNames must be set in first request.")
     assert (await heartbeat(handlers, "", 0)).error_code is E.invalid_request
-    assert (await heartbeat(handlers, "m1", 3, names=None)).error_code is E.unknown_member_id
+    # A member epoch for a group that does not exist: Kafka's GROUP_ID_NOT_FOUND.
+    assert (await heartbeat(handlers, "m1", 3, names=None)).error_code is E.group_id_not_found
     await heartbeat(handlers, "m1", 0)
     assert (await heartbeat(handlers, "m1", 9, names=None)).error_code is E.fenced_member_epoch
 

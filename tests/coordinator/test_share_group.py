@@ -123,9 +123,12 @@ def test_errors() -> None:
     assert c.hb("", 0, ("t",)).error_message == "MemberId can't be empty."  # type: ignore[attr-defined]
     assert c.hb("a", 0, ("t",), group="").error_message == "GroupId can't be empty."  # type: ignore[attr-defined]
     assert c.hb("a", -2).error_message == "MemberEpoch is invalid."  # type: ignore[attr-defined]
-    assert c.hb("a", 1).error == ErrorCode.unknown_member_id  # type: ignore[attr-defined]
-    assert c.hb("a", -1).error == ErrorCode.unknown_member_id  # type: ignore[attr-defined]
+    # No group yet: Kafka looks the group up before the member.
+    assert c.hb("a", 1).error == ErrorCode.group_id_not_found  # type: ignore[attr-defined]
+    assert c.hb("a", -1).error == ErrorCode.group_id_not_found  # type: ignore[attr-defined]
     c.hb("a", 0, ("t",))
+    assert c.hb("z", 1).error == ErrorCode.unknown_member_id  # type: ignore[attr-defined]
+    assert c.hb("z", -1).error == ErrorCode.unknown_member_id  # type: ignore[attr-defined]
     assert c.hb("b", 0, ("t",)).error == ErrorCode.group_max_size_reached  # type: ignore[attr-defined]
     fenced = c.hb("a", 7)
     assert fenced.error == ErrorCode.fenced_member_epoch  # type: ignore[attr-defined]

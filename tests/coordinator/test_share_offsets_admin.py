@@ -46,15 +46,13 @@ def test_describe_all_topics_lists_the_share_partitions_with_state() -> None:
     states = {("g", T2, 0): state(1), ("g", T1, 1): state(2), ("other", T1, 0): state(0),
               ("g", uuid.UUID(int=9), 0): state(0)}  # a deleted topic's state: left out
     got = oa.describe("g", None, states, BY_NAME, NAMES, hwm)
+    # Every partition of a topic with state: the others at -1, as Kafka lists them.
     assert [(t.name, [(p.partition, p.start_offset) for p in t.partitions]) for t in got] == [
-        ("a", [(1, 2)]), ("b", [(0, 1)])]
+        ("a", [(0, -1), (1, 2)]), ("b", [(0, 1)])]
 
 
 def test_alter_needs_an_empty_share_group() -> None:
     assert oa.alter("", None, None, [], BY_NAME).error is ErrorCode.invalid_group_id
-    missing = oa.alter("g", None, None, [], BY_NAME)
-    assert (missing.error, missing.message) == (ErrorCode.group_id_not_found,
-                                                "Group g not found.")
     other = oa.alter("g", "consumer", None, [], BY_NAME)
     assert (other.error, other.message) == (ErrorCode.group_id_not_found,
                                             "Group g is not a share group.")
@@ -87,3 +85,11 @@ def test_delete_removes_every_partition_of_a_topic_with_state() -> None:
     busy = ShareGroup("g", members={"m": ShareMember("m")})
     assert oa.delete("g", "share", busy, ["a"], states, BY_NAME).error \
         is ErrorCode.non_empty_group
+
+
+def test_alter_of_a_group_id_naming_no_group_makes_an_empty_share_group() -> None:
+    change = oa.alter("new", None, None, [("a", [(1, 4)])], BY_NAME)
+    assert change.error is NO_ERROR and change.state_epoch == 1
+    assert change.resets == ((("new", T1, 1), 4),)
+    assert [type(k).__name__ for k, _v in change.new_group] == [
+        "ShareGroupMetadataKey", "ShareGroupTargetAssignmentMetadataKey"]
