@@ -357,6 +357,26 @@ class ReplicaManager:
         if loader is not None:
             loader(partition, True)
 
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> ErrorCode:
+        """ElectLeaders for one partition, as Kafka's controller answers it: preferred
+        (``unclean`` False) makes the first replica the leader when it is live and in
+        sync; unclean elects only where there is no leader, from the live in-sync
+        replicas first, then any live one."""
+        st = self.controller.state(topic, partition)
+        if not unclean:
+            preferred = st.replicas[0]
+            if st.leader == preferred:
+                return ErrorCode.election_not_needed
+            if preferred not in st.isr or not self.controller.alive(preferred):
+                return ErrorCode.preferred_leader_not_available
+            self.elect(topic, partition, prefer=preferred, unclean=False)
+            return ErrorCode.none
+        if st.leader != NO_LEADER and self.controller.alive(st.leader):
+            return ErrorCode.election_not_needed
+        new = self.elect(topic, partition, unclean=True)
+        return (ErrorCode.none if new.leader != NO_LEADER
+                else ErrorCode.eligible_leaders_not_available)
+
     def leaderless(self, node: int) -> list[tuple[str, int]]:
         return [(t, p) for t, p, st in self.controller.states()
                 if st.leader == NO_LEADER and node in st.replicas]

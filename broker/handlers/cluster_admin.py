@@ -145,13 +145,26 @@ def alter_replica_log_dirs(cluster: Cluster, storage: Storage, access: Access,
         for topic, parts in results.items()))
 
 
-def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+def elect_leaders(cluster: Cluster, storage: Storage, ctx: RequestContext, req: Any) -> Any:
+    """ElectLeaders (v0: preferred; v1+: preferred or unclean). One node leads every
+    partition already; several elect as Kafka's controller does (``cluster/replication``)."""
     resp_t = codecs.codec(ELECT_LEADERS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ReplicaElectionResult")
     part_t = nested(resp_t, "PartitionResult")
+    unclean = int(getattr(req, "election_type", 0)) == 1
+    elections = cluster.elections
     results = []
-    # With no partitions named, Kafka reports only partitions it elected: none here.
-    for tp in req.topic_partitions or ():
+    wanted = req.topic_partitions
+    if wanted is None and elections is not None:
+        # Every partition; Kafka reports only the partitions it elected.
+        for every in storage.catalog:
+            elected = [build(part_t, partition_id=p, error_code=NO_ERROR, error_message=None)
+                       for p in range(every.partitions)
+                       if elections.elect_leader(every.name, p, unclean) is NO_ERROR]
+            if elected:
+                results.append(build(topic_t, topic=every.name,
+                                     partition_result=tuple(elected)))
+    for tp in wanted or ():
         info = storage.catalog.get(tp.topic)
         parts = []
         for p in tp.partitions:
@@ -159,14 +172,24 @@ def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:
                 parts.append(build(part_t, partition_id=p,
                                    error_code=ErrorCode.unknown_topic_or_partition,
                                    error_message="The partition does not exist."))
-            else:
-                parts.append(build(part_t, partition_id=p,
-                                   error_code=ErrorCode.election_not_needed,
-                                   error_message="Leader election not needed for topic "
-                                   "partition."))
+                continue
+            err = (ErrorCode.election_not_needed if elections is None
+                   else elections.elect_leader(tp.topic, p, unclean))
+            parts.append(build(part_t, partition_id=p, error_code=err,
+                               error_message=_ELECTION_MESSAGES.get(err)))
         results.append(build(topic_t, topic=tp.topic, partition_result=tuple(parts)))
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  replica_election_results=tuple(results))
+
+
+_ELECTION_MESSAGES = {
+    ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
+    ErrorCode.preferred_leader_not_available:
+        "Failed to elect leader for partition: the preferred replica is not live or not "
+        "in sync.",
+    ErrorCode.eligible_leaders_not_available:
+        "Failed to elect leader for partition: no live replica.",
+}
 
 
 def list_reassignments(ctx: RequestContext, req: Any) -> Any:

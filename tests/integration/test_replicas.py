@@ -366,3 +366,57 @@ def test_transactions_survive_the_leader_stopping(cluster: BrokerThread) -> None
             got.append(m.value())
     c.close()
     assert got == [b"c0", b"c1", b"c2", b"c3", b"c4", b"after"]
+
+
+def test_elect_leaders_preferred_and_unclean(make_broker: Callable[..., BrokerThread]) -> None:
+    from confluent_kafka import ElectionType
+
+    broker = make_broker({"default.replication.factor": "3"}, nodes=NODES)
+    _create(broker, "elect", 1)
+    admin = AdminClient({"bootstrap.servers": _boot(broker)})
+    tp = [TopicPartition("elect", 0)]
+
+    def elect(kind: ElectionType) -> str | None:
+        """The partition's error name, None when elected."""
+        got = admin.elect_leaders(kind, tp).result(10)
+        err = next(iter(got.values()))
+        return None if err is None else str(err.name())
+    preferred, replicas, _isr = broker.partition_state("elect", 0)
+    # The preferred replica leads: nothing to elect.
+    assert elect(ElectionType.PREFERRED) == "ELECTION_NOT_NEEDED"
+    broker.stop_node(preferred)
+    assert broker.partition_state("elect", 0)[0] != preferred
+    assert elect(ElectionType.PREFERRED) == "PREFERRED_LEADER_NOT_AVAILABLE"
+    broker.start_node(preferred)
+    # Back in sync, the preferred replica leads again on request.
+    assert elect(ElectionType.PREFERRED) is None
+    assert broker.partition_state("elect", 0)[0] == preferred
+    # Every replica but one stopped, that one out of the ISR: only unclean elects it.
+    second, third = replicas[1], replicas[2]
+    broker.stop_node(third)
+    broker.stop_node(second)
+    broker.stop_node(preferred)
+    assert broker.partition_state("elect", 0)[0] == -1
+    broker.start_node(third)
+    assert broker.partition_state("elect", 0)[0] == -1
+    assert elect(ElectionType.PREFERRED) == "PREFERRED_LEADER_NOT_AVAILABLE"
+    assert elect(ElectionType.UNCLEAN) is None
+    leader, _r, isr = broker.partition_state("elect", 0)
+    assert leader == third and isr == (third,)
+
+
+def test_fault_rule_for_one_node(cluster: BrokerThread) -> None:
+    """A fault rule naming a node fires only for requests to that node: a produce error
+    on one node, which a partition led by another node never sees."""
+    from kafka.errors import PolicyViolationError
+
+    _create(cluster, "faulty", 3, rf=1)
+    leaders = {cluster.partition_state("faulty", p)[0]: p for p in range(3)}
+    node, spared = sorted(leaders)[0], sorted(leaders)[1]
+    producer = KafkaProducer(bootstrap_servers=_boot(cluster), acks=1, retries=0)
+    with cluster.faults.injected("Produce", error="POLICY_VIOLATION", node=node):
+        with pytest.raises(PolicyViolationError):
+            producer.send("faulty", b"refused", partition=leaders[node]).get(10)
+        assert producer.send("faulty", b"fine", partition=leaders[spared]).get(10).offset == 0
+    assert producer.send("faulty", b"again", partition=leaders[node]).get(10).offset == 0
+    producer.close()
