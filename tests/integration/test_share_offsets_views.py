@@ -113,6 +113,15 @@ def test_offsets_apis_views_and_counters(
         assert cli(["groups", "describe", GROUP, "--bootstrap", boot]) == 0
         out = capsys.readouterr().out
         assert "START-OFFSET" in out and "Share" in out, out
+        assert cli(["groups", "describe", GROUP, "--bootstrap", boot, "--json"]) == 0
+        described = json.loads(capsys.readouterr().out)
+        assert described["type"] == "share" and described["state"] == "Empty"
+        assert [(p["partition"], p["start_offset"], p["log_end_offset"], p["lag"])
+                for p in described["partitions"]] == [(0, 5, 5, 0), (1, 5, 5, 0)]
+        assert cli(["groups", "list", "--bootstrap", boot, "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)
+        assert {(g["group_id"], g["group_type"], g["state"]) for g in listed} == {
+            (GROUP, "share", "Empty"), ("so-made", "share", "Empty")}
 
         metrics = urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10).read()
         text = metrics.decode()
