@@ -523,3 +523,42 @@ def test_whole_process_restart_keeps_replicas_and_leaders(
     assert set(_replica_ends(broker, "again", 0).values()) == {11}
     got = _read_all(broker, "again", 2, 21, timeout=15)
     assert sorted(map(len, got.values())) == [10, 11]
+
+
+def test_aiokafka_idempotent_producer_through_leader_stop(cluster: BrokerThread) -> None:
+    """aiokafka's idempotent acks=all producer sends while the partition leader's broker
+    stops and starts; the partition then holds each record once, in order."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    _create(cluster, "aio", 1)
+    leader = cluster.partition_state("aio", 0)[0]
+
+    async def run() -> list[int]:
+        producer = AIOKafkaProducer(bootstrap_servers=_boot(cluster), enable_idempotence=True,
+                                    acks="all", request_timeout_ms=30000)
+        await producer.start()
+        try:
+            async def flip() -> None:
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(cluster.stop_node, leader)
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(cluster.start_node, leader)
+
+            flipping = asyncio.create_task(flip())
+            futures = []
+            for i in range(600):
+                # In flight across the stop and the start: never more than a few waiting.
+                futures.append(await producer.send("aio", f"{i:05d}".encode(), partition=0))
+                await asyncio.sleep(0.002)
+            done = await asyncio.gather(*futures)
+            await flipping
+        finally:
+            await producer.stop()
+        return [md.offset for md in done]
+
+    offsets = asyncio.run(run())
+    assert offsets == list(range(600))
+    got = _read_all(cluster, "aio", 1, 600)
+    assert got[0] == [f"{i:05d}".encode() for i in range(600)]
