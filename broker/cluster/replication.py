@@ -295,7 +295,7 @@ class ReplicaManager:
         if lead is None:
             return
         for node, plog in list(rs.logs.items()):
-            if node == st.leader:
+            if node == st.leader or not self.replicating(node):
                 continue
             plog.lead = False
             plog.replicator = None
@@ -406,9 +406,11 @@ class ReplicaManager:
             self._move_off(node, True)
         else:
             self.fence_due[node] = self.now()
-        for rs in self.sets.values():
+        for (t, p), rs in self.sets.items():
             plog = rs.logs.get(node)
-            if plog is None or rs.state.leader == node:
+            # The log the handlers and storage use stays open (a partition left without
+            # a leader keeps it until a replica leads again); nothing writes to it.
+            if plog is None or rs.state.leader == node or plog is self.storage.logs.get(t, p):
                 continue
             del rs.logs[node]
             plog.flush()
