@@ -61,6 +61,15 @@ def partition_size(storage: Storage, topic: str, partition: int) -> int:
     return 0 if plog is None else plog.size_bytes
 
 
+def replica_size(cluster: Cluster, topic: str, partition: int) -> int:
+    """A follower's replica's size: its segment files in the node's directory."""
+    where = Path(cluster.data_dir) / f"{topic}-{partition}"
+    try:
+        return sum(f.stat().st_size for f in where.iterdir() if f.suffix == ".log")
+    except OSError:
+        return 0
+
+
 def log_dir(cluster: Cluster) -> Path:
     """The one log directory, as DescribeLogDirs names it."""
     return Path(cluster.data_dir).resolve()
@@ -81,13 +90,16 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
             if info is None:
                 continue  # Kafka leaves out partitions it does not host
             wanted.append((t.topic, [int(p) for p in t.partitions if 0 <= p < info.partitions]))
-    # Each node describes the replicas it hosts.
+    # Each node describes the replicas it hosts, its followers' too.
     me = cluster.node_id
-    hosted = [(name, [p for p in parts if cluster.leader(name, p) == me])
+    hosted = [(name, [p for p in parts if me in cluster.replicas(name, p)[1]])
               for name, parts in wanted]
     topics = tuple(
         build(topic_t, name=name, partitions=tuple(
-            build(part_t, partition_index=p, partition_size=partition_size(storage, name, p),
+            build(part_t, partition_index=p,
+                  partition_size=(partition_size(storage, name, p)
+                                  if cluster.leader(name, p) == me
+                                  else replica_size(cluster, name, p)),
                   offset_lag=0, is_future_key=False)
             for p in parts
         ))

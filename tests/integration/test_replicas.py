@@ -420,3 +420,145 @@ def test_fault_rule_for_one_node(cluster: BrokerThread) -> None:
         assert producer.send("faulty", b"fine", partition=leaders[spared]).get(10).offset == 0
     assert producer.send("faulty", b"again", partition=leaders[node]).get(10).offset == 0
     producer.close()
+
+
+def test_new_partitions_described_and_hosted_on_every_replica(cluster: BrokerThread) -> None:
+    """CreatePartitions places replicas as CreateTopics does; DescribeTopicPartitions
+    and DescribeLogDirs show them, followers included."""
+    from confluent_kafka.admin import NewPartitions
+    from kafka import KafkaAdminClient
+
+    from kafkalite.broker.cluster.placement import place
+
+    _create(cluster, "grow", 1)
+    admin = AdminClient({"bootstrap.servers": _boot(cluster)})
+    admin.create_partitions([NewPartitions("grow", 4)])["grow"].result(10)
+    producer = Producer({"bootstrap.servers": _boot(cluster), "acks": "all"})
+    for i in range(40):
+        producer.produce("grow", b"x", partition=i % 4)
+    assert producer.flush(10) == 0
+    expected = place("grow", 0, 4, 3, (1, 2, 3))
+    from confluent_kafka import TopicCollection
+
+    described = admin.describe_topics(TopicCollection(["grow"]))["grow"].result(10)
+    for p in described.partitions:
+        assert [r.id for r in p.replicas] == expected[p.id]
+        assert sorted(r.id for r in p.isr) == [1, 2, 3] and p.leader.id == expected[p.id][0]
+        assert set(_replica_ends(cluster, "grow", p.id).values()) == {10}
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
+    try:
+        entries = kp.describe_log_dirs()
+    finally:
+        kp.close()
+    for e in entries:
+        (log_dir,) = e["log_dirs"]
+        sizes = {p["partition_index"]: p["partition_size"] for t in log_dir["topics"]
+                 if t["name"] == "grow" for p in t["partitions"]}
+        assert sorted(sizes) == [0, 1, 2, 3] and all(v > 0 for v in sizes.values())
+
+
+def test_isolated_leader_is_truncated_when_it_heals(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """An isolated leader goes on taking acks=1 records until it is fenced; the new
+    leader's epoch begins without them, and the old leader, healed, truncates them away
+    (what OffsetForLeaderEpoch tells a consumer too)."""
+    from kafkalite.client.kafka import RawConnection, request, request_class
+
+    broker = make_broker({"default.replication.factor": "3",
+                          "broker.session.timeout.ms": "6000"},
+                         nodes=NODES, manual_clock=True)
+    _create(broker, "trunc", 1)
+    boot = _boot(broker)
+    p = KafkaProducer(bootstrap_servers=boot, acks="all", retries=0)
+    assert p.send("trunc", b"kept", partition=0).get(10).offset == 0
+    p.close()
+    old = broker.partition_state("trunc", 0)[0]
+    broker.isolate_node(old)
+    lone = KafkaProducer(bootstrap_servers=broker.bootstraps[old - 1], acks=1, retries=0)
+    assert lone.send("trunc", b"lost", partition=0).get(10).offset == 1
+    lone.close()
+    broker.advance(6000)
+    new = broker.partition_state("trunc", 0)[0]
+    assert new not in (old, -1)
+    again = KafkaProducer(bootstrap_servers=boot, acks="all", retries=0)
+    assert again.send("trunc", b"after", partition=0).get(10).offset == 1
+    again.close()
+    # The new leader answers OffsetForLeaderEpoch for the first epoch: it ended at 1.
+    conn = RawConnection(broker.bootstraps[new - 1])
+    try:
+        part_t = request_class(23, 4, "OffsetForLeaderPartition")
+        topic_t = request_class(23, 4, "OffsetForLeaderTopic")
+        resp = conn.call(request(23, 4, replica_id=-1, topics=(topic_t(
+            topic="trunc", partitions=(part_t(partition=0, current_leader_epoch=-1,
+                                              leader_epoch=0),)),)))
+    finally:
+        conn.close()
+    part = resp.topics[0].partitions[0]
+    assert (part.error_code, part.end_offset) == (0, 1)
+    broker.heal_node(old)
+    assert old in broker.partition_state("trunc", 0)[2]
+    assert set(_replica_ends(broker, "trunc", 0).values()) == {2}
+    got = _read_all(broker, "trunc", 1, 2, timeout=10)
+    assert got[0] == [b"kept", b"after"]
+
+
+def test_whole_process_restart_keeps_replicas_and_leaders(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    broker = make_broker({"default.replication.factor": "3"}, nodes=NODES)
+    _create(broker, "again", 2)
+    producer = Producer({"bootstrap.servers": _boot(broker), "acks": "all"})
+    for i in range(20):
+        producer.produce("again", str(i).encode(), partition=i % 2)
+    assert producer.flush(10) == 0
+    first = broker.partition_state("again", 0)[0]
+    broker.stop_node(first)
+    moved = broker.partition_state("again", 0)[0]
+    producer.produce("again", b"late", partition=0)
+    assert producer.flush(20) == 0
+    broker.restart()
+    leader, replicas, isr = broker.partition_state("again", 0)
+    assert leader == moved and len(replicas) == 3
+    # The node stopped before the restart is back, caught up and in sync.
+    assert sorted(isr) == [1, 2, 3]
+    assert set(_replica_ends(broker, "again", 0).values()) == {11}
+    got = _read_all(broker, "again", 2, 21, timeout=15)
+    assert sorted(map(len, got.values())) == [10, 11]
+
+
+def test_aiokafka_idempotent_producer_through_leader_stop(cluster: BrokerThread) -> None:
+    """aiokafka's idempotent acks=all producer sends while the partition leader's broker
+    stops and starts; the partition then holds each record once, in order."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    _create(cluster, "aio", 1)
+    leader = cluster.partition_state("aio", 0)[0]
+
+    async def run() -> list[int]:
+        producer = AIOKafkaProducer(bootstrap_servers=_boot(cluster), enable_idempotence=True,
+                                    acks="all", request_timeout_ms=30000)
+        await producer.start()
+        try:
+            async def flip() -> None:
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(cluster.stop_node, leader)
+                await asyncio.sleep(0.3)
+                await asyncio.to_thread(cluster.start_node, leader)
+
+            flipping = asyncio.create_task(flip())
+            futures = []
+            for i in range(600):
+                # In flight across the stop and the start: never more than a few waiting.
+                futures.append(await producer.send("aio", f"{i:05d}".encode(), partition=0))
+                await asyncio.sleep(0.002)
+            done = await asyncio.gather(*futures)
+            await flipping
+        finally:
+            await producer.stop()
+        return [md.offset for md in done]
+
+    offsets = asyncio.run(run())
+    assert offsets == list(range(600))
+    got = _read_all(cluster, "aio", 1, 600)
+    assert got[0] == [f"{i:05d}".encode() for i in range(600)]
