@@ -358,7 +358,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     share = build_share(config, storage, runtime, groups, dynamic.groups, access)
     share_store = share_views(control, share.manager, groups)
     apis = KafkaApis(access, control.faults, control.metrics,
-                     release(config.text("kafkalite.as.version")))
+                     release(config.text("kafkalite.as.version")), cluster.node_id)
     apis.disconnect_listeners.append(share.disconnected)
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
@@ -454,6 +454,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         return {name: loader(name) for name in runtime.topics}
 
     manager = ReplicaManager(controller, storage, root, scheduler.clock.now_ms, coordinators)
+    for member in controller.members:
+        member.elections = manager
 
     def forget(event: str, info: TopicInfo) -> None:
         if event == "deleted":
@@ -475,7 +477,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         if node is first:
             node_apis, sessions = apis, fetch_sessions
         else:
-            node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release)
+            node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release,
+                                  node.node_id)
             node_apis.disconnect_listeners.extend(apis.disconnect_listeners)
             sessions = FetchSessionCache(
                 config.int("max.incremental.fetch.session.cache.slots"),

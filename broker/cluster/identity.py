@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from kafkalite.protocol.errors import ErrorCode
+
 
 @dataclass(frozen=True, slots=True)
 class BoundListener:
@@ -39,6 +41,12 @@ class ClusterView(Protocol):
     def alive(self, node: int) -> bool: ...
 
 
+class Elections(Protocol):
+    """ElectLeaders across the nodes (``replication.ReplicaManager``)."""
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> ErrorCode: ...
+
+
 class Placement(Protocol):
     """A partition's replicas, leader and in-sync replicas (``controller.PartitionState``)."""
 
@@ -64,6 +72,8 @@ class Cluster:
     #: The other nodes and who leads what, when the process runs several nodes; None
     #: for one node, which leads every partition.
     view: ClusterView | None = None
+    #: Who runs leader elections, when the process runs several nodes.
+    elections: Elections | None = None
 
     def endpoint(self, listener: str) -> BoundListener:
         """The listener a client connected through (the first one if unknown)."""

@@ -295,7 +295,7 @@ class ReplicaManager:
         if lead is None:
             return
         for node, plog in list(rs.logs.items()):
-            if node == st.leader:
+            if node == st.leader or not self.replicating(node):
                 continue
             plog.lead = False
             plog.replicator = None
@@ -357,6 +357,26 @@ class ReplicaManager:
         if loader is not None:
             loader(partition, True)
 
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> ErrorCode:
+        """ElectLeaders for one partition, as Kafka's controller answers it: preferred
+        (``unclean`` False) makes the first replica the leader when it is live and in
+        sync; unclean elects only where there is no leader, from the live in-sync
+        replicas first, then any live one."""
+        st = self.controller.state(topic, partition)
+        if not unclean:
+            preferred = st.replicas[0]
+            if st.leader == preferred:
+                return ErrorCode.election_not_needed
+            if preferred not in st.isr or not self.controller.alive(preferred):
+                return ErrorCode.preferred_leader_not_available
+            self.elect(topic, partition, prefer=preferred, unclean=False)
+            return ErrorCode.none
+        if st.leader != NO_LEADER and self.controller.alive(st.leader):
+            return ErrorCode.election_not_needed
+        new = self.elect(topic, partition, unclean=True)
+        return (ErrorCode.none if new.leader != NO_LEADER
+                else ErrorCode.eligible_leaders_not_available)
+
     def leaderless(self, node: int) -> list[tuple[str, int]]:
         return [(t, p) for t, p, st in self.controller.states()
                 if st.leader == NO_LEADER and node in st.replicas]
@@ -386,9 +406,11 @@ class ReplicaManager:
             self._move_off(node, True)
         else:
             self.fence_due[node] = self.now()
-        for rs in self.sets.values():
+        for (t, p), rs in self.sets.items():
             plog = rs.logs.get(node)
-            if plog is None or rs.state.leader == node:
+            # The log the handlers and storage use stays open (a partition left without
+            # a leader keeps it until a replica leads again); nothing writes to it.
+            if plog is None or rs.state.leader == node or plog is self.storage.logs.get(t, p):
                 continue
             del rs.logs[node]
             plog.flush()
