@@ -409,6 +409,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     from .cluster.guard import guarded_routes
     from .cluster.nodes import build_cluster, node_count, place
     from .cluster.placement import place as placement
+    from .cluster.reassignment import Reassignments
     from .cluster.replication import ReplicaManager
 
     def state_partition(key_type: int, key: str) -> tuple[str, int]:
@@ -454,8 +455,10 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         return {name: loader(name) for name in runtime.topics}
 
     manager = ReplicaManager(controller, storage, root, scheduler.clock.now_ms, coordinators)
+    reassignments = Reassignments(manager)
     for member in controller.members:
         member.elections = manager
+        member.reassignments = reassignments
 
     def forget(event: str, info: TopicInfo) -> None:
         if event == "deleted":

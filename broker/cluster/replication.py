@@ -120,6 +120,8 @@ class ReplicaManager:
         #: after broker.session.timeout.ms.
         self.fence_due: dict[int, int] = {}
         self.started = False
+        #: Called after the ISRs may have grown (a reassignment finishes then).
+        self.on_isr_change: list[Callable[[], None]] = []
 
     # --- settings --------------------------------------------------------------------
 
@@ -199,6 +201,30 @@ class ReplicaManager:
         return PartitionLog(replica_dir(self.root, node, topic, partition), topic, partition,
                             logs.config_for(topic), clock=logs.clock, lead=False)
 
+    def add_replicas(self, topic: str, partition: int) -> None:
+        """Open the replicas the partition's replica list gained, and catch them up."""
+        st = self.controller.state(topic, partition)
+        rs = self.sets.get((topic, partition))
+        if rs is None:
+            self._open(topic, partition)
+            return
+        for node in st.replicas:
+            if node not in rs.logs and node not in self.controller.stopped:
+                rs.logs[node] = self._replica_log(node, topic, partition)
+        self._follow(rs)
+
+    def drop_replicas(self, topic: str, partition: int) -> None:
+        """Delete the replicas no longer in the partition's replica list."""
+        st = self.controller.state(topic, partition)
+        rs = self.sets.get((topic, partition))
+        if rs is None:
+            return
+        for node in [n for n in rs.logs if n not in st.replicas]:
+            plog = rs.logs.pop(node)
+            rs.caught_up.pop(node, None)
+            if plog is not self.storage.logs.get(topic, partition):
+                plog.delete()
+
     # --- replication -------------------------------------------------------------------
 
     def replicate(self, rs: ReplicaSet) -> None:
@@ -241,12 +267,14 @@ class ReplicaManager:
         isr = set(st.isr)
         hw = lead.high_watermark
         grown = [n for n, plog in rs.logs.items()
-                 if n not in isr and self.replicating(n) and self.controller.alive(n)
-                 and plog.log_end_offset >= hw]
+                 if n not in isr and n in st.replicas and self.replicating(n)
+                 and self.controller.alive(n) and plog.log_end_offset >= hw]
         if grown:
             st = self.controller.set_isr(rs.topic, rs.partition, isr | set(grown))
             log.info("replica.isr_expanded", topic=rs.topic, partition=rs.partition,
                      isr=list(st.isr))
+            for fn in self.on_isr_change:
+                fn()
         low = min((rs.logs[n].log_end_offset for n in st.isr if n in rs.logs),
                   default=lead.log_end_offset)
         if lead.hw is None or low > lead.hw:

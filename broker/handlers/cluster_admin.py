@@ -204,10 +204,25 @@ _ELECTION_MESSAGES = {
 }
 
 
-def list_reassignments(ctx: RequestContext, req: Any) -> Any:
+def list_reassignments(cluster: Cluster, ctx: RequestContext, req: Any) -> Any:
+    """The reassignments in progress (several nodes; none with one), of the named
+    partitions or of all."""
     resp_t = codecs.codec(LIST_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
+    topic_t = nested(resp_t, "OngoingTopicReassignment")
+    part_t = nested(resp_t, "OngoingPartitionReassignment")
+    ongoing = cluster.reassignments.ongoing() if cluster.reassignments is not None else []
+    wanted = None if req.topics is None else {
+        (t.name, int(p)) for t in req.topics for p in t.partition_indexes}
+    by_topic: dict[str, list[Any]] = {}
+    for o in ongoing:
+        if wanted is None or (o.topic, o.partition) in wanted:
+            by_topic.setdefault(o.topic, []).append(build(
+                part_t, partition_index=o.partition, replicas=o.replicas,
+                adding_replicas=o.adding, removing_replicas=o.removing))
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
-                 error_message=None, topics=())
+                 error_message=None, topics=tuple(
+                     build(topic_t, name=name, partitions=tuple(parts))
+                     for name, parts in by_topic.items()))
 
 
 def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
@@ -215,31 +230,36 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
     resp_t = codecs.codec(ALTER_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ReassignableTopicResponse")
     part_t = nested(resp_t, "ReassignablePartitionResponse")
-    me = cluster.node_id
+    nodes = {m.node_id for m in cluster.members()}
+    reassigner = cluster.reassignments
     out = []
     for t in req.topics:
         info = storage.catalog.get(t.name)
         parts = []
         for p in t.partitions:
             err, msg = NO_ERROR, None
+            ids = None if p.replicas is None else [int(r) for r in p.replicas]
+            unknown = [r for r in ids or () if r not in nodes]
             if info is None or not 0 <= p.partition_index < info.partitions:
                 err, msg = ErrorCode.unknown_topic_or_partition, \
                     "The partition does not exist."
-            elif p.replicas is None:
-                err, msg = ErrorCode.no_reassignment_in_progress, \
-                    "No ongoing reassignment for this partition."
-            elif not p.replicas:
+            elif ids is None:
+                err = (ErrorCode.no_reassignment_in_progress if reassigner is None
+                       else reassigner.reassign(t.name, p.partition_index, None))
+                if err is not NO_ERROR:
+                    msg = "No ongoing reassignment for this partition."
+            elif not ids:
                 err, msg = ErrorCode.invalid_replica_assignment, \
                     "The manual partition assignment includes an empty replica list."
-            else:
-                others = [int(r) for r in p.replicas if int(r) != me]
-                if others:
-                    err, msg = ErrorCode.invalid_replica_assignment, \
-                        f"The manual partition assignment includes broker {others[0]}, " \
-                        "but no such broker is registered."
-                elif len(p.replicas) != 1:
-                    err, msg = ErrorCode.invalid_replica_assignment, \
-                        "The manual partition assignment includes duplicate replicas."
+            elif unknown:
+                err, msg = ErrorCode.invalid_replica_assignment, \
+                    f"The manual partition assignment includes broker {unknown[0]}, " \
+                    "but no such broker is registered."
+            elif len(set(ids)) != len(ids):
+                err, msg = ErrorCode.invalid_replica_assignment, \
+                    "The manual partition assignment includes duplicate replicas."
+            elif reassigner is not None:
+                err = reassigner.reassign(t.name, p.partition_index, ids)
             parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                error_message=msg))
         out.append(build(topic_t, name=t.name, partitions=tuple(parts)))
@@ -247,7 +267,6 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
                  allow_replication_factor_change=getattr(
                      req, "allow_replication_factor_change", True),
                  error_code=NO_ERROR, error_message=None, responses=tuple(out))
-
 
 def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_CLUSTER, ctx.api_version).response_type

@@ -359,3 +359,74 @@ def test_preferred_leaders_come_back_on_the_broker_clock(
     assert producer.send("pref", b"b", partition=0).get(20).offset == 1
     producer.close()
     assert set(replica_ends(broker, "pref", 0).values()) == {2}
+
+
+def _reassign(cluster: BrokerThread, topic: str, partition: int,
+              replicas: list[int] | None) -> int:
+    """AlterPartitionReassignments for one partition; its error code."""
+    import datetime
+
+    from kafkalite.client.kafka import RawConnection, request, request_class
+
+    part_t = request_class(45, 0, "ReassignablePartition")
+    topic_t = request_class(45, 0, "ReassignableTopic")
+    conn = RawConnection(cluster.bootstrap)
+    try:
+        resp = conn.call(request(45, 0, timeout=datetime.timedelta(seconds=30), topics=(
+            topic_t(name=topic, partitions=(part_t(partition_index=partition,
+                                                  replicas=replicas),)),)))
+    finally:
+        conn.close()
+    return int(resp.responses[0].partitions[0].error_code)
+
+
+def _ongoing(cluster: BrokerThread) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...],
+                                                  tuple[int, ...]]]:
+    import datetime
+
+    from kafkalite.client.kafka import RawConnection, request
+
+    conn = RawConnection(cluster.bootstrap)
+    try:
+        resp = conn.call(request(46, 0, timeout=datetime.timedelta(seconds=30), topics=None))
+    finally:
+        conn.close()
+    return [(t.name, p.partition_index, tuple(p.replicas), tuple(p.adding_replicas),
+             tuple(p.removing_replicas)) for t in resp.topics for p in t.partitions]
+
+
+def test_reassignment_moves_replicas_and_leader(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    broker = make_broker({}, nodes=NODES)
+    create(broker, "moved", 1, rf=2)
+    producer = Producer({"bootstrap.servers": addresses(broker), "acks": "all"})
+    for i in range(10):
+        producer.produce("moved", str(i).encode(), partition=0)
+    assert producer.flush(10) == 0
+    leader, replicas, _isr = broker.partition_state("moved", 0)
+    spare = next(n for n in range(1, NODES + 1) if n not in replicas)
+    other = next(n for n in replicas if n != leader)
+    # Off the leader's node, onto the spare one: the leader hands over.
+    assert _reassign(broker, "moved", 0, [spare, other]) == 0
+    assert _ongoing(broker) == []
+    new = broker.partition_state("moved", 0)
+    assert new[1] == (spare, other) and sorted(new[2]) == sorted([spare, other])
+    assert new[0] == spare
+    assert not (broker.data_dir / "nodes" / str(leader) / "moved-0").exists()
+    assert set(replica_ends(broker, "moved", 0).values()) == {10}
+    got = read_all(broker, "moved", 1, 10, timeout=10)
+    assert len(got[0]) == 10
+    # A target replica on a stopped node keeps the reassignment going until it is back;
+    # a cancelled one goes back to where it began.
+    broker.stop_node(leader)
+    assert _reassign(broker, "moved", 0, [spare, other, leader]) == 0
+    assert _ongoing(broker) == [("moved", 0, (spare, other, leader), (leader,), ())]
+    assert _reassign(broker, "moved", 0, None) == 0
+    assert _ongoing(broker) == [] and broker.partition_state("moved", 0)[1] == (spare, other)
+    assert _reassign(broker, "moved", 0, None) == 85  # NO_REASSIGNMENT_IN_PROGRESS
+    assert _reassign(broker, "moved", 0, [spare, spare]) == 39  # INVALID_REPLICA_ASSIGNMENT
+    assert _reassign(broker, "moved", 0, [spare, other, leader]) == 0
+    broker.start_node(leader)
+    assert _ongoing(broker) == []
+    assert broker.partition_state("moved", 0)[1] == (spare, other, leader)
+    assert set(replica_ends(broker, "moved", 0).values()) == {10}
