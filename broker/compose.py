@@ -472,6 +472,14 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         manager.check_lag(now)
 
     scheduler.every("replica-lag", lag_interval, check_lag)
+
+    def rebalance(_now: int) -> None:
+        if config.bool("auto.leader.rebalance.enable"):
+            manager.rebalance_leaders()
+
+    scheduler.every("leader-rebalance",
+                    lambda: config.int("leader.imbalance.check.interval.seconds") * 1000,
+                    rebalance)
     peers: list[tuple[Cluster, KafkaApis]] = []
     for node in controller.members:
         if node is first:

@@ -377,6 +377,17 @@ class ReplicaManager:
         return (ErrorCode.none if new.leader != NO_LEADER
                 else ErrorCode.eligible_leaders_not_available)
 
+    def rebalance_leaders(self) -> int:
+        """``auto.leader.rebalance.enable``: every partition whose preferred replica is
+        live and in sync but does not lead gets it as leader again (KRaft's controller
+        balancing leaders each ``leader.imbalance.check.interval.seconds``); how many
+        moved."""
+        moved = 0
+        for t, p, st in self.controller.states():
+            if st.leader != st.replicas[0] and self.replicating(st.replicas[0]):
+                moved += self.elect_leader(t, p, unclean=False) is ErrorCode.none
+        return moved
+
     def leaderless(self, node: int) -> list[tuple[str, int]]:
         return [(t, p) for t, p, st in self.controller.states()
                 if st.leader == NO_LEADER and node in st.replicas]

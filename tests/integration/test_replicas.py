@@ -337,3 +337,25 @@ def test_acks_all_waits_for_the_isr(make_broker: Callable[..., BrokerThread]) ->
     with pytest.raises(NotEnoughReplicasAfterAppendError):
         strict.get(10)
     producer.close()
+
+
+def test_preferred_leaders_come_back_on_the_broker_clock(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """auto.leader.rebalance.enable (Kafka's default, true): a preferred replica back in
+    sync leads again at the next leader.imbalance.check.interval.seconds."""
+    broker = make_broker({"default.replication.factor": "3",
+                          "leader.imbalance.check.interval.seconds": "60"},
+                         nodes=NODES, manual_clock=True)
+    create(broker, "pref", 3)
+    preferred = [broker.partition_state("pref", p)[1][0] for p in range(3)]
+    broker.stop_node(preferred[0])
+    broker.start_node(preferred[0])
+    assert broker.partition_state("pref", 0)[0] != preferred[0]
+    producer = KafkaProducer(bootstrap_servers=addresses(broker), acks="all", retries=5,
+                             max_in_flight_requests_per_connection=1)
+    assert producer.send("pref", b"a", partition=0).get(10).offset == 0
+    broker.advance(60_000)
+    assert [broker.partition_state("pref", p)[0] for p in range(3)] == preferred
+    assert producer.send("pref", b"b", partition=0).get(20).offset == 1
+    producer.close()
+    assert set(replica_ends(broker, "pref", 0).values()) == {2}
