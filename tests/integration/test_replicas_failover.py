@@ -1,6 +1,7 @@
 """Clients carrying on while brokers stop, start and get cut off: idempotent producers
 (confluent-kafka, aiokafka) through a leader's stop and start, a consumer group through
-its coordinator's stop, a transactional producer through the leader's stop, and seeded
+its coordinator's stop, a transactional producer through the leader's stop, a
+consume-transform-produce loop through its transaction coordinator's stop, and seeded
 randomized runs of stops, starts, isolations and heals that lose or duplicate no
 acknowledged record."""
 
@@ -320,3 +321,61 @@ def _commit(c: Any, commits: dict[int, list[int]]) -> bool:
         if tp.offset >= 0:
             commits[tp.partition].append(tp.offset)
     return True
+
+
+def test_consume_transform_produce_survives_the_coordinator_stopping(
+        cluster: BrokerThread) -> None:
+    """A transactional consume-transform-produce loop carries on while the broker of its
+    transaction coordinator stops: the output, read_committed, holds every input record
+    transformed exactly once."""
+    create(cluster, "ctp-in", 2)
+    create(cluster, "ctp-out", 2)
+    boot = addresses(cluster)
+    source = Producer({"bootstrap.servers": boot, "acks": "all"})
+    for i in range(400):
+        source.produce("ctp-in", f"{i:04d}".encode(), partition=i % 2)
+    assert source.flush(10) == 0
+    txn_id = "ctp-1"
+    coordinator = cluster.call(lambda: cluster.inner.cluster.coordinator(1, txn_id))
+    consumer = Consumer({"bootstrap.servers": boot, "group.id": "ctp-group",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.subscribe(["ctp-in"])
+    producer = Producer({"bootstrap.servers": boot, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    done = 0
+    stopped = False
+    deadline = time.monotonic() + 90
+    try:
+        while done < 400 and time.monotonic() < deadline:
+            batch = consumer.consume(50, 1)
+            batch = [m for m in batch if not m.error()]
+            if not batch:
+                continue
+            producer.begin_transaction()
+            for m in batch:
+                producer.produce("ctp-out", m.value() + b"!", partition=m.partition())
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()),
+                consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(60)
+            done += len(batch)
+            if done >= 150 and not stopped:
+                cluster.stop_node(coordinator)
+                stopped = True
+    finally:
+        consumer.close()
+    assert stopped and done == 400
+    moved = cluster.call(lambda: cluster.inner.cluster.coordinator(1, txn_id))
+    assert moved not in (coordinator, -1)
+    reader = Consumer({"bootstrap.servers": boot, "group.id": "ctp-check",
+                       "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    reader.assign([TopicPartition("ctp-out", p, 0) for p in range(2)])
+    out: list[bytes] = []
+    end = time.monotonic() + 20
+    while len(out) < 400 and time.monotonic() < end:
+        m = reader.poll(0.5)
+        if m is not None and not m.error():
+            out.append(m.value())
+    reader.close()
+    assert sorted(out) == [f"{i:04d}!".encode() for i in range(400)]
