@@ -357,6 +357,12 @@ class ReplicaManager:
         if loader is not None and old.leader != NO_LEADER:
             loader(partition, False)
         if rs is None:
+            # One replica: the same log, in a new epoch when it leads again.
+            plog = self.storage.logs.get(topic, partition)
+            if st.leader != NO_LEADER and plog is not None:
+                plog.become_leader(max(st.leader_epoch, plog.leader_epoch + 1))
+                if loader is not None:
+                    loader(partition, True)
             return
         prev = rs.logs.get(old.leader)
         if prev is not None:
@@ -472,15 +478,14 @@ class ReplicaManager:
         self._rejoin(node)
 
     def _rejoin(self, node: int) -> None:
-        for (t, p), rs in list(self.sets.items()):
-            st = rs.state
-            if node not in st.replicas:
-                continue
+        # Partitions left without a leader whose last in-sync replica this is (those of
+        # one replica too) get it as leader; the others' replicas here catch up.
+        for t, p, st in self.controller.states():
             if st.leader == NO_LEADER and node in st.isr:
                 self.elect(t, p, prefer=node)
-            elif st.leader == node:
-                continue
-            else:
+        for rs in list(self.sets.values()):
+            st = rs.state
+            if node in st.replicas and st.leader != node:
                 self._follow(rs)
 
     def isolate_node(self, node: int) -> None:

@@ -430,3 +430,30 @@ def test_reassignment_moves_replicas_and_leader(
     assert _ongoing(broker) == []
     assert broker.partition_state("moved", 0)[1] == (spare, other, leader)
     assert set(replica_ends(broker, "moved", 0).values()) == {10}
+
+
+def test_coordinator_not_available_while_its_partition_has_no_leader(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """With one replica of __consumer_offsets (the default), a group whose partition's
+    only replica is stopped has no coordinator until that node is back."""
+    from kafkalite.client.kafka import RawConnection, request
+
+    broker = make_broker({}, nodes=NODES)
+
+    def find(group: str) -> tuple[int, int]:
+        conn = RawConnection(broker.bootstraps[-1])
+        try:
+            resp = conn.call(request(10, 3, key=group, key_type=0))
+        finally:
+            conn.close()
+        return int(resp.error_code), int(resp.node_id)
+
+    err, node = find("lonely")
+    assert err == 0
+    group = next(g for g in (f"lonely-{i}" for i in range(100))
+                 if find(g)[1] not in (NODES, -1))
+    _err, node = find(group)
+    broker.stop_node(node)
+    assert find(group) == (15, -1)  # COORDINATOR_NOT_AVAILABLE
+    broker.start_node(node)
+    assert find(group) == (0, node)
