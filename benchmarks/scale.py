@@ -23,7 +23,8 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
   broker's RSS per partition and open file descriptors, Metadata latency for all topics,
   start-up time after a clean stop and recovery time after SIGKILL.
 - **startup**: `python -c pass`, then launch to listening (port open, --ready-file written),
-  to the first ApiVersions answer and RSS after 2 s idle, kafkalite and Tansu; and the
+  to the first ApiVersions answer, RSS after 2 s idle and the CPU time the broker used
+  until it listened, kafkalite and Tansu; and the
   in-process fixture (BrokerThread) from start() to listening
   in the same run (median of RUNS, the brokers taking turns). ``kafkalite-nodesN`` is
   ``serve --nodes N``, timed to its last node's port and the ready file.
@@ -289,9 +290,10 @@ def _bare_python() -> float:
     return time.perf_counter() - t0
 
 
-def startup_once(name: str) -> tuple[float, float, float]:
+def startup_once(name: str) -> tuple[float, float, float, float]:
     """Launch to an open port (kafkalite: and its --ready-file written), launch to the
-    first ApiVersions answer, and the RSS after 2 s idle."""
+    first ApiVersions answer, the RSS after 2 s idle, and the CPU time the process used
+    until it listened (less moved by the machine's load than the wall-clock time)."""
     port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="kafkalite-startup-"))
     ready = tmp / "ready.json"
@@ -323,6 +325,8 @@ def startup_once(name: str) -> tuple[float, float, float]:
                     raise TimeoutError("no ready file")
                 time.sleep(0.001)
         took = time.perf_counter() - t0
+        cpu_t = psutil.Process(proc.pid).cpu_times()
+        cpu = cpu_t.user + cpu_t.system
         conn = RawConnection(f"127.0.0.1:{port}")  # its first request is ApiVersions
         answered = time.perf_counter() - t0
         conn.close()
@@ -336,7 +340,7 @@ def startup_once(name: str) -> tuple[float, float, float]:
             proc.kill()
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return took, answered, rss
+    return took, answered, rss, cpu
 
 
 def fixture_once() -> float:
@@ -358,26 +362,28 @@ def fixture_once() -> float:
 def startup(runs: int, brokers: list[str]) -> None:
     _bare_python()
     bare = statistics.median(_bare_python() for _ in range(runs)) * 1000
-    rows: list[tuple[str, float, float, object, object]] = [
-        ("python -c pass", bare, 1.0, "", "")]
+    rows: list[tuple[str, float, float, object, object, object]] = [
+        ("python -c pass", bare, 1.0, "", "", "")]
     for name in brokers:
         startup_once(name)  # warm-up: byte-code caches, page cache
     # The brokers take turns, so a change in the machine's load reaches each alike.
-    runs_of: dict[str, list[tuple[float, float, float]]] = {name: [] for name in brokers}
+    runs_of: dict[str, list[tuple[float, float, float, float]]] = {
+        name: [] for name in brokers}
     for _ in range(runs):
         for name in brokers:
             runs_of[name].append(startup_once(name))
     for name, got in runs_of.items():
-        median = statistics.median(t for t, _, _ in got) * 1000
+        median = statistics.median(t for t, _, _, _ in got) * 1000
         rows.append((f"{name}: launch to listening", median, median / bare,
-                     statistics.median(a for _, a, _ in got) * 1000,
-                     statistics.median(r for _, _, r in got)))
+                     statistics.median(a for _, a, _, _ in got) * 1000,
+                     statistics.median(r for _, _, r, _ in got),
+                     statistics.median(c for _, _, _, c in got) * 1000))
     if "kafkalite" in brokers:
         fixture_once()
         inproc = statistics.median(fixture_once() for _ in range(runs)) * 1000
-        rows.append(("kafkalite: in-process fixture ready", inproc, inproc / bare, "", ""))
+        rows.append(("kafkalite: in-process fixture ready", inproc, inproc / bare, "", "", ""))
     print(table(["start-up", "median ms", "x python -c pass", "first answer, median ms",
-                 "idle RSS MB"], rows), flush=True)
+                 "idle RSS MB", "CPU until listening, median ms"], rows), flush=True)
 
 
 # --- main -------------------------------------------------------------------------------------

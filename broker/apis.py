@@ -108,9 +108,12 @@ _Entry = tuple[codecs.ApiCodec, Registration]
 
 class KafkaApis:
     def __init__(self, access: Access | None = None, faults: FaultRules | None = None,
-                 metrics: BrokerMetrics | None = None, release: Release | None = None) -> None:
+                 metrics: BrokerMetrics | None = None, release: Release | None = None,
+                 node_id: int | None = None) -> None:
         """``release``: the Kafka release to present as (``kafkalite.as.version``): an
-        API it lacks is not served, and the others only at the versions it serves."""
+        API it lacks is not served, and the others only at the versions it serves;
+        ``node_id``: the node these handlers serve (fault rules may name it)."""
+        self.node_id = node_id
         self.release = release or releases.release(releases.DEFAULT_RELEASE)
         self.access = access or Access()
         self.faults = faults if faults is not None else FaultRules()
@@ -229,7 +232,7 @@ class KafkaApis:
                                or ctx.principal in names
                                or getattr(request, "group_id", None) in names):
             rule = self.faults.match(api_key, api_version, header.client_id, ctx.principal,
-                                     request)
+                                     request, self.node_id)
             if rule is not None:
                 return self._observed(reg.stats, t0,
                                       self._fault(rule, c, reg, ctx, request))

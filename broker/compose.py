@@ -269,7 +269,7 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
     sessions = ShareSessions(config.int("group.share.max.share.sessions"))
 
     share = ShareRequests(manager, sessions, access)
-    groups.core.share.member_expired.append(share.end_member)
+    groups.core.share_member_expired.append(share.end_member)
     groups.core.admin.share_group_deleted.append(manager.delete_group)
 
     def topic_deleted(event: str, info: TopicInfo) -> None:
@@ -365,7 +365,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     share = build_share(config, storage, runtime, groups, dynamic.groups, access)
     share_store = share_views(control, share.manager, groups)
     apis = KafkaApis(access, control.faults, control.metrics,
-                     release(config.text("kafkalite.as.version")))
+                     release(config.text("kafkalite.as.version")), cluster.node_id)
     apis.disconnect_listeners.append(share.disconnected)
     quotas = ClientQuotaStore(config.data_dir)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
@@ -416,6 +416,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     from .cluster.guard import guarded_routes
     from .cluster.nodes import build_cluster, node_count, place
     from .cluster.placement import place as placement
+    from .cluster.reassignment import Reassignments
     from .cluster.replication import ReplicaManager
 
     def state_partition(key_type: int, key: str) -> tuple[str, int]:
@@ -461,6 +462,10 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         return {name: loader(name) for name in runtime.topics}
 
     manager = ReplicaManager(controller, storage, root, scheduler.clock.now_ms, coordinators)
+    reassignments = Reassignments(manager)
+    for member in controller.members:
+        member.elections = manager
+        member.reassignments = reassignments
 
     def forget(event: str, info: TopicInfo) -> None:
         if event == "deleted":
@@ -477,12 +482,21 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         manager.check_lag(now)
 
     scheduler.every("replica-lag", lag_interval, check_lag)
+
+    def rebalance(_now: int) -> None:
+        if config.bool("auto.leader.rebalance.enable"):
+            manager.rebalance_leaders()
+
+    scheduler.every("leader-rebalance",
+                    lambda: config.int("leader.imbalance.check.interval.seconds") * 1000,
+                    rebalance)
     peers: list[tuple[Cluster, KafkaApis]] = []
     for node in controller.members:
         if node is first:
             node_apis, sessions = apis, fetch_sessions
         else:
-            node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release)
+            node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release,
+                                  node.node_id)
             node_apis.disconnect_listeners.extend(apis.disconnect_listeners)
             sessions = FetchSessionCache(
                 config.int("max.incremental.fetch.session.cache.slots"),

@@ -53,6 +53,10 @@ class Loading(Protocol):
     async def loaded(self) -> None: ...
 
 
+#: How long a node in controlled shutdown answers after its leadership moved.
+CONTROLLED_DRAIN_S = 0.05
+
+
 class NodeReplicas(Protocol):
     """The replicas of a process running several nodes, as stopping and starting a node
     changes them (``cluster.replication.ReplicaManager``; imported only for several)."""
@@ -331,6 +335,12 @@ class Broker:
         _i, _node, apis = self._node(node_id)
         if manager.status(node_id) == "stopped":
             return
+        manager.stop_node(node_id, controlled)
+        if controlled:
+            # As a Kafka broker in controlled shutdown, it goes on answering for a moment
+            # after its leadership moved: a request in flight gets NOT_LEADER_OR_FOLLOWER
+            # with the new leader (KIP-951) instead of a closed connection.
+            await asyncio.sleep(CONTROLLED_DRAIN_S)
         servers = self._node_servers.pop(node_id, [])
         for server in servers:
             server.close()
@@ -338,7 +348,6 @@ class Broker:
         for conn in list(self._connections):
             if conn.apis is apis:
                 conn.close()
-        manager.stop_node(node_id, controlled)
         log.info("broker.node_stopped", node_id=node_id, controlled=controlled)
 
     async def start_node(self, node_id: int) -> None:

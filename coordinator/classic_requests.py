@@ -5,25 +5,28 @@ and an empty consumer group is deleted first for a classic group to form, as in 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_records as cr
-from .consumer_group import ConsumerGroup
-from .consumer_migration import ConsumerMigration
 from .membership import Membership
 from .partitions import GroupPartitions
 from .rebalance import log
 from .results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
 
+if TYPE_CHECKING:
+    from .consumer_group import ConsumerGroup
+    from .consumer_migration import ConsumerMigration
+
 
 class ClassicRequests:
     def __init__(self, registry: GroupPartitions, classic: Membership,
-                 migration: ConsumerMigration) -> None:
+                 migration: Callable[[], ConsumerMigration]) -> None:
         self.registry = registry
         self.config = registry.config
         self.classic = classic
+        #: The KIP-848 part, built with the first consumer group (its modules with it).
         self.migration = migration
 
     def join(
@@ -57,7 +60,7 @@ class ClassicRequests:
             if rebalance_timeout_ms < 0:
                 rebalance_timeout_ms = session_timeout_ms
             if cgroup.members:
-                return self.migration.classic_join_to_consumer_group(
+                return self.migration().classic_join_to_consumer_group(
                     now, waiter, cgroup, member_id=member_id, instance_id=group_instance_id,
                     client_id=client_id, client_host=client_host,
                     rebalance_timeout_ms=rebalance_timeout_ms,
@@ -74,6 +77,8 @@ class ClassicRequests:
                     client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
                     session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
                     protocols=protocols, reason=reason, version=version)
+
+            from . import consumer_records as cr
 
             log.info("consumer_group.replaced_by_classic_group", group=group_id)
             return Outcome(AFTER_WRITE, writes=[Write(
@@ -104,7 +109,7 @@ class ClassicRequests:
         if cgroup is not None:
             if not cgroup.members:
                 return Outcome(SyncResult(ErrorCode.unknown_member_id))
-            return self.migration.classic_sync_to_consumer_group(
+            return self.migration().classic_sync_to_consumer_group(
                 now, cgroup, member_id=member_id, instance_id=group_instance_id,
                 generation=generation, protocol_type=protocol_type,
                 protocol_name=protocol_name)
@@ -119,7 +124,7 @@ class ClassicRequests:
         if err is ErrorCode.unknown_member_id:
             cgroup = self._consumer_group_for_classic(group_id)
             if cgroup is not None:
-                return self.migration.classic_heartbeat_to_consumer_group(
+                return self.migration().classic_heartbeat_to_consumer_group(
                     now, cgroup, member_id, group_instance_id, generation)
         return err
 
@@ -127,7 +132,7 @@ class ClassicRequests:
               members: list[tuple[str, str | None, str | None]]) -> Outcome:
         cgroup = self._consumer_group_for_classic(group_id)
         if cgroup is not None:
-            return self.migration.classic_leave_to_consumer_group(now, cgroup, members)
+            return self.migration().classic_leave_to_consumer_group(now, cgroup, members)
         return self.classic.leave(now, group_id, members)
 
     def _consumer_group_for_classic(self, group_id: str) -> ConsumerGroup | None:

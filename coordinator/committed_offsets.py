@@ -19,7 +19,6 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
-from . import consumer_admin
 from .group import GroupMetadata
 from .offsets import CommitRequest, CommitResult, OffsetRow, OffsetStore, Record, TopicPartition
 from .partitions import GroupPartitions, PartitionState, hb_key
@@ -61,6 +60,8 @@ class CommittedOffsets:
                             for t, parts in req.topics for p in parts})
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
+            from . import consumer_admin  # KIP-848 modules load with the first consumer group
+
             err = consumer_admin.validate_commit(cgroup, req)
             if err is not NO_ERROR:
                 return Outcome({(t, p.partition_index): err for t, parts in req.topics
@@ -112,6 +113,8 @@ class CommittedOffsets:
             return err, rows
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
+            from . import consumer_admin
+
             err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
             if err is not NO_ERROR:
                 return err, []  # the group's error alone, as Kafka
@@ -141,6 +144,8 @@ class CommittedOffsets:
             return Outcome((err, []))
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
+            from . import consumer_admin
+
             group_err = NO_ERROR
             rows, records = consumer_admin.delete_offsets(self.offsets, cgroup, topics)
         else:
@@ -195,6 +200,8 @@ class CommittedOffsets:
             p = self.registry.partition_for(cg.group_id)
             if self.registry.partition_status(p) is not NO_ERROR:
                 continue
+            from . import consumer_admin
+
             expired, remove = self._spare_pending(cg.group_id, *consumer_admin.expire(
                 self.offsets, cg, now))
             records = list(expired)

@@ -53,6 +53,7 @@ from kafkalite.protocol import consumer_group_records as cg
 
 from .assignors import Assignment, SubscriptionType
 from .topic_regex import ResolvedRegularExpression
+from .topics_image import TopicMetadata as TopicMetadata
 
 #: The member epoch of a member that left (Kafka's LEAVE_GROUP_MEMBER_EPOCH).
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -143,15 +144,6 @@ class ConsumerGroupMember:
             state=MemberState.from_value(v.state),
             assigned_partitions=to_assignment(v.assigned_partitions),
             partitions_pending_revocation=to_assignment(v.partitions_pending_revocation))
-
-
-@dataclass(frozen=True, slots=True)
-class TopicMetadata:
-    """A subscribed topic as the group saw it (Kafka's ``modern.TopicMetadata``)."""
-
-    topic_id: uuid.UUID
-    name: str
-    num_partitions: int
 
 
 @dataclass(frozen=True, slots=True)

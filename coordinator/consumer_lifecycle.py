@@ -42,7 +42,7 @@ from .partitions import (
 )
 from .results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
 from .topic_regex import TopicRegexResolver
-from .topics_image import TopicChange, TopicEvent
+from .topics_image import TopicChange
 
 if TYPE_CHECKING:
     from .consumer_migration import ConsumerMigration
@@ -288,13 +288,6 @@ class ConsumerLifecycle:
                  change=change.event.value, partitions=change.partitions,
                  version=self.topics.version)
         return Outcome(None)
-
-    def set_topics(self, changes: Sequence[TopicChange], now: int) -> None:
-        """The topics at start-up (before any partition is loaded)."""
-        for c in changes:
-            self.topics.apply(TopicChange(TopicEvent.CREATED, c.name, c.topic_id, c.partitions),
-                              now)
-        self.topics.last_created_version = self.topics.version
 
 
     # --- replay ----------------------------------------------------------------------

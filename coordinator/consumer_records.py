@@ -8,6 +8,7 @@ Lists Kafka builds from hash maps are written sorted (topic names, topic ids in 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
 
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol.consumer_offsets import RecordKey, RecordValue
@@ -16,7 +17,7 @@ from .assignors import Assignment, java_uuid_key
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, TopicMetadata
 from .topic_regex import ResolvedRegularExpression
 
-Record = tuple[RecordKey, RecordValue | None]
+Record: TypeAlias = "tuple[RecordKey, RecordValue | None]"
 
 
 def topic_partitions(assignment: Assignment) -> tuple[cg.TopicIdPartitions, ...]:

@@ -11,9 +11,11 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
 - ``consumer`` (``consumer_membership``, over ``consumer_lifecycle``): KIP-848 consumer
   groups and their records;
 - ``migration`` (``consumer_migration``): classic-protocol members of consumer groups and
-  the conversions between the two kinds;
+  the conversions between the two kinds; it and ``consumer`` are built with the first
+  consumer group or consumer group record (a broker that has none does not import them);
 - ``share`` (``share_membership``, over ``share.group``): KIP-932 share groups and their
-  records;
+  records, built with the first share group or share record (a broker that has none
+  does not import their modules);
 - ``classic_requests``: JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a group id,
   whichever kind of group holds it;
 - ``committed_offsets``: committed offsets and their records;
@@ -36,11 +38,9 @@ and the rebalance a downgraded group starts).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from kafkalite.protocol import consumer_group_records as cg
-from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.consumer_offsets import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -52,8 +52,6 @@ from kafkalite.timekeeping.timers import Timers
 from .classic_requests import ClassicRequests
 from .committed_offsets import CommittedOffsets
 from .config import CoreConfig
-from .consumer_membership import ConsumerMembership
-from .consumer_migration import ConsumerMigration
 from .group_admin import GroupAdmin
 from .membership import Membership
 from .offsets import OffsetStore
@@ -73,9 +71,17 @@ from .pending_offsets import PendingTxnOffsets
 from .rebalance import log
 from .results import Outcome
 from .scenarios import Scenarios
-from .share_membership import ShareMembership
 from .state_topics import TimerHandler
 from .txn_offsets import TxnOffsetCommits
+
+if TYPE_CHECKING:
+    from .consumer_lifecycle import ConsumerHeartbeatRequest
+    from .consumer_membership import ConsumerMembership
+    from .consumer_migration import ConsumerMigration
+    from .results import ConsumerHeartbeatResult
+    from .share.group import ShareHeartbeat
+    from .share_membership import ShareGroupDescription, ShareMembership
+    from .topics_image import TopicChange
 
 #: A part's replay of one record type: (partition state, key, value or None).
 Replayer = Callable[[PartitionState, Any, Any], None]
@@ -96,11 +102,13 @@ class GroupCoordinatorCore:
 
         # --- the parts ---------------------------------------------------------------
         self.classic = Membership(registry)
-        self.consumer = ConsumerMembership(registry)
-        self.migration = ConsumerMigration(registry, self.classic, self.consumer)
-        self.consumer.migration = self.migration
-        self.share = ShareMembership(registry)
-        self.classic_requests = ClassicRequests(registry, self.classic, self.migration)
+        self._consumer: ConsumerMembership | None = None
+        self._migration: ConsumerMigration | None = None
+        self._share: ShareMembership | None = None
+        #: Told (group, member) when a share group member's session expires (the share
+        #: part's ``member_expired``, kept here so that it can be registered at build).
+        self.share_member_expired: list[Callable[[str, str], None]] = []
+        self.classic_requests = ClassicRequests(registry, self.classic, lambda: self.migration)
         self.committed_offsets = CommittedOffsets(registry, self.offsets, self.pending)
         self.admin = GroupAdmin(registry, self.committed_offsets)
         self.txn_offsets = TxnOffsetCommits(registry, self.offsets, self.pending)
@@ -110,8 +118,6 @@ class GroupCoordinatorCore:
         self._replayers: dict[type, Replayer] = {
             OffsetCommitKey: self.committed_offsets.replay,
             GroupMetadataKey: self.classic.replay,
-            **dict.fromkeys(cg.KEY_CLASSES, self.consumer.replay),
-            **dict.fromkeys(sg.KEY_CLASSES, self.share.replay),
         }
 
         # --- the operations, as the parts serve them ----------------------------------
@@ -129,12 +135,6 @@ class GroupCoordinatorCore:
         self.sync = self.classic_requests.sync
         self.heartbeat = self.classic_requests.heartbeat
         self.leave = self.classic_requests.leave
-        self.consumer_group_heartbeat = self.consumer.consumer_group_heartbeat
-        self.steady_heartbeat = self.consumer.steady_heartbeat
-        self.on_topic_change = self.consumer.on_topic_change
-        self.set_topics = self.consumer.set_topics
-        self.share_group_heartbeat = self.share.share_group_heartbeat
-        self.describe_share_groups = self.share.describe_share_groups
         self.commit_offsets = self.committed_offsets.commit_offsets
         self.fetch_offsets = self.committed_offsets.fetch_offsets
         self.fetch_committed = self.committed_offsets.fetch_committed
@@ -153,19 +153,102 @@ class GroupCoordinatorCore:
         self.evict_member = self.scenarios.evict_member
         self.fence_static_member = self.scenarios.fence_static_member
 
+    @property
+    def consumer(self) -> ConsumerMembership:
+        """KIP-848 consumer groups' part, built on first use with ``migration``; the owner
+        of their records from then on."""
+        if self._consumer is None:
+            self._build_consumer()
+        assert self._consumer is not None
+        return self._consumer
+
+    @property
+    def migration(self) -> ConsumerMigration:
+        if self._migration is None:
+            self._build_consumer()
+        assert self._migration is not None
+        return self._migration
+
+    def _build_consumer(self) -> None:
+        from kafkalite.protocol import consumer_group_records as cg
+
+        from .consumer_membership import ConsumerMembership
+        from .consumer_migration import ConsumerMigration
+
+        consumer = self._consumer = ConsumerMembership(self.registry)
+        migration = self._migration = ConsumerMigration(self.registry, self.classic, consumer)
+        consumer.migration = migration
+        self._replayers.update(dict.fromkeys(cg.KEY_CLASSES, consumer.replay))
+
+    def consumer_group_heartbeat(self, now: int, req: ConsumerHeartbeatRequest) -> Outcome:
+        return self.consumer.consumer_group_heartbeat(now, req)
+
+    def steady_heartbeat(self, now: int, req: ConsumerHeartbeatRequest
+                         ) -> ConsumerHeartbeatResult | None:
+        return self.consumer.steady_heartbeat(now, req)
+
+    def set_topics(self, changes: Sequence[TopicChange], now: int) -> None:
+        """The topics at start-up (before any partition is loaded)."""
+        self.topics.load(changes, now)
+
+    def on_topic_change(self, change: TopicChange, now: int) -> Outcome:
+        """A topic was created, grew or was deleted: consumer groups follow it."""
+        if self._consumer is not None:
+            return self._consumer.on_topic_change(change, now)
+        if self.topics.apply(change, now):  # no consumer group to tell
+            log.info("consumer_group.topics_changed", topic=change.name,
+                     change=change.event.value, partitions=change.partitions,
+                     version=self.topics.version)
+        return Outcome(None)
+
+    @property
+    def share(self) -> ShareMembership:
+        """The share groups' part, built on first use; its records' owner from then on."""
+        if self._share is None:
+            from kafkalite.protocol import share_group_records as sg
+
+            from .share_membership import ShareMembership
+
+            self._share = ShareMembership(self.registry)
+            self._share.member_expired = self.share_member_expired
+            self._replayers.update(dict.fromkeys(sg.KEY_CLASSES, self._share.replay))
+        return self._share
+
+    def share_group_heartbeat(self, now: int, req: ShareHeartbeat) -> Outcome:
+        return self.share.share_group_heartbeat(now, req)
+
+    def describe_share_groups(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
+        return self.share.describe_share_groups(group_ids)
+
+    def _on_share_session_timer(self, key: tuple[Hashable, ...], deadline: int, now: int
+                                ) -> Outcome:
+        return self.share.on_session_timer(key, deadline, now)
+
+    def _replayer(self, key_type: type) -> Replayer:
+        """The owner of a record type not seen yet: consumer and share group records build
+        their part."""
+        replayer = self._replayers.get(key_type)
+        if replayer is None:
+            from kafkalite.protocol import consumer_group_records as cg
+
+            _ = self.consumer if key_type in cg.KEY_CLASSES else self.share
+            replayer = self._replayers[key_type]
+        return replayer
+
     def timer_handlers(self) -> dict[str, TimerHandler]:
         """Each timer kind's handler: a classic group's deadlines (``rebalance``), a
         consumer group's (``consumer_lifecycle``) and a share group member's session."""
-        classic, consumer = self.classic, self.consumer
+        classic = self.classic
+        # A consumer group's timers exist only once its part is built.
         return {
             HEARTBEAT_TIMER: classic.on_heartbeat_timer,
             JOIN_TIMER: classic.on_join_timer,
             SYNC_TIMER: classic.on_sync_timer,
-            SESSION_TIMER: consumer.on_session_timer,
-            REBALANCE_TIMER: consumer.on_rebalance_timer,
-            MEMBER_JOIN_TIMER: consumer.on_member_join_timer,
-            MEMBER_SYNC_TIMER: consumer.on_member_sync_timer,
-            SHARE_SESSION_TIMER: self.share.on_session_timer,
+            SESSION_TIMER: lambda k, d, now: self.consumer.on_session_timer(k, d, now),
+            REBALANCE_TIMER: lambda k, d, now: self.consumer.on_rebalance_timer(k, d, now),
+            MEMBER_JOIN_TIMER: lambda k, d, now: self.consumer.on_member_join_timer(k, d, now),
+            MEMBER_SYNC_TIMER: lambda k, d, now: self.consumer.on_member_sync_timer(k, d, now),
+            SHARE_SESSION_TIMER: self._on_share_session_timer,
         }
 
     # --- replay and loading ------------------------------------------------------------
@@ -192,20 +275,23 @@ class GroupCoordinatorCore:
                 if open_txns and key.group in open_txns:
                     self.pending.committed(partition, key, value)  # type: ignore[arg-type]
             else:
-                replayers[type(key)](ps, key, value)
+                replayer = replayers.get(type(key)) or self._replayer(type(key))
+                replayer(ps, key, value)
 
     def replay(self, partition: int, key: RecordKey, value: RecordValue | None) -> None:
         """Apply one ``__consumer_offsets`` record: the only way persisted state changes."""
         ps = self.partitions.get(partition)
         if ps is not None:
-            self._replayers[type(key)](ps, key, value)
+            self._replayer(type(key))(ps, key, value)
 
     def finish_load(self, partition: int, now: int) -> None:
         ps = self.partitions[partition]
         ps.loading = False
         self.classic.schedule_loaded(ps, now)
-        self.consumer.schedule_loaded_consumer_groups(ps, now)
-        self.share.schedule_loaded(ps, now)
+        if ps.consumer_groups:
+            self.consumer.schedule_loaded_consumer_groups(ps, now)
+        if ps.share_groups:
+            self.share.schedule_loaded(ps, now)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups),
                  consumer_groups=len(ps.consumer_groups), share_groups=len(ps.share_groups))
 
@@ -216,8 +302,10 @@ class GroupCoordinatorCore:
         ps = self.partitions.pop(partition, None)
         if ps is None:
             return out
-        self.consumer.unload_consumer_groups(ps)
-        self.share.unload(ps)
+        if ps.consumer_groups:
+            self.consumer.unload_consumer_groups(ps)
+        if ps.share_groups:
+            self.share.unload(ps)
         self.classic.unload(ps, out)
         self.committed_offsets.unload(ps)
         self.pending.drop_partition(partition)

@@ -11,7 +11,6 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_admin, share_membership
 from .committed_offsets import CommittedOffsets
 from .partitions import GroupPartitions
 from .results import (
@@ -48,6 +47,8 @@ class GroupAdmin:
             return Outcome(err)
         sgroup = self.registry.share_group(group_id)
         if sgroup is not None:  # no committed offsets: only its own records
+            from . import share_membership
+
             err, share_records = share_membership.delete_records(sgroup)
             if err is not NO_ERROR:
                 return Outcome(err)
@@ -63,6 +64,8 @@ class GroupAdmin:
                 self.registry.partition_for(group_id), group_id, list(share_records), then)])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
+            from . import consumer_admin  # KIP-848 modules load with the first consumer group
+
             err = consumer_admin.validate_delete_group(cgroup)
             records = consumer_admin.delete_group_records(self.offsets, cgroup)
         else:
@@ -130,6 +133,8 @@ class GroupAdmin:
                        else f"Group {gid} not found.")
                 out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))
                 continue
+            from . import consumer_admin
+
             out.append(consumer_admin.describe(cg, self.topics, default))
         return out
 

@@ -7,16 +7,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.timekeeping.timers import Timers
 
 from .config import CoreConfig
-from .consumer_group import ConsumerGroup
 from .group import GroupMetadata
-from .share.group import ShareGroup
 from .topics_image import TopicsImage
+
+if TYPE_CHECKING:
+    from .consumer_group import ConsumerGroup
+    from .share.group import ShareGroup
 
 
 @dataclass(slots=True)

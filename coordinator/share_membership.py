@@ -117,6 +117,23 @@ class ShareMembership:
         return Outcome(None, writes=[Write(ps.partition, gid,
                                            share.leave(group, mid, self._topics()), then)])
 
+    def expire_member(self, now: int, gid: str, mid: str) -> Outcome:
+        """Test control (the ``expire-member`` scenario): the member's session expires
+        now, as its timer firing would have it."""
+        err, ps = self.registry.group_partition(gid)
+        if ps is None:
+            return Outcome(err)
+        group = ps.share_groups.get(gid)
+        if group is None:
+            return Outcome(ErrorCode.group_id_not_found)
+        if mid not in group.members:
+            return Outcome(ErrorCode.unknown_member_id)
+        key = share_session_key(gid, mid)
+        self.timers.cancel(key)
+        out = self.on_session_timer(key, now, now)
+        out.response = NO_ERROR
+        return out
+
     # --- ShareGroupDescribe -------------------------------------------------------------
 
     def describe_share_groups(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:

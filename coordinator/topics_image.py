@@ -19,7 +19,14 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .consumer_group import TopicMetadata
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """A subscribed topic as the group saw it (Kafka's ``modern.TopicMetadata``)."""
+
+    topic_id: uuid.UUID
+    name: str
+    num_partitions: int
 
 
 class TopicEvent(enum.Enum):
@@ -70,6 +77,12 @@ class TopicsImage:
         if change.event is TopicEvent.CREATED:
             self.last_created_version = self.version
         return True
+
+    def load(self, changes: Iterable[TopicChange], now: int) -> None:
+        """The topics at start-up (before any partition is loaded)."""
+        for c in changes:
+            self.apply(TopicChange(TopicEvent.CREATED, c.name, c.topic_id, c.partitions), now)
+        self.last_created_version = self.version
 
     def name_of(self, topic_id: uuid.UUID) -> str | None:
         t = self.by_id.get(topic_id)

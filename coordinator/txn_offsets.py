@@ -27,7 +27,6 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_admin
 from .group import GroupMetadata
 from .offsets import CommitRequest, OffsetStore, Record, TopicPartition
 from .partitions import GroupPartitions
@@ -63,6 +62,8 @@ class TxnOffsetCommits:
         group = self.registry.group(req.group_id)
         cgroup = self.registry.consumer_group(req.group_id)
         if cgroup is not None:
+            from . import consumer_admin  # KIP-848 modules load with the first consumer group
+
             err = consumer_admin.validate_commit(cgroup, req, transactional=True)
         elif group is None:
             err = NO_ERROR if req.generation_id < 0 else ErrorCode.illegal_generation

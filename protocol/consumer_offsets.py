@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, TypeAlias, overload
 
-from . import consumer_group_records as cg
-from . import share_group_records as sg
 from .errors import ProtocolError
 from .schema_io import Reader as _Reader
 from .schema_io import Writer as _Writer
+
+if TYPE_CHECKING:
+    # KIP-848 consumer group and KIP-932 share group records are read and written only
+    # where such groups are used: their modules are imported on the first record, not by
+    # every broker at start-up.
+    from . import consumer_group_records as cg
+    from . import share_group_records as sg
 
 OFFSET_COMMIT_KEY_V0 = 0
 OFFSET_COMMIT_KEY_V1 = 1
@@ -50,7 +55,7 @@ class GroupMetadataKey:
 Key = OffsetCommitKey | GroupMetadataKey
 #: Any record this broker knows, KIP-848 consumer group keys (types 3-8, 16) and KIP-932
 #: share group keys (types 10-15) included.
-RecordKey = Key | cg.ConsumerGroupKey | sg.ShareGroupKey
+RecordKey: TypeAlias = "Key | cg.ConsumerGroupKey | sg.ShareGroupKey"
 
 
 #: Encoded (version, group, topic) prefixes of offset commit keys: a commit repeats them.
@@ -79,14 +84,18 @@ def _key_prefix(group: str, topic: str) -> bytes:
 def encode_key(key: RecordKey) -> bytes:
     if type(key) is OffsetCommitKey and key.version == OFFSET_COMMIT_KEY_V1:
         return _key_prefix(key.group, key.topic) + _I32.pack(key.partition)
-    if isinstance(key, cg.KEY_CLASSES):
-        return cg.encode_key(key)
-    if isinstance(key, sg.KEY_CLASSES):
-        return sg.encode_key(key)
     w = _Writer()
     if isinstance(key, GroupMetadataKey):
         w.i16(GROUP_METADATA_KEY)
         w.string(key.group)
+    elif not isinstance(key, OffsetCommitKey):
+        from . import consumer_group_records as cg
+
+        if isinstance(key, cg.KEY_CLASSES):
+            return cg.encode_key(key)
+        from . import share_group_records as sg
+
+        return sg.encode_key(key)
     else:
         w.i16(key.version)
         w.string(key.group)
@@ -117,10 +126,15 @@ def decode_key(data: bytes, consumer_groups: bool = False) -> RecordKey:
         return OffsetCommitKey(r.req_string(), r.req_string(), r.i32(), version)
     if version == GROUP_METADATA_KEY:
         return GroupMetadataKey(r.req_string())
-    if consumer_groups and version in cg.KEY_TYPES:
-        return cg.decode_key_fields(version, r)
-    if consumer_groups and version in sg.KEY_TYPES:
-        return sg.decode_key_fields(version, r)
+    if consumer_groups:
+        from . import consumer_group_records as cg
+
+        if version in cg.KEY_TYPES:
+            return cg.decode_key_fields(version, r)
+        from . import share_group_records as sg
+
+        if version in sg.KEY_TYPES:
+            return sg.decode_key_fields(version, r)
     raise UnknownRecordType(f"unknown __consumer_offsets key type {version}")
 
 
@@ -276,7 +290,7 @@ def decode_group_value(data: bytes) -> GroupMetadataValue:
 
 
 Value = OffsetCommitValue | GroupMetadataValue
-RecordValue = Value | cg.ConsumerGroupValue | sg.ShareGroupValue
+RecordValue: TypeAlias = "Value | cg.ConsumerGroupValue | sg.ShareGroupValue"
 
 
 def encode_value(value: RecordValue | None) -> bytes | None:
@@ -288,13 +302,17 @@ def encode_value(value: RecordValue | None) -> bytes | None:
         return encode_offset_value(value)
     if value is None:
         return None
-    if isinstance(value, cg.VALUE_CLASSES):
-        return cg.encode_value(value)
-    if isinstance(value, sg.VALUE_CLASSES):
-        return sg.encode_value(value)
     if isinstance(value, GroupMetadataValue):
         return encode_group_value(value)
-    return encode_offset_value(value)
+    if isinstance(value, OffsetCommitValue):
+        return encode_offset_value(value)
+    from . import consumer_group_records as cg
+
+    if isinstance(value, cg.VALUE_CLASSES):
+        return cg.encode_value(value)
+    from . import share_group_records as sg
+
+    return sg.encode_value(value)
 
 
 @overload
@@ -313,13 +331,17 @@ def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
     """Decode the value belonging to ``key``; None for a tombstone."""
     if data is None:
         return None
-    if isinstance(key, cg.KEY_CLASSES):
-        return cg.decode_value(key, data)
-    if isinstance(key, sg.KEY_CLASSES):
-        return sg.decode_value(key, data)
+    if isinstance(key, OffsetCommitKey):
+        return decode_offset_value(data)
     if isinstance(key, GroupMetadataKey):
         return decode_group_value(data)
-    return decode_offset_value(data)
+    from . import consumer_group_records as cg
+
+    if isinstance(key, cg.KEY_CLASSES):
+        return cg.decode_value(key, data)
+    from . import share_group_records as sg
+
+    return sg.decode_value(key, data)
 
 
 # --- group to partition -------------------------------------------------------------------

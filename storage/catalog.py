@@ -153,6 +153,14 @@ class TopicCatalog:
         self._notify("changed", info)
         return info
 
+    def set_replicas(self, name: str, partition: int, replicas: list[int]) -> None:
+        """A partition's replicas after a reassignment (no event: the logs are the
+        replica manager's to change)."""
+        info = self._topics[name]
+        if info.replicas is not None and partition < len(info.replicas):
+            info.replicas[partition] = list(replicas)
+            self._save()
+
     def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
         info = self._topics[name]
         info.configs = dict(configs)

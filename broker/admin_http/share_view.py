@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkalite.coordinator.share.group import ShareGroup, describe
-from kafkalite.coordinator.share.offsets_admin import lag
 from kafkalite.coordinator.share.partition import RecordState, SharePartition
 from kafkalite.coordinator.share.state_store import ShareKey, ShareState
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.share.group import ShareGroup
 
 STATE_NAMES = {s: s.name.lower() for s in RecordState}
 
@@ -72,6 +73,8 @@ class ShareView:
                 done = row["in_flight"]["acknowledged"] + row["in_flight"]["archived"]
                 row["lag"] = None if end is None else max(0, end - sp.start_offset - done)
             else:
+                from kafkalite.coordinator.share.offsets_admin import lag
+
                 found = lag(states[key], end)
                 row["lag"] = None if found < 0 else found
             out.append({"topic": self.names(topic_id) or str(topic_id), "partition": p,
@@ -81,6 +84,9 @@ class ShareView:
 
 def share_group(group: ShareGroup, names: Callable[[uuid.UUID], str | None],
                 view: ShareView | None, now_ms: int) -> dict[str, Any]:
+    # Share groups' modules load with the first share group, not at start-up.
+    from kafkalite.coordinator.share.group import describe
+
     d = describe(group)
 
     def assigned(parts: frozenset[tuple[uuid.UUID, int]]) -> list[dict[str, Any]]:

@@ -12,9 +12,8 @@ import base64
 import json
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkalite.coordinator.consumer_group import ConsumerGroup
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.partitions import hb_key
@@ -28,6 +27,9 @@ from ..metrics import GroupRow
 from ..testing.clock_control import ClockControl
 from ..topic_store import Storage
 from .share_view import ShareView, share_group
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.consumer_group import ConsumerGroup
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500

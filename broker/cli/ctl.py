@@ -48,6 +48,7 @@ def register(sub: Any) -> None:
     fa.add_argument("--principal")
     fa.add_argument("--group", help="only requests for this group id")
     fa.add_argument("--topic", help="only requests naming this topic")
+    fa.add_argument("--node", type=int, help="only requests to this node (serve --nodes N)")
     fa.add_argument("--count", type=int, help="fire this many times, then remove the rule")
     fa.add_argument("--duration", type=duration_ms, help="remove the rule after this long")
     fa.add_argument("--probability", type=float, help="fire with this probability (0, 1]")
@@ -109,7 +110,7 @@ def _run(a: argparse.Namespace) -> int:
                                ("principal", a.principal), ("group_id", a.group),
                                ("topic", a.topic), ("count", a.count),
                                ("duration_ms", a.duration), ("probability", a.probability),
-                               ("seed", a.seed)):
+                               ("seed", a.seed), ("node", a.node)):
                 if value is not None:
                     spec[key] = value
             rule = request(admin, "POST", "/api/v1/faults", spec)
@@ -155,8 +156,9 @@ def _run(a: argparse.Namespace) -> int:
 def describe(rule: dict[str, Any]) -> str:
     what = rule.get("error") or (f"delay {rule['delay_ms']} ms" if rule["action"] == "delay"
                                  else rule["action"])
-    where = " ".join(f"{k}={rule[k]}" for k in ("group_id", "topic", "client_id", "principal")
-                     if rule.get(k))
+    where = " ".join(f"{k}={rule[k]}"
+                     for k in ("group_id", "topic", "client_id", "principal", "node")
+                     if rule.get(k) is not None)
     limits = []
     if rule.get("count") is not None:
         limits.append(f"{rule['count']} left")

@@ -117,6 +117,12 @@ class Controller:
     def states(self) -> list[tuple[str, int, PartitionState]]:
         return [(t, p, s) for (t, p), s in self._states.items()]
 
+    def set_replicas(self, topic: str, partition: int, replicas: Iterable[int]) -> PartitionState:
+        """A reassignment's replica list (the catalogue keeps it)."""
+        st = replace(self.state(topic, partition), replicas=tuple(replicas))
+        self._put(topic, partition, st)
+        return st
+
     def set_isr(self, topic: str, partition: int, isr: Iterable[int]) -> PartitionState:
         st = replace(self.state(topic, partition), isr=tuple(sorted(set(isr))))
         self._put(topic, partition, st)

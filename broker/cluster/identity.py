@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from kafkalite.protocol.errors import ErrorCode
+
 
 @dataclass(frozen=True, slots=True)
 class BoundListener:
@@ -39,6 +41,39 @@ class ClusterView(Protocol):
     def alive(self, node: int) -> bool: ...
 
 
+class Elections(Protocol):
+    """ElectLeaders across the nodes (``replication.ReplicaManager``)."""
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> ErrorCode: ...
+
+
+class Reassigning(Protocol):
+    """A reassignment in progress (``reassignment.Ongoing``)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def adding(self) -> tuple[int, ...]: ...
+
+    @property
+    def removing(self) -> tuple[int, ...]: ...
+
+
+class Reassigner(Protocol):
+    """Partition reassignments across the nodes (``reassignment.Reassignments``)."""
+
+    def reassign(self, topic: str, partition: int, target: list[int] | None) -> ErrorCode: ...
+
+    def ongoing(self) -> Sequence[Reassigning]: ...
+
+
 class Placement(Protocol):
     """A partition's replicas, leader and in-sync replicas (``controller.PartitionState``)."""
 
@@ -64,6 +99,9 @@ class Cluster:
     #: The other nodes and who leads what, when the process runs several nodes; None
     #: for one node, which leads every partition.
     view: ClusterView | None = None
+    #: Who runs leader elections and reassignments, when the process runs several nodes.
+    elections: Elections | None = None
+    reassignments: Reassigner | None = None
 
     def endpoint(self, listener: str) -> BoundListener:
         """The listener a client connected through (the first one if unknown)."""

@@ -120,6 +120,8 @@ class ReplicaManager:
         #: after broker.session.timeout.ms.
         self.fence_due: dict[int, int] = {}
         self.started = False
+        #: Called after the ISRs may have grown (a reassignment finishes then).
+        self.on_isr_change: list[Callable[[], None]] = []
 
     # --- settings --------------------------------------------------------------------
 
@@ -199,6 +201,30 @@ class ReplicaManager:
         return PartitionLog(replica_dir(self.root, node, topic, partition), topic, partition,
                             logs.config_for(topic), clock=logs.clock, lead=False)
 
+    def add_replicas(self, topic: str, partition: int) -> None:
+        """Open the replicas the partition's replica list gained, and catch them up."""
+        st = self.controller.state(topic, partition)
+        rs = self.sets.get((topic, partition))
+        if rs is None:
+            self._open(topic, partition)
+            return
+        for node in st.replicas:
+            if node not in rs.logs and node not in self.controller.stopped:
+                rs.logs[node] = self._replica_log(node, topic, partition)
+        self._follow(rs)
+
+    def drop_replicas(self, topic: str, partition: int) -> None:
+        """Delete the replicas no longer in the partition's replica list."""
+        st = self.controller.state(topic, partition)
+        rs = self.sets.get((topic, partition))
+        if rs is None:
+            return
+        for node in [n for n in rs.logs if n not in st.replicas]:
+            plog = rs.logs.pop(node)
+            rs.caught_up.pop(node, None)
+            if plog is not self.storage.logs.get(topic, partition):
+                plog.delete()
+
     # --- replication -------------------------------------------------------------------
 
     def replicate(self, rs: ReplicaSet) -> None:
@@ -241,12 +267,14 @@ class ReplicaManager:
         isr = set(st.isr)
         hw = lead.high_watermark
         grown = [n for n, plog in rs.logs.items()
-                 if n not in isr and self.replicating(n) and self.controller.alive(n)
-                 and plog.log_end_offset >= hw]
+                 if n not in isr and n in st.replicas and self.replicating(n)
+                 and self.controller.alive(n) and plog.log_end_offset >= hw]
         if grown:
             st = self.controller.set_isr(rs.topic, rs.partition, isr | set(grown))
             log.info("replica.isr_expanded", topic=rs.topic, partition=rs.partition,
                      isr=list(st.isr))
+            for fn in self.on_isr_change:
+                fn()
         low = min((rs.logs[n].log_end_offset for n in st.isr if n in rs.logs),
                   default=lead.log_end_offset)
         if lead.hw is None or low > lead.hw:
@@ -295,7 +323,7 @@ class ReplicaManager:
         if lead is None:
             return
         for node, plog in list(rs.logs.items()):
-            if node == st.leader:
+            if node == st.leader or not self.replicating(node):
                 continue
             plog.lead = False
             plog.replicator = None
@@ -329,6 +357,12 @@ class ReplicaManager:
         if loader is not None and old.leader != NO_LEADER:
             loader(partition, False)
         if rs is None:
+            # One replica: the same log, in a new epoch when it leads again.
+            plog = self.storage.logs.get(topic, partition)
+            if st.leader != NO_LEADER and plog is not None:
+                plog.become_leader(max(st.leader_epoch, plog.leader_epoch + 1))
+                if loader is not None:
+                    loader(partition, True)
             return
         prev = rs.logs.get(old.leader)
         if prev is not None:
@@ -356,6 +390,37 @@ class ReplicaManager:
         self._follow(rs)
         if loader is not None:
             loader(partition, True)
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> ErrorCode:
+        """ElectLeaders for one partition, as Kafka's controller answers it: preferred
+        (``unclean`` False) makes the first replica the leader when it is live and in
+        sync; unclean elects only where there is no leader, from the live in-sync
+        replicas first, then any live one."""
+        st = self.controller.state(topic, partition)
+        if not unclean:
+            preferred = st.replicas[0]
+            if st.leader == preferred:
+                return ErrorCode.election_not_needed
+            if preferred not in st.isr or not self.controller.alive(preferred):
+                return ErrorCode.preferred_leader_not_available
+            self.elect(topic, partition, prefer=preferred, unclean=False)
+            return ErrorCode.none
+        if st.leader != NO_LEADER and self.controller.alive(st.leader):
+            return ErrorCode.election_not_needed
+        new = self.elect(topic, partition, unclean=True)
+        return (ErrorCode.none if new.leader != NO_LEADER
+                else ErrorCode.eligible_leaders_not_available)
+
+    def rebalance_leaders(self) -> int:
+        """``auto.leader.rebalance.enable``: every partition whose preferred replica is
+        live and in sync but does not lead gets it as leader again (KRaft's controller
+        balancing leaders each ``leader.imbalance.check.interval.seconds``); how many
+        moved."""
+        moved = 0
+        for t, p, st in self.controller.states():
+            if st.leader != st.replicas[0] and self.replicating(st.replicas[0]):
+                moved += self.elect_leader(t, p, unclean=False) is ErrorCode.none
+        return moved
 
     def leaderless(self, node: int) -> list[tuple[str, int]]:
         return [(t, p) for t, p, st in self.controller.states()
@@ -386,9 +451,11 @@ class ReplicaManager:
             self._move_off(node, True)
         else:
             self.fence_due[node] = self.now()
-        for rs in self.sets.values():
+        for (t, p), rs in self.sets.items():
             plog = rs.logs.get(node)
-            if plog is None or rs.state.leader == node:
+            # The log the handlers and storage use stays open (a partition left without
+            # a leader keeps it until a replica leads again); nothing writes to it.
+            if plog is None or rs.state.leader == node or plog is self.storage.logs.get(t, p):
                 continue
             del rs.logs[node]
             plog.flush()
@@ -411,15 +478,14 @@ class ReplicaManager:
         self._rejoin(node)
 
     def _rejoin(self, node: int) -> None:
-        for (t, p), rs in list(self.sets.items()):
-            st = rs.state
-            if node not in st.replicas:
-                continue
+        # Partitions left without a leader whose last in-sync replica this is (those of
+        # one replica too) get it as leader; the others' replicas here catch up.
+        for t, p, st in self.controller.states():
             if st.leader == NO_LEADER and node in st.isr:
                 self.elect(t, p, prefer=node)
-            elif st.leader == node:
-                continue
-            else:
+        for rs in list(self.sets.values()):
+            st = rs.state
+            if node in st.replicas and st.leader != node:
                 self._follow(rs)
 
     def isolate_node(self, node: int) -> None:

@@ -126,7 +126,7 @@ STATIC_TYPES: dict[str, str] = {
     "inter.broker.listener.name": "STRING", "inter.broker.protocol.version": "STRING",
     "security.inter.broker.protocol": "STRING", "zookeeper.connect": "STRING",
     "request.timeout.ms": "INT", "replica.lag.time.max.ms": "LONG",
-    "broker.session.timeout.ms": "INT",
+    "broker.session.timeout.ms": "INT", "leader.imbalance.check.interval.seconds": "LONG",
     "replica.fetch.max.bytes": "INT", "replica.fetch.wait.max.ms": "INT",
     "fetch.max.bytes": "INT", "broker.rack": "STRING", "num.replica.alter.log.dirs.threads": "INT",
     "delegation.token.secret.key": "PASSWORD", "password.encoder.secret": "PASSWORD",

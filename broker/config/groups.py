@@ -15,15 +15,19 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
-from kafkalite.coordinator.share import offset_reset
-from kafkalite.coordinator.share.partition import SharePartitionConfig
 from kafkalite.storage.topic_config import DEFAULT_CONFIG, InvalidConfig
 
 from .properties import DEFAULTS, Config
 from .store import DynamicStore
+
+if TYPE_CHECKING:
+    # Share groups' modules load with the first share group, not at start-up.
+    from kafkalite.coordinator.share import offset_reset
+    from kafkalite.coordinator.share.partition import SharePartitionConfig
 
 log = structlog.get_logger("kafkalite.group_configs")
 
@@ -153,6 +157,8 @@ def _broker_int(config: Config, name: str) -> int:
 
 
 def _valid_offset_reset(value: str) -> bool:
+    from kafkalite.coordinator.share import offset_reset
+
     return offset_reset.parse(value) is not None
 
 
@@ -340,6 +346,8 @@ class GroupConfigs:
         """What a share-partition of ``group`` runs with: the group's share configs, else
         the broker's ``group.share.*`` settings (share.isolation.level has none: Kafka's
         default, read_uncommitted)."""
+        from kafkalite.coordinator.share.partition import SharePartitionConfig
+
         isolation = (self.value(group, "share.isolation.level") or "read_uncommitted").strip()
         return SharePartitionConfig(
             lock_duration_ms=self.effective_int(group, "share.record.lock.duration.ms"),
@@ -349,5 +357,7 @@ class GroupConfigs:
 
     def share_offset_reset(self, group: str) -> offset_reset.OffsetReset:
         """The group's share.auto.offset.reset (Kafka's default: latest)."""
+        from kafkalite.coordinator.share import offset_reset
+
         parsed = offset_reset.parse(self.value(group, "share.auto.offset.reset") or "latest")
         return parsed or offset_reset.OffsetReset("latest")

@@ -100,6 +100,8 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "unclean.leader.election.enable": ("false", bool),
     "replica.lag.time.max.ms": ("30000", int),
     "broker.session.timeout.ms": ("9000", int),
+    "auto.leader.rebalance.enable": ("true", bool),
+    "leader.imbalance.check.interval.seconds": ("300", int),
     "max.incremental.fetch.session.cache.slots": ("1000", int),
     "group.min.session.timeout.ms": ("6000", int),
     "group.max.session.timeout.ms": ("1800000", int),

@@ -61,6 +61,15 @@ def partition_size(storage: Storage, topic: str, partition: int) -> int:
     return 0 if plog is None else plog.size_bytes
 
 
+def replica_size(cluster: Cluster, topic: str, partition: int) -> int:
+    """A follower's replica's size: its segment files in the node's directory."""
+    where = Path(cluster.data_dir) / f"{topic}-{partition}"
+    try:
+        return sum(f.stat().st_size for f in where.iterdir() if f.suffix == ".log")
+    except OSError:
+        return 0
+
+
 def log_dir(cluster: Cluster) -> Path:
     """The one log directory, as DescribeLogDirs names it."""
     return Path(cluster.data_dir).resolve()
@@ -81,13 +90,16 @@ def describe_log_dirs(cluster: Cluster, storage: Storage, ctx: RequestContext,
             if info is None:
                 continue  # Kafka leaves out partitions it does not host
             wanted.append((t.topic, [int(p) for p in t.partitions if 0 <= p < info.partitions]))
-    # Each node describes the replicas it hosts.
+    # Each node describes the replicas it hosts, its followers' too.
     me = cluster.node_id
-    hosted = [(name, [p for p in parts if cluster.leader(name, p) == me])
+    hosted = [(name, [p for p in parts if me in cluster.replicas(name, p)[1]])
               for name, parts in wanted]
     topics = tuple(
         build(topic_t, name=name, partitions=tuple(
-            build(part_t, partition_index=p, partition_size=partition_size(storage, name, p),
+            build(part_t, partition_index=p,
+                  partition_size=(partition_size(storage, name, p)
+                                  if cluster.leader(name, p) == me
+                                  else replica_size(cluster, name, p)),
                   offset_lag=0, is_future_key=False)
             for p in parts
         ))
@@ -145,13 +157,26 @@ def alter_replica_log_dirs(cluster: Cluster, storage: Storage, access: Access,
         for topic, parts in results.items()))
 
 
-def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:
+def elect_leaders(cluster: Cluster, storage: Storage, ctx: RequestContext, req: Any) -> Any:
+    """ElectLeaders (v0: preferred; v1+: preferred or unclean). One node leads every
+    partition already; several elect as Kafka's controller does (``cluster/replication``)."""
     resp_t = codecs.codec(ELECT_LEADERS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ReplicaElectionResult")
     part_t = nested(resp_t, "PartitionResult")
+    unclean = int(getattr(req, "election_type", 0)) == 1
+    elections = cluster.elections
     results = []
-    # With no partitions named, Kafka reports only partitions it elected: none here.
-    for tp in req.topic_partitions or ():
+    wanted = req.topic_partitions
+    if wanted is None and elections is not None:
+        # Every partition; Kafka reports only the partitions it elected.
+        for every in storage.catalog:
+            elected = [build(part_t, partition_id=p, error_code=NO_ERROR, error_message=None)
+                       for p in range(every.partitions)
+                       if elections.elect_leader(every.name, p, unclean) is NO_ERROR]
+            if elected:
+                results.append(build(topic_t, topic=every.name,
+                                     partition_result=tuple(elected)))
+    for tp in wanted or ():
         info = storage.catalog.get(tp.topic)
         parts = []
         for p in tp.partitions:
@@ -159,20 +184,45 @@ def elect_leaders(storage: Storage, ctx: RequestContext, req: Any) -> Any:
                 parts.append(build(part_t, partition_id=p,
                                    error_code=ErrorCode.unknown_topic_or_partition,
                                    error_message="The partition does not exist."))
-            else:
-                parts.append(build(part_t, partition_id=p,
-                                   error_code=ErrorCode.election_not_needed,
-                                   error_message="Leader election not needed for topic "
-                                   "partition."))
+                continue
+            err = (ErrorCode.election_not_needed if elections is None
+                   else elections.elect_leader(tp.topic, p, unclean))
+            parts.append(build(part_t, partition_id=p, error_code=err,
+                               error_message=_ELECTION_MESSAGES.get(err)))
         results.append(build(topic_t, topic=tp.topic, partition_result=tuple(parts)))
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
                  replica_election_results=tuple(results))
 
 
-def list_reassignments(ctx: RequestContext, req: Any) -> Any:
+_ELECTION_MESSAGES = {
+    ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
+    ErrorCode.preferred_leader_not_available:
+        "Failed to elect leader for partition: the preferred replica is not live or not "
+        "in sync.",
+    ErrorCode.eligible_leaders_not_available:
+        "Failed to elect leader for partition: no live replica.",
+}
+
+
+def list_reassignments(cluster: Cluster, ctx: RequestContext, req: Any) -> Any:
+    """The reassignments in progress (several nodes; none with one), of the named
+    partitions or of all."""
     resp_t = codecs.codec(LIST_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
+    topic_t = nested(resp_t, "OngoingTopicReassignment")
+    part_t = nested(resp_t, "OngoingPartitionReassignment")
+    ongoing = cluster.reassignments.ongoing() if cluster.reassignments is not None else []
+    wanted = None if req.topics is None else {
+        (t.name, int(p)) for t in req.topics for p in t.partition_indexes}
+    by_topic: dict[str, list[Any]] = {}
+    for o in ongoing:
+        if wanted is None or (o.topic, o.partition) in wanted:
+            by_topic.setdefault(o.topic, []).append(build(
+                part_t, partition_index=o.partition, replicas=o.replicas,
+                adding_replicas=o.adding, removing_replicas=o.removing))
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=NO_ERROR,
-                 error_message=None, topics=())
+                 error_message=None, topics=tuple(
+                     build(topic_t, name=name, partitions=tuple(parts))
+                     for name, parts in by_topic.items()))
 
 
 def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
@@ -180,31 +230,36 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
     resp_t = codecs.codec(ALTER_PARTITION_REASSIGNMENTS, ctx.api_version).response_type
     topic_t = nested(resp_t, "ReassignableTopicResponse")
     part_t = nested(resp_t, "ReassignablePartitionResponse")
-    me = cluster.node_id
+    nodes = {m.node_id for m in cluster.members()}
+    reassigner = cluster.reassignments
     out = []
     for t in req.topics:
         info = storage.catalog.get(t.name)
         parts = []
         for p in t.partitions:
             err, msg = NO_ERROR, None
+            ids = None if p.replicas is None else [int(r) for r in p.replicas]
+            unknown = [r for r in ids or () if r not in nodes]
             if info is None or not 0 <= p.partition_index < info.partitions:
                 err, msg = ErrorCode.unknown_topic_or_partition, \
                     "The partition does not exist."
-            elif p.replicas is None:
-                err, msg = ErrorCode.no_reassignment_in_progress, \
-                    "No ongoing reassignment for this partition."
-            elif not p.replicas:
+            elif ids is None:
+                err = (ErrorCode.no_reassignment_in_progress if reassigner is None
+                       else reassigner.reassign(t.name, p.partition_index, None))
+                if err is not NO_ERROR:
+                    msg = "No ongoing reassignment for this partition."
+            elif not ids:
                 err, msg = ErrorCode.invalid_replica_assignment, \
                     "The manual partition assignment includes an empty replica list."
-            else:
-                others = [int(r) for r in p.replicas if int(r) != me]
-                if others:
-                    err, msg = ErrorCode.invalid_replica_assignment, \
-                        f"The manual partition assignment includes broker {others[0]}, " \
-                        "but no such broker is registered."
-                elif len(p.replicas) != 1:
-                    err, msg = ErrorCode.invalid_replica_assignment, \
-                        "The manual partition assignment includes duplicate replicas."
+            elif unknown:
+                err, msg = ErrorCode.invalid_replica_assignment, \
+                    f"The manual partition assignment includes broker {unknown[0]}, " \
+                    "but no such broker is registered."
+            elif len(set(ids)) != len(ids):
+                err, msg = ErrorCode.invalid_replica_assignment, \
+                    "The manual partition assignment includes duplicate replicas."
+            elif reassigner is not None:
+                err = reassigner.reassign(t.name, p.partition_index, ids)
             parts.append(build(part_t, partition_index=p.partition_index, error_code=err,
                                error_message=msg))
         out.append(build(topic_t, name=t.name, partitions=tuple(parts)))
@@ -212,7 +267,6 @@ def alter_reassignments(cluster: Cluster, storage: Storage, ctx: RequestContext,
                  allow_replication_factor_change=getattr(
                      req, "allow_replication_factor_change", True),
                  error_code=NO_ERROR, error_message=None, responses=tuple(out))
-
 
 def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DESCRIBE_CLUSTER, ctx.api_version).response_type

@@ -9,8 +9,6 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kafkalite.coordinator.assignors import java_uuid_key
-from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.results import (
     ConsumerHeartbeatResult,
     DescribedConsumerGroup,
@@ -61,6 +59,8 @@ def encode_heartbeat_response(res: ConsumerHeartbeatResult) -> bytes:
     if a is None:
         parts.append(b"\xff")  # a null struct
     else:
+        from kafkalite.coordinator.assignors import java_uuid_key
+
         parts.append(b"\x01")
         parts.append(write_uvarint(len(a) + 1))
         for t in sorted(a, key=java_uuid_key):
@@ -99,6 +99,9 @@ def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enable
 
         def may_describe(topic: str) -> bool:
             return access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
+    # KIP-848 groups' modules load with the first consumer group heartbeat.
+    from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
 
     owned = req.topic_partitions
     request = ConsumerHeartbeatRequest(

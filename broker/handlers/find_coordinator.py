@@ -93,16 +93,20 @@ def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Acce
         out = []
         for key in req.coordinator_keys:
             err, msg = answer(key)
-            ok = err is NO_ERROR
             node, listener = _coordinator(cluster, key_type, key, ctx.listener)
+            if node < 0 and err is NO_ERROR:
+                err = ErrorCode.coordinator_not_available  # its state partition is leaderless
+            ok = err is NO_ERROR
             out.append(build(coord_t, key=key, node_id=node if ok else -1,
                              host=listener.advertised_host if ok else "",
                              port=listener.advertised_port if ok else -1,
                              error_code=err, error_message=msg))
         return build(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
     err, msg = answer(req.key)
-    ok = err is NO_ERROR
     node, listener = _coordinator(cluster, key_type, req.key, ctx.listener)
+    if node < 0 and err is NO_ERROR:
+        err = ErrorCode.coordinator_not_available
+    ok = err is NO_ERROR
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=msg,
                  node_id=node if ok else -1,
                  host=listener.advertised_host if ok else "",

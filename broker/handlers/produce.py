@@ -290,7 +290,7 @@ def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: Tx
     if unreplicated:
         fds = ([fd for plog in touched for fd in plog.sync_handles()] if manager.durable
                else [])
-        return _after_replication(resp_t, topics_out, unreplicated, req.timeout_ms, fds)
+        return _after_replication(resp_t, topics_out, unreplicated, _ms(req.timeout), fds)
     response = build(resp_t, responses=tuple(topics_out), throttle_time=NO_THROTTLE)
     if manager.durable and touched:
         fds = [fd for plog in touched for fd in plog.sync_handles()]
@@ -326,3 +326,10 @@ async def _after_replication(resp_t: type[Any], topics_out: list[Any],
         parts[p] = dataclasses.replace(parts[p], error_code=err, base_offset=-1)
         topics[t] = dataclasses.replace(topics[t], partition_responses=tuple(parts))
     return build(resp_t, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _ms(timeout: Any) -> int:
+    """The request's timeout in ms (kio decodes it as a timedelta)."""
+    if isinstance(timeout, datetime.timedelta):
+        return int(timeout.total_seconds() * 1000)
+    return int(timeout)

@@ -5,14 +5,9 @@ Describe on each group (and on the topics its members use) for ShareGroupDescrib
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.share.group import (
-    DescribedShareGroup,
-    ShareHeartbeat,
-    ShareHeartbeatResult,
-)
 from kafkalite.coordinator.topics_image import TopicsImage
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
@@ -23,6 +18,9 @@ from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
 from .groups import GroupAcl
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.share.group import DescribedShareGroup, ShareHeartbeatResult
 
 SHARE_GROUP_HEARTBEAT = ApiKey.SHARE_GROUP_HEARTBEAT
 SHARE_GROUP_DESCRIBE = ApiKey.SHARE_GROUP_DESCRIBE
@@ -51,6 +49,9 @@ def _heartbeat_response(version: int, res: ShareHeartbeatResult) -> Any:
 
 def share_group_heartbeat(runtime: CoordinatorRuntime, access: Access, group_acl: GroupAcl,
                           ctx: RequestContext, req: Any) -> Any:
+    # Share groups' modules are imported by the first share group request, not at start-up.
+    from kafkalite.coordinator.share.group import ShareHeartbeat, ShareHeartbeatResult
+
     version = ctx.api_version
     if not access.authorizer.authorize(ctx.principal, group_acl(req)[0], ctx.client_host):
         return _heartbeat_response(version, ShareHeartbeatResult(

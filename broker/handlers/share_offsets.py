@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.coordinator.results import AFTER_WRITE, Outcome, Write
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.share import offsets_admin as oa
-from kafkalite.coordinator.share.group import ShareGroup
 from kafkalite.coordinator.share.state_store import ShareKey, ShareState
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
@@ -25,6 +23,10 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.share import offsets_admin as oa
+    from kafkalite.coordinator.share.group import ShareGroup
 
 DESCRIBE_SHARE_GROUP_OFFSETS = ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS
 ALTER_SHARE_GROUP_OFFSETS = ApiKey.ALTER_SHARE_GROUP_OFFSETS
@@ -58,6 +60,8 @@ class ShareOffsetsStore(Protocol):
 
 def _topics_meta(runtime: CoordinatorRuntime) -> tuple[dict[str, oa.TopicMeta],
                                                           dict[uuid.UUID, str]]:
+    from kafkalite.coordinator.share import offsets_admin as oa
+
     image = runtime.groups.query(lambda c: c.topics)
     by_name = {n: oa.TopicMeta(t.topic_id, t.num_partitions) for n, t in image.by_name.items()}
     return by_name, {t.topic_id: n for n, t in image.by_name.items()}
@@ -79,6 +83,8 @@ def _group(runtime: CoordinatorRuntime, gid: str
 def describe_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                                  store: ShareOffsetsStore, ctx: RequestContext,
                                  req: Any) -> Any:
+    from kafkalite.coordinator.share import offsets_admin as oa
+
     resp_t = codecs.codec(DESCRIBE_SHARE_GROUP_OFFSETS, ctx.api_version).response_type
     group_t = nested(resp_t, "DescribeShareGroupOffsetsResponseGroup")
     topic_t = nested(resp_t, "DescribeShareGroupOffsetsResponseTopic")
@@ -127,6 +133,8 @@ def describe_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
 # --- AlterShareGroupOffsets ----------------------------------------------------------------
 
 def _refused(runtime: CoordinatorRuntime, gid: str) -> oa.Change | None:
+    from kafkalite.coordinator.share import offsets_admin as oa
+
     if not gid:
         return None
     status = _group(runtime, gid)[0]
@@ -137,6 +145,8 @@ def _refused(runtime: CoordinatorRuntime, gid: str) -> oa.Change | None:
 
 def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                               store: ShareOffsetsStore, ctx: RequestContext, req: Any) -> Any:
+    from kafkalite.coordinator.share import offsets_admin as oa
+
     resp_t = codecs.codec(ALTER_SHARE_GROUP_OFFSETS, ctx.api_version).response_type
     topic_t = nested(resp_t, "AlterShareGroupOffsetsResponseTopic")
     part_t = nested(resp_t, "AlterShareGroupOffsetsResponsePartition")
@@ -201,6 +211,8 @@ def _make_group(runtime: CoordinatorRuntime, gid: str, change: oa.Change) -> Err
 def delete_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                                store: ShareOffsetsStore, ctx: RequestContext,
                                req: Any) -> Any:
+    from kafkalite.coordinator.share import offsets_admin as oa
+
     resp_t = codecs.codec(DELETE_SHARE_GROUP_OFFSETS, ctx.api_version).response_type
     topic_t = nested(resp_t, "DeleteShareGroupOffsetsResponseTopic")
     gid = req.group_id
@@ -234,3 +246,21 @@ def delete_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
         if written is not NO_ERROR:
             return answer(written, None, [])
     return answer(NO_ERROR, None, early + list(change.topics))
+
+
+# --- DeleteGroups of a share group -----------------------------------------------------------
+
+def delete_group_state(runtime: CoordinatorRuntime, store: ShareOffsetsStore,
+                       group_id: str) -> ErrorCode:
+    """Before DeleteGroups deletes an empty share group: its share-partitions' state goes
+    (so a group made again with that id starts afresh, as in Kafka). Anything else (not a
+    share group, members left, the coordinator not here) is left to DeleteGroups itself."""
+    from kafkalite.coordinator.share import offsets_admin as oa
+
+    _status, kind, group = _group(runtime, group_id)
+    if kind != "share" or group is None or group.members:
+        return NO_ERROR
+    keys = oa.group_keys(store.states(), group_id)
+    if not keys:
+        return NO_ERROR
+    return store.apply(oa.Change(deletes=tuple(keys)))

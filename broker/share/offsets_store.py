@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import structlog
 
 from kafkalite.coordinator.results import AFTER_WRITE, Outcome, Write
-from kafkalite.coordinator.share.offsets_admin import Change
 from kafkalite.coordinator.share.state_core import ShareStateCore
 from kafkalite.coordinator.share.state_store import ShareKey, ShareState
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import SHARE_STATE_TOPIC
 
 from .manager import SharePartitionManager
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.share.offsets_admin import Change
 
 log = structlog.get_logger("kafkalite.share")
 

@@ -30,11 +30,14 @@ _COPIED = ("member_id", "group_id", "group_instance_id", "transactional_id", "na
 #: Fields Kafka answers -1 in an error response (FindCoordinator's node and port too).
 _MINUS_ONE = frozenset({"generation_id", "base_offset", "committed_offset", "offset",
                         "high_watermark", "last_stable_offset", "node_id", "port"})
-#: Errors about the coordinator or the group as a whole: Kafka reports them at the top
-#: where the response has a top-level code (OffsetFetch v2+), so they go on every level.
+#: Errors about the coordinator, the group or the share session as a whole: Kafka reports
+#: them at the top where the response has a top-level code (OffsetFetch v2+, ShareFetch),
+#: so they go on every level.
 _EVERY_LEVEL = frozenset({
     ErrorCode.not_coordinator, ErrorCode.coordinator_not_available,
     ErrorCode.coordinator_load_in_progress, ErrorCode.group_authorization_failed,
+    ErrorCode.share_session_not_found, ErrorCode.invalid_share_session_epoch,
+    ErrorCode.share_session_limit_reached,
 })
 
 

@@ -107,6 +107,8 @@ class FaultRule:
     principal: str | None = None
     group_id: str | None = None
     topic: str | None = None
+    #: Only requests to this node (``kafkalite.nodes``); None: every node.
+    node: int | None = None
     #: Fires left (None: unlimited).
     count: int | None = None
     #: The rule stops matching at this time (ms, the faults' clock); None: never.
@@ -128,6 +130,7 @@ class FaultRule:
             "principal": self.principal,
             "group_id": self.group_id,
             "topic": self.topic,
+            "node": self.node,
             "count": self.count,
             "probability": self.probability,
             "seed": self.seed,
@@ -309,6 +312,7 @@ class FaultRules:
         duration_ms: int | None = None,
         probability: float = 1.0,
         seed: int | None = None,
+        node: int | None = None,
     ) -> FaultRule:
         api_key = api_key_of(api)
         if action is None:
@@ -333,6 +337,8 @@ class FaultRules:
         lo, hi = versions if versions is not None else (0, 32767)
         if not 0 <= _int(lo, "min_version") <= _int(hi, "max_version"):
             raise FaultError(f"bad version range {lo}..{hi}")
+        if node is not None and _int(node, "node") < 0:
+            raise FaultError("node must be a node id")
         if count is not None and _int(count, "count") < 1:
             raise FaultError("count must be at least 1")
         if duration_ms is not None and _int(duration_ms, "duration_ms") < 1:
@@ -348,7 +354,7 @@ class FaultRules:
             id=next(self._ids), api_key=api_key, action=act, error=code,
             delay_ms=delay_ms if act is FaultAction.DELAY else 0,
             min_version=lo, max_version=hi, client_id=client_id, principal=principal,
-            group_id=group_id, topic=topic, count=count,
+            group_id=group_id, topic=topic, node=node, count=count,
             until_ms=None if duration_ms is None else self.clock() + duration_ms,
             probability=float(probability), seed=seed, rng=random.Random(seed),
         )
@@ -362,7 +368,7 @@ class FaultRules:
             raise FaultError("a rule is a JSON object")
         known = {"api", "error", "action", "delay_ms", "min_version", "max_version",
                  "client_id", "principal", "group_id", "topic", "count", "duration_ms",
-                 "probability", "seed"}
+                 "probability", "seed", "node"}
         unknown = sorted(set(spec) - known)
         if unknown:
             raise FaultError(f"unknown field(s) {', '.join(unknown)}; known: "
@@ -378,7 +384,7 @@ class FaultRules:
             client_id=spec.get("client_id"), principal=spec.get("principal"),
             group_id=spec.get("group_id"), topic=spec.get("topic"), count=spec.get("count"),
             duration_ms=spec.get("duration_ms"), probability=spec.get("probability", 1.0),
-            seed=spec.get("seed"),
+            seed=spec.get("seed"), node=spec.get("node"),
         )
 
     def remove(self, rule_id: int) -> bool:
@@ -436,8 +442,9 @@ class FaultRules:
     # --- the dispatch path ----------------------------------------------------------------
 
     def match(self, api_key: int, api_version: int, client_id: str | None, principal: str,
-              request: Any) -> FaultRule | None:
-        """The first rule (by id) that matches and fires now; it is charged one fire."""
+              request: Any, node: int | None = None) -> FaultRule | None:
+        """The first rule (by id) that matches and fires now; it is charged one fire.
+        ``node``: the node the request came to."""
         ki = self.index.get(api_key)
         if ki is None:
             return None
@@ -448,6 +455,8 @@ class FaultRules:
             if rule.client_id is not None and rule.client_id != client_id:
                 continue
             if rule.principal is not None and rule.principal != principal:
+                continue
+            if rule.node is not None and rule.node != node:
                 continue
             if rule.topic is not None:
                 if topics is None:

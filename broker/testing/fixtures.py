@@ -70,12 +70,14 @@ class RemoteFaults:
         duration_ms: int | None = None,
         probability: float = 1.0,
         seed: int | None = None,
+        node: int | None = None,
     ) -> FaultRule:
         def add() -> FaultRule:
             return self._thread.inner.faults.add(
                 api, error=error, action=action, delay_ms=delay_ms, versions=versions,
                 client_id=client_id, principal=principal, group_id=group_id, topic=topic,
-                count=count, duration_ms=duration_ms, probability=probability, seed=seed)
+                count=count, duration_ms=duration_ms, probability=probability, seed=seed,
+                node=node)
 
         return self._thread.call(add)
 
@@ -106,11 +108,12 @@ class RemoteFaults:
         duration_ms: int | None = None,
         probability: float = 1.0,
         seed: int | None = None,
+        node: int | None = None,
     ) -> Iterator[FaultRule]:
         rule = self.add(api, error=error, action=action, delay_ms=delay_ms, versions=versions,
                         client_id=client_id, principal=principal, group_id=group_id,
                         topic=topic, count=count, duration_ms=duration_ms,
-                        probability=probability, seed=seed)
+                        probability=probability, seed=seed, node=node)
         try:
             yield rule
         finally:

@@ -67,7 +67,12 @@ class CoordinatorScenarios:
             op = lambda g, now: g.force_rebalance(now, group_id)  # noqa: E731
         elif name == "expire-member":
             mid = _text(params, "member_id")
-            op = lambda g, now: g.expire_member(now, group_id, mid)  # noqa: E731
+
+            def op(g: GroupCoordinatorCore, now: int) -> Outcome:
+                # A share group member's session ends as its timer would end it.
+                if g.share_group(group_id) is not None:
+                    return g.share.expire_member(now, group_id, mid)
+                return g.expire_member(now, group_id, mid)
         elif name == "evict-member":
             mid = _text(params, "member_id")
             op = lambda g, now: g.evict_member(now, group_id, mid)  # noqa: E731

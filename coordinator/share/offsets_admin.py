@@ -11,9 +11,10 @@ share-partition state replayed from ``__share_group_state``, as Kafka's
   there is no start offset).
 - Alter needs a share group with no members (NON_EMPTY_GROUP; another kind of group's id:
   GROUP_ID_NOT_FOUND); a group id that names no group gets a new, empty share group at
-  epoch 1, as Kafka 4.4 makes one. Each partition that exists gets a fresh state at the
-  given start offset (a new snapshot with the group epoch as its state epoch, as Kafka's
-  ``initializeState``), the others UNKNOWN_TOPIC_OR_PARTITION.
+  epoch 1 when a partition is to be reset, as Kafka 4.4 makes one. Each partition that
+  exists gets a fresh state at the given start offset (a new snapshot with the group
+  epoch as its state epoch, as Kafka's ``initializeState``), the others
+  UNKNOWN_TOPIC_OR_PARTITION.
 - Delete needs the same; a topic whose share-partitions have state loses it (every
   partition's), a topic without state answers UNKNOWN_TOPIC_OR_PARTITION ("There is no
   offset information to delete.").
@@ -199,8 +200,9 @@ def alter(group_id: str, kind: str | None, group: ShareGroup | None,
                 parts.append(PartitionOffset(p, error=ErrorCode.unknown_topic_or_partition,
                                              message=UNKNOWN_TOPIC_MESSAGE))
         results.append(TopicResult(name, meta.topic_id, tuple(parts)))
+    # Kafka makes the group only with a share-partition to initialize.
     return Change(topics=tuple(results), resets=tuple(resets), state_epoch=group.group_epoch,
-                  new_group=new_group)
+                  new_group=new_group if resets else ())
 
 
 def delete(group_id: str, kind: str | None, group: ShareGroup | None, topics: Iterable[str],

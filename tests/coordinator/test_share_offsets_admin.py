@@ -93,3 +93,5 @@ def test_alter_of_a_group_id_naming_no_group_makes_an_empty_share_group() -> Non
     assert change.resets == ((("new", T1, 1), 4),)
     assert [type(k).__name__ for k, _v in change.new_group] == [
         "ShareGroupMetadataKey", "ShareGroupTargetAssignmentMetadataKey"]
+    # Nothing to reset (no partition of the topics exists): no group is made.
+    assert oa.alter("new", None, None, [("a", [(5, 4)])], BY_NAME).new_group == ()

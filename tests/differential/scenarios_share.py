@@ -9,6 +9,8 @@ from typing import Any
 
 from .harness import batch
 from .registry import (
+    CREATE_ACLS,
+    DELETE_GROUPS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
     Run,
@@ -22,6 +24,9 @@ DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS = 90, 91
 DELETE_SHARE_GROUP_OFFSETS = 92
 GROUP_RESOURCE = 32
 COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS = 15, 14
+GROUP_AUTHORIZATION_FAILED = 30
+#: AclOperation codes, and the GROUP resource type of the ACL APIs.
+ACL_READ, ACL_DELETE, ACL_DESCRIBE, ACL_GROUP = 3, 6, 8, 3
 
 
 def heartbeat(run: Run, step: str, group: str, member: str, epoch: int,
@@ -127,6 +132,61 @@ def share_group_offsets(run: Run) -> None:
     describe_offsets(run, "describe_deleted", g, asked)
     run.call("delete_again", DELETE_SHARE_GROUP_OFFSETS, group_id=g,
              topics=[{"topic_name": t}])
+    # DeleteGroups takes the share-partition state with the group.
+    alter_offsets(run, "alter_before_group_delete", g, t, {1: 0})
+    run.call("delete_group", DELETE_GROUPS, groups_names=[g])
+    describe_offsets(run, "describe_after_group_delete", g, asked)
+
+
+def allow_group(run: Run, group: str, operation: int) -> None:
+    run.call("acl", CREATE_ACLS, record=False, creations=[{
+        "resource_type": ACL_GROUP, "resource_name": group, "resource_pattern_type": 3,
+        "principal": "User:alice", "host": "*", "operation": operation,
+        "permission_type": 3}])
+
+
+def once_allowed(step: str, call: Any, group_error: Any) -> Any:
+    """Ask until the group is no longer refused (Kafka's broker applies a new ACL from
+    its metadata log a moment after the controller answered), at most 10 s; the last
+    answer is recorded under ``step``."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if int(group_error(call(None, False))) != GROUP_AUTHORIZATION_FAILED:
+            break
+        time.sleep(0.1)
+    return call(step, True)
+
+
+@scenario("share-offsets-acls")
+def share_offsets_acls(run: Run) -> None:
+    t = run.topic()
+    create_topic(run, t, partitions=1)
+    g = run.group()
+    alice = run.wire(sasl_user="alice")
+
+    def describe(step: str | None, record: bool) -> Any:
+        return run.call(step or "wait", DESCRIBE_SHARE_GROUP_OFFSETS, wire=alice,
+                        record=record, groups=[{"group_id": g, "topics": [
+                            {"topic_name": t, "partitions": [0]}]}])
+
+    def alter(step: str | None, record: bool) -> Any:
+        return run.call(step or "wait", ALTER_SHARE_GROUP_OFFSETS, wire=alice, record=record,
+                        group_id=g, topics=[{"topic_name": t, "partitions": [
+                            {"partition_index": 0, "start_offset": 0}]}])
+
+    def delete(step: str | None, record: bool) -> Any:
+        return run.call(step or "wait", DELETE_SHARE_GROUP_OFFSETS, wire=alice,
+                        record=record, group_id=g, topics=[{"topic_name": t}])
+
+    describe("describe_denied", True)
+    alter("alter_denied", True)
+    delete("delete_denied", True)
+    allow_group(run, g, ACL_DESCRIBE)
+    once_allowed("describe_topic_denied", describe, lambda r: r.groups[0].error_code)
+    allow_group(run, g, ACL_READ)
+    once_allowed("alter_topic_denied", alter, lambda r: r.error_code)
+    allow_group(run, g, ACL_DELETE)
+    once_allowed("delete_topic_denied", delete, lambda r: r.error_code)
 
 
 def group_configs(run: Run, step: str, group: str, names: list[str] | None) -> Any:

@@ -13,12 +13,20 @@ from pathlib import Path
 #: Each is tens of milliseconds of start-up: hypothesis (kio registers strategies when it
 #: is importable), cryptography (TLS listeners only), scramp (SCRAM only), crc32c's
 #: package __init__ and importlib.metadata, the HTTP client (kafkalite ctl), and the
-#: pipeline's libraries.
+#: pipeline's libraries; the modules of the kinds of group a new broker has none of.
 NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "importlib.metadata",
                         "urllib.request", "pyspark", "pyarrow", "numpy", "pandas",
                         # TLS and SASL: only for listeners that use them.
                         "kafkalite.broker.security.tls", "kafkalite.broker.security.mechanisms",
-                        "kafkalite.broker.security.oauthbearer")
+                        "kafkalite.broker.security.oauthbearer",
+                        # KIP-848 consumer groups and KIP-932 share groups: with the first
+                        # such group or record.
+                        "kafkalite.protocol.consumer_group_records",
+                        "kafkalite.coordinator.consumer_membership",
+                        "kafkalite.coordinator.consumer_migration",
+                        "kafkalite.protocol.share_group_records",
+                        "kafkalite.coordinator.share_membership",
+                        "kafkalite.coordinator.share.group")
 
 
 def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path: Path) -> None:

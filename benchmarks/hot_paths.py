@@ -1,0 +1,193 @@
+"""CPU time of the hot request paths in one process, through the broker's own dispatch
+(``KafkaApis.handle`` on an encoded frame: header, authorization, handler, coordinator,
+append, response), without sockets, so that two checkouts can be compared on a busy
+machine: ApiVersions v3, Heartbeat v4 of a joined member, OffsetCommit v8 and
+OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them).
+
+```
+python benchmarks/hot_paths.py ROUNDS N     # one JSON line per round: µs of CPU per call
+PROFILE=commit python benchmarks/hot_paths.py 1 N   # cProfile of one path instead
+```
+
+Run as a file, it measures whichever kafkalite the interpreter imports (older checkouts,
+with ``broker/config.py``, included): run it with each checkout's interpreter, taking turns,
+and compare best and median per side. Garbage collection is off while a round runs
+(``GC=1`` leaves it on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.modules["hypothesis"] = None  # type: ignore[assignment]  # as `kafkalite serve`
+
+try:
+    from kafkalite.broker.config.properties import Config
+except ImportError:
+    from kafkalite.broker.config import Config  # type: ignore[no-redef]
+from kafkalite.broker.compose import build_broker  # noqa: E402
+from kafkalite.protocol.apis import codec, decode_response, encode_request  # noqa: E402
+from kafkalite.protocol.build import build, nested  # noqa: E402
+from kafkalite.protocol.headers import encode_request_header, parse_response_header  # noqa: E402
+
+JOIN, SYNC, HEARTBEAT, COMMIT, FETCH, CREATE = 11, 14, 12, 8, 9, 19
+GROUP, TOPIC = "hot-group", "hot-topic"
+#: Commits as benchmarks.offsets sends them: generation -1, to a group with no members.
+COMMITS = "hot-commits"
+
+
+class Conn:
+    principal = "User:ANONYMOUS"
+    peer_host = "127.0.0.1"
+    peer_port = 40000
+    listener_name = "PLAINTEXT"
+    connection_id = 1
+    client_id_raw: bytes | None = None
+    client_id: str | None = None
+    received_at = 0.0
+
+
+def req(key: int, ver: int, **fields: Any) -> Any:
+    return build(codec(key, ver).request_type, **fields)
+
+
+def cls(key: int, ver: int, name: str) -> Any:
+    return nested(codec(key, ver).request_type, name)
+
+
+def frame(r: Any, corr: int = 1) -> bytes:
+    key, ver = int(r.__api_key__), int(r.__version__)
+    c = codec(key, ver)
+    return encode_request_header(key, ver, corr, "hot", c.request_flexible) + encode_request(r)
+
+
+async def call(apis: Any, conn: Conn, r: Any) -> Any:
+    out = apis.handle(conn, frame(r))
+    if inspect.isawaitable(out):
+        out = await out
+    key, ver = int(r.__api_key__), int(r.__version__)
+    body = bytes(out)
+    _corr, off = parse_response_header(body[4:], codec(key, ver).response_header_flexible)
+    return decode_response(key, ver, body[4:], off)
+
+
+async def main(rounds: int, n: int) -> None:
+    d = Path(tempfile.mkdtemp(prefix="hot-"))
+    config = Config.build(None, overrides={"log.dirs": str(d / "data"),
+                                           "listeners": "PLAINTEXT://127.0.0.1:0",
+                                           "group.initial.rebalance.delay.ms": "0"})
+    broker = build_broker(config)
+    await broker.start()
+    apis, conn = broker.apis, Conn()
+    topic_t = cls(CREATE, 7, "CreatableTopic")
+    await call(apis, conn, req(CREATE, 7, topics=(topic_t(
+        name=TOPIC, num_partitions=1, replication_factor=1, assignments=(), configs=()),),
+        timeout=timedelta(seconds=5), validate_only=False))
+    proto = cls(JOIN, 9, "JoinGroupRequestProtocol")
+    member = ""
+    for _ in range(50):
+        r = await call(apis, conn, req(
+            JOIN, 9, group_id=GROUP, session_timeout=timedelta(seconds=30),
+            rebalance_timeout=timedelta(seconds=30), member_id=member,
+            group_instance_id=None, protocol_type="consumer", reason=None,
+            protocols=(proto(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"),)))
+        if int(r.error_code) in (79,):
+            member = r.member_id
+            continue
+        if int(r.error_code) == 14 or int(r.error_code) == 15:  # loading / not available
+            await asyncio.sleep(0.05)
+            continue
+        break
+    assert int(r.error_code) == 0, r
+    member, gen = r.member_id, int(r.generation_id)
+    assign = cls(SYNC, 5, "SyncGroupRequestAssignment")
+    s = await call(apis, conn, req(SYNC, 5, group_id=GROUP, generation_id=gen, member_id=member,
+                                   group_instance_id=None, protocol_type="consumer",
+                                   protocol_name="range",
+                                   assignments=(assign(member_id=member, assignment=b""),)))
+    assert int(s.error_code) == 0, s
+    hb = frame(req(HEARTBEAT, 4, group_id=GROUP, generation_id=gen, member_id=member,
+                   group_instance_id=None))
+    ct = cls(COMMIT, 8, "OffsetCommitRequestTopic")
+    cp = cls(COMMIT, 8, "OffsetCommitRequestPartition")
+
+    def commit(offset: int) -> bytes:
+        return frame(req(COMMIT, 8, group_id=COMMITS, generation_id_or_member_epoch=-1,
+                         member_id="", group_instance_id=None,
+                         topics=(ct(name=TOPIC, partitions=(cp(
+                             partition_index=0, committed_offset=offset,
+                             committed_leader_epoch=-1, committed_metadata=""),)),)))
+
+    fg = cls(FETCH, 8, "OffsetFetchRequestGroup")
+    ft = cls(FETCH, 8, "OffsetFetchRequestTopics")
+    fetch = frame(req(FETCH, 8, require_stable=False, groups=(build(
+        fg, group_id=COMMITS, member_id=None, member_epoch=-1,
+        topics=(ft(name=TOPIC, partition_indexes=(0,)),)),)))
+    commits = [commit(i) for i in range(n)]
+    versions = frame(req(18, 3, client_software_name="hot", client_software_version="1"))
+    handle = apis.handle
+
+    async def run_sync(frames: list[bytes]) -> float:
+        gc.collect()
+        if not os.environ.get("GC"):
+            gc.disable()
+        t0 = time.process_time()
+        for f in frames:
+            out = handle(conn, f)
+            if inspect.isawaitable(out):
+                await out
+        t = time.process_time() - t0
+        gc.enable()
+        return t / len(frames) * 1e6
+
+    # warm up, and check the answers
+    first = await call(apis, conn, req(HEARTBEAT, 4, group_id=GROUP, generation_id=gen,
+                                       member_id=member, group_instance_id=None))
+    assert int(first.error_code) == 0, first
+    for f in commits[:1]:
+        c = apis.handle(conn, f)
+        if inspect.isawaitable(c):
+            c = await c
+        assert bytes(c)[-40:].count(b"\x00\x00\x00\x00\x00") >= 1
+    got = await call(apis, conn, req(FETCH, 8, require_stable=False, groups=(build(
+        fg, group_id=COMMITS, member_id=None, member_epoch=-1,
+        topics=(ft(name=TOPIC, partition_indexes=(0,)),)),)))
+    p0 = got.groups[0].topics[0].partitions[0]
+    assert int(p0.error_code) == 0 and int(p0.committed_offset) == 0, got
+    if os.environ.get("PROFILE"):
+        import cProfile
+        import pstats
+
+        which = {"api_versions": [versions] * n, "heartbeat": [hb] * n, "commit": commits,
+                 "offset_fetch": [fetch] * n}
+        frames = which[os.environ["PROFILE"]]
+        await run_sync(frames)
+        pr = cProfile.Profile()
+        pr.enable()
+        await run_sync(frames)
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(40)
+        return
+    for _ in range(rounds):
+        row = {
+            "api_versions": await run_sync([versions] * n),
+            "heartbeat": await run_sync([hb] * n),
+            "commit": await run_sync(commits),
+            "offset_fetch": await run_sync([fetch] * n),
+        }
+        print(json.dumps(row), flush=True)
+    await broker.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
