@@ -237,7 +237,8 @@ def _fill(data_dir: Path, records: int, keys: int) -> float:
     """Append ``records`` offset commits over ``keys`` keys to __consumer_offsets-0."""
     from kafkalite.protocol import consumer_offsets as co
     from kafkalite.protocol.records import NewRecord, build_batch
-    from kafkalite.storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.log import PartitionLog
+    from kafkalite.storage.log_config import LogConfig
 
     plog = PartitionLog(data_dir / "__consumer_offsets-0", "__consumer_offsets", 0,
                         LogConfig(segment_bytes=SEGMENT_BYTES, cleanup_policy="compact"))
@@ -258,7 +259,8 @@ def _fill(data_dir: Path, records: int, keys: int) -> float:
 def _compact(data_dir: Path) -> tuple[float, int, int]:
     from kafkalite.protocol.records import iter_batch_headers
     from kafkalite.storage.compaction import clean_log
-    from kafkalite.storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.log import PartitionLog
+    from kafkalite.storage.log_config import LogConfig
 
     plog = PartitionLog(data_dir / "__consumer_offsets-0", "__consumer_offsets", 0,
                         LogConfig(segment_bytes=SEGMENT_BYTES, cleanup_policy="compact"))

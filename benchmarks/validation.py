@@ -23,7 +23,8 @@ from kafkalite.protocol.records import (
     NewRecord,
     build_batch,
 )
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 from kafkalite.storage.validation import RecordRules
 
 from .common import header, table

@@ -20,15 +20,12 @@ import bisect
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
 
 import structlog
 
 from kafkalite.protocol.control import end_txn_marker_batch
-from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
@@ -44,11 +41,11 @@ from kafkalite.protocol.records import (
     PRODUCER_EPOCH,
     PRODUCER_ID,
     assigned_parts,
-    decode_batch,
     increment_sequence,
     set_log_append_time,
 )
 
+from . import log_search
 from .errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -57,59 +54,18 @@ from .errors import (
 )
 from .index import MAX_RELATIVE_OFFSET
 from .leader_epoch import LeaderEpochCache
+from .log_config import NEVER, LogConfig, Replicator
 from .log_deletion import LogDeletion
 from .log_txn import LogTransactions
 from .producer_state import CLIENT, AppendOrigin
 from .segment import Segment
 from .txn_index import AbortedTxn
-from .validation import RecordRules, check_batch, check_size, validate_client_batch
+from .validation import check_batch, check_size, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
 
-NEVER = 2**63 - 1
-
-
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass
-class LogConfig:
-    """The topic configs a log obeys (Kafka's names in comments)."""
-
-    segment_bytes: int = 1073741824  # segment.bytes
-    segment_ms: int = 604800000  # segment.ms
-    retention_ms: int = 604800000  # retention.ms
-    retention_bytes: int = -1  # retention.bytes
-    index_interval_bytes: int = 4096  # index.interval.bytes
-    max_message_bytes: int = 1048588  # max.message.bytes
-    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
-    flush_messages: int = NEVER  # flush.messages
-    flush_ms: int = NEVER  # flush.ms
-    cleanup_policy: str = "delete"  # cleanup.policy
-    min_insync_replicas: int = 1  # min.insync.replicas
-    #: What a client's batches are checked against (keys on compacted topics, timestamp
-    #: bounds, the compression.type to store).
-    rules: RecordRules = field(default_factory=RecordRules)
-
-    @property
-    def deletes(self) -> bool:
-        return "delete" in self.cleanup_policy
-
-
-class Replicator(Protocol):
-    """A leader log's followers (the broker's replica set): filled after each append."""
-
-    def __call__(self) -> None: ...
-
-    @property
-    def in_sync(self) -> int:
-        """How many replicas are in sync, the leader included."""
-        ...
-
-    def acked(self, offset: int, timeout_ms: int) -> Awaitable[Any]:
-        """Done when the high watermark passes ``offset`` (acks=all), or on timeout."""
-        ...
 
 
 class PartitionLog:
@@ -569,44 +525,11 @@ class PartitionLog:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp``."""
-        for seg in self.segments:
-            if seg.max_timestamp < timestamp or seg.size == 0:
-                continue
-            start = max(seg.time_index.lookup(timestamp), self.log_start_offset)
-            found = seg.find_position(start)
-            if found is None:
-                continue
-            for _pos, batch in seg.iter_batches(found[0]):
-                h = BATCH_HEADER.unpack_from(batch, 0)
-                last = h[BASE_OFFSET] + h[LAST_OFFSET_DELTA]
-                if h[MAX_TIMESTAMP] < timestamp or last < self.log_start_offset:
-                    continue
-                _header, records = decode_batch(batch)
-                for r in records:
-                    if r.timestamp >= timestamp and r.offset >= self.log_start_offset:
-                        return r.offset, r.timestamp
-        return None
+        return log_search.offset_for_timestamp(self.segments, self.log_start_offset, timestamp)
 
     def max_timestamp(self) -> tuple[int, int]:
-        """(offset, timestamp) of the first record with the largest timestamp, or (-1, -1).
-
-        The segments know the batch; its records are decoded to find the record itself,
-        as Kafka answers ListOffsets MAX_TIMESTAMP since KAFKA-16310.
-        """
-        best = (-1, -1)
-        for seg in self.segments:
-            if seg.max_timestamp > best[1]:
-                best = (seg.offset_of_max_timestamp, seg.max_timestamp)
-        if best[0] < self.log_start_offset:
-            return -1, -1
-        try:
-            _h, records = decode_batch(self.read(best[0], 1))
-        except (OffsetOutOfRangeError, ProtocolError):
-            return best
-        for r in records:
-            if r.timestamp == best[1]:
-                return r.offset, r.timestamp
-        return best
+        """(offset, timestamp) of the first record with the largest timestamp, or (-1, -1)."""
+        return log_search.max_timestamp(self.segments, self.log_start_offset, self.read)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch at or after ``offset`` (whole batches; the one holding it too)

@@ -24,7 +24,8 @@ from kafkalite.protocol.records import (
 )
 
 from .fsutil import DirLock, atomic_write
-from .log import NEVER, LogConfig, PartitionLog, now_ms
+from .log import PartitionLog, now_ms
+from .log_config import NEVER, LogConfig
 from .producer_state import ProducerIdAllocator
 from .validation import RecordRules
 

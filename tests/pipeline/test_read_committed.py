@@ -15,7 +15,8 @@ from kafkalite.pipeline import segments as sg
 from kafkalite.pipeline.source import _BatchReader, _parse_options, _StreamReader
 from kafkalite.pipeline.transactions import TxnView, transaction_view
 from kafkalite.protocol.records import ATTR_TRANSACTIONAL, NewRecord, build_batch
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 
 pytestmark = pytest.mark.timeout(600)
 

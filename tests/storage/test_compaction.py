@@ -112,7 +112,8 @@ def test_a_batch_with_nothing_left_disappears() -> None:
 
 def test_partition_log_compacts_100k_commits_and_reloads_same_state(tmp_path: Path) -> None:
     from kafkalite.storage.compaction import LogCleaner
-    from kafkalite.storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.log import PartitionLog
+    from kafkalite.storage.log_config import LogConfig
 
     cfg = LogConfig(segment_bytes=256 * 1024, cleanup_policy="compact")
     plog = PartitionLog(tmp_path / "__consumer_offsets-0", "__consumer_offsets", 0, cfg,
@@ -142,7 +143,8 @@ def test_partition_log_compacts_100k_commits_and_reloads_same_state(tmp_path: Pa
 
 def test_a_crash_mid_swap_leaves_the_old_segment_whole(tmp_path: Path) -> None:
     from kafkalite.storage.compaction import build_offset_map
-    from kafkalite.storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.log import PartitionLog
+    from kafkalite.storage.log_config import LogConfig
     from kafkalite.storage.segment import filename
 
     cfg = LogConfig(segment_bytes=16 * 1024, cleanup_policy="compact")
@@ -170,7 +172,8 @@ def test_cleaning_in_a_worker_thread_shortens_gil_turns_then_restores_them(
     import sys
 
     from kafkalite.storage import compaction
-    from kafkalite.storage.log import LogConfig, PartitionLog
+    from kafkalite.storage.log import PartitionLog
+    from kafkalite.storage.log_config import LogConfig
 
     cfg = LogConfig(segment_bytes=64 * 1024, cleanup_policy="compact")
     plog = PartitionLog(tmp_path / "__consumer_offsets-0", "__consumer_offsets", 0, cfg,

@@ -8,7 +8,8 @@ import struct
 from pathlib import Path
 
 from kafkalite.protocol.records import NewRecord, build_batch, decode_batch
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 
 NOW = 1_700_000_000_000
 

@@ -10,7 +10,8 @@ import pytest
 
 from kafkalite.protocol.records import NewRecord, build_batch, decode_batch
 from kafkalite.storage.leader_epoch import FILENAME, LeaderEpochCache
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 
 
 def batch(n: int = 1) -> bytes:

@@ -24,7 +24,8 @@ from kafkalite.storage.errors import (
     OutOfOrderSequenceError,
     RecordTooLargeError,
 )
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 from kafkalite.storage.manager import LogManager
 from kafkalite.storage.producer_state import ProducerIdAllocator
 from kafkalite.storage.topic_config import TOPIC_CONFIGS

@@ -25,7 +25,8 @@ from kafkalite.storage.errors import (
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 from kafkalite.storage.producer_state import (
     AppendOrigin,
     ProducerStateTable,

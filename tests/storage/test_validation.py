@@ -26,7 +26,8 @@ from kafkalite.storage.errors import (
     InvalidRecordError,
     RecordValidationError,
 )
-from kafkalite.storage.log import LogConfig, PartitionLog
+from kafkalite.storage.log import PartitionLog
+from kafkalite.storage.log_config import LogConfig
 from kafkalite.storage.validation import RecordRules, validate_client_batch
 
 NOW = 1_700_000_000_000
