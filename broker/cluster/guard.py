@@ -7,6 +7,10 @@ request (``testing.fault_responses``), and nothing is written. Clients send each
 partition to its leader and each key to its coordinator, so a request that mixes leaders
 comes only from metadata older than the placement, and the client retries it.
 
+ShareFetch and ShareAcknowledge are answered per partition instead, as Kafka's are: the
+handler is given the node's ``ShareLeadership`` and answers NOT_LEADER_OR_FOLLOWER, with
+the current leader, for each share-partition led elsewhere (``handlers/share_fetch``).
+
 Only a process with more than one node wraps its handlers: one node leads everything.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
@@ -34,6 +39,7 @@ from ..handlers import (
     offsets,
     produce,
     producer_ids,
+    share_fetch,
     transactions,
     txn_offsets,
 )
@@ -213,6 +219,38 @@ def guard_list_groups(cluster: Cluster, handler: Handler) -> Handler:
     return listed
 
 
+class ShareLeadership:
+    """``share_fetch.Leadership`` for one node of ``cluster``."""
+
+    def __init__(self, cluster: Cluster, catalog: TopicCatalog,
+                 epoch: Callable[[str, int], int]) -> None:
+        self.cluster = cluster
+        self.catalog = catalog
+        self.epoch = epoch
+
+    def elsewhere(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int] | None:
+        info = self.catalog.by_id(topic_id)
+        if info is None or not 0 <= partition < info.partitions:
+            return None
+        leader = self.cluster.leader(info.name, partition)
+        if leader == self.cluster.node_id:
+            return None
+        return leader, self.epoch(info.name, partition)
+
+    def endpoints(self, node_ids: set[int], listener: str
+                  ) -> list[tuple[int, str, int, str | None]]:
+        out = []
+        for node_id in sorted(node_ids):
+            member = self.cluster.member(node_id)
+            if member is not None and member.listeners:
+                b = member.endpoint(listener)
+                out.append((node_id, b.advertised_host, b.advertised_port, member.rack))
+        return out
+
+
+SHARE_PARTITIONED = (share_fetch.SHARE_FETCH, share_fetch.SHARE_ACKNOWLEDGE)
+
+
 def guarded_routes(cluster: Cluster, catalog: TopicCatalog, routes: list[Route],
                    epoch: Callable[[str, int], int]) -> list[Route]:
     """``routes`` with the handlers that depend on leadership wrapped for ``cluster``'s node
@@ -228,5 +266,9 @@ def guarded_routes(cluster: Cluster, catalog: TopicCatalog, routes: list[Route],
             handler = guard_coordinator(cluster, r.api_key, handler, key_type, keys)
         elif r.api_key == group_admin.LIST_GROUPS:
             handler = guard_list_groups(cluster, handler)
+        elif r.api_key in SHARE_PARTITIONED:
+            # The share handlers take the node's leadership as a keyword.
+            share_handler: Callable[..., Any] = handler
+            handler = partial(share_handler, leadership=ShareLeadership(cluster, catalog, epoch))
         out.append(replace(r, handler=handler))
     return out

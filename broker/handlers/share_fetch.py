@@ -10,6 +10,11 @@ carry on); then records are acquired from every partition of the session. A Shar
 that acquires fewer than ``min_bytes`` waits, like Fetch, until an append or a release
 brings records or ``max_wait_ms`` passes (a socket-side timer, as Fetch's). Epoch -1
 closes the session and releases what the member still holds.
+
+With several nodes (``broker/cluster/``) a node serves only the share-partitions it leads:
+each other partition, of the request or of the session, answers NOT_LEADER_OR_FOLLOWER
+with its current leader and the leaders' endpoints, as Kafka's ``KafkaApis`` fills them
+in; nothing is acquired or acknowledged there (``Leadership``, given by the cluster).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import datetime
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalite.coordinator.share.partition import AckBatch, AckType, AcquiredRange
 from kafkalite.coordinator.share.sessions import FINAL_EPOCH, ShareSessions
@@ -52,10 +57,23 @@ _MS = datetime.timedelta(milliseconds=1)
 TP = tuple[uuid.UUID, int]
 
 
+class Leadership(Protocol):
+    """Which node leads a partition, for a node of a multi-node process."""
+
+    def elsewhere(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int] | None:
+        """(leader, leader epoch) of a partition this node does not lead, else None."""
+
+    def endpoints(self, node_ids: set[int], listener: str
+                  ) -> list[tuple[int, str, int, str | None]]:
+        """(node id, host, port, rack) of each of ``node_ids`` on ``listener``."""
+
+
 @dataclass(slots=True)
 class PartitionOut:
     error: ErrorCode = NO_ERROR
     ack_error: ErrorCode | None = None
+    #: (leader, epoch) of a partition led by another node.
+    leader: tuple[int, int] | None = None
     records: list[bytes] = field(default_factory=list)
     ranges: list[AcquiredRange] = field(default_factory=list)
 
@@ -101,7 +119,8 @@ class ShareRequests:
         return not self.access.permits(ctx, Operation.READ, ResourceType.GROUP, group)
 
     def acknowledge(self, ctx: RequestContext, group: str, member: str, topics: Any,
-                    out: dict[TP, PartitionOut]) -> None:
+                    out: dict[TP, PartitionOut], leadership: Leadership | None = None
+                    ) -> None:
         """Apply each partition's acknowledgement batches; its error in ``out``."""
         version = ctx.api_version
         for t in topics:
@@ -111,6 +130,8 @@ class ShareRequests:
                 res = out.setdefault(tp, PartitionOut())
                 if terr is not NO_ERROR:
                     res.error = terr
+                    continue
+                if not_led(res, leadership, tp):
                     continue
                 if not p.acknowledgement_batches:
                     continue
@@ -126,12 +147,33 @@ class ShareRequests:
         return self.manager.group_configs.share_partition_config(group).lock_duration_ms * _MS
 
 
-def _leader(resp_t: type[Any]) -> Any:
-    return nested(resp_t, "LeaderIdAndEpoch")(leader_id=-1, leader_epoch=-1)
+def not_led(res: PartitionOut, leadership: Leadership | None, tp: TP) -> bool:
+    """Whether ``tp`` is led by another node; if so ``res`` says so."""
+    where = None if leadership is None else leadership.elsewhere(*tp)
+    if where is None:
+        return False
+    res.error, res.leader = ErrorCode.not_leader_or_follower, where
+    return True
+
+
+def _leader(resp_t: type[Any], r: PartitionOut | None = None) -> Any:
+    leader, epoch = r.leader if r is not None and r.leader is not None else (-1, -1)
+    return nested(resp_t, "LeaderIdAndEpoch")(leader_id=leader, leader_epoch=epoch)
+
+
+def _endpoints(resp_t: type[Any], out: dict[TP, PartitionOut],
+               leadership: Leadership | None, listener: str) -> tuple[Any, ...]:
+    leaders = {r.leader[0] for r in out.values() if r.leader is not None and r.leader[0] >= 0}
+    if leadership is None or not leaders:
+        return ()
+    endpoint_t = nested(resp_t, "NodeEndpoint")
+    return tuple(endpoint_t(node_id=n, host=h, port=port, rack=rack)
+                 for n, h, port, rack in leadership.endpoints(leaders, listener))
 
 
 def _fetch_response(version: int, error: ErrorCode, lock_timeout: datetime.timedelta,
-                    out: dict[TP, PartitionOut], message: str | None = None) -> Any:
+                    out: dict[TP, PartitionOut], message: str | None = None,
+                    leadership: Leadership | None = None, listener: str = "") -> Any:
     resp_t = codecs.codec(SHARE_FETCH, version).response_type
     topic_t = nested(resp_t, "ShareFetchableTopicResponse")
     part_t = nested(resp_t, "PartitionData")
@@ -141,7 +183,7 @@ def _fetch_response(version: int, error: ErrorCode, lock_timeout: datetime.timed
         by_topic.setdefault(tid, []).append(build(
             part_t, partition_index=p, error_code=r.error, error_message=None,
             acknowledge_error_code=(r.ack_error or NO_ERROR).value,
-            acknowledge_error_message=None, current_leader=_leader(resp_t),
+            acknowledge_error_message=None, current_leader=_leader(resp_t, r),
             records=b"".join(r.records),
             acquired_records=tuple(acq_t(first_offset=a.first_offset,
                                          last_offset=a.last_offset,
@@ -151,14 +193,15 @@ def _fetch_response(version: int, error: ErrorCode, lock_timeout: datetime.timed
                  acquisition_lock_timeout=lock_timeout,
                  responses=tuple(topic_t(topic_id=t, partitions=tuple(ps))
                                  for t, ps in by_topic.items()),
-                 node_endpoints=())
+                 node_endpoints=_endpoints(resp_t, out, leadership, listener))
 
 
 class ShareFetchWork:
     """One ShareFetch's acquisitions, repeated while it waits for ``min_bytes``."""
 
     def __init__(self, shared: ShareRequests, ctx: RequestContext, req: Any, group: str,
-                 member: str, partitions: list[TP], out: dict[TP, PartitionOut]) -> None:
+                 member: str, partitions: list[TP], out: dict[TP, PartitionOut],
+                 leadership: Leadership | None = None) -> None:
         self.shared = shared
         self.group = group
         self.member = member
@@ -174,8 +217,10 @@ class ShareFetchWork:
             err = shared.topic_error(ctx, tp[0])
             if err is not NO_ERROR:
                 out.setdefault(tp, PartitionOut()).error = err
-            else:
+            elif leadership is None or leadership.elsewhere(*tp) is None:
                 self.ok.append(tp)
+            else:
+                not_led(out.setdefault(tp, PartitionOut()), leadership, tp)
 
     def run(self) -> None:
         manager = self.shared.manager
@@ -260,17 +305,21 @@ class DelayedShareFetch:
         self.work.shared.manager.waiters.discard(self.poke)
 
 
-def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any) -> Any:
+def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any,
+                leadership: Leadership | None = None) -> Any:
     version = ctx.api_version
     group, member = req.group_id or "", req.member_id or ""
     lock_timeout = shared.lock_timeout(group) if group else datetime.timedelta(0)
     out: dict[TP, PartitionOut] = {}
+
+    def respond(error: ErrorCode, message: str | None = None) -> Any:
+        return _fetch_response(version, error, lock_timeout, out, message, leadership,
+                               ctx.listener)
+
     if not group or not member.strip():
-        return _fetch_response(version, ErrorCode.invalid_request, lock_timeout, out,
-                               "The group id and member id must be set.")
+        return respond(ErrorCode.invalid_request, "The group id and member id must be set.")
     if shared.group_denied(ctx, group):
-        return _fetch_response(version, ErrorCode.group_authorization_failed, lock_timeout,
-                               out)
+        return respond(ErrorCode.group_authorization_failed)
     epoch = req.share_session_epoch
     adding = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
     forgetting = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
@@ -279,30 +328,30 @@ def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any) -> Any:
         group, member, epoch, shared.now(), add=[(str(t), p) for t, p in adding],
         forget=[(str(t), p) for t, p in forgetting], has_acknowledgements=has_acks)
     if step.error is not NO_ERROR:
-        return _fetch_response(version, step.error, lock_timeout, out)
-    shared.acknowledge(ctx, group, member, req.topics, out)
+        return respond(step.error)
+    shared.acknowledge(ctx, group, member, req.topics, out, leadership)
     if epoch == FINAL_EPOCH or step.session is None:
         shared.end_member(group, member)
-        return _fetch_response(version, NO_ERROR, lock_timeout, out)
+        return respond(NO_ERROR)
     if epoch == 0:
         shared.opened(ctx, group, member)
     if getattr(req, "is_renew_ack", False):
         # A renewal of locks only (v2): nothing is acquired.
-        return _fetch_response(version, NO_ERROR, lock_timeout, out)
+        return respond(NO_ERROR)
     session_tps = sorted(((uuid.UUID(t), p) for t, p in step.session.partitions),
                          key=lambda tp: (tp[0].bytes, tp[1]))
-    work = ShareFetchWork(shared, ctx, req, group, member, session_tps, out)
+    work = ShareFetchWork(shared, ctx, req, group, member, session_tps, out, leadership)
     work.run()
     wait_ms = millis(req.max_wait, 0)
     min_bytes = max(req.min_bytes, 1)
     if work.bytes >= min_bytes or wait_ms <= 0 or not work.ok:
-        return _fetch_response(version, NO_ERROR, lock_timeout, out)
-    parked = DelayedShareFetch(work, min_bytes, wait_ms / 1000, lambda: _fetch_response(
-        version, NO_ERROR, lock_timeout, out))
+        return respond(NO_ERROR)
+    parked = DelayedShareFetch(work, min_bytes, wait_ms / 1000, lambda: respond(NO_ERROR))
     return parked.fut
 
 
-def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any) -> Any:
+def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any,
+                      leadership: Leadership | None = None) -> Any:
     version = ctx.api_version
     resp_t = codecs.codec(SHARE_ACKNOWLEDGE, version).response_type
     topic_t = nested(resp_t, "ShareAcknowledgeTopicResponse")
@@ -317,12 +366,12 @@ def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any) -> A
             err = r.error if r.error is not NO_ERROR else (r.ack_error or NO_ERROR)
             by_topic.setdefault(tid, []).append(build(
                 part_t, partition_index=p, error_code=err, error_message=None,
-                current_leader=_leader(resp_t)))
+                current_leader=_leader(resp_t, r)))
         return build(resp_t, throttle_time=NO_THROTTLE, error_code=error,
                      error_message=message, acquisition_lock_timeout=lock_timeout,
                      responses=tuple(topic_t(topic_id=t, partitions=tuple(ps))
                                      for t, ps in by_topic.items()),
-                     node_endpoints=())
+                     node_endpoints=_endpoints(resp_t, out, leadership, ctx.listener))
 
     if not group or not member.strip():
         return respond(ErrorCode.invalid_request, "The group id and member id must be set.")
@@ -332,7 +381,7 @@ def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any) -> A
     step = shared.sessions.acknowledge(group, member, epoch, shared.now())
     if step.error is not NO_ERROR:
         return respond(step.error)
-    shared.acknowledge(ctx, group, member, req.topics, out)
+    shared.acknowledge(ctx, group, member, req.topics, out, leadership)
     if epoch == FINAL_EPOCH:
         shared.end_member(group, member)
     return respond(NO_ERROR)
