@@ -202,9 +202,7 @@ def routes(
         _route(group_admin.LIST_GROUPS, group_admin.VERSIONS,
                partial(group_admin.list_groups, runtime, access)),
         _route(group_admin.DELETE_GROUPS, group_admin.VERSIONS,
-               partial(group_admin.delete_groups, runtime, access,
-                       share_state=partial(share_offsets.delete_group_state, runtime,
-                                           share_store))),
+               partial(group_admin.delete_groups, runtime, access)),
         # --- transactions -----------------------------------------------------------------
         _route(transactions.ADD_PARTITIONS_TO_TXN, transactions.VERSIONS,
                partial(transactions.add_partitions_to_txn, storage, txn, access)),

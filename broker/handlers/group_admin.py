@@ -4,7 +4,6 @@ coordinator's core driven by its runtime."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kafkalite.coordinator.results import DescribedGroup
@@ -90,10 +89,9 @@ def list_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext
 
 
 def delete_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
-                  req: Any, share_state: Callable[[str], ErrorCode] | None = None) -> Any:
-    """``share_state``: deletes an empty share group's share-partition state first (as
-    Kafka's coordinator deletes it through its persister before the group's records);
-    NO_ERROR for any other group."""
+                  req: Any) -> Any:
+    """A deleted share group's share-partition state goes with it (the share-partition
+    manager listens for the deletion)."""
     resp_t = codecs.codec(DELETE_GROUPS, ctx.api_version).response_type
     result_t = nested(resp_t, "DeletableGroupResult")
     results = []
@@ -102,9 +100,7 @@ def delete_groups(runtime: CoordinatorRuntime, access: Access, ctx: RequestConte
             results.append(build(result_t, group_id=group_id,
                                  error_code=ErrorCode.group_authorization_failed))
             continue
-        err = share_state(group_id) if share_state is not None else NO_ERROR
-        if err is NO_ERROR:
-            err = _delete(runtime, group_id)
+        err = _delete(runtime, group_id)
         results.append(build(result_t, group_id=group_id, error_code=ErrorCode(err)))
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 

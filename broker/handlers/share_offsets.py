@@ -246,21 +246,3 @@ def delete_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
         if written is not NO_ERROR:
             return answer(written, None, [])
     return answer(NO_ERROR, None, early + list(change.topics))
-
-
-# --- DeleteGroups of a share group -----------------------------------------------------------
-
-def delete_group_state(runtime: CoordinatorRuntime, store: ShareOffsetsStore,
-                       group_id: str) -> ErrorCode:
-    """Before DeleteGroups deletes an empty share group: its share-partitions' state goes
-    (so a group made again with that id starts afresh, as in Kafka). Anything else (not a
-    share group, members left, the coordinator not here) is left to DeleteGroups itself."""
-    from kafkalite.coordinator.share import offsets_admin as oa
-
-    _status, kind, group = _group(runtime, group_id)
-    if kind != "share" or group is None or group.members:
-        return NO_ERROR
-    keys = oa.group_keys(store.states(), group_id)
-    if not keys:
-        return NO_ERROR
-    return store.apply(oa.Change(deletes=tuple(keys)))
