@@ -41,6 +41,7 @@ from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.share.sessions import ShareSessions
 from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareStateCore
+from kafkalite.coordinator.share.state_store import ShareKey
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Transactions, TxnConfig
@@ -272,9 +273,21 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
     groups.core.share_member_expired.append(share.end_member)
     groups.core.admin.share_group_deleted.append(manager.delete_group)
 
+    def initialized(key: ShareKey) -> None:
+        # Record 15 of the group names the share-partition, as Kafka's coordinator does.
+        group, topic_id, partition = key
+        info = storage.catalog.by_id(topic_id)
+        if info is not None:
+            runtime.groups.write(lambda g, now: g.share.partition_initialized(
+                now, group, topic_id, info.name, partition))
+
+    manager.initialized.append(initialized)
+
     def topic_deleted(event: str, info: TopicInfo) -> None:
         if event == "deleted":
             manager.delete_topic(info.topic_id)
+            runtime.groups.write(lambda g, now: g.share.state_deleted(
+                now, None, {info.topic_id}))
 
     storage.catalog.listeners.append(topic_deleted)
     return share

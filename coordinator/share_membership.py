@@ -11,6 +11,7 @@ kinds' requests for a share group's id, answer GROUP_ID_NOT_FOUND, as Kafka's do
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
@@ -152,6 +153,44 @@ class ShareMembership:
                 continue
             out.append(ShareGroupDescription(gid, group=share.describe(group)))
         return out
+
+    # --- share-partition state metadata (record 15) ------------------------------------
+
+    def partition_initialized(self, now: int, gid: str, topic_id: uuid.UUID,
+                              topic_name: str, partition: int) -> Outcome:
+        """A share-partition's state was first written to ``__share_group_state``: record
+        15 names it among the group's initialized ones, as Kafka's coordinator does once
+        the share coordinator has initialized it. Nothing for a group that is not here."""
+        _err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.share_groups.get(gid)
+        if ps is None or group is None:
+            return Outcome(NO_ERROR)
+        _name, parts = group.initialized.get(topic_id, (topic_name, frozenset()))
+        if partition in parts:
+            return Outcome(NO_ERROR)
+        initialized = {**group.initialized, topic_id: (topic_name, parts | {partition})}
+        return self._write_initialized(ps, gid, initialized)
+
+    def state_deleted(self, now: int, gid: str | None, topic_ids: set[uuid.UUID]) -> Outcome:
+        """The state of ``topic_ids``' share-partitions was deleted (of group ``gid``, or of
+        every group for a deleted topic): record 15 leaves them out."""
+        writes: list[Write] = []
+        for ps in list(self.partitions.values()):
+            for g in list(ps.share_groups.values()):
+                if (gid is not None and g.group_id != gid) or not (
+                        topic_ids & g.initialized.keys()):
+                    continue
+                left = {t: v for t, v in g.initialized.items() if t not in topic_ids}
+                writes += self._write_initialized(ps, g.group_id, left).writes
+        return Outcome(NO_ERROR, writes=writes)
+
+    @staticmethod
+    def _write_initialized(ps: PartitionState, gid: str,
+                           initialized: dict[uuid.UUID, tuple[str, frozenset[int]]]
+                           ) -> Outcome:
+        record = share.state_partition_metadata(gid, initialized)
+        return Outcome(AFTER_WRITE, writes=[Write(ps.partition, gid, [record],
+                                                  lambda err, _now: Outcome(err))])
 
     # --- replay and loading ---------------------------------------------------------------
 

@@ -190,9 +190,26 @@ def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
         written = store.apply(change)
         if written is not NO_ERROR:
             return answer(written, None, [])
+        record_state_metadata(runtime, change)
     if change.error is not NO_ERROR:
         return answer(change.error, change.message, [])
     return answer(NO_ERROR, None, early + list(change.topics))
+
+
+def record_state_metadata(runtime: CoordinatorRuntime, change: oa.Change) -> None:
+    """Record 15 of the group follows what ``change`` wrote to ``__share_group_state``:
+    reset share-partitions are initialized, deleted ones' topics are not."""
+    topics = runtime.groups.query(lambda g: g.topics.by_id)
+    for (gid, tid, p), _start in change.resets:
+        info = topics.get(tid)
+        if info is not None:
+            runtime.groups.write(lambda g, now: g.share.partition_initialized(
+                now, gid, tid, info.name, p))  # noqa: B023 (called now)
+    by_group: dict[str, set[uuid.UUID]] = {}
+    for gid, tid, _p in change.deletes:
+        by_group.setdefault(gid, set()).add(tid)
+    for gid, tids in by_group.items():
+        runtime.groups.write(lambda g, now: g.share.state_deleted(now, gid, tids))  # noqa: B023
 
 
 def _make_group(runtime: CoordinatorRuntime, gid: str, change: oa.Change) -> ErrorCode:
@@ -245,4 +262,5 @@ def delete_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
         written = store.apply(change)
         if written is not NO_ERROR:
             return answer(written, None, [])
+        record_state_metadata(runtime, change)
     return answer(NO_ERROR, None, early + list(change.topics))

@@ -107,6 +107,8 @@ class SharePartitionManager:
         self.partitions: dict[ShareKey, SharePartition] = {}
         #: Called when records may have become available (parked ShareFetches).
         self.waiters: set[Callable[[], None]] = set()
+        #: Told each share-partition whose state was first written (not restored).
+        self.initialized: list[Callable[[ShareKey], None]] = []
         scheduler.handle(LOCK_TIMER, self._on_lock_timer)
 
     # --- lookups -----------------------------------------------------------------------
@@ -162,6 +164,8 @@ class SharePartitionManager:
         self.partitions[key] = sp
         log.info("share.partition_initialized", group=group, topic_id=str(topic_id),
                  partition=partition, start_offset=start, reset=reset.strategy)
+        for listener in self.initialized:
+            listener(key)
         return NO_ERROR, sp
 
     def _persist(self, key: ShareKey, sp: SharePartition) -> ErrorCode:

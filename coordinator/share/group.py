@@ -13,9 +13,10 @@ The group epoch also moves when a subscribed topic appears, goes or changes its 
 count: the group epoch record keeps a hash of the subscribed topics' metadata (Kafka's
 field; kafkalite's own hash function, not Kafka's KIP-1101 one).
 
-Not here yet: the share-partition state initialization that Kafka tracks in record 15
-with the share coordinator, and the part that hooks this into the group coordinator (its
-timers for the session timeout call :func:`leave`).
+Record 15 (ShareGroupStatePartitionMetadata) keeps which share-partitions have their
+state initialized in ``__share_group_state`` (:func:`state_partition_metadata`); the
+group coordinator's share part (``share_membership``) writes it and calls :func:`leave`
+from its session timers.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     #: Each member's target assignment.
     target: dict[str, Assigned] = field(default_factory=dict)
+    #: The share-partitions whose state is initialized in ``__share_group_state``: topic
+    #: id -> (topic name, partitions), as record 15 (ShareGroupStatePartitionMetadata)
+    #: holds them.
+    initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
@@ -320,4 +325,23 @@ def replay(groups: dict[str, ShareGroup], key: sg.ShareGroupKey,
                 m, member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
                 assigned=_assigned(value.assigned_partitions))
-    # Record 15 (share-partition state metadata) has nothing to change here yet.
+    elif isinstance(key, sg.ShareGroupStatePartitionMetadataKey):
+        if isinstance(value, sg.ShareGroupStatePartitionMetadataValue):
+            group.initialized = {t.topic_id: (t.topic_name, frozenset(t.partitions))
+                                 for t in value.initialized_topics}
+        else:
+            group.initialized = {}
+
+
+def state_partition_metadata(gid: str, initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]]
+                             ) -> Record:
+    """Record 15 with ``initialized`` as its initialized topics (kafkalite initializes a
+    share-partition's state in one step, so nothing is left initializing or deleting)."""
+    return (sg.ShareGroupStatePartitionMetadataKey(gid),
+            sg.ShareGroupStatePartitionMetadataValue(
+                initializing_topics=(),
+                initialized_topics=tuple(
+                    sg.TopicPartitionsInfo(tid, name, tuple(sorted(parts)))
+                    for tid, (name, parts) in sorted(initialized.items(),
+                                                     key=lambda kv: kv[1][0])),
+                deleting_topics=()))

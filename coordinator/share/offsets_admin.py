@@ -19,9 +19,10 @@ share-partition state replayed from ``__share_group_state``, as Kafka's
   partition's), a topic without state answers UNKNOWN_TOPIC_OR_PARTITION ("There is no
   offset information to delete.").
 
-Kafka tracks which share-partitions are initialized in a record of its own
-(ShareGroupStatePartitionMetadata); kafkalite takes the share-partitions that have state in
-``__share_group_state`` as the initialized ones (docs/compatibility.md).
+Kafka decides which share-partitions are initialized from a record of its own
+(ShareGroupStatePartitionMetadata); kafkalite writes that record as the state is written,
+but takes the share-partitions that have state in ``__share_group_state`` as the
+initialized ones here (docs/compatibility.md).
 """
 
 from __future__ import annotations

@@ -143,3 +143,52 @@ def test_delete_only_an_empty_share_group() -> None:
     last = h.written[-1]
     assert last[-1] == (sg.ShareGroupMetadataKey("sg"), None)
     assert h.reload().core.share_group("sg") is None
+
+
+def _initialized(h: Harness, gid: str = "sg") -> dict[str, set[int]]:
+    group = h.core.share_group(gid)
+    assert group is not None
+    return {name: set(parts) for name, parts in group.initialized.values()}
+
+
+def test_state_partition_metadata_follows_initialization_and_deletion() -> None:
+    """Record 15 names the share-partitions whose state is initialized, once each; it
+    reloads, and a deleted topic's or group's state leaves it."""
+    h = make()
+    h.create_topic("u", 2)
+    hb(h, "a", 0, ("t", "u"))
+    tid, uid = topic_id("t"), topic_id("u")
+
+    def init(t: str, p: int) -> None:
+        h.runtime.groups.write(lambda g, now: g.share.partition_initialized(
+            now, "sg", topic_id(t), t, p))
+
+    init("t", 1)
+    init("t", 0)
+    init("u", 1)
+    before = len(h.written)
+    init("t", 0)
+    assert len(h.written) == before  # already initialized: nothing written
+    assert _initialized(h) == {"t": {0, 1}, "u": {1}}
+    (key, value), = h.written[-1]
+    assert key == sg.ShareGroupStatePartitionMetadataKey("sg")
+    assert value == sg.ShareGroupStatePartitionMetadataValue(
+        initializing_topics=(),
+        initialized_topics=(sg.TopicPartitionsInfo(tid, "t", (0, 1)),
+                            sg.TopicPartitionsInfo(uid, "u", (1,))),
+        deleting_topics=())
+    # A group that is not here writes nothing.
+    h.runtime.groups.write(lambda g, now: g.share.partition_initialized(
+        now, "nobody", tid, "t", 0))
+    assert len(h.written) == before
+
+    again = h.reload()
+    assert _initialized(again) == {"t": {0, 1}, "u": {1}}
+    # Topic deletion (every group), then DeleteShareGroupOffsets of a topic (one group).
+    again.runtime.groups.write(lambda g, now: g.share.state_deleted(now, None, {uid}))
+    assert _initialized(again) == {"t": {0, 1}}
+    again.runtime.groups.write(lambda g, now: g.share.state_deleted(now, "sg", {tid}))
+    assert _initialized(again) == {}
+    assert again.written[-1] == [(sg.ShareGroupStatePartitionMetadataKey("sg"),
+                                  sg.ShareGroupStatePartitionMetadataValue((), (), ()))]
+    assert _initialized(again.reload()) == {}
