@@ -169,13 +169,15 @@ class BrokerView:
         return next(b for b in self.brokers() if b["node_id"] == node_id)
 
     def _partition(self, topic: str, p: int) -> dict[str, Any]:
+        leader, replicas, isr = self.cluster_info.replicas(topic, p)
+        placed = {"leader": leader, "replicas": list(replicas), "isr": list(isr)}
         plog = self.storage.logs.get(topic, p)
         if plog is None:
             return {"partition": p, "log_start_offset": 0, "log_end_offset": 0,
-                    "size_bytes": 0, "segments": 0}
+                    "size_bytes": 0, "segments": 0, **placed}
         return {"partition": p, "log_start_offset": plog.log_start_offset,
                 "log_end_offset": plog.high_watermark, "size_bytes": plog.size_bytes,
-                "segments": len(plog.segments)}
+                "segments": len(plog.segments), **placed}
 
     def topics(self) -> list[dict[str, Any]]:
         out = []

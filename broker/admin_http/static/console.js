@@ -1,10 +1,10 @@
 // The kafkalite console: polls the admin JSON API and redraws; no page reloads, no
 // external assets. The location hash names what is shown: #topics, #topics/NAME,
-// #groups, #groups/ID, #schemas, #schemas/SUBJECT, #faults.
+// #groups, #groups/ID, #schemas, #schemas/SUBJECT, #faults, #brokers.
 "use strict";
 
 const state = { view: "topics", topic: null, group: null, subject: null };
-const VIEWS = ["topics", "groups", "schemas", "faults"];
+const VIEWS = ["topics", "groups", "schemas", "faults", "brokers"];
 const POLL_MS = 1000;
 
 function el(tag, text, cls) {
@@ -77,7 +77,8 @@ async function drawTopics() {
   detail.hidden = false;
   document.getElementById("topic-name").textContent = t.name;
   fill("partitions", t.partitions.map((p) => row(
-    [p.partition, p.log_start_offset, p.log_end_offset, bytes(p.size_bytes), p.segments])));
+    [p.partition, p.leader, p.replicas.join(", "), p.isr.join(", "), p.log_start_offset,
+     p.log_end_offset, bytes(p.size_bytes), p.segments])));
   const sel = document.getElementById("browse-partition");
   if (sel.dataset.topic !== t.name) {
     sel.replaceChildren(...t.partitions.map((p) => {
@@ -205,6 +206,32 @@ async function drawFaults() {
   }));
 }
 
+// Every node of the process with a button per action the admin API takes; with one node
+// the API refuses and says why.
+async function drawBrokers() {
+  const { brokers } = await api("/brokers");
+  const err = document.getElementById("brokers-error");
+  fill("brokers", brokers.map((b) => {
+    const buttons = el("span");
+    for (const action of ["stop", "start", "isolate", "heal"]) {
+      const btn = el("button", action);
+      btn.dataset.node = b.node_id;
+      btn.dataset.action = action;
+      btn.addEventListener("click", async () => {
+        try {
+          await api(`/brokers/${b.node_id}/${action}`, { method: "POST" });
+          err.textContent = "";
+        } catch (e) { err.textContent = e.message; }
+        refresh();
+      });
+      buttons.appendChild(btn);
+    }
+    return row([b.node_id + (b.controller ? " (controller)" : ""),
+      b.listeners.map((l) => l.advertised).join(", "), b.rack ?? "", b.status,
+      b.leader_partitions, buttons]);
+  }));
+}
+
 let busy = false;
 async function refresh() {
   if (busy) return;
@@ -215,6 +242,7 @@ async function refresh() {
     if (state.view === "topics") await drawTopics();
     else if (state.view === "groups") await drawGroups();
     else if (state.view === "schemas") await drawSchemas();
+    else if (state.view === "brokers") await drawBrokers();
     else await drawFaults();
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {
