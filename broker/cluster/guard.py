@@ -40,6 +40,8 @@ from ..handlers import (
     produce,
     producer_ids,
     share_fetch,
+    share_groups,
+    share_offsets,
     transactions,
     txn_offsets,
 )
@@ -122,6 +124,12 @@ COORDINATED: dict[int, tuple[int, Keys]] = {
     offsets.OFFSET_DELETE: (GROUP, _one("group_id")),
     group_admin.DESCRIBE_GROUPS: (GROUP, _many("groups")),
     group_admin.DELETE_GROUPS: (GROUP, _many("groups_names")),
+    # Share groups live in the group coordinator too (FindCoordinator key type group).
+    share_groups.SHARE_GROUP_HEARTBEAT: (GROUP, _one("group_id")),
+    share_groups.SHARE_GROUP_DESCRIBE: (GROUP, _many("group_ids")),
+    share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS: (GROUP, _offset_fetch_groups),
+    share_offsets.ALTER_SHARE_GROUP_OFFSETS: (GROUP, _one("group_id")),
+    share_offsets.DELETE_SHARE_GROUP_OFFSETS: (GROUP, _one("group_id")),
     txn_offsets.TXN_OFFSET_COMMIT: (GROUP, _one("group_id")),
     transactions.ADD_PARTITIONS_TO_TXN: (TRANSACTION, _txn_ids),
     transactions.ADD_OFFSETS_TO_TXN: (TRANSACTION, _one("transactional_id")),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import closing
 from datetime import timedelta
 from typing import Any
 
@@ -23,12 +24,15 @@ ACCEPT = 1
 NODES = 2
 
 
-def _member(address: str, member: str) -> RawConnection:
-    conn = RawConnection(address, member)
-    hb = conn.call(request(HEARTBEAT, 1, group_id="g", member_id=member, member_epoch=0,
-                           rack_id=None, subscribed_topic_names=("t",)))
+def _member(address: str, coordinator: str, member: str) -> RawConnection:
+    """A member joined through the group's coordinator, then a connection to ``address``
+    for its share requests."""
+    with closing(RawConnection(coordinator, member)) as hb_conn:
+        hb = hb_conn.call(request(HEARTBEAT, 1, group_id="g", member_id=member,
+                                  member_epoch=0, rack_id=None,
+                                  subscribed_topic_names=("t",)))
     assert hb.error_code == E.none
-    return conn
+    return RawConnection(address, member)
 
 
 def _fetch(conn: RawConnection, member: str, topic_id: uuid.UUID, p: int) -> Any:
@@ -72,10 +76,18 @@ def test_share_fetch_and_acknowledge_only_on_the_leader(
     info = cluster.call(lambda: cluster.inner.storage.catalog.get("t"))
     assert info is not None
     tid = info.topic_id
+    node = cluster.call(lambda: cluster.inner.cluster.coordinator(0, "g"))
+    coordinator = cluster.bootstraps[node - 1]
+    # Share groups are the group coordinator's: another node refuses their heartbeat.
+    with closing(RawConnection(cluster.bootstraps[node % NODES], "x")) as elsewhere:
+        refused = elsewhere.call(request(HEARTBEAT, 1, group_id="g", member_id="x",
+                                         member_epoch=0, rack_id=None,
+                                         subscribed_topic_names=("t",)))
+    assert refused.error_code == E.not_coordinator
     for p, leader in leaders.items():
         other = leader % NODES + 1
-        away = _member(cluster.bootstraps[other - 1], f"away-{p}")
-        home = _member(cluster.bootstraps[leader - 1], f"home-{p}")
+        away = _member(cluster.bootstraps[other - 1], coordinator, f"away-{p}")
+        home = _member(cluster.bootstraps[leader - 1], coordinator, f"home-{p}")
         try:
             refused = _fetch(away, f"away-{p}", tid, p)
             assert refused.error_code == E.none
