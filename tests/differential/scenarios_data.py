@@ -16,6 +16,7 @@ from .registry import (
     METADATA,
     OFFSET_FOR_LEADER_EPOCH,
     Run,
+    call_until,
     create_topic,
     produce,
     scenario,
@@ -181,15 +182,19 @@ def acls_roundtrip(run: Run) -> None:
     rule = {"resource_type": 2, "resource_name": run.topic(), "resource_pattern_type": 3,
             "principal": "User:alice", "host": "*", "operation": 4, "permission_type": 3}
     run.call("create", CREATE_ACLS, creations=[rule, {**rule, "principal": "alice"}])
-    run.call("describe", DESCRIBE_ACLS, resource_type_filter=2,
-             resource_name_filter=run.topic(), pattern_type_filter=3,
-             principal_filter=None, host_filter=None, operation=1, permission_type=1)
+    # Kafka's authorizer applies ACLs from the metadata log a moment after the controller
+    # answers: asked until they are listed, so the produce below meets them.
+    call_until(run, "describe", DESCRIBE_ACLS, lambda r: bool(r.resources),
+               resource_type_filter=2, resource_name_filter=run.topic(),
+               pattern_type_filter=3, principal_filter=None, host_filter=None, operation=1,
+               permission_type=1)
     alice = run.wire(sasl_user="alice")
     produce(run, "produce_allowed", run.topic(), tid, batch(b"a"), wire=alice)
     run.call("delete", DELETE_ACLS, filters=[{
         "resource_type_filter": 2, "resource_name_filter": run.topic(),
         "pattern_type_filter": 3, "principal_filter": "User:alice", "host_filter": None,
         "operation": 1, "permission_type": 1}])
-    run.call("describe_after", DESCRIBE_ACLS, resource_type_filter=2,
-             resource_name_filter=run.topic(), pattern_type_filter=3,
-             principal_filter=None, host_filter=None, operation=1, permission_type=1)
+    call_until(run, "describe_after", DESCRIBE_ACLS, lambda r: not r.resources,
+               resource_type_filter=2, resource_name_filter=run.topic(),
+               pattern_type_filter=3, principal_filter=None, host_filter=None, operation=1,
+               permission_type=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .harness import to_data
 from .registry import (
     ALTER_CONFIGS,
@@ -15,6 +17,7 @@ from .registry import (
     INCREMENTAL_ALTER_CONFIGS,
     METADATA,
     Run,
+    call_until,
     create_topic,
     scenario,
 )
@@ -150,6 +153,11 @@ def describe_configs_topic(run: Run) -> None:
                   "configuration_keys": None}])
 
 
+def _value(resp: Any, name: str) -> str | None:
+    """A config's value in a DescribeConfigs answer of one resource."""
+    return next((c.value for r in resp.results for c in r.configs if c.name == name), None)
+
+
 @scenario("alter-configs")
 def alter_configs(run: Run) -> None:
     create_topic(run, run.topic())
@@ -161,10 +169,13 @@ def alter_configs(run: Run) -> None:
     run.call("invalid", ALTER_CONFIGS, validate_only=False, resources=[
         {"resource_type": TOPIC, "resource_name": run.topic(),
          "configs": [{"name": "retention.ms", "value": "soon"}]}])
-    run.call("describe", DESCRIBE_CONFIGS, include_synonyms=False,
-             include_documentation=False, resources=[
-                 {"resource_type": TOPIC, "resource_name": run.topic(),
-                  "configuration_keys": ["retention.ms"]}])
+    # Kafka's broker applies a config change from its metadata log a moment after the
+    # controller answers: asked until it shows, then recorded.
+    call_until(run, "describe", DESCRIBE_CONFIGS,
+               lambda r: _value(r, "retention.ms") == "5000", include_synonyms=False,
+               include_documentation=False, resources=[
+                   {"resource_type": TOPIC, "resource_name": run.topic(),
+                    "configuration_keys": ["retention.ms"]}])
 
 
 @scenario("incremental-alter-configs")
@@ -179,11 +190,13 @@ def incremental_alter_configs(run: Run) -> None:
             {"name": "segment.bytes", "config_operation": 0, "value": "-5"}]},
         {"resource_type": TOPIC, "resource_name": run.topic("missing"), "configs": [
             {"name": "segment.bytes", "config_operation": 0, "value": "1048576"}]}])
-    run.call("describe", DESCRIBE_CONFIGS, include_synonyms=False,
-             include_documentation=False, resources=[
-                 {"resource_type": TOPIC, "resource_name": run.topic(),
-                  "configuration_keys": ["retention.ms", "cleanup.policy",
-                                         "segment.bytes"]}])
+    call_until(run, "describe", DESCRIBE_CONFIGS,
+               lambda r: _value(r, "cleanup.policy") == "compact"
+               and _value(r, "retention.ms") != "7000",
+               include_synonyms=False, include_documentation=False, resources=[
+                   {"resource_type": TOPIC, "resource_name": run.topic(),
+                    "configuration_keys": ["retention.ms", "cleanup.policy",
+                                           "segment.bytes"]}])
 
 
 @scenario("describe-configs-broker")
