@@ -148,31 +148,33 @@ def describe_consumer_group(conn: RawConnection, group_id: str,
                             coordinator: tuple[int, str, int]) -> GroupView | None:
     """A KIP-848 consumer group (ConsumerGroupDescribe); None when the broker does not
     serve the API or the group is not a consumer group."""
-    if not _supports(conn, CONSUMER_GROUP_DESCRIBE):
+    g = _describe_one(conn, CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", group_id)
+    return None if g is None else consumer_group_view(g, coordinator)
+
+
+def _describe_one(conn: RawConnection, api: int, name: str, group_id: str) -> Any | None:
+    """One group from ConsumerGroupDescribe or ShareGroupDescribe (both v1, same shape);
+    None when the broker does not serve the API or the group is of another kind (or
+    none at all: the next describer says which)."""
+    if not _supports(conn, api):
         return None
-    v = conn.version(CONSUMER_GROUP_DESCRIBE, 1)
-    resp = conn.call(request(CONSUMER_GROUP_DESCRIBE, v, group_ids=(group_id,),
+    v = conn.version(api, 1)
+    resp = conn.call(request(api, v, group_ids=(group_id,),
                              include_authorized_operations=False))
     g = resp.groups[0]
     if int(g.error_code) == ErrorCode.group_id_not_found.value:
-        return None  # a classic group, or none at all: the next describer says which
-    _check(g.error_code, "ConsumerGroupDescribe")
-    return consumer_group_view(g, coordinator)
+        return None
+    _check(g.error_code, name)
+    return g
 
 
 def describe_share_group(conn: RawConnection, group_id: str,
                          coordinator: tuple[int, str, int]) -> GroupView | None:
     """A KIP-932 share group (ShareGroupDescribe); None when the broker does not serve
     the API or the group is not a share group."""
-    if not _supports(conn, SHARE_GROUP_DESCRIBE):
+    g = _describe_one(conn, SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", group_id)
+    if g is None:
         return None
-    v = conn.version(SHARE_GROUP_DESCRIBE, 1)
-    resp = conn.call(request(SHARE_GROUP_DESCRIBE, v, group_ids=(group_id,),
-                             include_authorized_operations=False))
-    g = resp.groups[0]
-    if int(g.error_code) == ErrorCode.group_id_not_found.value:
-        return None
-    _check(g.error_code, "ShareGroupDescribe")
     members = [Member(
         member_id=m.member_id, instance_id=None, client_id=m.client_id,
         host=m.client_host, epoch=int(m.member_epoch),
