@@ -44,8 +44,12 @@ from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareState
 from kafkalite.coordinator.share.state_store import ShareKey
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore, Transactions, TxnConfig
-from kafkalite.coordinator.txn_markers import LocalMarkerWriter
+from kafkalite.coordinator.txn.markers import LocalMarkerWriter
+from kafkalite.coordinator.txn.transactions import (
+    TransactionCoordinatorCore,
+    Transactions,
+    TxnConfig,
+)
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.releases import release

@@ -19,7 +19,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafkalite.coordinator.states import GroupState
+from kafkalite.coordinator.classic.states import GroupState
 
 from .testing.faults import FaultRule, api_display_name
 

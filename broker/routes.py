@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.transactions import Transactions
+from kafkalite.coordinator.txn.transactions import Transactions
 from kafkalite.protocol import features as protocol_features
 
 from .apis import AclFn, Handler, KafkaApis, Route

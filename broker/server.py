@@ -12,7 +12,7 @@ import structlog
 
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore
+from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager

@@ -49,12 +49,15 @@ from kafkalite.protocol.consumer_offsets import (
 )
 from kafkalite.timekeeping.timers import Timers
 
-from .classic_requests import ClassicRequests
-from .committed_offsets import CommittedOffsets
+from .classic.membership import Membership
+from .classic.rebalance import log
+from .classic.requests import ClassicRequests
 from .config import CoreConfig
 from .group_admin import GroupAdmin
-from .membership import Membership
-from .offsets import OffsetStore
+from .offsets.committed import CommittedOffsets
+from .offsets.pending import PendingTxnOffsets
+from .offsets.store import OffsetStore
+from .offsets.transactional import TxnOffsetCommits
 from .partitions import (
     HEARTBEAT_TIMER,
     JOIN_TIMER,
@@ -67,20 +70,17 @@ from .partitions import (
     GroupPartitions,
     PartitionState,
 )
-from .pending_offsets import PendingTxnOffsets
-from .rebalance import log
 from .results import Outcome
 from .scenarios import Scenarios
 from .state_topics import TimerHandler
-from .txn_offsets import TxnOffsetCommits
 
 if TYPE_CHECKING:
-    from .consumer_lifecycle import ConsumerHeartbeatRequest
-    from .consumer_membership import ConsumerMembership
-    from .consumer_migration import ConsumerMigration
+    from .consumer.lifecycle import ConsumerHeartbeatRequest
+    from .consumer.membership import ConsumerMembership
+    from .consumer.migration import ConsumerMigration
     from .results import ConsumerHeartbeatResult
     from .share.group import ShareHeartbeat
-    from .share_membership import ShareGroupDescription, ShareMembership
+    from .share.membership import ShareGroupDescription, ShareMembership
     from .topics_image import TopicChange
 
 #: A part's replay of one record type: (partition state, key, value or None).
@@ -172,8 +172,8 @@ class GroupCoordinatorCore:
     def _build_consumer(self) -> None:
         from kafkalite.protocol import consumer_group_records as cg
 
-        from .consumer_membership import ConsumerMembership
-        from .consumer_migration import ConsumerMigration
+        from .consumer.membership import ConsumerMembership
+        from .consumer.migration import ConsumerMigration
 
         consumer = self._consumer = ConsumerMembership(self.registry)
         migration = self._migration = ConsumerMigration(self.registry, self.classic, consumer)
@@ -207,7 +207,7 @@ class GroupCoordinatorCore:
         if self._share is None:
             from kafkalite.protocol import share_group_records as sg
 
-            from .share_membership import ShareMembership
+            from .share.membership import ShareMembership
 
             self._share = ShareMembership(self.registry)
             self._share.member_expired = self.share_member_expired

@@ -11,7 +11,8 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .committed_offsets import CommittedOffsets
+from .classic.states import DEAD, STABLE
+from .offsets.committed import CommittedOffsets
 from .partitions import GroupPartitions
 from .results import (
     AFTER_WRITE,
@@ -22,7 +23,6 @@ from .results import (
     Outcome,
     Write,
 )
-from .states import DEAD, STABLE
 
 log = structlog.get_logger("kafkalite.offsets")
 
@@ -47,7 +47,7 @@ class GroupAdmin:
             return Outcome(err)
         sgroup = self.registry.share_group(group_id)
         if sgroup is not None:  # no committed offsets: only its own records
-            from . import share_membership
+            from .share import membership as share_membership
 
             err, share_records = share_membership.delete_records(sgroup)
             if err is not NO_ERROR:
@@ -64,7 +64,8 @@ class GroupAdmin:
                 self.registry.partition_for(group_id), group_id, list(share_records), then)])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
-            from . import consumer_admin  # KIP-848 modules load with the first consumer group
+            # KIP-848 modules load with the first consumer group
+            from .consumer import admin as consumer_admin
 
             err = consumer_admin.validate_delete_group(cgroup)
             records = consumer_admin.delete_group_records(self.offsets, cgroup)
@@ -133,7 +134,7 @@ class GroupAdmin:
                        else f"Group {gid} not found.")
                 out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))
                 continue
-            from . import consumer_admin
+            from .consumer import admin as consumer_admin
 
             out.append(consumer_admin.describe(cg, self.topics, default))
         return out

@@ -13,12 +13,12 @@ from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.timekeeping.timers import Timers
 
+from .classic.group import GroupMetadata
 from .config import CoreConfig
-from .group import GroupMetadata
 from .topics_image import TopicsImage
 
 if TYPE_CHECKING:
-    from .consumer_group import ConsumerGroup
+    from .consumer.group import ConsumerGroup
     from .share.group import ShareGroup
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .group import GroupMetadata
-from .group_records import group_record
-from .membership import Membership
+from .classic.group import GroupMetadata
+from .classic.membership import Membership
+from .classic.rebalance import log
+from .classic.records import group_record
+from .classic.states import CAN_REBALANCE, COMPLETING, PREPARING, STABLE
 from .partitions import GroupPartitions, hb_key
-from .rebalance import log
 from .results import AFTER_WRITE, Outcome, Write
-from .states import CAN_REBALANCE, COMPLETING, PREPARING, STABLE
 
 #: Kafka's consumer sends this reason when it leaves on a poll timeout.
 POLL_TIMEOUT_REASON = ("consumer poll timeout has expired. This means the time between "

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkalite.coordinator.group import GroupMetadata
+from kafkalite.coordinator.classic.group import GroupMetadata
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.partitions import hb_key
 from kafkalite.protocol import consumer_offsets as co
@@ -29,7 +29,7 @@ from ..topic_store import Storage
 from .share_view import ShareView, share_group
 
 if TYPE_CHECKING:
-    from kafkalite.coordinator.consumer_group import ConsumerGroup
+    from kafkalite.coordinator.consumer.group import ConsumerGroup
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500

@@ -59,7 +59,7 @@ def encode_heartbeat_response(res: ConsumerHeartbeatResult) -> bytes:
     if a is None:
         parts.append(b"\xff")  # a null struct
     else:
-        from kafkalite.coordinator.assignors import java_uuid_key
+        from kafkalite.coordinator.consumer.assignors import java_uuid_key
 
         parts.append(b"\x01")
         parts.append(write_uvarint(len(a) + 1))
@@ -101,7 +101,7 @@ def consumer_group_heartbeat(runtime: CoordinatorRuntime, access: Access, enable
             return access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, topic)
 
     # KIP-848 groups' modules load with the first consumer group heartbeat.
-    from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
+    from kafkalite.coordinator.consumer.lifecycle import ConsumerHeartbeatRequest
 
     owned = req.topic_partitions
     request = ConsumerHeartbeatRequest(

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from kafkalite.coordinator.committed_offsets import DeleteOffsetsResult, FetchResult
-from kafkalite.coordinator.offsets import (
+from kafkalite.coordinator.offsets.committed import DeleteOffsetsResult, FetchResult
+from kafkalite.coordinator.offsets.store import (
     CommitRequest,
     OffsetRow,
     PartitionCommit,

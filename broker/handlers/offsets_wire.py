@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from kafkalite.coordinator.offsets import OffsetRow
+from kafkalite.coordinator.offsets.store import OffsetRow
 from kafkalite.protocol.varint import put_uvarint
 
 _I16 = struct.Struct(">h")

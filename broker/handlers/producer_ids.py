@@ -2,7 +2,7 @@
 
 InitProducerId without a transactional id (an idempotent producer) gets a fresh producer id
 at epoch 0 from storage's allocator; with one, the transaction coordinator's core answers
-(epoch bumps, fencing, KIP-360 recovery; ``coordinator/transactions.py``). DescribeProducers
+(epoch bumps, fencing, KIP-360 recovery; ``coordinator/txn/transactions.py``). DescribeProducers
 lists a partition's active producers from its producer state, as Kafka's
 ``UnifiedLog.activeProducers``."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from kafkalite.coordinator.transactions import InitProducerIdResult, Transactions
+from kafkalite.coordinator.txn.transactions import InitProducerIdResult, Transactions
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested

@@ -1,6 +1,6 @@
 """AddPartitionsToTxn v0-v5, AddOffsetsToTxn v0-v4, EndTxn v0-v5, WriteTxnMarkers v1-v2,
 DescribeTransactions v0 and ListTransactions v0-v2: wire <-> the transaction coordinator's
-core (``coordinator/transactions.py``), driven by the runtime, with KafkaApis'
+core (``coordinator/txn/transactions.py``), driven by the runtime, with KafkaApis'
 authorization (Write on the transactional id, Write on each topic for AddPartitionsToTxn
 before v4, Read on the group for AddOffsetsToTxn, ClusterAction for AddPartitionsToTxn v4+
 and WriteTxnMarkers, Describe for the describing APIs). InitProducerId is in
@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 from kafkalite.coordinator.results import PARKED, Outcome
 from kafkalite.coordinator.runtime import Coordinator
-from kafkalite.coordinator.transactions import (
+from kafkalite.coordinator.txn.state import TopicPartition
+from kafkalite.coordinator.txn.transactions import (
     AddPartitionsResult,
     DescribedTransaction,
     EndTxnResult,
@@ -28,7 +29,6 @@ from kafkalite.coordinator.transactions import (
     Transactions,
     TxnPartitionsRequest,
 )
-from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested

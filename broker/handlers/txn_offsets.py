@@ -1,6 +1,6 @@
 """TxnOffsetCommit v0-v5: a transactional producer's consumed offsets, written to
 ``__consumer_offsets`` in a transactional batch and pending until the transaction's marker
-(``coordinator/txn_offsets.py``).
+(``coordinator/offsets/transactional.py``).
 
 As KafkaApis: Write on the transactional id, Read on the group, Read on each topic; unknown
 topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION and are not committed. Then, as
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit, PartitionCommitView
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit, PartitionCommitView
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey

@@ -10,12 +10,12 @@ here the core answers in place, through the runtime, before the append.
 from __future__ import annotations
 
 from kafkalite.coordinator.results import PARKED
-from kafkalite.coordinator.transactions import (
+from kafkalite.coordinator.txn.state import TopicPartition
+from kafkalite.coordinator.txn.transactions import (
     AddPartitionsResult,
     Transactions,
     TxnPartitionsRequest,
 )
-from kafkalite.coordinator.txn_state import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 
 from ..config.properties import Config

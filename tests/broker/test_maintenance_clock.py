@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.protocol.records import NewRecord, build_batch, iter_records
 from kafkalite.timekeeping.clock import ManualClock
 

@@ -4,7 +4,7 @@ order Kafka's GroupMetadataManager names them."""
 from __future__ import annotations
 
 from kafkalite.broker.metrics import GROUP_STATES
-from kafkalite.coordinator.states import VALID_PREVIOUS_STATES
+from kafkalite.coordinator.classic.states import VALID_PREVIOUS_STATES
 
 
 def test_gauges_name_every_classic_group_state_in_kafkas_order() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kafkalite.coordinator.consumer_group import MemberState
+from kafkalite.coordinator.consumer.group import MemberState
 from kafkalite.protocol import consumer_group_records as cg
 
 from .harness import GROUP, Harness, topic_id
@@ -16,7 +16,7 @@ Parts = Mapping[str, Iterable[int]]
 def tps(parts: Parts) -> tuple[cg.TopicIdPartitions, ...]:
     """Kafka's order: topic ids as Kafka compares them (the harness's ids are uuid5, and
     the tests use few topics, so sorting the records' ids is done the same way)."""
-    from kafkalite.coordinator.assignors import java_uuid_key
+    from kafkalite.coordinator.consumer.assignors import java_uuid_key
 
     ids = {topic_id(t): tuple(sorted(p)) for t, p in parts.items() if list(p)}
     return tuple(cg.TopicIdPartitions(t, ids[t]) for t in sorted(ids, key=java_uuid_key))

@@ -11,15 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.coordinator.classic.group import GroupMetadata
+from kafkalite.coordinator.classic.states import COMPLETING, PREPARING
 from kafkalite.coordinator.config import CoreConfig
-from kafkalite.coordinator.consumer_lifecycle import ConsumerHeartbeatRequest
+from kafkalite.coordinator.consumer.lifecycle import ConsumerHeartbeatRequest
 from kafkalite.coordinator.core import GroupCoordinatorCore
-from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.group_service import GroupService
-from kafkalite.coordinator.offsets import CommittedOffset
+from kafkalite.coordinator.offsets.store import CommittedOffset
 from kafkalite.coordinator.results import PARKED, ConsumerHeartbeatResult, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.states import COMPLETING, PREPARING
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode

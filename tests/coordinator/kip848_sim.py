@@ -1,7 +1,7 @@
 """A small KIP-848 heartbeat loop over the pure pieces, for property tests.
 
 It follows Kafka's ``consumerGroupHeartbeat`` step by step (see the design note of
-``coordinator/consumer_group.py``): every change is a list of records that is encoded,
+``coordinator/consumer/group.py``): every change is a list of records that is encoded,
 decoded again and replayed, as the runtime will do; clients hold partitions and revoke
 them promptly or late, and may lose a response.
 """
@@ -11,21 +11,21 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 
-from kafkalite.coordinator import consumer_records as cr
-from kafkalite.coordinator.consumer_group import (
+from kafkalite.coordinator.consumer import records as cr
+from kafkalite.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupMember,
     TopicMetadata,
     replay,
     subscription_type,
 )
-from kafkalite.coordinator.reconciliation import (
+from kafkalite.coordinator.consumer.reconciliation import (
     FencedMemberEpoch,
     build_target_assignment,
     reconcile,
     validate_member_epoch,
 )
-from kafkalite.coordinator.topic_regex import TopicRegexResolver
+from kafkalite.coordinator.consumer.topic_regex import TopicRegexResolver
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.coordinator import assignors as a
-from kafkalite.coordinator.assignors import GroupSpec, MemberSpec, SubscriptionType
+from kafkalite.coordinator.consumer import assignors as a
+from kafkalite.coordinator.consumer.assignors import GroupSpec, MemberSpec, SubscriptionType
 
 
 def kafka_uuid(s: str) -> uuid.UUID:

@@ -3,7 +3,7 @@ epochs, OffsetDelete, DeleteGroups, retention, ListGroups and ConsumerGroupDescr
 
 from __future__ import annotations
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import DescribedTopicPartitions
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co

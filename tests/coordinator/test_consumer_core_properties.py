@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.coordinator.consumer_group import ConsumerGroupState, MemberState
+from kafkalite.coordinator.consumer.group import ConsumerGroupState, MemberState
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .consumer_helpers import held

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from kafkalite.coordinator import consumer_records as cr
-from kafkalite.coordinator.assignors import SubscriptionType
-from kafkalite.coordinator.consumer_group import (
+from kafkalite.coordinator.consumer import records as cr
+from kafkalite.coordinator.consumer.assignors import SubscriptionType
+from kafkalite.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
@@ -18,7 +18,7 @@ from kafkalite.coordinator.consumer_group import (
     TopicMetadata,
     replay,
 )
-from kafkalite.coordinator.topic_regex import ResolvedRegularExpression
+from kafkalite.coordinator.consumer.topic_regex import ResolvedRegularExpression
 from kafkalite.protocol import consumer_group_records as cg
 
 T1 = uuid.UUID(int=1)

@@ -4,7 +4,7 @@ and rebalance timeouts, static members, fencing) and a reload that gives back th
 
 from __future__ import annotations
 
-from kafkalite.coordinator.consumer_group import ConsumerGroupState, MemberState
+from kafkalite.coordinator.consumer.group import ConsumerGroupState, MemberState
 from kafkalite.coordinator.partitions import rebalance_key, session_key
 from kafkalite.protocol.errors import ErrorCode as E
 

@@ -4,9 +4,9 @@ downgrade of ``group.consumer.migration.policy``; exact records of each conversi
 
 from __future__ import annotations
 
-from kafkalite.coordinator.consumer_group import ConsumerGroupState, MemberState
+from kafkalite.coordinator.classic.states import GroupState
+from kafkalite.coordinator.consumer.group import ConsumerGroupState, MemberState
 from kafkalite.coordinator.partitions import member_join_key, member_sync_key, session_key
-from kafkalite.coordinator.states import GroupState
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E

@@ -4,7 +4,7 @@ target assignment; the exact records of each step."""
 
 from __future__ import annotations
 
-from kafkalite.coordinator.consumer_group import MemberState
+from kafkalite.coordinator.consumer.group import MemberState
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .consumer_helpers import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.classic.group import GroupState
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import DELAY, GROUP, REBALANCE, SESSION, Harness

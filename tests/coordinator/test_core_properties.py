@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
-from kafkalite.coordinator.states import GroupState
+from kafkalite.coordinator.classic.states import GroupState
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkalite.coordinator.states import GroupState
+from kafkalite.coordinator.classic.states import GroupState
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 
@@ -298,7 +298,7 @@ def test_replay_empty_group_and_tombstone() -> None:
 
 
 def test_state_table_refuses_an_illegal_transition() -> None:
-    from kafkalite.coordinator.states import IllegalStateTransition
+    from kafkalite.coordinator.classic.states import IllegalStateTransition
 
     h = Harness.make()
     h.stable_group(1)

@@ -4,9 +4,9 @@ retention run by the scheduler as the clock advances."""
 
 from __future__ import annotations
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.classic.states import DEAD, EMPTY
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.partitions import hb_key
-from kafkalite.coordinator.states import DEAD, EMPTY
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 

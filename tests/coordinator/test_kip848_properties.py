@@ -8,7 +8,7 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.coordinator.consumer_group import ConsumerGroupState, MemberState, TopicMetadata
+from kafkalite.coordinator.consumer.group import ConsumerGroupState, MemberState, TopicMetadata
 
 from .kip848_sim import Sim
 

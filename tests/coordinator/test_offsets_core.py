@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkalite.coordinator.offsets import (
+from kafkalite.coordinator.classic.states import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    PREPARING,
+    STABLE,
+    GroupState,
+)
+from kafkalite.coordinator.offsets.store import (
     CommitRequest,
     OffsetStore,
     PartitionCommit,
     subscribed_topics_of,
 )
-from kafkalite.coordinator.states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 

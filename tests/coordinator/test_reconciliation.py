@@ -7,21 +7,21 @@ from dataclasses import replace
 
 import pytest
 
-from kafkalite.coordinator import consumer_records as cr
-from kafkalite.coordinator.assignors import SubscriptionType
-from kafkalite.coordinator.consumer_group import (
+from kafkalite.coordinator.consumer import records as cr
+from kafkalite.coordinator.consumer.assignors import SubscriptionType
+from kafkalite.coordinator.consumer.group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     TopicMetadata,
 )
-from kafkalite.coordinator.reconciliation import (
+from kafkalite.coordinator.consumer.reconciliation import (
     FencedMemberEpoch,
     build_target_assignment,
     reconcile,
     validate_member_epoch,
 )
-from kafkalite.coordinator.topic_regex import ResolvedRegularExpression
+from kafkalite.coordinator.consumer.topic_regex import ResolvedRegularExpression
 from kafkalite.protocol import consumer_group_records as cg
 
 T1 = uuid.UUID(int=1)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kafkalite.coordinator.classic.states import GroupState
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.states import GroupState
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch

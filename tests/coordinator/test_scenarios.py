@@ -3,7 +3,7 @@ client would meet on a real broker, through the core's own transitions and recor
 
 from __future__ import annotations
 
-from kafkalite.coordinator.states import GroupState
+from kafkalite.coordinator.classic.states import GroupState
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.names import OFFSETS_TOPIC
@@ -86,6 +86,6 @@ def test_partition_moved_answers_not_coordinator_and_parked_joins_too() -> None:
 
 
 def _simple_commit() -> object:
-    from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+    from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 
     return CommitRequest(GROUP, generation_id=-1, topics=[("t", [PartitionCommit(0, 1)])])

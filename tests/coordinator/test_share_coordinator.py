@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.share.group import ShareHeartbeat, ShareHeartbeatResult
 from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.errors import ErrorCode as E

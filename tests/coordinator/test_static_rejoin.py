@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.coordinator.group import GroupState
+from kafkalite.coordinator.classic.group import GroupState
 from kafkalite.coordinator.results import PARKED
 from kafkalite.protocol.errors import ErrorCode as E
 

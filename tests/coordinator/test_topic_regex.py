@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kafkalite.coordinator.topic_regex import (
+from kafkalite.coordinator.consumer.topic_regex import (
     InvalidRegularExpression,
     ResolvedRegularExpression,
     TopicRegexResolver,

@@ -4,9 +4,9 @@ answers, markers, retries and bad input."""
 from __future__ import annotations
 
 from kafkalite.coordinator.results import PARKED
-from kafkalite.coordinator.txn_results import AddPartitionsResult
-from kafkalite.coordinator.txn_results import EndTxnResult as End
-from kafkalite.coordinator.txn_state import TxnState as S
+from kafkalite.coordinator.txn.results import AddPartitionsResult
+from kafkalite.coordinator.txn.results import EndTxnResult as End
+from kafkalite.coordinator.txn.state import TxnState as S
 from kafkalite.protocol.consumer_offsets import group_partition
 from kafkalite.protocol.errors import ErrorCode as E
 

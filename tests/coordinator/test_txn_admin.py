@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kafkalite.coordinator.txn_results import DescribedTransaction as D
-from kafkalite.coordinator.txn_results import ListedTransaction as L
-from kafkalite.coordinator.txn_results import ListTransactionsResult as LR
+from kafkalite.coordinator.txn.results import DescribedTransaction as D
+from kafkalite.coordinator.txn.results import ListedTransaction as L
+from kafkalite.coordinator.txn.results import ListTransactionsResult as LR
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .txn_harness import START, TIMEOUT, TxnHarness

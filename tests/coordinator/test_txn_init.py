@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kafkalite.coordinator.txn_results import InitProducerIdResult as R
-from kafkalite.coordinator.txn_state import TxnState as S
+from kafkalite.coordinator.txn.results import InitProducerIdResult as R
+from kafkalite.coordinator.txn.state import TxnState as S
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .txn_harness import START, TIMEOUT, TXN, TxnHarness, val

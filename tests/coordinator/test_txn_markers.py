@@ -3,7 +3,7 @@ through the group coordinator, append errors mapped as WriteTxnMarkers would car
 
 from __future__ import annotations
 
-from kafkalite.coordinator.txn_markers import LocalMarkerWriter
+from kafkalite.coordinator.txn.markers import LocalMarkerWriter
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.storage.errors import InvalidProducerEpochError, RecordTooLargeError
 

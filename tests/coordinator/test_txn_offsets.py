@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.coordinator.offsets import CommitRequest, PartitionCommit
+from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import AFTER_WRITE, PARKED
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.control import EndTxnMarker

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.coordinator.txn_state import (
+from kafkalite.coordinator.txn.state import (
     EXPIRATION_ALLOWED,
     STATE_BY_LABEL,
     VALID_PREVIOUS,
     IllegalTxnState,
     TxnMetadata,
 )
-from kafkalite.coordinator.txn_state import TxnState as S
+from kafkalite.coordinator.txn.state import TxnState as S
 
 TABLE = {  # Kafka 4.x TransactionState.validPreviousStates, by name
     "Empty": {"Empty", "CompleteCommit", "CompleteAbort"},

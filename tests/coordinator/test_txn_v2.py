@@ -4,10 +4,10 @@ are told apart by epoch, epoch overflow moves to a new producer id; AddPartition
 
 from __future__ import annotations
 
-from kafkalite.coordinator.txn_results import AddPartitionsResult as Add
-from kafkalite.coordinator.txn_results import EndTxnResult as End
-from kafkalite.coordinator.txn_results import TxnPartitionsRequest as Req
-from kafkalite.coordinator.txn_state import TxnState as S
+from kafkalite.coordinator.txn.results import AddPartitionsResult as Add
+from kafkalite.coordinator.txn.results import EndTxnResult as End
+from kafkalite.coordinator.txn.results import TxnPartitionsRequest as Req
+from kafkalite.coordinator.txn.state import TxnState as S
 from kafkalite.protocol.errors import ErrorCode as E
 
 from .harness import Box

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordinator.results import PARKED, Outcome
-from kafkalite.coordinator.transactions import TransactionCoordinatorCore, TxnConfig
-from kafkalite.coordinator.txn_state import TopicPartition
+from kafkalite.coordinator.txn.state import TopicPartition
+from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, TxnConfig
 from kafkalite.protocol import transaction_log as tl
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC

@@ -22,10 +22,10 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         # KIP-848 consumer groups and KIP-932 share groups: with the first
                         # such group or record.
                         "kafkalite.protocol.consumer_group_records",
-                        "kafkalite.coordinator.consumer_membership",
-                        "kafkalite.coordinator.consumer_migration",
+                        "kafkalite.coordinator.consumer.membership",
+                        "kafkalite.coordinator.consumer.migration",
                         "kafkalite.protocol.share_group_records",
-                        "kafkalite.coordinator.share_membership",
+                        "kafkalite.coordinator.share.membership",
                         "kafkalite.coordinator.share.group")
 
 

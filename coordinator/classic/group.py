@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .offsets import subscribed_topics_of
+from ..offsets.store import subscribed_topics_of
 from .states import GroupState, check_transition
 
 

@@ -21,8 +21,18 @@ import structlog
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_records as cr
-from .consumer_group import (
+from ..partitions import (
+    GroupPartitions,
+    PartitionState,
+    member_join_key,
+    member_sync_key,
+    rebalance_key,
+    session_key,
+)
+from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
+from ..topics_image import TopicChange
+from . import records as cr
+from .group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
@@ -31,21 +41,11 @@ from .consumer_group import (
     SubscriptionCount,
     count_subscription,
 )
-from .consumer_group import replay as replay_consumer_group
-from .partitions import (
-    GroupPartitions,
-    PartitionState,
-    member_join_key,
-    member_sync_key,
-    rebalance_key,
-    session_key,
-)
-from .results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
+from .group import replay as replay_consumer_group
 from .topic_regex import TopicRegexResolver
-from .topics_image import TopicChange
 
 if TYPE_CHECKING:
-    from .consumer_migration import ConsumerMigration
+    from .migration import ConsumerMigration
 
 log = structlog.get_logger("kafkalite.consumer_groups")
 

@@ -10,10 +10,10 @@ import structlog
 
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
+from ..partitions import GroupPartitions, hb_key, join_key, sync_key
+from ..results import JoinResult, Outcome, SyncResult, Write
 from .group import GroupMetadata, MemberMetadata
-from .group_records import group_record
-from .partitions import GroupPartitions, hb_key, join_key, sync_key
-from .results import JoinResult, Outcome, SyncResult, Write
+from .records import group_record
 from .states import CAN_REBALANCE, COMPLETING, EMPTY, PREPARING, STABLE
 
 log = structlog.get_logger("kafkalite.coordinator")

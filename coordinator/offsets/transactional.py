@@ -27,12 +27,12 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .group import GroupMetadata
-from .offsets import CommitRequest, OffsetStore, Record, TopicPartition
-from .partitions import GroupPartitions
-from .pending_offsets import PendingTxnOffsets
-from .results import AFTER_WRITE, Outcome, Write
-from .state_topics import TxnRecord
+from ..classic.group import GroupMetadata
+from ..partitions import GroupPartitions
+from ..results import AFTER_WRITE, Outcome, Write
+from ..state_topics import TxnRecord
+from .pending import PendingTxnOffsets
+from .store import CommitRequest, OffsetStore, Record, TopicPartition
 
 log = structlog.get_logger("kafkalite.offsets")
 
@@ -62,7 +62,8 @@ class TxnOffsetCommits:
         group = self.registry.group(req.group_id)
         cgroup = self.registry.consumer_group(req.group_id)
         if cgroup is not None:
-            from . import consumer_admin  # KIP-848 modules load with the first consumer group
+            # KIP-848 modules load with the first consumer group
+            from ..consumer import admin as consumer_admin
 
             err = consumer_admin.validate_commit(cgroup, req, transactional=True)
         elif group is None:

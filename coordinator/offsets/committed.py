@@ -19,12 +19,12 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 
-from .group import GroupMetadata
-from .offsets import CommitRequest, CommitResult, OffsetRow, OffsetStore, Record, TopicPartition
-from .partitions import GroupPartitions, PartitionState, hb_key
-from .pending_offsets import PendingTxnOffsets
-from .results import AFTER_WRITE, Outcome, Write
-from .states import EMPTY
+from ..classic.group import GroupMetadata
+from ..classic.states import EMPTY
+from ..partitions import GroupPartitions, PartitionState, hb_key
+from ..results import AFTER_WRITE, Outcome, Write
+from .pending import PendingTxnOffsets
+from .store import CommitRequest, CommitResult, OffsetRow, OffsetStore, Record, TopicPartition
 
 log = structlog.get_logger("kafkalite.offsets")
 
@@ -60,7 +60,8 @@ class CommittedOffsets:
                             for t, parts in req.topics for p in parts})
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
-            from . import consumer_admin  # KIP-848 modules load with the first consumer group
+            # KIP-848 modules load with the first consumer group
+            from ..consumer import admin as consumer_admin
 
             err = consumer_admin.validate_commit(cgroup, req)
             if err is not NO_ERROR:
@@ -113,7 +114,7 @@ class CommittedOffsets:
             return err, rows
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
-            from . import consumer_admin
+            from ..consumer import admin as consumer_admin
 
             err = consumer_admin.validate_fetch(cgroup, member_id, member_epoch)
             if err is not NO_ERROR:
@@ -144,7 +145,7 @@ class CommittedOffsets:
             return Outcome((err, []))
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
-            from . import consumer_admin
+            from ..consumer import admin as consumer_admin
 
             group_err = NO_ERROR
             rows, records = consumer_admin.delete_offsets(self.offsets, cgroup, topics)
@@ -200,7 +201,7 @@ class CommittedOffsets:
             p = self.registry.partition_for(cg.group_id)
             if self.registry.partition_status(p) is not NO_ERROR:
                 continue
-            from . import consumer_admin
+            from ..consumer import admin as consumer_admin
 
             expired, remove = self._spare_pending(cg.group_id, *consumer_admin.expire(
                 self.offsets, cg, now))

@@ -39,7 +39,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.storage.errors import append_error
 
-from .txn_state import TopicPartition
+from .state import TopicPartition
 
 log = structlog.get_logger("kafkalite.coordinator.transactions")
 

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_records as cr
+from ..offsets.store import CommitRequest, OffsetStore, Record
+from ..results import DescribedConsumerGroup, DescribedConsumerMember, DescribedTopicPartitions
+from ..topics_image import TopicsImage
+from . import records as cr
 from .assignors import java_uuid_key
-from .consumer_group import ConsumerGroup, ConsumerGroupMember
-from .offsets import CommitRequest, OffsetStore, Record
-from .results import DescribedConsumerGroup, DescribedConsumerMember, DescribedTopicPartitions
-from .topics_image import TopicsImage
+from .group import ConsumerGroup, ConsumerGroupMember
 
 
 def _member_epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:

@@ -29,19 +29,10 @@ from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_records as cr
-from .consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    replay,
-)
-from .consumer_lifecycle import GroupError, Record, log, uses_classic_protocol
-from .consumer_membership import ConsumerMembership
-from .group import GroupMetadata
-from .membership import Membership
-from .partitions import GroupPartitions, hb_key, member_join_key, member_sync_key, session_key
-from .results import (
+from ..classic.group import GroupMetadata
+from ..classic.membership import Membership
+from ..partitions import GroupPartitions, hb_key, member_join_key, member_sync_key, session_key
+from ..results import (
     AFTER_WRITE,
     ConsumerHeartbeatResult,
     JoinResult,
@@ -50,6 +41,15 @@ from .results import (
     SyncResult,
     Write,
 )
+from . import records as cr
+from .group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    replay,
+)
+from .lifecycle import GroupError, Record, log, uses_classic_protocol
+from .membership import ConsumerMembership
 
 #: The highest ConsumerProtocolAssignment version (an answer is in the member's version).
 _ASSIGNMENT_MAX_VERSION = 3

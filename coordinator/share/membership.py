@@ -20,10 +20,10 @@ import structlog
 from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .partitions import GroupPartitions, PartitionState, share_session_key
-from .results import AFTER_WRITE, Outcome, Write
-from .share import group as share
-from .share.group import (
+from ..partitions import GroupPartitions, PartitionState, share_session_key
+from ..results import AFTER_WRITE, Outcome, Write
+from . import group as share
+from .group import (
     DescribedShareGroup,
     ShareGroup,
     ShareHeartbeat,

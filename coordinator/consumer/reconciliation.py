@@ -24,8 +24,8 @@ from .assignors import (
     SubscriptionType,
     assign,
 )
-from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, TopicMetadata
-from .consumer_records import Record, target_assignment_epoch_record, target_assignment_record
+from .group import ConsumerGroup, ConsumerGroupMember, MemberState, TopicMetadata
+from .records import Record, target_assignment_epoch_record, target_assignment_record
 
 #: What a heartbeat says the member owns: (topic id, partitions) pairs, None if not sent.
 Owned = Iterable[tuple[uuid.UUID, Iterable[int]]] | None

@@ -20,11 +20,11 @@ from typing import Any
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
+from ..partitions import PartitionState, hb_key, join_key, sync_key
+from ..results import JoinResult, LeaveResult, Outcome, SyncResult, Write
 from .group import GroupMetadata, MemberMetadata
-from .group_records import group_from_record, group_record
-from .partitions import PartitionState, hb_key, join_key, sync_key
 from .rebalance import Rebalancing, log
-from .results import JoinResult, LeaveResult, Outcome, SyncResult, Write
+from .records import group_from_record, group_record
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 
 

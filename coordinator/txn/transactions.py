@@ -28,12 +28,11 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.timekeeping.timers import Timers
 
-from .results import Outcome
-from .runtime import Coordinator
-from .txn_base import Call, S, TxnConfig, TxnStore, log
-from .txn_completion import TxnCompletion
-from .txn_markers import MarkerWriter
-from .txn_results import (
+from ..results import Outcome
+from ..runtime import Coordinator
+from .completion import TxnCompletion
+from .markers import MarkerWriter
+from .results import (
     AddPartitionsResult,
     DescribedTransaction,
     EndTxnResult,
@@ -42,7 +41,7 @@ from .txn_results import (
     ListTransactionsResult,
     TxnPartitionsRequest,
 )
-from .txn_state import (
+from .state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     STATE_BY_LABEL,
@@ -51,6 +50,7 @@ from .txn_state import (
     TxnMetadata,
     is_epoch_exhausted,
 )
+from .store import Call, S, TxnConfig, TxnStore, log
 
 Answer = Callable[[ErrorCode, int], Outcome]
 

@@ -26,9 +26,11 @@ import structlog
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from . import consumer_records as cr
+from ..partitions import PartitionState, rebalance_key, session_key
+from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
+from . import records as cr
 from .assignors import PartitionAssignorError, SubscriptionType
-from .consumer_group import (
+from .group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
@@ -38,21 +40,19 @@ from .consumer_group import (
     count_subscription,
     subscription_type,
 )
-from .consumer_lifecycle import (
+from .lifecycle import (
     ConsumerHeartbeatRequest,
     ConsumerLifecycle,
     GroupError,
     OwnedPartitions,
     uses_classic_protocol,
 )
-from .partitions import PartitionState, rebalance_key, session_key
 from .reconciliation import (
     FencedMemberEpoch,
     build_target_assignment,
     reconcile,
     validate_member_epoch,
 )
-from .results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
 from .topic_regex import InvalidRegularExpression
 
 log = structlog.get_logger("kafkalite.consumer_groups")

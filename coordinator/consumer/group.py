@@ -51,9 +51,9 @@ from dataclasses import dataclass, field, replace
 
 from kafkalite.protocol import consumer_group_records as cg
 
+from ..topics_image import TopicMetadata as TopicMetadata
 from .assignors import Assignment, SubscriptionType
 from .topic_regex import ResolvedRegularExpression
-from .topics_image import TopicMetadata as TopicMetadata
 
 #: The member epoch of a member that left (Kafka's LEAVE_GROUP_MEMBER_EPOCH).
 LEAVE_GROUP_MEMBER_EPOCH = -1

@@ -13,9 +13,20 @@ from collections.abc import Callable, Hashable
 
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .results import Outcome
-from .state_topics import TimerHandler
-from .txn_base import (
+from ..results import Outcome
+from ..state_topics import TimerHandler
+from .markers import RETRIABLE, SKIPPED
+from .state import (
+    EXPIRATION_ALLOWED,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    IllegalTxnState,
+    TxnMetadata,
+    TxnState,
+    TxnTransit,
+)
+from .store import (
     COMPLETE_TIMER,
     EXPIRE_TIMER,
     MARKERS_TIMER,
@@ -26,17 +37,6 @@ from .txn_base import (
     TxnStore,
     log,
     txn_timer,
-)
-from .txn_markers import RETRIABLE, SKIPPED
-from .txn_state import (
-    EXPIRATION_ALLOWED,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    SHORT_MAX,
-    IllegalTxnState,
-    TxnMetadata,
-    TxnState,
-    TxnTransit,
 )
 
 #: (error, producer id, producer epoch, now) -> what to answer.

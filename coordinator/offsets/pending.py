@@ -11,7 +11,7 @@ import structlog
 
 from kafkalite.protocol import consumer_offsets as co
 
-from .offsets import TopicPartition
+from .store import TopicPartition
 
 log = structlog.get_logger("kafkalite.offsets")
 

@@ -14,7 +14,7 @@ from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol.consumer_offsets import RecordKey, RecordValue
 
 from .assignors import Assignment, java_uuid_key
-from .consumer_group import ConsumerGroup, ConsumerGroupMember, TopicMetadata
+from .group import ConsumerGroup, ConsumerGroupMember, TopicMetadata
 from .topic_regex import ResolvedRegularExpression
 
 Record: TypeAlias = "tuple[RecordKey, RecordValue | None]"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kafkalite.protocol.errors import ErrorCode
 
-from .txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 
 
 @dataclass(slots=True)

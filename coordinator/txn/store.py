@@ -26,10 +26,10 @@ from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.transaction_log import TransactionLogKey, TransactionLogValue, txn_partition
 from kafkalite.timekeeping.timers import Timers
 
-from .results import Outcome, Write
-from .state_topics import TxnRecord
-from .txn_markers import MarkerWriter
-from .txn_state import EXPIRATION_ALLOWED, IllegalTxnState, TxnMetadata, TxnState, TxnTransit
+from ..results import Outcome, Write
+from ..state_topics import TxnRecord
+from .markers import MarkerWriter
+from .state import EXPIRATION_ALLOWED, IllegalTxnState, TxnMetadata, TxnState, TxnTransit
 
 log = structlog.get_logger("kafkalite.coordinator.transactions")
 

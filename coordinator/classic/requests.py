@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
+from ..partitions import GroupPartitions
+from ..results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
 from .membership import Membership
-from .partitions import GroupPartitions
 from .rebalance import log
-from .results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
 
 if TYPE_CHECKING:
-    from .consumer_group import ConsumerGroup
-    from .consumer_migration import ConsumerMigration
+    from ..consumer.group import ConsumerGroup
+    from ..consumer.migration import ConsumerMigration
 
 
 class ClassicRequests:
@@ -78,7 +78,7 @@ class ClassicRequests:
                     session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
                     protocols=protocols, reason=reason, version=version)
 
-            from . import consumer_records as cr
+            from ..consumer import records as cr
 
             log.info("consumer_group.replaced_by_classic_group", group=group_id)
             return Outcome(AFTER_WRITE, writes=[Write(

@@ -20,7 +20,7 @@ from typing import Protocol
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
-from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
+from ..classic.states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, GroupState
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
