@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -39,9 +40,6 @@ from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.share.sessions import ShareSessions
-from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareStateCore
-from kafkalite.coordinator.share.state_store import ShareKey
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.coordinator.txn.markers import LocalMarkerWriter
@@ -61,7 +59,6 @@ from kafkalite.timekeeping.clock import Clock, SystemClock
 from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
-from .admin_http.share_view import ShareView
 from .admin_http.views import BrokerView
 from .apis import KafkaApis, Route
 from .auth import Access
@@ -70,16 +67,13 @@ from .config.dynamic import DynamicBrokerConfig, LogDefaults
 from .config.groups import GroupConfigs
 from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
 from .handlers.fetch_session import FetchSessionCache
-from .handlers.share_fetch import ShareRequests
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.basic_auth import broker_users
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
-from .share.manager import SharePartitionManager
-from .share.offsets_store import ManagerOffsetsStore
-from .share.stats import ShareCounters
+from .share.path import BuiltShare, SharePath
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
@@ -87,6 +81,9 @@ from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:
     from .cluster.replication import ReplicaManager
+    from .share.manager import SharePartitionManager
+    from .share.offsets_store import ManagerOffsetsStore
+    from .share.stats import ShareCounters
 
 log = structlog.get_logger("kafkalite.compose")
 
@@ -103,11 +100,12 @@ class CoordinatorLoader:
 
     async def start(self) -> None:
         # Every partition is loading from now on, before any request can reach it.
-        for topic in self.runtime.topics.values():
-            for p in range(topic.num_partitions):
-                topic.core.begin_load(p)
-        self._loading = asyncio.get_running_loop().create_task(self.runtime.load_all(
-            exists=lambda name: self.catalog.get(name) is not None))
+        def exists(name: str) -> bool:
+            return self.catalog.get(name) is not None
+
+        topics = self.runtime.begin_loading(exists)
+        self._loading = asyncio.get_running_loop().create_task(
+            self.runtime.load_all(exists, topics))
         self._loading.add_done_callback(_report_load_failure)
 
     async def loaded(self) -> None:
@@ -255,59 +253,84 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
 
 
 def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
-                groups: GroupService, group_configs: GroupConfigs, access: Access
-                ) -> ShareRequests:
-    """KIP-932's fetch path: the share coordinator's core, served by the runtime over
-    ``__share_group_state`` (created on first use), the share-partition manager over the
-    partition logs, and the share sessions. A member's removal from its share group
-    (its session expired) or its connection closing ends its share session and releases
-    its records."""
-    existing = storage.catalog.get(SHARE_STATE_TOPIC)
-    partitions = (existing.partitions if existing is not None
-                  else config.int("share.coordinator.state.topic.num.partitions"))
-    core = ShareStateCore(
-        partitions, config.int("share.coordinator.snapshot.update.records.per.snapshot"))
-    served = runtime.serve(StateTopic(SHARE_STATE_TOPIC, partitions, core, SHARE_STATE_CODEC,
-                                      partial(storage.ensure_share_state_topic, partitions)),
-                           core)
-    manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
-    sessions = ShareSessions(config.int("group.share.max.share.sessions"))
+                groups: GroupService, group_configs: GroupConfigs, access: Access,
+                control: Control) -> SharePath:
+    """KIP-932's fetch path, built on first use (``share.path``): the share coordinator's
+    core, served by the runtime over ``__share_group_state`` (created on first use), the
+    share-partition manager over the partition logs, and the share sessions. A member's
+    removal from its share group (its session expired) or its connection closing ends its
+    share session and releases its records. A broker whose ``__share_group_state``
+    exists, or that runs several nodes (each node's routes and coordinators are fixed when
+    it is built), builds it at once."""
 
-    share = ShareRequests(manager, sessions, access)
-    groups.core.share_member_expired.append(share.end_member)
-    groups.core.admin.share_group_deleted.append(manager.delete_group)
+    def build() -> BuiltShare:
+        from kafkalite.coordinator.share.sessions import ShareSessions
+        from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareStateCore
 
-    def initialized(key: ShareKey) -> None:
-        # Record 15 of the group names the share-partition, as Kafka's coordinator does.
-        group, topic_id, partition = key
-        info = storage.catalog.by_id(topic_id)
-        if info is not None:
-            runtime.groups.write(lambda g, now: g.share.partition_initialized(
-                now, group, topic_id, info.name, partition))
+        from .handlers.share_fetch import ShareRequests
+        from .share.manager import SharePartitionManager
 
-    manager.initialized.append(initialized)
+        existing = storage.catalog.get(SHARE_STATE_TOPIC)
+        partitions = (existing.partitions if existing is not None
+                      else config.int("share.coordinator.state.topic.num.partitions"))
+        core = ShareStateCore(
+            partitions, config.int("share.coordinator.snapshot.update.records.per.snapshot"))
+        served = runtime.serve(StateTopic(SHARE_STATE_TOPIC, partitions, core,
+                                          SHARE_STATE_CODEC,
+                                          partial(storage.ensure_share_state_topic,
+                                                  partitions)),
+                               core)
+        manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
+        sessions = ShareSessions(config.int("group.share.max.share.sessions"))
 
-    def topic_deleted(event: str, info: TopicInfo) -> None:
-        if event == "deleted":
-            manager.delete_topic(info.topic_id)
-            runtime.groups.write(lambda g, now: g.share.state_deleted(
-                now, None, {info.topic_id}))
+        share = ShareRequests(manager, sessions, access)
+        groups.core.share_member_expired.append(share.end_member)
+        groups.core.admin.share_group_deleted.append(manager.delete_group)
 
-    storage.catalog.listeners.append(topic_deleted)
-    return share
+        def initialized(key: tuple[str, uuid.UUID, int]) -> None:
+            # Record 15 of the group names the share-partition, as Kafka's coordinator does.
+            group, topic_id, partition = key
+            info = storage.catalog.by_id(topic_id)
+            if info is not None:
+                runtime.groups.write(lambda g, now: g.share.partition_initialized(
+                    now, group, topic_id, info.name, partition))
+
+        manager.initialized.append(initialized)
+
+        def topic_deleted(event: str, info: TopicInfo) -> None:
+            if event == "deleted":
+                manager.delete_topic(info.topic_id)
+                runtime.groups.write(lambda g, now: g.share.state_deleted(
+                    now, None, {info.topic_id}))
+
+        storage.catalog.listeners.append(topic_deleted)
+        store, counters = share_views(control, manager, groups)
+        return BuiltShare(share, store, counters)
+
+    path = SharePath(build)
+    if (storage.catalog.get(SHARE_STATE_TOPIC) is not None
+            or config.int("kafkalite.nodes") > 1):
+        path.get()
+    else:
+        runtime.serve_on_demand(SHARE_STATE_TOPIC, path.get)
+    control.metrics.share = path.totals
+    return path
 
 
 def share_views(control: Control, manager: SharePartitionManager,
-                groups: GroupService) -> ManagerOffsetsStore:
+                groups: GroupService) -> tuple[ManagerOffsetsStore, ShareCounters]:
     """Share-partitions in the admin API and the console, their counters in ``/metrics``;
     the store the share-group offsets APIs read and write (it tells the counters of the
     share-partitions it drops)."""
+    from .admin_http.share_view import ShareView
+    from .share.offsets_store import ManagerOffsetsStore
+    from .share.stats import ShareCounters
+
     counters = ShareCounters(manager)
     store = ManagerOffsetsStore(manager, counters.retire_group)
     control.view.share = ShareView(manager, store.states, groups.core.topics.name_of,
                                    store.high_watermark)
-    control.metrics.share = counters.totals
-    return store
+    return store, counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,8 +402,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
-    share = build_share(config, storage, runtime, groups, dynamic.groups, access)
-    share_store = share_views(control, share.manager, groups)
+    share = build_share(config, storage, runtime, groups, dynamic.groups, access, control)
     apis = KafkaApis(access, control.faults, control.metrics,
                      release(config.text("kafkalite.as.version")), cluster.node_id)
     apis.disconnect_listeners.append(share.disconnected)
@@ -390,7 +412,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     consumer_protocol = "consumer" in rebalance_protocols(config)
     node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
                           security=security, quotas=quotas, dynamic=dynamic,
-                          metrics=control.metrics, share=share, share_store=share_store,
+                          metrics=control.metrics, share=share,
                           consumer_protocol=consumer_protocol)
     peers: list[tuple[Cluster, KafkaApis]] = []
     replicas: ReplicaManager | None = None
@@ -413,7 +435,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         faults=control.faults, metrics=control.metrics, clock_control=control.clock,
         scenarios=control.scenarios, admin=control.admin, schema_registry=registry,
         peers=peers, replicas=replicas,
-        share=share.manager,
+        share=share,
     )
     if replicas is not None:
         control.view.nodes = broker

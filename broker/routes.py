@@ -8,17 +8,20 @@ answers those APIs (Metadata, CreateTopics, configs, ...).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.coordinator.txn.transactions import Transactions
 from kafkalite.protocol import features as protocol_features
+from kafkalite.protocol.api_keys import ApiKey
 
 from .apis import AclFn, Handler, KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig
+from .context import RequestContext
 from .handlers import (
     acls,
     api_versions,
@@ -42,9 +45,7 @@ from .handlers import (
     quorum,
     sasl,
     scram_credentials,
-    share_fetch,
     share_groups,
-    share_offsets,
     topics,
     transactions,
     txn_offsets,
@@ -54,7 +55,57 @@ from .handlers.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
+from .share.path import SharePath
 from .topic_store import Storage
+
+#: The versions of the handler modules imported on their first request (``OnFirstRequest``),
+#: as each declares them in its ``VERSIONS`` (a test holds the two equal): ApiVersions
+#: lists them before any is imported.
+DEFERRED_VERSIONS: dict[str, dict[int, tuple[int | None, int | None]]] = {
+    "share_fetch": {ApiKey.SHARE_FETCH: (1, 2), ApiKey.SHARE_ACKNOWLEDGE: (1, 2)},
+    "share_offsets": {ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+                      ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+                      ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0)},
+}
+
+
+class OnFirstRequest:
+    """A handler made on its first request: its module imported and what it serves built
+    then, for the APIs many brokers never see a request of."""
+
+    __slots__ = ("_handler", "_make")
+
+    def __init__(self, make: Callable[[], Handler]) -> None:
+        self._make = make
+        self._handler: Handler | None = None
+
+    def __call__(self, ctx: RequestContext, request: Any, **kwargs: Any) -> Any:
+        # Keywords: what a multi-node broker's guard adds (``cluster.guard``).
+        handler: Callable[..., Any] | None = self._handler
+        if handler is None:
+            handler = self._handler = self._make()
+        return handler(ctx, request, **kwargs)
+
+
+def _share_fetch(name: str, share: SharePath) -> OnFirstRequest:
+    def make() -> Handler:
+        from .handlers import share_fetch
+
+        fn: Handler = partial(getattr(share_fetch, name), share.requests)
+        return fn
+
+    return OnFirstRequest(make)
+
+
+def _share_offsets(name: str, runtime: CoordinatorRuntime, access: Access,
+                   share: SharePath) -> OnFirstRequest:
+    def make() -> Handler:
+        from .handlers import share_offsets
+
+        fn: Handler = partial(getattr(share_offsets, name), runtime, access, share.store)
+        return fn
+
+    return OnFirstRequest(make)
 
 
 def _route(api_key: int, versions: Mapping[int, tuple[int | None, int | None]],
@@ -76,8 +127,7 @@ def routes(
     dynamic: DynamicBrokerConfig,
     fetch_sessions: FetchSessionCache,
     metrics: BrokerMetrics,
-    share: share_fetch.ShareRequests,
-    share_store: share_offsets.ShareOffsetsStore,
+    share: SharePath,
     consumer_protocol: bool = True,
 ) -> list[Route]:
     """``consumer_protocol``: KIP-848 consumer groups are enabled
@@ -176,19 +226,16 @@ def routes(
                partial(share_groups.share_group_heartbeat, runtime, access, group_acl)),
         _route(share_groups.SHARE_GROUP_DESCRIBE, share_groups.VERSIONS,
                partial(share_groups.share_group_describe, runtime, access)),
-        _route(share_fetch.SHARE_FETCH, share_fetch.VERSIONS,
-               partial(share_fetch.share_fetch, share)),
-        _route(share_fetch.SHARE_ACKNOWLEDGE, share_fetch.VERSIONS,
-               partial(share_fetch.share_acknowledge, share)),
-        _route(share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS, share_offsets.VERSIONS,
-               partial(share_offsets.describe_share_group_offsets, runtime, access,
-                       share_store)),
-        _route(share_offsets.ALTER_SHARE_GROUP_OFFSETS, share_offsets.VERSIONS,
-               partial(share_offsets.alter_share_group_offsets, runtime, access,
-                       share_store)),
-        _route(share_offsets.DELETE_SHARE_GROUP_OFFSETS, share_offsets.VERSIONS,
-               partial(share_offsets.delete_share_group_offsets, runtime, access,
-                       share_store)),
+        _route(ApiKey.SHARE_FETCH, DEFERRED_VERSIONS["share_fetch"],
+               _share_fetch("share_fetch", share)),
+        _route(ApiKey.SHARE_ACKNOWLEDGE, DEFERRED_VERSIONS["share_fetch"],
+               _share_fetch("share_acknowledge", share)),
+        _route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["share_offsets"],
+               _share_offsets("describe_share_group_offsets", runtime, access, share)),
+        _route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["share_offsets"],
+               _share_offsets("alter_share_group_offsets", runtime, access, share)),
+        _route(ApiKey.DELETE_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["share_offsets"],
+               _share_offsets("delete_share_group_offsets", runtime, access, share)),
         # --- offsets and group administration -----------------------------------------
         _route(offsets.OFFSET_COMMIT, offsets.VERSIONS,
                partial(offsets.offset_commit, storage, runtime, access)),

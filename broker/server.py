@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import structlog
 
@@ -30,11 +30,14 @@ from .limits import ConnectionQuotas, IdleReaper, Limits
 from .metrics import BrokerMetrics
 from .security.setup import ListenerSecurity, SecurityState
 from .security.tls_accept import TlsAcceptor
-from .share.manager import SharePartitionManager
+from .share.path import SharePath
 from .testing.clock_control import ClockControl
 from .testing.faults import FaultRules
 from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage
+
+if TYPE_CHECKING:
+    from .share.manager import SharePartitionManager
 
 log = structlog.get_logger("kafkalite.broker")
 
@@ -115,7 +118,7 @@ class Broker:
         schema_registry: AdminListener | None = None,
         peers: Sequence[tuple[Cluster, KafkaApis]] = (),
         replicas: NodeReplicas | None = None,
-        share: SharePartitionManager | None = None,
+        share: SharePath | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -130,8 +133,7 @@ class Broker:
         self.transactions = transactions
         self.log_cleaner = cleaner
         self.apis = apis
-        #: KIP-932's share-partition manager (share-partitions, their locks and state).
-        self.share = share
+        self._share = share
         #: Every deadline of the broker, on its one clock (``scheduler.clock``).
         self.scheduler = scheduler
         #: Fault rules on the request path (dispatch reads the same object).
@@ -198,6 +200,12 @@ class Broker:
     ) -> TopicInfo:
         """Create a topic in the catalogue; storage creates its logs on the catalogue event."""
         return self.storage.create_topic(name, partitions, configs, internal)
+
+    @property
+    def share(self) -> SharePartitionManager | None:
+        """KIP-932's share-partition manager (share-partitions, their locks and state),
+        built now if no share consumer has needed it yet."""
+        return None if self._share is None else self._share.manager
 
     async def start(self) -> None:
         """Check every listener's TLS and SASL settings, open the components, listen.

@@ -155,6 +155,11 @@ class CoordinatorRuntime:
         self.now: Callable[[], int] = scheduler.clock.now_ms
         self.stopped = False
         self.topics: dict[str, StateTopic] = {}
+        #: Internal topics whose coordinator is built on first use (``serve_on_demand``).
+        self._on_demand: dict[str, Callable[[], object]] = {}
+        #: Set by ``begin_loading``: whether a topic has logs yet; a topic served from then
+        #: on (built on first use) is loaded as it is served.
+        self._exists: Callable[[str], bool] | None = None
         #: The group coordinator (classic and consumer groups, offsets).
         self.groups = self.serve(StateTopic(OFFSETS_TOPIC, core.config.num_partitions, core,
                                             OFFSETS_CODEC, ensure_topic), core)
@@ -166,9 +171,29 @@ class CoordinatorRuntime:
         see it."""
         assert core is topic.core
         self.topics[topic.name] = topic
+        self._on_demand.pop(topic.name, None)
         for kind, handler in topic.core.timer_handlers().items():
             self.scheduler.handle(kind, self._timer(handler))
+        if self._exists is not None:
+            self._load_now(topic, self._exists(topic.name))
         return Coordinator(self, core)
+
+    def serve_on_demand(self, name: str, build: Callable[[], object]) -> None:
+        """``build`` serves topic ``name`` (calls ``serve``) the first time it is needed:
+        ``topic(name)``, ``ensure_topic(name)``. A coordinator a new broker has no use for
+        is then neither imported nor built before it listens."""
+        self._on_demand[name] = build
+
+    def topic(self, name: str) -> StateTopic:
+        """An internal topic served here, its coordinator built now if it is built on
+        first use (KeyError for a topic not served at all)."""
+        found = self.topics.get(name)
+        if found is None and name in self._on_demand:
+            self._on_demand.pop(name)()
+            found = self.topics[name]
+        if found is None:
+            raise KeyError(name)
+        return found
 
     def _timer(self, handler: TimerHandler) -> Callable[[tuple[Hashable, ...], int, int], None]:
         def fire(key: tuple[Hashable, ...], deadline: int, now: int) -> None:
@@ -178,7 +203,7 @@ class CoordinatorRuntime:
 
     def ensure_topic(self, name: str = OFFSETS_TOPIC) -> None:
         """Create an internal topic on first use (FindCoordinator, or a core's first write)."""
-        topic = self.topics[name]
+        topic = self.topic(name)
         topic.ensure()
         topic.ensured = True
 
@@ -275,11 +300,24 @@ class CoordinatorRuntime:
 
     # --- life cycle ----------------------------------------------------------------------
 
-    async def load_all(self, exists: Callable[[str], bool] | bool = True) -> None:
-        """Replay every partition of every internal topic; while a partition loads, its
-        groups (or transactional ids) answer COORDINATOR_LOAD_IN_PROGRESS. ``exists``: does
-        the topic have logs yet (a new broker has none)."""
-        for topic in self.topics.values():
+    def begin_loading(self, exists: Callable[[str], bool]) -> list[StateTopic]:
+        """Every partition of every topic served now is loading from here on, before any
+        request can reach it; a topic served later (its coordinator built on first use)
+        is loaded as it is served. Returns the topics for ``load_all``."""
+        self._exists = exists
+        topics = list(self.topics.values())
+        for topic in topics:
+            for p in range(topic.num_partitions):
+                topic.core.begin_load(p)
+        return topics
+
+    async def load_all(self, exists: Callable[[str], bool] | bool = True,
+                       topics: list[StateTopic] | None = None) -> None:
+        """Replay every partition of every internal topic (or of ``topics``); while a
+        partition loads, its groups (or transactional ids) answer
+        COORDINATOR_LOAD_IN_PROGRESS. ``exists``: does the topic have logs yet (a new
+        broker has none)."""
+        for topic in list(self.topics.values()) if topics is None else topics:
             there = exists(topic.name) if callable(exists) else exists
             for p in range(topic.num_partitions):
                 topic.core.begin_load(p)
@@ -291,15 +329,25 @@ class CoordinatorRuntime:
                 await asyncio.sleep(0)
         self.scheduler.rearm()
 
+    def _load_now(self, topic: StateTopic, there: bool) -> None:
+        for p in range(topic.num_partitions):
+            topic.core.begin_load(p)
+        for p in range(topic.num_partitions):
+            if there:
+                self.load_partition(topic, p)
+            else:
+                self._finish_load(topic, p)
+        self.scheduler.rearm()
+
     def load(self, name: str, partition: int) -> None:
         """Become the coordinator of a partition of an internal topic: replay its log into
         the topic's core (its requests answer LOAD_IN_PROGRESS until this returns)."""
-        self.load_partition(self.topics[name], partition)
+        self.load_partition(self.topic(name), partition)
 
     def unload(self, name: str, partition: int) -> None:
         """Stop being the coordinator of a partition: the core forgets it and its parked
         requests are answered (NOT_COORDINATOR, as Kafka)."""
-        out = self.topics[name].core.unload(partition)
+        out = self.topic(name).core.unload(partition)
         if out is not None:
             self.run(out)
 
@@ -343,7 +391,7 @@ class CoordinatorRuntime:
         """Test control: a partition of an internal topic answers NOT_COORDINATOR (``moved``:
         the coordinator went elsewhere) or COORDINATOR_LOAD_IN_PROGRESS (loading) for
         ``for_ms``, then is loaded again from its log, as after a coordinator move."""
-        topic = self.topics[name]
+        topic = self.topic(name)
         self.unload(name, partition)
         if not moved:
             topic.core.begin_load(partition)

@@ -26,10 +26,11 @@ from ..cluster import Cluster
 from ..metrics import GroupRow
 from ..testing.clock_control import ClockControl
 from ..topic_store import Storage
-from .share_view import ShareView, share_group
 
 if TYPE_CHECKING:
     from kafkalite.coordinator.consumer.group import ConsumerGroup
+
+    from .share_view import ShareView
 
 #: At most this many messages per request to the message browser.
 MAX_MESSAGES = 500
@@ -311,6 +312,8 @@ class BrokerView:
                 return self.consumer_group(cg)
             sg = core.share_group(group_id)
             if sg is not None:
+                from .share_view import share_group
+
                 return share_group(sg, core.topics.name_of, self.share, self.clock.now_ms())
             raise NotFound(f"unknown group {group_id!r}")
         now = self.clock.now_ms()

@@ -24,3 +24,37 @@ async def test_api_versions_lists_exactly_the_route_table(handlers: Handlers) ->
     resp = await handlers.call(codecs.API_VERSIONS_KEY, 3, client_software_name="t",
                                client_software_version="1")
     assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == supported
+
+
+def test_the_deferred_handler_modules_serve_the_versions_the_route_table_lists() -> None:
+    """The routes of handler modules imported on their first request list those modules'
+    versions from a copy (ApiVersions answers before any is imported): the two agree."""
+    import importlib
+
+    from kafkalite.broker.routes import DEFERRED_VERSIONS
+
+    assert DEFERRED_VERSIONS
+    for name, versions in DEFERRED_VERSIONS.items():
+        module = importlib.import_module(f"kafkalite.broker.handlers.{name}")
+        assert module.VERSIONS == versions, name
+
+
+async def test_the_share_fetch_path_is_built_on_first_use(handlers: Handlers) -> None:
+    """A broker no share consumer has used has not built KIP-932's fetch path (nor served
+    ``__share_group_state``); FindCoordinator for a share-partition key builds it, and the
+    topic's partitions are loaded at once, as a new broker's are."""
+    import base64
+    import uuid
+
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.protocol.names import SHARE_STATE_TOPIC
+
+    runtime = handlers.broker.coordinator
+    assert SHARE_STATE_TOPIC not in runtime.topics
+    topic_id = uuid.uuid4()
+    key = f"g:{base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip('=')}:0"
+    resp = await handlers.call(10, 6, key_type=2, coordinator_keys=(key,))
+    assert [c.error_code for c in resp.coordinators] == [ErrorCode.none]
+    core = runtime.topics[SHARE_STATE_TOPIC].core
+    assert core.status(("g", topic_id, 0)) is ErrorCode.none
+    assert handlers.broker.share is not None

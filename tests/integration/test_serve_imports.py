@@ -13,7 +13,8 @@ from pathlib import Path
 #: Each is tens of milliseconds of start-up: hypothesis (kio registers strategies when it
 #: is importable), cryptography (TLS listeners only), scramp (SCRAM only), crc32c's
 #: package __init__ and importlib.metadata, the HTTP client (kafkalite ctl), and the
-#: pipeline's libraries; the modules of the kinds of group a new broker has none of.
+#: pipeline's libraries; the modules of the kinds of group a new broker has none of, and of
+#: the share fetch path.
 NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "importlib.metadata",
                         "urllib.request", "pyspark", "pyarrow", "numpy", "pandas",
                         # TLS and SASL: only for listeners that use them.
@@ -26,7 +27,15 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.coordinator.consumer.migration",
                         "kafkalite.protocol.share_group_records",
                         "kafkalite.coordinator.share.membership",
-                        "kafkalite.coordinator.share.group")
+                        "kafkalite.coordinator.share.group",
+                        # KIP-932's fetch path and share-group state: with the first share
+                        # consumer (or a data directory that has __share_group_state).
+                        "kafkalite.broker.share.manager", "kafkalite.broker.handlers.share_fetch",
+                        "kafkalite.broker.handlers.share_offsets",
+                        "kafkalite.coordinator.share.partition",
+                        "kafkalite.coordinator.share.sessions",
+                        "kafkalite.coordinator.share.state_core",
+                        "kafkalite.protocol.share_state_records")
 
 
 def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path: Path) -> None:
