@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -74,6 +73,7 @@ from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:
+    from kafkalite.coordinator.share.state_store import ShareKey
     from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, Transactions
 
     from .cluster.replication import ReplicaManager
@@ -297,7 +297,7 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 
-        def initialized(key: tuple[str, uuid.UUID, int]) -> None:
+        def initialized(key: ShareKey) -> None:
             # Record 15 of the group names the share-partition, as Kafka's coordinator does.
             group, topic_id, partition = key
             info = storage.catalog.by_id(topic_id)

@@ -22,7 +22,6 @@ from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig
 from .context import RequestContext
 from .handlers import (
-    acls,
     api_versions,
     client_quotas,
     cluster_admin,
@@ -63,6 +62,8 @@ if TYPE_CHECKING:
 #: lists them before any is imported.
 DEFERRED_VERSIONS: dict[str, dict[int, tuple[int | None, int | None]]] = {
     "share_fetch": {ApiKey.SHARE_FETCH: (1, 2), ApiKey.SHARE_ACKNOWLEDGE: (1, 2)},
+    "acls": {ApiKey.CREATE_ACLS: (1, 3), ApiKey.DESCRIBE_ACLS: (1, 3),
+             ApiKey.DELETE_ACLS: (1, 3)},
     "producer_ids": {ApiKey.INIT_PRODUCER_ID: (0, 5), ApiKey.DESCRIBE_PRODUCERS: (0, 0)},
     "transactions": {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
                      ApiKey.END_TXN: (0, 5), ApiKey.WRITE_TXN_MARKERS: (1, 2),
@@ -285,10 +286,12 @@ def routes(
         # --- security -------------------------------------------------------------------
         _route(sasl.SASL_HANDSHAKE, sasl.VERSIONS, sasl.sasl_handshake),
         _route(sasl.SASL_AUTHENTICATE, sasl.VERSIONS, sasl.sasl_authenticate),
-        _route(acls.CREATE_ACLS, acls.VERSIONS, partial(acls.handle_create, security.acls, access)),
-        _route(acls.DESCRIBE_ACLS, acls.VERSIONS,
-               partial(acls.handle_describe, security.acls, access)),
-        _route(acls.DELETE_ACLS, acls.VERSIONS, partial(acls.handle_delete, security.acls, access)),
+        _route(ApiKey.CREATE_ACLS, DEFERRED_VERSIONS["acls"],
+               _deferred("acls", "handle_create", security.acls, access)),
+        _route(ApiKey.DESCRIBE_ACLS, DEFERRED_VERSIONS["acls"],
+               _deferred("acls", "handle_describe", security.acls, access)),
+        _route(ApiKey.DELETE_ACLS, DEFERRED_VERSIONS["acls"],
+               _deferred("acls", "handle_delete", security.acls, access)),
         _route(scram_credentials.DESCRIBE_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,
                partial(scram_credentials.handle_describe, security.scram, access)),
         _route(scram_credentials.ALTER_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,
