@@ -65,7 +65,7 @@ def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | Non
             raise RuntimeError(f"broker exited with {proc.returncode}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
             return
-        time.sleep(0.02)
+        time.sleep(0.002)
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port}")
 
 

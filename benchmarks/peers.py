@@ -1,8 +1,10 @@
 """kafkalite beside Apache Kafka and Tansu, in one run and one table.
 
     .venv/bin/python -m benchmarks.peers [--peer kafka,tansu] [--startup-runs 3]
-        [--count 1000000] [--consumers 50] [--heartbeats 100000] [--seconds 5]
-        [--latency-samples 1000] [--time-limit 20]
+        [--startup-only] [--count 1000000] [--consumers 50] [--heartbeats 100000]
+        [--seconds 5] [--latency-samples 1000] [--time-limit 20]
+
+``--peer ''`` measures kafkalite alone; ``--startup-only`` measures step 1 only.
 
 For each broker, one after the other (each alone on the machine):
 
@@ -114,6 +116,8 @@ def measure(name: str, args: argparse.Namespace) -> Figures:
             f.startup_cpu_s.append(got[1])
             f.idle_rss_mb.append(got[2])
     print(f"   {name}: start-up to first acknowledged produce {f.startup_s}", flush=True)
+    if args.startup_only:
+        return f
     limit = args.time_limit
     with running(name) as broker:
         # A fifth of the records first, not counted: the JVM compiles its hot paths.
@@ -212,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--peer", default="kafka,tansu", type=peers,
                     help="the brokers measured beside kafkalite (kafka, tansu or both)")
     ap.add_argument("--startup-runs", type=int, default=3)
+    ap.add_argument("--startup-only", action="store_true",
+                    help="only start-up to the first acknowledged produce and idle RSS")
     ap.add_argument("--count", type=int, default=1_000_000, help="records produced")
     ap.add_argument("--consumers", type=int, default=50, help="group size")
     ap.add_argument("--heartbeats", type=int, default=100_000, help="pipelined heartbeats")
@@ -227,7 +233,8 @@ def main(argv: list[str] | None = None) -> None:
     header(f"kafkalite beside {' and '.join(args.peer)}")
     results = {name: measure(name, args) for name in names}
     print()
-    print(table(["figure", *names, "kafkalite / kafka", "better"], rows(results)), flush=True)
+    shown = rows(results)[:3] if args.startup_only else rows(results)
+    print(table(["figure", *names, "kafkalite / kafka", "better"], shown), flush=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -39,15 +38,9 @@ import structlog
 from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
-from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.runtime import CoordinatorRuntime, OnDemand
 from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
-from kafkalite.coordinator.txn.markers import LocalMarkerWriter
-from kafkalite.coordinator.txn.transactions import (
-    TransactionCoordinatorCore,
-    Transactions,
-    TxnConfig,
-)
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkalite.protocol.releases import release
@@ -80,6 +73,9 @@ from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:
+    from kafkalite.coordinator.share.state_store import ShareKey
+    from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, Transactions
+
     from .cluster.replication import ReplicaManager
     from .share.manager import SharePartitionManager
     from .share.offsets_store import ManagerOffsetsStore
@@ -221,35 +217,49 @@ def forward_topic_event(groups: GroupService, event: str, info: TopicInfo) -> No
 
 
 def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRuntime,
-                       groups: GroupService
-                       ) -> tuple[TransactionCoordinatorCore, Transactions]:
+                       groups: GroupService) -> OnDemand[TransactionCoordinatorCore]:
     """The transaction coordinator's core, served by the runtime over
-    ``__transaction_state`` (created on first use, like ``__consumer_offsets``)."""
-    existing = storage.catalog.get(TRANSACTION_STATE_TOPIC)
-    cfg = TxnConfig(
-        # An existing topic's partition count wins over the property, as in Kafka.
-        num_partitions=(existing.partitions if existing is not None
-                        else config.int("transaction.state.log.num.partitions")),
-        max_timeout_ms=config.int("transaction.max.timeout.ms"),
-        transactional_id_expiration_ms=config.int("transactional.id.expiration.ms"),
-        transaction_version=TRANSACTION_VERSION.level,
-        offsets_partitions=groups.core.config.num_partitions,
-        abort_retry_interval_ms=config.int(
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-        expire_retry_interval_ms=config.int(
-            "transaction.remove.expired.transaction.cleanup.interval.ms"),
-    )
-    core = TransactionCoordinatorCore(
-        cfg, runtime.scheduler.timers,
-        allocate_producer_id=storage.logs.producer_ids.allocate,
-        markers=LocalMarkerWriter(storage.logs.get, groups),
-        group_partition_for=groups.core.partition_for)
-    served = runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
-                                      TRANSACTION_CODEC,
-                                      partial(storage.ensure_transaction_topic,
-                                              cfg.num_partitions)),
-                           core)
-    return core, served
+    ``__transaction_state`` (created on first use, like ``__consumer_offsets``). Built on
+    first use (the first transactional or idempotent producer, FindCoordinator for a
+    transactional id), or at once by a broker whose ``__transaction_state`` exists or that
+    runs several nodes (each node's coordinators are fixed when it is built)."""
+
+    def build() -> Transactions:
+        from kafkalite.coordinator.txn.markers import LocalMarkerWriter
+        from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, TxnConfig
+
+        existing = storage.catalog.get(TRANSACTION_STATE_TOPIC)
+        cfg = TxnConfig(
+            # An existing topic's partition count wins over the property, as in Kafka.
+            num_partitions=(existing.partitions if existing is not None
+                            else config.int("transaction.state.log.num.partitions")),
+            max_timeout_ms=config.int("transaction.max.timeout.ms"),
+            transactional_id_expiration_ms=config.int("transactional.id.expiration.ms"),
+            transaction_version=TRANSACTION_VERSION.level,
+            offsets_partitions=groups.core.config.num_partitions,
+            abort_retry_interval_ms=config.int(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            expire_retry_interval_ms=config.int(
+                "transaction.remove.expired.transaction.cleanup.interval.ms"),
+        )
+        core = TransactionCoordinatorCore(
+            cfg, runtime.scheduler.timers,
+            allocate_producer_id=storage.logs.producer_ids.allocate,
+            markers=LocalMarkerWriter(storage.logs.get, groups),
+            group_partition_for=groups.core.partition_for)
+        return runtime.serve(StateTopic(TRANSACTION_STATE_TOPIC, cfg.num_partitions, core,
+                                        TRANSACTION_CODEC,
+                                        partial(storage.ensure_transaction_topic,
+                                                cfg.num_partitions)),
+                             core)
+
+    txn: OnDemand[TransactionCoordinatorCore] = OnDemand(build)
+    if (storage.catalog.get(TRANSACTION_STATE_TOPIC) is not None
+            or config.int("kafkalite.nodes") > 1):
+        txn.served()
+    else:
+        runtime.serve_on_demand(TRANSACTION_STATE_TOPIC, txn.served)
+    return txn
 
 
 def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
@@ -287,7 +297,7 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 
-        def initialized(key: tuple[str, uuid.UUID, int]) -> None:
+        def initialized(key: ShareKey) -> None:
             # Record 15 of the group names the share-partition, as Kafka's coordinator does.
             group, topic_id, partition = key
             info = storage.catalog.by_id(topic_id)
@@ -397,7 +407,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     cluster, storage, cleaner = build_storage(config, scheduler)
     dynamic.reconfigurables.append(LogDefaults(storage))
     runtime, groups = build_coordinator(config, storage, scheduler, dynamic.groups)
-    txn_core, txn = build_transactions(config, storage, runtime, groups)
+    txn = build_transactions(config, storage, runtime, groups)
     control = build_control(config, cluster, storage, runtime, groups, scheduler)
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
@@ -417,7 +427,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     peers: list[tuple[Cluster, KafkaApis]] = []
     replicas: ReplicaManager | None = None
     if config.int("kafkalite.nodes") > 1:
-        peers, replicas = build_peers(config, cluster, storage, groups, txn_core, runtime,
+        peers, replicas = build_peers(config, cluster, storage, groups, txn.core, runtime,
                                       scheduler, apis, fetch_sessions, node_routes)
     else:
         if (config.data_dir / "nodes").exists():
@@ -427,7 +437,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         for route in node_routes(cluster, apis=apis, fetch_sessions=fetch_sessions):
             apis.register(route)
     broker = Broker(
-        config, cluster, storage, runtime, txn_core, cleaner, apis, scheduler, groups=groups,
+        config, cluster, storage, runtime, txn, cleaner, apis, scheduler, groups=groups,
         services=(storage, *((replicas,) if replicas is not None else ()),
                   CoordinatorLoader(runtime, storage.catalog), cleaner,
                   SchedulerService(scheduler)),

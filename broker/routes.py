@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.txn.transactions import Transactions
 from kafkalite.protocol import features as protocol_features
 from kafkalite.protocol.api_keys import ApiKey
 
@@ -23,7 +22,6 @@ from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig
 from .context import RequestContext
 from .handlers import (
-    acls,
     api_versions,
     client_quotas,
     cluster_admin,
@@ -41,13 +39,11 @@ from .handlers import (
     metadata,
     offsets,
     produce,
-    producer_ids,
     quorum,
     sasl,
     scram_credentials,
     share_groups,
     topics,
-    transactions,
     txn_offsets,
 )
 from .handlers.fetch_session import FetchSessionCache
@@ -58,11 +54,20 @@ from .security.setup import SecurityState
 from .share.path import SharePath
 from .topic_store import Storage
 
+if TYPE_CHECKING:
+    from kafkalite.coordinator.txn.transactions import Transactions
+
 #: The versions of the handler modules imported on their first request (``OnFirstRequest``),
 #: as each declares them in its ``VERSIONS`` (a test holds the two equal): ApiVersions
 #: lists them before any is imported.
 DEFERRED_VERSIONS: dict[str, dict[int, tuple[int | None, int | None]]] = {
     "share_fetch": {ApiKey.SHARE_FETCH: (1, 2), ApiKey.SHARE_ACKNOWLEDGE: (1, 2)},
+    "acls": {ApiKey.CREATE_ACLS: (1, 3), ApiKey.DESCRIBE_ACLS: (1, 3),
+             ApiKey.DELETE_ACLS: (1, 3)},
+    "producer_ids": {ApiKey.INIT_PRODUCER_ID: (0, 5), ApiKey.DESCRIBE_PRODUCERS: (0, 0)},
+    "transactions": {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+                     ApiKey.END_TXN: (0, 5), ApiKey.WRITE_TXN_MARKERS: (1, 2),
+                     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0), ApiKey.LIST_TRANSACTIONS: (0, 2)},
     "share_offsets": {ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
                       ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
                       ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0)},
@@ -85,6 +90,19 @@ class OnFirstRequest:
         if handler is None:
             handler = self._handler = self._make()
         return handler(ctx, request, **kwargs)
+
+
+def _deferred(module: str, name: str, *bound: Any) -> OnFirstRequest:
+    """Handler ``name`` of ``handlers.<module>`` with ``bound`` before the request,
+    imported on its first request."""
+    def make() -> Handler:
+        from importlib import import_module
+
+        fn: Handler = partial(getattr(import_module(f"{__package__}.handlers.{module}"), name),
+                              *bound)
+        return fn
+
+    return OnFirstRequest(make)
 
 
 def _share_fetch(name: str, share: SharePath) -> OnFirstRequest:
@@ -144,10 +162,10 @@ def routes(
                partial(list_offsets.list_offsets, storage, access)),
         _route(list_offsets.DELETE_RECORDS, list_offsets.VERSIONS,
                partial(list_offsets.delete_records, storage, access)),
-        _route(producer_ids.INIT_PRODUCER_ID, producer_ids.VERSIONS,
-               partial(producer_ids.init_producer_id, storage, txn, access)),
-        _route(producer_ids.DESCRIBE_PRODUCERS, producer_ids.VERSIONS,
-               partial(producer_ids.describe_producers, storage, access)),
+        _route(ApiKey.INIT_PRODUCER_ID, DEFERRED_VERSIONS["producer_ids"],
+               _deferred("producer_ids", "init_producer_id", storage, txn, access)),
+        _route(ApiKey.DESCRIBE_PRODUCERS, DEFERRED_VERSIONS["producer_ids"],
+               _deferred("producer_ids", "describe_producers", storage, access)),
         _route(leader_epochs.OFFSET_FOR_LEADER_EPOCH, leader_epochs.VERSIONS,
                partial(leader_epochs.offset_for_leader_epoch, storage, access)),
         # --- metadata, topics and configs -----------------------------------------------
@@ -251,27 +269,29 @@ def routes(
         _route(group_admin.DELETE_GROUPS, group_admin.VERSIONS,
                partial(group_admin.delete_groups, runtime, access)),
         # --- transactions -----------------------------------------------------------------
-        _route(transactions.ADD_PARTITIONS_TO_TXN, transactions.VERSIONS,
-               partial(transactions.add_partitions_to_txn, storage, txn, access)),
-        _route(transactions.ADD_OFFSETS_TO_TXN, transactions.VERSIONS,
-               partial(transactions.add_offsets_to_txn, txn, access)),
-        _route(transactions.END_TXN, transactions.VERSIONS,
-               partial(transactions.end_txn, txn, access)),
+        _route(ApiKey.ADD_PARTITIONS_TO_TXN, DEFERRED_VERSIONS["transactions"],
+               _deferred("transactions", "add_partitions_to_txn", storage, txn, access)),
+        _route(ApiKey.ADD_OFFSETS_TO_TXN, DEFERRED_VERSIONS["transactions"],
+               _deferred("transactions", "add_offsets_to_txn", txn, access)),
+        _route(ApiKey.END_TXN, DEFERRED_VERSIONS["transactions"],
+               _deferred("transactions", "end_txn", txn, access)),
         _route(txn_offsets.TXN_OFFSET_COMMIT, txn_offsets.VERSIONS,
                partial(txn_offsets.txn_offset_commit, storage, runtime, verify, access)),
-        _route(transactions.WRITE_TXN_MARKERS, transactions.VERSIONS,
-               partial(transactions.write_txn_markers, storage, txn, access)),
-        _route(transactions.DESCRIBE_TRANSACTIONS, transactions.VERSIONS,
-               partial(transactions.describe_transactions, txn, access)),
-        _route(transactions.LIST_TRANSACTIONS, transactions.VERSIONS,
-               partial(transactions.list_transactions, txn, access)),
+        _route(ApiKey.WRITE_TXN_MARKERS, DEFERRED_VERSIONS["transactions"],
+               _deferred("transactions", "write_txn_markers", storage, txn, access)),
+        _route(ApiKey.DESCRIBE_TRANSACTIONS, DEFERRED_VERSIONS["transactions"],
+               _deferred("transactions", "describe_transactions", txn, access)),
+        _route(ApiKey.LIST_TRANSACTIONS, DEFERRED_VERSIONS["transactions"],
+               _deferred("transactions", "list_transactions", txn, access)),
         # --- security -------------------------------------------------------------------
         _route(sasl.SASL_HANDSHAKE, sasl.VERSIONS, sasl.sasl_handshake),
         _route(sasl.SASL_AUTHENTICATE, sasl.VERSIONS, sasl.sasl_authenticate),
-        _route(acls.CREATE_ACLS, acls.VERSIONS, partial(acls.handle_create, security.acls, access)),
-        _route(acls.DESCRIBE_ACLS, acls.VERSIONS,
-               partial(acls.handle_describe, security.acls, access)),
-        _route(acls.DELETE_ACLS, acls.VERSIONS, partial(acls.handle_delete, security.acls, access)),
+        _route(ApiKey.CREATE_ACLS, DEFERRED_VERSIONS["acls"],
+               _deferred("acls", "handle_create", security.acls, access)),
+        _route(ApiKey.DESCRIBE_ACLS, DEFERRED_VERSIONS["acls"],
+               _deferred("acls", "handle_describe", security.acls, access)),
+        _route(ApiKey.DELETE_ACLS, DEFERRED_VERSIONS["acls"],
+               _deferred("acls", "handle_delete", security.acls, access)),
         _route(scram_credentials.DESCRIBE_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,
                partial(scram_credentials.handle_describe, security.scram, access)),
         _route(scram_credentials.ALTER_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,

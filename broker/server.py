@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import structlog
 
 from kafkalite.coordinator.group_service import GroupService
-from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore
+from kafkalite.coordinator.runtime import CoordinatorRuntime, OnDemand
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
@@ -37,6 +36,8 @@ from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage
 
 if TYPE_CHECKING:
+    from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore
+
     from .share.manager import SharePartitionManager
 
 log = structlog.get_logger("kafkalite.broker")
@@ -100,7 +101,7 @@ class Broker:
         cluster: Cluster,
         storage: Storage,
         coordinator: CoordinatorRuntime,
-        transactions: TransactionCoordinatorCore,
+        transactions: OnDemand[TransactionCoordinatorCore],
         cleaner: LogCleaner,
         apis: KafkaApis,
         scheduler: Scheduler,
@@ -129,8 +130,7 @@ class Broker:
         self.coordinator = coordinator
         #: The group coordinator's work outside requests, and its core for inspection.
         self.groups = groups
-        #: The transaction coordinator's core (driven by ``coordinator``, the runtime).
-        self.transactions = transactions
+        self._transactions = transactions
         self.log_cleaner = cleaner
         self.apis = apis
         self._share = share
@@ -200,6 +200,12 @@ class Broker:
     ) -> TopicInfo:
         """Create a topic in the catalogue; storage creates its logs on the catalogue event."""
         return self.storage.create_topic(name, partitions, configs, internal)
+
+    @property
+    def transactions(self) -> TransactionCoordinatorCore:
+        """The transaction coordinator's core (driven by ``coordinator``, the runtime),
+        built now if no producer has needed it yet."""
+        return self._transactions.core
 
     @property
     def share(self) -> SharePartitionManager | None:

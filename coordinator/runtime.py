@@ -141,6 +141,42 @@ class Coordinator(Generic[C]):
         return result
 
 
+
+class OnDemand(Coordinator[C]):
+    """A coordinator built on its first operation (or ``served()``): the transaction
+    coordinator of a broker no transactional producer has used is neither imported nor
+    built before it listens."""
+
+    __slots__ = ("_build", "_served")
+
+    def __init__(self, build: Callable[[], Coordinator[C]]) -> None:
+        # No Coordinator.__init__: every operation goes to the one ``build`` returns.
+        self._build = build
+        self._served: Coordinator[C] | None = None
+
+    def served(self) -> Coordinator[C]:
+        served = self._served
+        if served is None:
+            served = self._served = self._build()
+        return served
+
+    @property
+    def built(self) -> bool:
+        return self._served is not None
+
+    @property
+    def core(self) -> C:
+        return self.served()._core
+
+    def write(self, op: Callable[[C, int], Outcome]) -> Any:
+        return self.served().write(op)
+
+    def query(self, op: Callable[[C], T]) -> T:
+        return self.served().query(op)
+
+    def read(self, op: Callable[[C, int], T]) -> T:
+        return self.served().read(op)
+
 class CoordinatorRuntime:
     def __init__(
         self,

@@ -9,17 +9,16 @@ here the core answers in place, through the runtime, before the append.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kafkalite.coordinator.results import PARKED
-from kafkalite.coordinator.txn.state import TopicPartition
-from kafkalite.coordinator.txn.transactions import (
-    AddPartitionsResult,
-    Transactions,
-    TxnPartitionsRequest,
-)
 from kafkalite.protocol.errors import ErrorCode
 
 from ..config.properties import Config
-from .transactions import Answer
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.txn.state import TopicPartition
+    from kafkalite.coordinator.txn.transactions import AddPartitionsResult, Transactions
 
 
 class TxnVerification:
@@ -40,6 +39,11 @@ class TxnVerification:
             res = self.txn.query(lambda t: t.verify_partitions(
                 transactional_id, producer_id, producer_epoch, [tp]))
             return res.errors.get(tp, ErrorCode.unknown_server_error)
+        # The transaction coordinator's modules load with its first use.
+        from kafkalite.coordinator.txn.transactions import TxnPartitionsRequest
+
+        from .transactions import Answer
+
         waiter = Answer()
         out = self.txn.write(lambda t, now: t.add_partitions_batch(
             now, waiter,

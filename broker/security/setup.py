@@ -13,8 +13,6 @@ import structlog
 
 from ..auth import Authorizer
 from ..config.properties import DEFAULT_VALUES, Config, ConfigError
-from .acl_store import AclStore
-from .authorizer import CLASS_NAMES, AclAuthorizer, parse_super_users
 from .listeners import (
     DEFAULT_PROTOCOL_MAP,
     ListenerProps,
@@ -25,6 +23,7 @@ from .listeners import (
 from .scram import ScramStore
 
 if TYPE_CHECKING:
+    from .acl_store import AclStore
     from .principal_rules import PrincipalMapper
     from .sasl import SaslServer
 
@@ -116,6 +115,10 @@ def build_authorizer(config: Config, data_dir: Path) -> tuple[Authorizer | None,
     name = config.text("authorizer.class.name").strip()
     if not name:
         return None, None
+    # The ACL modules load only for a broker that authorizes.
+    from .acl_store import AclStore
+    from .authorizer import CLASS_NAMES, AclAuthorizer, parse_super_users
+
     if name not in CLASS_NAMES:
         raise ConfigError(f"authorizer.class.name {name!r} is not supported "
                           f"(use {CLASS_NAMES[0]} or {CLASS_NAMES[1]})")

@@ -11,7 +11,13 @@ from .harness import Handlers
 
 
 def test_broker_components_are_typed() -> None:
-    hints = typing.get_type_hints(Broker.__init__)
+    # The parts built on first use are named for the type checker only.
+    from kafkalite.broker.share.manager import SharePartitionManager
+    from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore
+
+    hints = typing.get_type_hints(Broker.__init__, localns={
+        "TransactionCoordinatorCore": TransactionCoordinatorCore,
+        "SharePartitionManager": SharePartitionManager})
     assert all(hint is not typing.Any for hint in hints.values()), hints
 
 
@@ -58,3 +64,21 @@ async def test_the_share_fetch_path_is_built_on_first_use(handlers: Handlers) ->
     core = runtime.topics[SHARE_STATE_TOPIC].core
     assert core.status(("g", topic_id, 0)) is ErrorCode.none
     assert handlers.broker.share is not None
+
+
+async def test_the_transaction_coordinator_is_built_on_first_use(handlers: Handlers) -> None:
+    """No transactional producer yet: ``__transaction_state`` is not served; FindCoordinator
+    for a transactional id builds the coordinator, loaded at once, and InitProducerId is
+    answered by it."""
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.protocol.names import TRANSACTION_STATE_TOPIC
+
+    runtime = handlers.broker.coordinator
+    assert TRANSACTION_STATE_TOPIC not in runtime.topics
+    resp = await handlers.call(10, 4, key_type=1, coordinator_keys=("t1",))
+    assert [c.error_code for c in resp.coordinators] == [ErrorCode.none]
+    assert TRANSACTION_STATE_TOPIC in runtime.topics
+    init = await handlers.call(22, 4, transactional_id="t1", transaction_timeout=60_000,
+                               producer_id=-1, producer_epoch=-1)
+    assert init.error_code is ErrorCode.none and init.producer_id >= 0
+    assert handlers.broker.transactions.transaction("t1") is not None

@@ -13,13 +13,16 @@ from pathlib import Path
 #: Each is tens of milliseconds of start-up: hypothesis (kio registers strategies when it
 #: is importable), cryptography (TLS listeners only), scramp (SCRAM only), crc32c's
 #: package __init__ and importlib.metadata, the HTTP client (kafkalite ctl), and the
-#: pipeline's libraries; the modules of the kinds of group a new broker has none of, and of
-#: the share fetch path.
+#: pipeline's libraries; the modules of the kinds of group a new broker has none of, of the
+#: share fetch path and of the transaction coordinator.
 NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "importlib.metadata",
                         "urllib.request", "pyspark", "pyarrow", "numpy", "pandas",
                         # TLS and SASL: only for listeners that use them.
                         "kafkalite.broker.security.tls", "kafkalite.broker.security.mechanisms",
                         "kafkalite.broker.security.oauthbearer",
+                        # ACLs: only with an authorizer, or the first ACL request.
+                        "kafkalite.broker.security.acl", "kafkalite.broker.security.authorizer",
+                        "kafkalite.broker.handlers.acls",
                         # KIP-848 consumer groups and KIP-932 share groups: with the first
                         # such group or record.
                         "kafkalite.protocol.consumer_group_records",
@@ -35,7 +38,13 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.coordinator.share.partition",
                         "kafkalite.coordinator.share.sessions",
                         "kafkalite.coordinator.share.state_core",
-                        "kafkalite.protocol.share_state_records")
+                        "kafkalite.protocol.share_state_records",
+                        # The transaction coordinator: with the first producer that needs
+                        # it (or a data directory that has __transaction_state).
+                        "kafkalite.coordinator.txn.transactions",
+                        "kafkalite.coordinator.txn.markers",
+                        "kafkalite.broker.handlers.transactions",
+                        "kafkalite.broker.handlers.producer_ids")
 
 
 def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path: Path) -> None:
