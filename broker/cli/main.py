@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
 from pathlib import Path
@@ -97,6 +98,10 @@ def _serve(args: argparse.Namespace) -> int:
             )
         if sys.stdout.isatty():
             print(start_line(broker), flush=True)
+        # What start-up made lives as long as the broker: no collection needs to look at
+        # it again (``main`` kept the collector off until now).
+        gc.freeze()
+        gc.enable()
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -284,7 +289,21 @@ def _scram(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    parser = build_parser(serve_only=given[:1] == ["serve"])
+    serving = given[:1] == ["serve"]
+    if not serving:
+        gc.enable()
+        return _run(given, serving)
+    # No collection over the objects start-up makes; ``_serve`` freezes them (out of every
+    # later collection) and enables the collector once the broker listens.
+    gc.disable()
+    try:
+        return _run(given, serving)
+    finally:
+        gc.enable()
+
+
+def _run(given: list[str], serving: bool) -> int:
+    parser = build_parser(serve_only=serving)
     args = parser.parse_args(given)
     rc: int = args.func(args)
     return rc
