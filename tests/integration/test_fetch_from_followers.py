@@ -209,3 +209,56 @@ def test_node_without_a_replica_refuses_a_consumer(
     part = _fetch(broker.bootstraps[outsider - 1], tid, 0, 16, rack(outsider))
     assert part.error_code == ErrorCode.not_leader_or_follower
     assert part.current_leader.leader_id == leader
+
+
+def test_java_consumer_reads_from_the_follower_in_its_rack(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """The Java consumer (fetch sessions, several fetches) with client.rack."""
+    from .java_support import run_java
+
+    broker = start(make_broker, RACK_AWARE)
+    create(broker, "java-near")
+    leader, replicas, _isr = broker.partition_state("java-near", 0)
+    follower = next(n for n in replicas if n != leader)
+    produce(broker, "java-near", RECORDS)
+    lines = run_java("RackConsumer", broker.bootstrap, "java-near", rack(follower),
+                     str(RECORDS), timeout=120)
+    assert (lines["read"], lines["in.order"], lines["last"]) == (
+        str(RECORDS), "true", f"{RECORDS - 1:06d}")
+    sent = bytes_out(broker, "java-near")
+    assert sent[follower] > 0 and sent[leader] == 0, sent
+
+
+def test_consumer_goes_back_to_the_leader_when_its_follower_stops(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    broker = start(make_broker, RACK_AWARE)
+    create(broker, "gone")
+    leader, replicas, _isr = broker.partition_state("gone", 0)
+    follower = next(n for n in replicas if n != leader)
+    produce(broker, "gone", RECORDS)
+    c = Consumer({"bootstrap.servers": broker.bootstraps[leader - 1],
+                  "group.id": "ff-gone", "client.rack": rack(follower),
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition("gone", 0, 0)])
+    got: list[bytes] = []
+
+    def poll_until(n: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m.value())
+
+    try:
+        poll_until(RECORDS)
+        assert bytes_out(broker, "gone")[follower] > 0
+        broker.stop_node(follower)
+        assert broker.partition_state("gone", 0)[0] == leader
+        produce(broker, "gone", RECORDS)
+        poll_until(2 * RECORDS)
+    finally:
+        c.close()
+    assert got == [f"{i:06d}".encode() for i in range(RECORDS)] * 2
+    sent = bytes_out(broker, "gone")
+    # The rest came from the leader, or from the third replica (in another rack: never).
+    assert sent[leader] > 0, sent
