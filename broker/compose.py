@@ -466,11 +466,13 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     guarded so that it answers only for the partitions it leads and the groups and
     transactions it coordinates. Returns nodes 2..N with their handlers (node 1's are
     registered on ``apis``) and the replica manager."""
+    from .cluster.follower_fetch import FetchReplicas
     from .cluster.guard import guarded_routes
     from .cluster.nodes import build_cluster, node_count, place
     from .cluster.placement import place as placement
     from .cluster.reassignment import Reassignments
     from .cluster.replication import ReplicaManager
+    from .cluster.selector import selector_for
 
     def state_partition(key_type: int, key: str) -> tuple[str, int]:
         if key_type == 1:
@@ -543,6 +545,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     scheduler.every("leader-rebalance",
                     lambda: config.int("leader.imbalance.check.interval.seconds") * 1000,
                     rebalance)
+    selector = selector_for(config)
     peers: list[tuple[Cluster, KafkaApis]] = []
     for node in controller.members:
         if node is first:
@@ -557,6 +560,6 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
             peers.append((node, node_apis))
         for route in guarded_routes(node, storage.catalog,
                                     node_routes(node, apis=node_apis, fetch_sessions=sessions),
-                                    epoch):
+                                    epoch, FetchReplicas(node, manager, storage, selector)):
             node_apis.register(route)
     return peers, manager

@@ -74,6 +74,8 @@ class BrokerMetrics:
         self.messages_in: dict[str, int] = {}
         self.bytes_in: dict[str, int] = {}
         self.bytes_out: dict[str, int] = {}
+        #: With several nodes in the process: (node id, topic) -> bytes each node sent.
+        self.node_bytes_out: dict[tuple[int, str], int] = {}
         self.faults_fired: dict[tuple[str, str], int] = {}
         #: Reads group state at scrape time.
         self.groups = groups
@@ -102,6 +104,11 @@ class BrokerMetrics:
     def fetched(self, topic: str, size: int) -> None:
         """``size`` bytes of record batches of ``topic`` in a Fetch response."""
         self.bytes_out[topic] = self.bytes_out.get(topic, 0) + size
+
+    def node_fetched(self, node: int, topic: str, size: int) -> None:
+        """``size`` bytes of ``topic`` sent by node ``node`` (several nodes only)."""
+        key = (node, topic)
+        self.node_bytes_out[key] = self.node_bytes_out.get(key, 0) + size
 
     def fault_fired(self, rule: FaultRule) -> None:
         key = (api_display_name(rule.api_key), rule.action.value)
@@ -157,6 +164,16 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
         for topic, n in sorted(values.items()):
             family.add_metric([topic], n)
         yield family
+    if m.node_bytes_out:
+        # Each Kafka broker exposes its own BytesOut; the nodes of one process share
+        # this endpoint, so the node is a label.
+        per_node = CounterMetricFamily(
+            "kafkalite_node_bytesout",
+            "Bytes of record batches each node sent in Fetch responses, per topic (Kafka: "
+            "each broker's BrokerTopicMetrics BytesOutPerSec)", labels=["node", "topic"])
+        for (node, topic), n in sorted(m.node_bytes_out.items()):
+            per_node.add_metric([str(node), topic], n)
+        yield per_node
     reqs = CounterMetricFamily(
         "kafka_network_requestmetrics_requests",
         "Requests answered per API (Kafka: RequestMetrics RequestsPerSec)",

@@ -7,6 +7,12 @@ request (``testing.fault_responses``), and nothing is written. Clients send each
 partition to its leader and each key to its coordinator, so a request that mixes leaders
 comes only from metadata older than the placement, and the client retries it.
 
+Fetch is answered per partition too once the node may read any partition of it: a
+consumer's fetch (v11+) may read what this node follows (KIP-392), so one request names
+partitions led here, partitions followed here and, from a client whose metadata is
+stale, others (``follower_fetch.FetchReplicas``). A fetch this node can read nothing of
+is refused whole, as the other partition-addressed requests are.
+
 ShareFetch and ShareAcknowledge are answered per partition instead, as Kafka's are: the
 handler is given the node's ``ShareLeadership`` and answers NOT_LEADER_OR_FOLLOWER, with
 the current leader, for each share-partition led elsewhere (``handlers/share_fetch``).
@@ -45,7 +51,9 @@ from ..handlers import (
     transactions,
     txn_offsets,
 )
+from ..handlers.fetch_session import replica_id
 from ..testing.fault_responses import fault_response
+from .follower_fetch import FetchReplicas
 from .identity import Cluster
 
 GROUP, TRANSACTION = 0, 1
@@ -163,6 +171,30 @@ def guard_partitions(cluster: Cluster, catalog: TopicCatalog, api_key: int,
     return guarded
 
 
+def guard_fetch(cluster: Cluster, catalog: TopicCatalog, handler: Handler,
+                epoch: Callable[[str, int], int], replicas: FetchReplicas) -> Handler:
+    """Fetch on a node of several: refused whole (with the current leaders) when the
+    node may read none of its partitions, else served per partition by ``replicas``."""
+    walk = PARTITIONED[fetch.FETCH]
+    # The fetch handler takes the node's replicas as a keyword.
+    serve: Callable[..., Any] = handler
+
+    def guarded(ctx: RequestContext, req: Any) -> Any:
+        consumer = ctx.api_version >= 11 and replica_id(req) < 0
+        named = False
+        for name, p in walk(req, catalog):
+            if name and catalog.get(name) is not None:
+                named = True
+                if replicas.hosts(name, p, consumer):
+                    return serve(ctx, req, replicas=replicas)
+        if not named:
+            # Unknown topics, or an incremental fetch naming nothing new.
+            return serve(ctx, req, replicas=replicas)
+        resp = _refuse(fetch.FETCH, ctx, req, ErrorCode.not_leader_or_follower)
+        return with_current_leaders(resp, req, cluster, catalog, epoch, ctx.listener)
+    return guarded
+
+
 def with_current_leaders(resp: Any, req: Any, cluster: Cluster, catalog: TopicCatalog,
                          epoch: Callable[[str, int], int], listener: str) -> Any:
     """KIP-951: where the version has them (Produce v10+, Fetch v12+; the endpoints from
@@ -260,13 +292,17 @@ SHARE_PARTITIONED = (share_fetch.SHARE_FETCH, share_fetch.SHARE_ACKNOWLEDGE)
 
 
 def guarded_routes(cluster: Cluster, catalog: TopicCatalog, routes: list[Route],
-                   epoch: Callable[[str, int], int]) -> list[Route]:
+                   epoch: Callable[[str, int], int],
+                   fetch_replicas: FetchReplicas | None = None) -> list[Route]:
     """``routes`` with the handlers that depend on leadership wrapped for ``cluster``'s node
-    (``epoch``: a partition's leader epoch, for KIP-951's current leader)."""
+    (``epoch``: a partition's leader epoch, for KIP-951's current leader;
+    ``fetch_replicas``: where the node's fetches read, KIP-392)."""
     out = []
     for r in routes:
         handler = r.handler
-        if r.api_key in PARTITIONED:
+        if r.api_key == fetch.FETCH and fetch_replicas is not None:
+            handler = guard_fetch(cluster, catalog, handler, epoch, fetch_replicas)
+        elif r.api_key in PARTITIONED:
             handler = guard_partitions(cluster, catalog, r.api_key, handler,
                                        PARTITIONED[r.api_key], epoch)
         elif r.api_key in COORDINATED:

@@ -279,7 +279,17 @@ class ReplicaManager:
                   default=lead.log_end_offset)
         if lead.hw is None or low > lead.hw:
             lead.hw = low
+        self._tell_followers(rs, st, lead)
         rs.release()
+
+    def _tell_followers(self, rs: ReplicaSet, st: PartitionState, lead: PartitionLog) -> None:
+        """Each replicating follower learns the leader's high watermark, as a Kafka
+        follower does from its fetch responses (capped at its own log end); consumers
+        reading from it (KIP-392) read below that. A cut-off follower keeps what it knew."""
+        hw = lead.high_watermark
+        for node, plog in rs.logs.items():
+            if node != st.leader and self.replicating(node):
+                plog.hw = min(hw, plog.log_end_offset)
 
     def check_lag(self, now: int) -> None:
         """The leaders' ISR shrink (a scheduler task): a follower not at the leader's end
@@ -327,7 +337,7 @@ class ReplicaManager:
                 continue
             plog.lead = False
             plog.replicator = None
-            plog.hw = None
+            plog.hw = min(lead.high_watermark, plog.log_end_offset)
             mine = plog.epochs.latest_epoch
             epoch, end = lead.epochs.end_offset_for(mine, lead.log_end_offset)
             cut = end if epoch >= 0 and end >= 0 else min(plog.log_end_offset,
@@ -336,6 +346,7 @@ class ReplicaManager:
                 log.info("replica.truncated", topic=rs.topic, partition=rs.partition,
                          node=node, offset=cut, dropped=plog.log_end_offset - cut)
                 plog.truncate_to(cut)
+                plog.hw = min(plog.hw, cut)
         self.replicate(rs)
 
     def elect(self, topic: str, partition: int, prefer: int | None = None,

@@ -128,7 +128,8 @@ STATIC_TYPES: dict[str, str] = {
     "request.timeout.ms": "INT", "replica.lag.time.max.ms": "LONG",
     "broker.session.timeout.ms": "INT", "leader.imbalance.check.interval.seconds": "LONG",
     "replica.fetch.max.bytes": "INT", "replica.fetch.wait.max.ms": "INT",
-    "fetch.max.bytes": "INT", "broker.rack": "STRING", "num.replica.alter.log.dirs.threads": "INT",
+    "fetch.max.bytes": "INT", "broker.rack": "STRING", "replica.selector.class": "CLASS",
+    "num.replica.alter.log.dirs.threads": "INT",
     "delegation.token.secret.key": "PASSWORD", "password.encoder.secret": "PASSWORD",
     # Read by the authorizer and kafkalite's own properties: not Kafka's ConfigDef, but known.
     "super.users": "STRING", "allow.everyone.if.no.acl.found": "BOOLEAN",

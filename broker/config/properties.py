@@ -99,6 +99,8 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "min.insync.replicas": ("1", int),
     "unclean.leader.election.enable": ("false", bool),
     "replica.lag.time.max.ms": ("30000", int),
+    # KIP-392: unset, every consumer reads from the leader (``cluster/selector.py``).
+    "replica.selector.class": (None, str),
     "broker.session.timeout.ms": ("9000", int),
     "auto.leader.rebalance.enable": ("true", bool),
     "leader.imbalance.check.interval.seconds": ("300", int),
@@ -298,6 +300,7 @@ class Config:
             if k in DEFAULTS:
                 self.get(k)
         validate_group_coordinator(self)
+        validate_replica_selector(self)
         if self.int("kafkalite.nodes") < 1:
             raise ConfigError(f"kafkalite.nodes: must be at least 1, got "
                               f"{self.int('kafkalite.nodes')}")
@@ -372,6 +375,18 @@ ASSIGNOR_CLASSES = {
 }
 REBALANCE_PROTOCOLS = ("classic", "consumer")
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
+
+
+#: The ``replica.selector.class`` values served (Kafka's two selectors, KIP-392).
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
+def validate_replica_selector(config: Config) -> None:
+    name = (config.raw_or_none("replica.selector.class") or "").strip()
+    if name and name not in (LEADER_SELECTOR, RACK_AWARE_SELECTOR):
+        raise ConfigError(f"replica.selector.class: unknown class {name!r} (known: "
+                          f"{LEADER_SELECTOR}, {RACK_AWARE_SELECTOR})")
 
 
 def _names(raw: str) -> list[str]:

@@ -21,7 +21,7 @@ import asyncio
 import struct
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -75,13 +75,26 @@ E_TOPIC_AUTHORIZATION: int = ErrorCode.topic_authorization_failed.value
 _REFUSED = frozenset({E_UNKNOWN_TOPIC, E_UNKNOWN_TOPIC_ID, E_TOPIC_AUTHORIZATION})
 
 
+class Replicas(Protocol):
+    """Where one node of a multi-node process reads each partition a fetch names
+    (``cluster/follower_fetch.py``); a process of one node has none: it leads everything."""
+
+    node_id: int
+
+    def resolve(self, topic: str, partition: int, offset: int, leader_epoch: int,
+                consumer: bool, rack: str) -> tuple[PartitionLog | None, int, int]:
+        """(log to read or None, error code, preferred read replica or -1) for a fetch at
+        ``offset``; ``consumer``: a consumer's fetch carrying client metadata (v11+)."""
+        ...
+
+
 class PartitionResult:
     __slots__ = ("aborted", "error", "high_watermark", "log_start", "lso", "partition",
-                 "records")
+                 "preferred", "records")
 
     def __init__(self, partition: int, error: int, hw: int = -1, start: int = -1,
                  records: bytes = b"", lso: int | None = None,
-                 aborted: list[AbortedTxn] | None = None) -> None:
+                 aborted: list[AbortedTxn] | None = None, preferred: int = -1) -> None:
         self.partition = partition
         self.error = error
         self.high_watermark = hw
@@ -90,6 +103,8 @@ class PartitionResult:
         self.lso = hw if lso is None else lso
         #: read_committed: the aborted transactions overlapping ``records`` (None: none).
         self.aborted = aborted
+        #: KIP-392: the replica the consumer should read from instead (-1: this one).
+        self.preferred = preferred
 
 
 def _next_offset(data: bytes) -> int:
@@ -146,7 +161,7 @@ def encode_response(
                 head.append(_I64.pack(p.log_start))
             head.append(aborted if p.aborted is None else _aborted_list(p.aborted, flexible))
             if version >= 11:
-                head.append(tail_v11)
+                head.append(tail_v11 if p.preferred < 0 else _I32.pack(p.preferred))
             recs = p.records
             if flexible:
                 head.append(write_uvarint(len(recs) + 1))
@@ -174,13 +189,19 @@ class FetchPlan:
 
     def __init__(self, storage: Storage, req: Any, version: int,
                  may_read: Callable[[str], bool] | None = None,
-                 session: FetchSession | None = None) -> None:
+                 session: FetchSession | None = None,
+                 replicas: Replicas | None = None) -> None:
         self.version = version
         self.max_bytes = req.max_bytes if version >= 3 else 0x7FFFFFFF
         self.read_committed = getattr(req, "isolation_level", 0) == 1
         self.topics: list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]] = []
+        #: KIP-392: (topic key, partition) -> the replica to send the consumer to.
+        self.preferred: dict[tuple[str | uuid.UUID, int], int] | None = None
+        resolve: Resolve | None = None
+        if replicas is not None:
+            resolve = self._resolver(replicas, req, version)
         if session is not None:
-            self.topics = session_entries(storage, session, version, may_read)
+            self.topics = session_entries(storage, session, version, may_read, resolve)
             return
         catalog = storage.catalog
         logs = storage.logs
@@ -200,6 +221,15 @@ class FetchPlan:
                 else:
                     info = catalog.get(t.topic)
             entries: list[tuple[_Want, PartitionLog | None, int]] = []
+            if resolve is not None:
+                for p in t.partitions:
+                    want = (p.partition, p.fetch_offset, p.partition_max_bytes)
+                    epoch = p.current_leader_epoch if version >= 9 else -1
+                    plog, err = (None, missing) if info is None else resolve(
+                        key, info.name, p.partition, p.fetch_offset, epoch)
+                    entries.append((want, plog, err))
+                self.topics.append((key, entries))
+                continue
             for p in t.partitions:
                 want = (p.partition, p.fetch_offset, p.partition_max_bytes)
                 plog = logs.get(info.name, p.partition) if info is not None else None
@@ -214,6 +244,22 @@ class FetchPlan:
                 entries.append((want, plog, err))
             self.topics.append((key, entries))
 
+    def _resolver(self, replicas: Replicas, req: Any, version: int) -> Resolve:
+        # Kafka: a fetch carries client metadata from v11, and followers serve consumers'.
+        consumer = version >= 11 and replica_id(req) < 0
+        rack = (getattr(req, "rack_id", None) or "") if consumer else ""
+
+        def resolve(key: str | uuid.UUID, topic: str, partition: int, offset: int,
+                    epoch: int) -> tuple[PartitionLog | None, int]:
+            plog, err, preferred = replicas.resolve(topic, partition, offset, epoch,
+                                                    consumer, rack)
+            if preferred >= 0:
+                if self.preferred is None:
+                    self.preferred = {}
+                self.preferred[(key, partition)] = preferred
+            return plog, err
+        return resolve
+
     def logs(self) -> list[PartitionLog]:
         return [plog for _k, es in self.topics for _w, plog, _e in es if plog is not None]
 
@@ -224,6 +270,7 @@ class FetchPlan:
         min_one = True
         total = 0
         errored = False
+        preferred = self.preferred
         out: list[tuple[str | uuid.UUID, list[PartitionResult]]] = []
         for key, entries in self.topics:
             parts = []
@@ -240,6 +287,13 @@ class FetchPlan:
                 hw = plog.high_watermark
                 lso = plog.last_stable_offset
                 start = plog.log_start_offset
+                if preferred is not None and (key, partition) in preferred:
+                    # As Kafka's leader: the replica to read from, no records, and an
+                    # answer at once.
+                    parts.append(PartitionResult(partition, E_NONE, hw, start, lso=lso,
+                                                 preferred=preferred[(key, partition)]))
+                    errored = True
+                    continue
                 limit = min(pmax, remaining)
                 data = b""
                 try:
@@ -273,12 +327,16 @@ class FetchPlan:
         return out, total, errored
 
 
+#: A partition's log and error code on a node of several (``FetchPlan._resolver``).
+Resolve = Callable[[str | uuid.UUID, str, int, int, int], tuple[PartitionLog | None, int]]
+
+
 # --- sessions (KIP-227) -----------------------------------------------------------------
 
 
 def session_entries(
     storage: Storage, session: FetchSession, version: int,
-    may_read: Callable[[str], bool] | None,
+    may_read: Callable[[str], bool] | None, resolve: Resolve | None = None,
 ) -> list[tuple[str | uuid.UUID, list[tuple[_Want, PartitionLog | None, int]]]]:
     """Every partition of ``session`` to read, in session order; partitions of one topic
     that follow each other form one topic entry (Kafka groups only neighbours too)."""
@@ -298,6 +356,16 @@ def session_entries(
             found = resolved[key] = (info.name if info is not None else None, missing)
         name, missing = found
         plog = cp.plog
+        if key != last or not entries:
+            entries = []
+            topics.append((key, entries))
+            last = key
+        if resolve is not None:
+            # Leadership moves under a session: resolved on every read.
+            plog, err = (None, missing) if name is None else resolve(
+                key, name, cp.partition, cp.fetch_offset, cp.leader_epoch)
+            entries.append(((cp.partition, cp.fetch_offset, cp.max_bytes), plog, err))
+            continue
         if name is None:
             plog = None
         elif plog is None or plog.closed or plog.topic != name:
@@ -307,10 +375,6 @@ def session_entries(
             err = epoch_error(plog, cp.leader_epoch).value
             if err != E_NONE:
                 plog = None
-        if key != last or not entries:
-            entries = []
-            topics.append((key, entries))
-            last = key
         entries.append(((cp.partition, cp.fetch_offset, cp.max_bytes), plog, err))
     return topics
 
@@ -342,8 +406,9 @@ def respond(context: FetchContext, plan: FetchPlan,
             kept = []
             for r in results:
                 known = parts.get((key, r.partition))
-                if known is not None and known.must_respond(r.error, r.high_watermark,
-                                                            r.log_start, bool(r.records)):
+                if known is not None and (known.must_respond(r.error, r.high_watermark,
+                                                             r.log_start, bool(r.records))
+                                          or r.preferred >= 0):
                     kept.append(r)
                     if r.records:
                         moved.append((key, r.partition))
@@ -399,17 +464,21 @@ class DelayedFetch:
 
 
 def _count_out(metrics: BrokerMetrics, plan: FetchPlan,
-               topics: list[tuple[str | uuid.UUID, list[PartitionResult]]]) -> None:
-    """Record bytes sent per topic (BytesOut), by the logs the plan read them from."""
+               topics: list[tuple[str | uuid.UUID, list[PartitionResult]]],
+               node: int | None) -> None:
+    """Record bytes sent per topic (BytesOut), by the logs the plan read them from, and
+    per node when the process runs several."""
     for (_key, entries), (_k, parts) in zip(plan.topics, topics, strict=True):
         for (_want, plog, _err), part in zip(entries, parts, strict=True):
             if part.records and plog is not None:
                 metrics.fetched(plog.topic, len(part.records))
+                if node is not None:
+                    metrics.node_fetched(node, plog.topic, len(part.records))
 
 
 def fetch(storage: Storage, access: Access, sessions: FetchSessionCache,
           metrics: BrokerMetrics, ctx: RequestContext,
-          req: Any) -> Any:
+          req: Any, replicas: Replicas | None = None) -> Any:
     version = ctx.api_version
     context = new_context(sessions, version, req)
     if isinstance(context, SessionError):
@@ -425,18 +494,20 @@ def fetch(storage: Storage, access: Access, sessions: FetchSessionCache,
             may_read = lambda topic: access.permits(  # noqa: E731
                 ctx, Operation.READ, ResourceType.TOPIC, topic)
     plan = FetchPlan(storage, req, version, may_read,
-                     context.session if isinstance(context, IncrementalFetch) else None)
+                     context.session if isinstance(context, IncrementalFetch) else None,
+                     replicas)
     topics, total, errored = plan.read()
     wait_ms = int(req.max_wait.total_seconds() * 1000)
+    node = replicas.node_id if replicas is not None else None
     if total >= req.min_bytes or wait_ms <= 0 or errored or not plan.topics:
         if total:
-            _count_out(metrics, plan, topics)
+            _count_out(metrics, plan, topics, node)
         return respond(context, plan, topics)
 
     def complete() -> bytes:
         again, n, _e = plan.read()
         if n:
-            _count_out(metrics, plan, again)
+            _count_out(metrics, plan, again, node)
         return respond(context, plan, again)
 
     parked = DelayedFetch(asyncio.get_running_loop(), plan.logs(), req.min_bytes, total,

@@ -143,3 +143,9 @@ def test_a_bad_sasl_setting_is_one_line(tmp_path: Path) -> None:
     line = _fails_with_one_line(tmp_path / "data", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
                                 "sasl.enabled.mechanisms=NOT-A-MECHANISM")
     assert "sasl.enabled.mechanisms" in line
+
+
+def test_an_unknown_replica_selector_is_one_line(tmp_path: Path) -> None:
+    line = _fails_with_one_line(tmp_path / "data",
+                                "replica.selector.class=com.example.NearestSelector")
+    assert "replica.selector.class" in line and "com.example.NearestSelector" in line
