@@ -26,8 +26,6 @@ from time import monotonic
 from typing import Any
 
 import structlog
-from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
-from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import releases
@@ -364,6 +362,12 @@ class KafkaApis:
 
     def _api_versions_fallback(self, correlation_id: int) -> bytes:
         """Kafka answers an unknown ApiVersions version in v0 format with UNSUPPORTED_VERSION."""
+        # Loaded by the first client that asks for a version this broker does not serve.
+        from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+        from kio.schema.api_versions.v0.response import (
+            ApiVersionsResponse as ApiVersionsResponseV0,
+        )
+
         resp = ApiVersionsResponseV0(
             error_code=ErrorCode.unsupported_version,
             api_keys=tuple(

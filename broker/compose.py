@@ -39,7 +39,7 @@ from kafkalite.coordinator.config import CoreConfig, GroupOverrides
 from kafkalite.coordinator.core import GroupCoordinatorCore
 from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.runtime import CoordinatorRuntime, OnDemand
-from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
+from kafkalite.coordinator.state_topics import StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.protocol.features import TRANSACTION_VERSION
 from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
@@ -226,7 +226,11 @@ def build_transactions(config: Config, storage: Storage, runtime: CoordinatorRun
 
     def build() -> Transactions:
         from kafkalite.coordinator.txn.markers import LocalMarkerWriter
-        from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, TxnConfig
+        from kafkalite.coordinator.txn.transactions import (
+            TRANSACTION_CODEC,
+            TransactionCoordinatorCore,
+            TxnConfig,
+        )
 
         existing = storage.catalog.get(TRANSACTION_STATE_TOPIC)
         cfg = TxnConfig(

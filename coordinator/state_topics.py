@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol import transaction_log as tl
 
 from .results import Outcome
 
@@ -98,14 +97,4 @@ def _decode_offsets(key: bytes, value: bytes | None) -> tuple[Any, Any]:
     return k, co.decode_value(k, value)
 
 
-def _decode_txn(key: bytes, value: bytes | None) -> tuple[Any, Any]:
-    try:
-        k = tl.decode_key(key)
-    except tl.UnknownTxnRecordType as e:
-        raise SkipRecord(str(e)) from e
-    return k, None if value is None else tl.decode_value(value)
-
-
 OFFSETS_CODEC = RecordCodec(co.encode_key, co.encode_value, _decode_offsets)
-TRANSACTION_CODEC = RecordCodec(
-    tl.encode_key, lambda v: None if v is None else tl.encode_value(v), _decode_txn)

@@ -24,12 +24,14 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kafkalite.protocol import transaction_log as tl
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.timekeeping.timers import Timers
 
 from ..results import Outcome
 from ..runtime import Coordinator
+from ..state_topics import RecordCodec, SkipRecord
 from .completion import TxnCompletion
 from .markers import MarkerWriter
 from .results import (
@@ -51,6 +53,19 @@ from .state import (
     is_epoch_exhausted,
 )
 from .store import Call, S, TxnConfig, TxnStore, log
+
+
+def _decode(key: bytes, value: bytes | None) -> tuple[Any, Any]:
+    try:
+        k = tl.decode_key(key)
+    except tl.UnknownTxnRecordType as e:
+        raise SkipRecord(str(e)) from e
+    return k, None if value is None else tl.decode_value(value)
+
+
+#: ``__transaction_state``'s records as the runtime appends and replays them.
+TRANSACTION_CODEC = RecordCodec(
+    tl.encode_key, lambda v: None if v is None else tl.encode_value(v), _decode)
 
 Answer = Callable[[ErrorCode, int], Outcome]
 

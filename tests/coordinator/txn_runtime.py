@@ -17,9 +17,13 @@ from kafkalite.coordinator.group_service import GroupService
 from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import PARKED, Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
-from kafkalite.coordinator.state_topics import TRANSACTION_CODEC, StateTopic
+from kafkalite.coordinator.state_topics import StateTopic
 from kafkalite.coordinator.txn.markers import LocalMarkerWriter
-from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, TxnConfig
+from kafkalite.coordinator.txn.transactions import (
+    TRANSACTION_CODEC,
+    TransactionCoordinatorCore,
+    TxnConfig,
+)
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.control import read_end_txn_marker
 from kafkalite.protocol.errors import ErrorCode

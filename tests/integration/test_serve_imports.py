@@ -42,6 +42,7 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         # The transaction coordinator: with the first producer that needs
                         # it (or a data directory that has __transaction_state).
                         "kafkalite.coordinator.txn.transactions",
+                        "kafkalite.protocol.transaction_log",
                         "kafkalite.coordinator.txn.markers",
                         "kafkalite.broker.handlers.transactions",
                         "kafkalite.broker.handlers.producer_ids")
