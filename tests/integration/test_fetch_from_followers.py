@@ -53,21 +53,40 @@ def produce(broker: BrokerThread, topic: str, n: int, acks: str = "all") -> None
     assert p.flush(30) == 0
 
 
-def consume(broker: BrokerThread, topic: str, client_rack: str, n: int) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": ",".join(broker.bootstraps),
-                  "group.id": f"ff-{topic}", "client.rack": client_rack,
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < n and time.monotonic() < deadline:
-            m = c.poll(0.2)
+class Reader:
+    """A confluent-kafka consumer of partition 0 from offset 0 with ``client.rack``."""
+
+    def __init__(self, broker: BrokerThread, topic: str, client_rack: str,
+                 bootstrap: str | None = None) -> None:
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap or ",".join(broker.bootstraps),
+            "group.id": f"ff-{topic}", "client.rack": client_rack,
+            "enable.auto.commit": False, "fetch.wait.max.ms": 500})
+        self.consumer.assign([TopicPartition(topic, 0, 0)])
+        self.got: list[bytes] = []
+
+    def until(self, n: int, timeout: float = 30) -> list[bytes]:
+        deadline = time.monotonic() + timeout
+        while len(self.got) < n and time.monotonic() < deadline:
+            m = self.consumer.poll(0.2)
             if m is not None and not m.error():
-                got.append(m.value())
+                self.got.append(m.value())
+        return self.got
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def consume(broker: BrokerThread, topic: str, client_rack: str, n: int) -> list[bytes]:
+    reader = Reader(broker, topic, client_rack)
+    try:
+        return reader.until(n)
     finally:
-        c.close()
-    return got
+        reader.close()
+
+
+def values(start: int, stop: int) -> list[bytes]:
+    return [f"{i:06d}".encode() for i in range(start, stop)]
 
 
 def bytes_out(broker: BrokerThread, topic: str) -> dict[int, float]:
@@ -90,8 +109,18 @@ def test_consumer_reads_from_the_follower_in_its_rack(
     assert len(isr) == 3
     follower = next(n for n in replicas if n != leader)
     produce(broker, "near", RECORDS)
-    got = consume(broker, "near", rack(follower), RECORDS)
-    assert got == [f"{i:06d}".encode() for i in range(RECORDS)]
+    reader = Reader(broker, "near", rack(follower))
+    try:
+        assert reader.until(RECORDS) == values(0, RECORDS)
+        # Caught up, it waits on the follower, which the next appends wake.
+        assert bytes_out(broker, "near")[follower] > 0
+        p = Producer({"bootstrap.servers": ",".join(broker.bootstraps), "acks": "all"})
+        for i in range(RECORDS, RECORDS + 20):
+            p.produce("near", f"{i:06d}".encode(), partition=0)
+            p.flush(10)
+        assert reader.until(RECORDS + 20) == values(0, RECORDS + 20)
+    finally:
+        reader.close()
     sent = bytes_out(broker, "near")
     assert sent[follower] > 0, sent
     # The leader answered with the preferred read replica only, never with records.
@@ -236,29 +265,17 @@ def test_consumer_goes_back_to_the_leader_when_its_follower_stops(
     leader, replicas, _isr = broker.partition_state("gone", 0)
     follower = next(n for n in replicas if n != leader)
     produce(broker, "gone", RECORDS)
-    c = Consumer({"bootstrap.servers": broker.bootstraps[leader - 1],
-                  "group.id": "ff-gone", "client.rack": rack(follower),
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition("gone", 0, 0)])
-    got: list[bytes] = []
-
-    def poll_until(n: int) -> None:
-        deadline = time.monotonic() + 30
-        while len(got) < n and time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                got.append(m.value())
-
+    reader = Reader(broker, "gone", rack(follower), broker.bootstraps[leader - 1])
     try:
-        poll_until(RECORDS)
+        reader.until(RECORDS)
         assert bytes_out(broker, "gone")[follower] > 0
         broker.stop_node(follower)
         assert broker.partition_state("gone", 0)[0] == leader
         produce(broker, "gone", RECORDS)
-        poll_until(2 * RECORDS)
+        got = reader.until(2 * RECORDS)
     finally:
-        c.close()
-    assert got == [f"{i:06d}".encode() for i in range(RECORDS)] * 2
+        reader.close()
+    assert got == values(0, RECORDS) * 2
     sent = bytes_out(broker, "gone")
     # The rest came from the leader, or from the third replica (in another rack: never).
     assert sent[leader] > 0, sent
