@@ -295,9 +295,9 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
                                                   partitions)),
                                core)
         manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
-        sessions = ShareSessions(config.int("group.share.max.share.sessions"))
-
-        share = ShareRequests(manager, sessions, access)
+        share = ShareRequests(
+            manager, partial(ShareSessions, config.int("group.share.max.share.sessions")),
+            access)
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 
@@ -468,7 +468,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     registered on ``apis``) and the replica manager."""
     from .cluster.follower_fetch import FetchReplicas
     from .cluster.guard import guarded_routes
-    from .cluster.nodes import build_cluster, node_count, place
+    from .cluster.nodes import build_cluster, node_count, place, racks
     from .cluster.placement import place as placement
     from .cluster.reassignment import Reassignments
     from .cluster.replication import ReplicaManager
@@ -485,6 +485,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
 
     n = node_count(config)
     ids = tuple(first.node_id + i for i in range(n))
+    node_racks = racks(config, n)
     internal_rf = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
                    TRANSACTION_STATE_TOPIC: "transaction.state.log.replication.factor"}
 
@@ -493,7 +494,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
             setting = internal_rf.get(topic, "default.replication.factor")
             # Internal and auto-created topics take at most the nodes there are.
             rf = min(config.int(setting), n)
-        return placement(topic, start, count, rf, ids)
+        return placement(topic, start, count, rf, ids, node_racks)
 
     def replicas(topic: str, partition: int) -> tuple[int, ...] | None:
         info = storage.catalog.get(topic)

@@ -289,10 +289,12 @@ class SharePartitionManager:
         wake = sp.stats.acknowledged.get("RELEASE", 0) != before or sp.start_offset != start
         return self._after_change(key, sp, wake)
 
-    def release_member(self, group: str, member: str) -> None:
-        """``member`` left (or its session or share session ended): its records go back."""
+    def release_member(self, group: str, member: str,
+                       where: Callable[[ShareKey], bool] | None = None) -> None:
+        """``member`` left (or its session or share session ended): its records go back,
+        on the share-partitions ``where`` picks (all of the group's without it)."""
         for key, sp in self.of_group(group):
-            if sp.release_member(member):
+            if (where is None or where(key)) and sp.release_member(member):
                 log.info("share.member_released", group=group, member=member,
                          topic_id=str(key[1]), partition=key[2])
                 self._after_change(key, sp, released=True)

@@ -100,3 +100,36 @@ def test_node_count_is_checked_and_kept(tmp_path: Path) -> None:
         check_layout(tmp_path, 2)
     with pytest.raises(ConfigError, match=r"kafkalite\.nodes"):
         Config.build(environ={}, overrides={"kafkalite.nodes": "0"})
+
+
+def test_nodes_listed_rack_by_rack_in_turn() -> None:
+    from kafkalite.broker.cluster.placement import rack_alternated
+
+    assert rack_alternated({1: "a", 2: "a", 3: "b"}) == [1, 3, 2]
+    assert rack_alternated({4: "c", 1: "b", 2: "a", 3: "a", 5: "b"}) == [2, 1, 4, 3, 5]
+
+
+@pytest.mark.parametrize(("racks_of", "rf"), [
+    (("a", "a", "b", "b"), 2), (("a", "a", "b", "b", "c", "c"), 3),
+    (("a", "b", "c", "a", "b", "c"), 2), (("a", "a", "a", "b"), 3)])
+def test_replicas_span_racks_when_every_node_has_one(racks_of: tuple[str, ...], rf: int) -> None:
+    ids = tuple(range(1, len(racks_of) + 1))
+    rack = dict(zip(ids, racks_of, strict=True))
+    got = place("orders", 0, 12, rf, ids, racks_of)
+    spread = min(rf, len(set(racks_of)))
+    for replicas in got:
+        assert len(set(replicas)) == rf
+        assert len({rack[n] for n in replicas}) == spread, (replicas, rack)
+    # Leaders still round robin over every node, and the walk is the same again.
+    assert sorted(r[0] for r in got) == sorted(ids * (12 // len(ids)))
+    assert place("orders", 5, 3, rf, ids, racks_of) == got[5:8]
+
+
+def test_racks_are_ignored_unless_every_node_has_one() -> None:
+    ids = (1, 2, 3, 4)
+    unaware = place("orders", 0, 8, 2, ids)
+    assert place("orders", 0, 8, 2, ids, ("a", None, "b", "b")) == unaware
+    assert place("orders", 0, 8, 2, ids, None) == unaware
+    # Rack-unaware placement of racks a, a, b, b puts some partitions in one rack only.
+    rack = {1: "a", 2: "a", 3: "b", 4: "b"}
+    assert any(len({rack[n] for n in r}) == 1 for r in place("orders", 0, 12, 2, ids))

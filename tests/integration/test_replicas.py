@@ -457,3 +457,19 @@ def test_coordinator_not_available_while_its_partition_has_no_leader(
     assert find(group) == (15, -1)  # COORDINATOR_NOT_AVAILABLE
     broker.start_node(node)
     assert find(group) == (0, node)
+
+
+def test_replicas_span_racks(make_broker: Callable[..., BrokerThread]) -> None:
+    """With every node in a rack, CreateTopics puts each partition's replicas in as many
+    racks as its replication factor allows, and a rack's loss leaves a copy elsewhere."""
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    broker = make_broker({"broker.rack": ",".join(racks.values())}, nodes=4)
+    admin = AdminClient({"bootstrap.servers": addresses(broker)})
+    admin.create_topics([NewTopic("racked", 12, replication_factor=2)])["racked"].result(10)
+    md = admin.list_topics("racked", timeout=10)
+    assert set(md.brokers) == set(racks)
+    parts = md.topics["racked"].partitions
+    assert len(parts) == 12
+    for p in parts.values():
+        assert len(p.replicas) == 2 and {racks[n] for n in p.replicas} == {"a", "b"}, p
+    assert {p.leader for p in parts.values()} == set(racks)
