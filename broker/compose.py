@@ -294,9 +294,9 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
                                                   partitions)),
                                core)
         manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
-        sessions = ShareSessions(config.int("group.share.max.share.sessions"))
-
-        share = ShareRequests(manager, sessions, access)
+        share = ShareRequests(
+            manager, partial(ShareSessions, config.int("group.share.max.share.sessions")),
+            access)
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 

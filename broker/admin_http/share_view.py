@@ -31,10 +31,8 @@ class LiveSharePartitions(Protocol):
 
 def _live(sp: SharePartition) -> dict[str, Any]:
     counts = dict.fromkeys(STATE_NAMES.values(), 0)
-    for offset in range(sp.start_offset, sp.next_offset):
-        r = sp.state_of(offset)
-        if r is not None:
-            counts[STATE_NAMES[r.state]] += 1
+    for first, last, r in sp.runs():
+        counts[STATE_NAMES[r.state]] += last - first + 1
     return {"start_offset": sp.start_offset, "end_offset": sp.end_offset,
             "in_flight": counts, "source": "live"}
 

@@ -267,6 +267,7 @@ class ShareLeadership:
         self.cluster = cluster
         self.catalog = catalog
         self.epoch = epoch
+        self.node_id = cluster.node_id
 
     def elsewhere(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int] | None:
         info = self.catalog.by_id(topic_id)

@@ -60,6 +60,9 @@ TP = tuple[uuid.UUID, int]
 class Leadership(Protocol):
     """Which node leads a partition, for a node of a multi-node process."""
 
+    #: The node whose handlers these are: each node keeps its own share sessions.
+    node_id: int
+
     def elsewhere(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int] | None:
         """(leader, leader epoch) of a partition this node does not lead, else None."""
 
@@ -81,31 +84,58 @@ class PartitionOut:
 class ShareRequests:
     """What the two handlers share: the manager, the share sessions, authorization."""
 
-    def __init__(self, manager: SharePartitionManager, sessions: ShareSessions,
+    def __init__(self, manager: SharePartitionManager, new_sessions: Callable[[], ShareSessions],
                  access: Access) -> None:
         self.manager = manager
-        self.sessions = sessions
+        self.new_sessions = new_sessions
+        #: The share sessions of each node (one key, None, with one node): a member
+        #: fetching from several brokers holds a session on each, as in Kafka, where
+        #: every broker keeps its own share session cache.
+        self.caches: dict[int | None, ShareSessions] = {}
         self.access = access
         self.now = manager.now
-        #: The members whose share sessions each connection opened: a session ends with
-        #: its connection, as Kafka's share session cache ends it, and the member's
-        #: records are released.
-        self.by_connection: dict[int, set[tuple[str, str]]] = {}
+        #: The share sessions each connection opened, by node: a session ends with its
+        #: connection, as Kafka's share session cache ends it, and the member's records
+        #: on that node are released.
+        self.by_connection: dict[int, set[tuple[int | None, str, str]]] = {}
+        self.leaderships: dict[int | None, Leadership] = {}
 
-    def opened(self, ctx: RequestContext, group: str, member: str) -> None:
-        self.by_connection.setdefault(ctx.connection_id, set()).add((group, member))
+    def sessions(self, leadership: Leadership | None) -> ShareSessions:
+        node = None if leadership is None else leadership.node_id
+        cache = self.caches.get(node)
+        if cache is None:
+            cache = self.caches[node] = self.new_sessions()
+        return cache
+
+    def opened(self, ctx: RequestContext, group: str, member: str,
+               leadership: Leadership | None) -> None:
+        node = None if leadership is None else leadership.node_id
+        if leadership is not None:
+            self.leaderships[node] = leadership
+        self.by_connection.setdefault(ctx.connection_id, set()).add((node, group, member))
 
     def end_member(self, group: str, member: str) -> None:
-        """The member's share session ends (closed, its connection closed, or the member
-        expired): the records it holds go back."""
-        self.sessions.remove_member(group, member)
+        """The member left its group (or expired): its share sessions on every node end
+        and the records it holds go back."""
+        for cache in self.caches.values():
+            cache.remove_member(group, member)
         self.manager.release_member(group, member)
 
+    def end_session(self, group: str, member: str, leadership: Leadership | None) -> None:
+        """The member's share session on one node ends (closed, or its connection
+        closed): the records it holds on the share-partitions that node leads go back."""
+        self.sessions(leadership).remove_member(group, member)
+        if leadership is None:
+            self.manager.release_member(group, member)
+        else:
+            self.manager.release_member(
+                group, member, lambda key: leadership.elsewhere(key[1], key[2]) is None)
+
     def disconnected(self, connection_id: int) -> None:
-        for group, member in self.by_connection.pop(connection_id, ()):
-            session = self.sessions.get(group, member)
-            if session is not None:
-                self.end_member(group, member)
+        for node, group, member in self.by_connection.pop(connection_id, ()):
+            cache = self.caches.get(node)
+            if cache is not None and cache.get(group, member) is not None:
+                self.end_session(group, member, self.leaderships.get(node))
 
     def topic_error(self, ctx: RequestContext, topic_id: uuid.UUID | None) -> ErrorCode:
         info = None if topic_id is None else self.manager.storage.catalog.by_id(topic_id)
@@ -324,17 +354,17 @@ def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any,
     adding = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
     forgetting = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
     has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
-    step = shared.sessions.fetch(
+    step = shared.sessions(leadership).fetch(
         group, member, epoch, shared.now(), add=[(str(t), p) for t, p in adding],
         forget=[(str(t), p) for t, p in forgetting], has_acknowledgements=has_acks)
     if step.error is not NO_ERROR:
         return respond(step.error)
     shared.acknowledge(ctx, group, member, req.topics, out, leadership)
     if epoch == FINAL_EPOCH or step.session is None:
-        shared.end_member(group, member)
+        shared.end_session(group, member, leadership)
         return respond(NO_ERROR)
     if epoch == 0:
-        shared.opened(ctx, group, member)
+        shared.opened(ctx, group, member, leadership)
     if getattr(req, "is_renew_ack", False):
         # A renewal of locks only (v2): nothing is acquired.
         return respond(NO_ERROR)
@@ -378,10 +408,10 @@ def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any,
     if shared.group_denied(ctx, group):
         return respond(ErrorCode.group_authorization_failed)
     epoch = req.share_session_epoch
-    step = shared.sessions.acknowledge(group, member, epoch, shared.now())
+    step = shared.sessions(leadership).acknowledge(group, member, epoch, shared.now())
     if step.error is not NO_ERROR:
         return respond(step.error)
     shared.acknowledge(ctx, group, member, req.topics, out, leadership)
     if epoch == FINAL_EPOCH:
-        shared.end_member(group, member)
+        shared.end_session(group, member, leadership)
     return respond(NO_ERROR)

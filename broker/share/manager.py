@@ -12,10 +12,12 @@ the answer that depends on it.
   with the aborted transactions of that range), and hands them to ``SharePartition``.
 - Every change (acquisition, acknowledgement, lock expiry, a member's release) writes the
   share-partition's whole in-flight state as one record through the share coordinator's
-  core, so the last record of its key is enough to restore it.
+  core, so the last record of its key is enough to restore it. The state is its
+  in-flight batches, so a record holds a few state batches, not one per offset.
 - Each share-partition with locks has one ``share-lock`` timer at its earliest lock
   deadline; the scheduler fires it on the broker's clock (so a manual clock drives it).
-- Records that become available again (released, expired) wake parked ShareFetches.
+- Records that become available again (released, expired), and acknowledgements that
+  move the start offset (freeing in-flight room), wake parked ShareFetches.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ from ..topic_store import Storage
 log = structlog.get_logger("kafkalite.share")
 
 LOCK_TIMER = "share-lock"
+#: The most one read of a share-partition's log takes (a batch bigger is read whole).
+READ_CHUNK = 1 << 20
 
 
 def lock_key(key: ShareKey) -> tuple[str, str, str, int]:
@@ -83,13 +87,19 @@ def _limit(sp: SharePartition, batches: list[LogBatch], max_records: int) -> lis
         if left <= 0:
             break
         last = b.base_offset - 1
-        for offset in range(b.base_offset, b.last_offset + 1):
-            r = sp.records.get(offset)
-            if offset >= sp.next_offset or (r is not None and r.state is RecordState.AVAILABLE):
+        offset = b.base_offset
+        while offset <= b.last_offset and left > 0:
+            if offset >= sp.next_offset:
+                # Never acquired: every offset counts.
+                take = min(left, b.last_offset - offset + 1)
+                left -= take
+                last = offset + take - 1
+                break
+            r = sp.state_of(offset)
+            if r is not None and r.state is RecordState.AVAILABLE:
                 left -= 1
             last = offset
-            if left == 0:
-                break
+            offset += 1
         out.append(LogBatch(b.base_offset, last, b.producer_id, b.is_transactional,
                             b.is_control))
     return out
@@ -213,28 +223,38 @@ class SharePartitionManager:
             sp.move_start(plog.log_start_offset)
         if not sp.can_acquire() or max_records <= 0:
             return Acquired(NO_ERROR)
-        fetch_offset = sp.fetch_offset()
         committed = sp.config.read_committed
         upper = plog.last_stable_offset if committed else plog.high_watermark
-        if fetch_offset >= upper:
-            return Acquired(NO_ERROR)
-        try:
-            data = plog.read(fetch_offset, max(max_bytes, 1),
-                             max_offset=upper if committed else None)
-        except OffsetOutOfRangeError:
-            return Acquired(ErrorCode.offset_out_of_range)
-        found = _batches(data)
-        if not found:
-            return Acquired(NO_ERROR)
-        batches = [b for _s, _e, b in found]
-        if record_limit:
-            batches = _limit(sp, batches, max_records)
-        aborted: list[AbortedTransaction] = []
-        if committed:
-            aborted = [AbortedTransaction(a.producer_id, a.first_offset)
-                       for a in plog.aborted_transactions(fetch_offset, upper)]
+        offset = sp.fetch_offset()
+        budget = max(max_bytes, 1)
         before = (sp.start_offset, sp.next_offset)
-        ranges = sp.acquire(member, now, batches, max_records, aborted)
+        ranges: list[AcquiredRange] = []
+        data, found = b"", []
+        # Read a chunk at a time, not max_bytes (often far more than one acquisition
+        # hands out): the next chunk only while every record read was in flight and none
+        # of it available.
+        while offset < upper and budget > 0:
+            try:
+                data = plog.read(offset, min(budget, READ_CHUNK),
+                                 max_offset=upper if committed else None)
+            except OffsetOutOfRangeError:
+                return Acquired(ErrorCode.offset_out_of_range)
+            found = _batches(data)
+            if not found:
+                break
+            batches = [b for _s, _e, b in found]
+            if record_limit:
+                batches = _limit(sp, batches, max_records)
+            aborted: list[AbortedTransaction] = []
+            if committed:
+                aborted = [AbortedTransaction(a.producer_id, a.first_offset)
+                           for a in plog.aborted_transactions(offset, upper)]
+            ranges = sp.acquire(member, now, batches, max_records, aborted)
+            last = found[-1][2].last_offset
+            if ranges or last >= sp.next_offset:
+                break
+            budget -= len(data)
+            offset = last + 1
         if not ranges and before == (sp.start_offset, sp.next_offset):
             return Acquired(NO_ERROR)
         err = self._after_change(key, sp, released=False)
@@ -246,9 +266,9 @@ class SharePartitionManager:
         if not ranges:
             return Acquired(NO_ERROR)
         first, last = ranges[0].first_offset, ranges[-1].last_offset
-        parts = [data[s:e] for s, e, b in found
-                 if b.last_offset >= first and b.base_offset <= last]
-        return Acquired(NO_ERROR, b"".join(parts), tuple(ranges))
+        # The batches holding the acquired offsets are one contiguous run of ``data``.
+        held = [(s, e) for s, e, b in found if b.last_offset >= first and b.base_offset <= last]
+        return Acquired(NO_ERROR, data[held[0][0]:held[-1][1]], tuple(ranges))
 
     # --- acknowledgement and release -----------------------------------------------------
 
@@ -258,17 +278,23 @@ class SharePartitionManager:
         if sp is None:
             # Nothing was ever acquired here since this broker started: nothing is held.
             return ErrorCode.invalid_record_state
-        before = sp.stats.acknowledged.copy()
+        before = sp.stats.acknowledged.get("RELEASE", 0)
+        start = sp.start_offset
         err = sp.acknowledge(member, now, batches)
         if err is not NO_ERROR:
             return err
-        released = sp.stats.acknowledged.get("RELEASE", 0) != before.get("RELEASE", 0)
-        return self._after_change(key, sp, released)
+        # Released records can be acquired again; a start offset moved frees in-flight
+        # room under max_record_locks: either way parked ShareFetches try again (Kafka
+        # completes delayed share fetches after every acknowledgement).
+        wake = sp.stats.acknowledged.get("RELEASE", 0) != before or sp.start_offset != start
+        return self._after_change(key, sp, wake)
 
-    def release_member(self, group: str, member: str) -> None:
-        """``member`` left (or its session or share session ended): its records go back."""
+    def release_member(self, group: str, member: str,
+                       where: Callable[[ShareKey], bool] | None = None) -> None:
+        """``member`` left (or its session or share session ended): its records go back,
+        on the share-partitions ``where`` picks (all of the group's without it)."""
         for key, sp in self.of_group(group):
-            if sp.release_member(member):
+            if (where is None or where(key)) and sp.release_member(member):
                 log.info("share.member_released", group=group, member=member,
                          topic_id=str(key[1]), partition=key[2])
                 self._after_change(key, sp, released=True)

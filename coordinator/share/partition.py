@@ -11,7 +11,10 @@ start offset moves past them and they are forgotten.
 
 Acquisition takes the log's batches as the caller read them from :meth:`fetch_offset`:
 new records are acquired a whole log batch at a time (a batch is never split when first
-handed out, as Kafka acquires them), records already in flight offset by offset. At most
+handed out, as Kafka acquires them) and kept as one in-flight batch with one state
+(``inflight.InFlightBatch``); records already in flight are acquired a whole in-flight
+batch at a time when it fits, else offset by offset, and a batch holds one state per
+offset only while its offsets differ. At most
 ``max_record_locks`` records are in flight (``group.share.partition.max.record.locks``).
 Under read_committed the records of aborted transactions (given as the fetch's aborted
 transactions) are archived without being delivered; control batches are handed out like
@@ -31,20 +34,16 @@ acquired, or acquired by another member.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
+from .inflight import DONE, InFlight, InFlightBatch, RecordState
 
-class RecordState(IntEnum):
-    """Kafka's ``RecordState`` ids (the persisted ones are 0, 2 and 4)."""
-
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVED = 4
+__all__ = ["InFlight", "InFlightBatch", "RecordState"]
 
 
 class AckType(IntEnum):
@@ -132,24 +131,31 @@ class ShareStats:
     archived_at_limit: int = 0
 
 
-@dataclass(slots=True)
-class InFlight:
-    state: RecordState
-    delivery_count: int = 0
-    member: str | None = None
-    deadline: int | None = None
+def _first(b: InFlightBatch) -> int:
+    return b.first_offset
+
+
+def _join_runs(out: list[PersistedBatch], first: int, last: int, state: RecordState,
+               count: int) -> None:
+    prev = out[-1] if out else None
+    if prev is not None and prev.last_offset + 1 == first and prev.state is state \
+            and prev.delivery_count == count:
+        out[-1] = PersistedBatch(prev.first_offset, last, state, count)
+    else:
+        out.append(PersistedBatch(first, last, state, count))
 
 
 class SharePartition:
     """The in-flight records of one share-partition, from ``start_offset`` up to (not
-    including) ``next_offset``."""
+    including) ``next_offset``, as contiguous in-flight batches."""
 
     def __init__(self, config: SharePartitionConfig, start_offset: int) -> None:
         self.config = config
         self.start_offset = start_offset
         #: The first offset never acquired: one past Kafka's (inclusive) end offset.
         self.next_offset = start_offset
-        self.records: dict[int, InFlight] = {}
+        #: In-flight batches covering start_offset..next_offset - 1, in offset order.
+        self.batches: list[InFlightBatch] = []
         self.stats = ShareStats()
 
     # --- views -------------------------------------------------------------------------
@@ -162,29 +168,51 @@ class SharePartition:
     def in_flight(self) -> int:
         return self.next_offset - self.start_offset
 
+    @property
+    def records(self) -> dict[int, InFlight]:
+        """Every in-flight offset's state, one by one (a copy, for views and tests)."""
+        return {o: b.at(o).copy() for b in self.batches
+                for o in range(b.first_offset, b.last_offset + 1)}
+
+    def _index(self, offset: int) -> int:
+        """The index of the batch holding ``offset`` (or the first after it)."""
+        return max(0, bisect_right(self.batches, offset, key=_first) - 1)
+
     def state_of(self, offset: int) -> InFlight | None:
-        return self.records.get(offset)
+        if not self.start_offset <= offset < self.next_offset:
+            return None
+        return self.batches[self._index(offset)].at(offset)
+
+    def runs(self) -> Iterator[tuple[int, int, InFlight]]:
+        """(first, last, state) of each run of in-flight offsets in one state."""
+        for b in self.batches:
+            yield from b.runs()
 
     def count(self, state: RecordState) -> int:
-        return sum(1 for r in self.records.values() if r.state is state)
+        return sum(last - first + 1 for first, last, r in self.runs() if r.state is state)
 
     def fetch_offset(self) -> int:
         """Where the next read of the log starts: the first available in-flight record, or
         the first never acquired."""
-        for offset in range(self.start_offset, self.next_offset):
-            if self.records[offset].state is RecordState.AVAILABLE:
-                return offset
+        for b in self.batches:
+            if b.offsets is None:
+                if b.whole.state is RecordState.AVAILABLE:
+                    return b.first_offset
+                continue
+            for i, r in enumerate(b.offsets):
+                if r.state is RecordState.AVAILABLE:
+                    return b.first_offset + i
         return self.next_offset
 
     def can_acquire(self) -> bool:
         """Whether an acquisition could hand out anything: an in-flight record is
         available, or fewer than ``max_record_locks`` are in flight."""
-        return (self.fetch_offset() < self.next_offset
-                or self.in_flight() < self.config.max_record_locks)
+        return (self.in_flight() < self.config.max_record_locks
+                or self.fetch_offset() < self.next_offset)
 
     def next_deadline(self) -> int | None:
         """The earliest lock deadline, for the caller's timer."""
-        deadlines = [r.deadline for r in self.records.values() if r.deadline is not None]
+        deadlines = [r.deadline for _f, _l, r in self.runs() if r.deadline is not None]
         return min(deadlines) if deadlines else None
 
     # --- acquisition -------------------------------------------------------------------
@@ -197,46 +225,84 @@ class SharePartition:
         deadline = now + self.config.lock_duration_ms
         aborted_ids = self._aborted_batches(batches, aborted) if self.config.read_committed \
             else set()
-        acquired: list[int] = []
+        acquired: list[tuple[int, int, int]] = []
+        n = 0
         for i, batch in enumerate(batches):
-            if len(acquired) >= max_records:
+            if n >= max_records:
                 break
             if batch.last_offset < self.start_offset:
                 continue
             first = max(batch.base_offset, self.start_offset)
-            # Records already in flight: offset by offset.
-            for offset in range(first, min(batch.last_offset + 1, self.next_offset)):
-                if len(acquired) >= max_records:
-                    break
-                r = self.records[offset]
-                if r.state is RecordState.AVAILABLE:
-                    r.state, r.member, r.deadline = RecordState.ACQUIRED, member, deadline
-                    r.delivery_count += 1
-                    acquired.append(offset)
-                    if r.delivery_count > 1:
-                        self.stats.redelivered += 1
+            if first < self.next_offset:
+                n = self._acquire_in_flight(member, deadline, first,
+                                            min(batch.last_offset, self.next_offset - 1),
+                                            max_records, n, acquired)
             # Records never acquired: the rest of the batch, whole.
-            if batch.last_offset < self.next_offset or len(acquired) >= max_records:
+            if batch.last_offset < self.next_offset or n >= max_records:
                 continue
             if self.next_offset < first:
                 # A hole in the log before this batch (compacted away): nothing to deliver.
-                for offset in range(self.next_offset, first):
-                    self.records[offset] = InFlight(RecordState.ARCHIVED)
-                self.next_offset = first
+                self._append(first - 1, InFlight(RecordState.ARCHIVED))
             if self.in_flight() >= self.config.max_record_locks:
                 break
-            new = range(self.next_offset, batch.last_offset + 1)
+            lo = self.next_offset
             if i in aborted_ids:
-                for offset in new:
-                    self.records[offset] = InFlight(RecordState.ARCHIVED)
+                self._append(batch.last_offset, InFlight(RecordState.ARCHIVED))
             else:
-                for offset in new:
-                    self.records[offset] = InFlight(RecordState.ACQUIRED, 1, member, deadline)
-                acquired.extend(new)
-            self.next_offset = batch.last_offset + 1
+                self._append(batch.last_offset,
+                             InFlight(RecordState.ACQUIRED, 1, member, deadline))
+                acquired.append((lo, batch.last_offset, 1))
+                n += batch.last_offset - lo + 1
         self._advance_start()
-        self.stats.acquired += len(acquired)
-        return self._ranges(acquired)
+        self.stats.acquired += n
+        return _ranges(acquired)
+
+    def _append(self, last: int, state: InFlight) -> None:
+        """A new in-flight batch from ``next_offset`` to ``last``."""
+        self.batches.append(InFlightBatch(self.next_offset, last, state))
+        self.next_offset = last + 1
+
+    def _acquire_in_flight(self, member: str, deadline: int, lo: int, hi: int,
+                           max_records: int, n: int,
+                           acquired: list[tuple[int, int, int]]) -> int:
+        """Acquire the available records of ``lo``..``hi`` (in flight) until ``n``
+        reaches ``max_records``: whole in-flight batches when they fit; the new ``n``."""
+        stats = self.stats
+        k = self._index(lo)
+        while k < len(self.batches) and n < max_records:
+            b = self.batches[k]
+            k += 1
+            if b.first_offset > hi:
+                break
+            if b.offsets is None:
+                w = b.whole
+                if w.state is not RecordState.AVAILABLE:
+                    continue
+                if lo <= b.first_offset and b.last_offset <= hi \
+                        and n + b.size <= max_records:
+                    w.state, w.member, w.deadline = RecordState.ACQUIRED, member, deadline
+                    w.delivery_count += 1
+                    acquired.append((b.first_offset, b.last_offset, w.delivery_count))
+                    n += b.size
+                    if w.delivery_count > 1:
+                        stats.redelivered += b.size
+                    continue
+            offsets = b.split()
+            base = b.first_offset
+            first, last = max(lo, base), min(hi, b.last_offset)
+            for o in range(first, last + 1):
+                if n >= max_records:
+                    break
+                r = offsets[o - base]
+                if r.state is RecordState.AVAILABLE:
+                    r.state, r.member, r.deadline = RecordState.ACQUIRED, member, deadline
+                    r.delivery_count += 1
+                    acquired.append((o, o, r.delivery_count))
+                    n += 1
+                    if r.delivery_count > 1:
+                        stats.redelivered += 1
+            b.try_join()
+        return n
 
     def _aborted_batches(self, batches: Sequence[LogBatch],
                          aborted: Iterable[AbortedTransaction]) -> set[int]:
@@ -257,24 +323,36 @@ class SharePartition:
                 out.add(i)
         return out
 
-    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
-        out: list[AcquiredRange] = []
-        for offset in sorted(offsets):
-            count = self.records[offset].delivery_count
-            last = out[-1] if out else None
-            if last is not None and last.last_offset + 1 == offset \
-                    and last.delivery_count == count:
-                out[-1] = AcquiredRange(last.first_offset, offset, count)
-            else:
-                out.append(AcquiredRange(offset, offset, count))
-        return out
-
     # --- acknowledgement ---------------------------------------------------------------
+
+    def _overlapping(self, lo: int, hi: int) -> Iterator[InFlightBatch]:
+        batches = self.batches
+        k = self._index(lo)
+        while k < len(batches) and batches[k].first_offset <= hi:
+            b = batches[k]
+            k += 1
+            if b.last_offset >= lo:
+                yield b
+
+    def _held(self, member: str, lo: int, hi: int) -> bool:
+        """Whether every record of ``lo``..``hi`` is acquired by ``member``."""
+        for b in self._overlapping(lo, hi):
+            if b.offsets is None:
+                w = b.whole
+                if w.state is not RecordState.ACQUIRED or w.member != member:
+                    return False
+                continue
+            base = b.first_offset
+            for o in range(max(lo, base), min(hi, b.last_offset) + 1):
+                r = b.offsets[o - base]
+                if r.state is not RecordState.ACQUIRED or r.member != member:
+                    return False
+        return True
 
     def acknowledge(self, member: str, now: int, batches: Sequence[AckBatch]) -> ErrorCode:
         """Apply ``member``'s acknowledgements, all or none: Kafka's error for the
         partition, or NONE."""
-        planned: list[tuple[int, AckType]] = []
+        planned: list[tuple[int, int, int, list[AckType]]] = []
         previous_last: int | None = None
         for b in batches:
             if b.first_offset > b.last_offset or not b.types:
@@ -296,75 +374,123 @@ class SharePartition:
                 return ErrorCode.invalid_record_state
             if b.last_offset >= self.next_offset:
                 return ErrorCode.invalid_request
-            for offset in range(max(b.first_offset, self.start_offset), b.last_offset + 1):
-                t = types[0] if len(types) == 1 else types[offset - b.first_offset]
-                r = self.records[offset]
-                if r.state is not RecordState.ACQUIRED or r.member != member:
-                    return ErrorCode.invalid_record_state
-                planned.append((offset, t))
-        counts = self.stats.acknowledged
-        for offset, t in planned:
-            counts[t.name] = counts.get(t.name, 0) + 1
-            r = self.records[offset]
-            if t is AckType.RENEW:
-                r.deadline = now + self.config.lock_duration_ms
-            elif t is AckType.ACCEPT:
-                self._settle(r, RecordState.ACKNOWLEDGED)
-            elif t is AckType.RELEASE:
-                self._release(r)
-            else:  # REJECT, GAP
-                self._settle(r, RecordState.ARCHIVED)
+            lo = max(b.first_offset, self.start_offset)
+            if not self._held(member, lo, b.last_offset):
+                return ErrorCode.invalid_record_state
+            planned.append((b.first_offset, lo, b.last_offset, types))
+        for first, lo, hi, types in planned:
+            self._apply(now, first, lo, hi, types)
         self._advance_start()
         return NO_ERROR
 
-    @staticmethod
-    def _settle(r: InFlight, state: RecordState) -> None:
-        r.state, r.member, r.deadline = state, None, None
+    def _apply(self, now: int, first: int, lo: int, hi: int, types: list[AckType]) -> None:
+        """Apply one acknowledgement batch (``types`` one, or one per offset from
+        ``first``) to ``lo``..``hi``: a whole in-flight batch at once when it can."""
+        counts = self.stats.acknowledged
+        for b in list(self._overlapping(lo, hi)):
+            if b.offsets is None and len(types) == 1 and lo <= b.first_offset \
+                    and b.last_offset <= hi:
+                t = types[0]
+                counts[t.name] = counts.get(t.name, 0) + b.size
+                self._settle(b.whole, t, now, b.size)
+                continue
+            offsets = b.split()
+            base = b.first_offset
+            for o in range(max(lo, base), min(hi, b.last_offset) + 1):
+                t = types[0] if len(types) == 1 else types[o - first]
+                counts[t.name] = counts.get(t.name, 0) + 1
+                self._settle(offsets[o - base], t, now, 1)
+            b.try_join()
 
-    def _release(self, r: InFlight) -> None:
+    def _settle(self, r: InFlight, t: AckType, now: int, size: int) -> None:
+        if t is AckType.RENEW:
+            r.deadline = now + self.config.lock_duration_ms
+        elif t is AckType.ACCEPT:
+            r.state, r.member, r.deadline = RecordState.ACKNOWLEDGED, None, None
+        elif t is AckType.RELEASE:
+            self._release(r, size)
+        else:  # REJECT, GAP
+            r.state, r.member, r.deadline = RecordState.ARCHIVED, None, None
+
+    def _release(self, r: InFlight, size: int) -> None:
+        """Release ``size`` records in state ``r``: available again, or archived at the
+        delivery count limit."""
         limit_reached = r.delivery_count >= self.config.delivery_count_limit
         if limit_reached:
-            self.stats.archived_at_limit += 1
-        self._settle(r, RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE)
+            self.stats.archived_at_limit += size
+        r.state = RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE
+        r.member = r.deadline = None
 
     # --- releases ----------------------------------------------------------------------
 
+    def _release_where(self, due: Callable[[InFlight], bool]) -> list[int]:
+        """Release every record whose state ``due`` picks; their offsets."""
+        released: list[int] = []
+        for b in self.batches:
+            if b.offsets is None:
+                if due(b.whole):
+                    self._release(b.whole, b.size)
+                    released.extend(range(b.first_offset, b.last_offset + 1))
+                continue
+            touched = False
+            for i, r in enumerate(b.offsets):
+                if due(r):
+                    self._release(r, 1)
+                    released.append(b.first_offset + i)
+                    touched = True
+            if touched:
+                b.try_join()
+        self._advance_start()
+        return released
+
     def expire_locks(self, now: int) -> list[int]:
         """Release the records whose lock is due at ``now``; their offsets."""
-        due = [o for o, r in self.records.items()
-               if r.deadline is not None and r.deadline <= now]
-        for offset in due:
-            self._release(self.records[offset])
+        due = self._release_where(lambda r: r.deadline is not None and r.deadline <= now)
         self.stats.lock_expiries += len(due)
-        self._advance_start()
-        return sorted(due)
+        return due
 
     def release_member(self, member: str) -> list[int]:
         """Release every record ``member`` holds (it left, or its session ended)."""
-        held = [o for o, r in self.records.items()
-                if r.state is RecordState.ACQUIRED and r.member == member]
-        for offset in held:
-            self._release(self.records[offset])
-        self._advance_start()
-        return sorted(held)
+        return self._release_where(
+            lambda r: r.state is RecordState.ACQUIRED and r.member == member)
 
     def move_start(self, log_start_offset: int) -> None:
         """The log's start moved past records (retention, deletion): forget them."""
         if log_start_offset <= self.start_offset:
             return
-        for offset in range(self.start_offset, min(log_start_offset, self.next_offset)):
-            del self.records[offset]
+        batches = self.batches
+        k = 0
+        while k < len(batches) and batches[k].last_offset < log_start_offset:
+            k += 1
+        del batches[:k]
+        if batches:
+            batches[0].drop_before(log_start_offset)
         self.start_offset = log_start_offset
         self.next_offset = max(self.next_offset, log_start_offset)
         self._advance_start()
 
     def _advance_start(self) -> None:
-        while self.start_offset < self.next_offset:
-            r = self.records[self.start_offset]
-            if r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
-                return
-            del self.records[self.start_offset]
-            self.start_offset += 1
+        batches = self.batches
+        k = 0
+        while k < len(batches):
+            b = batches[k]
+            if b.offsets is None:
+                if b.whole.state not in DONE:
+                    break
+                k += 1
+                continue
+            i = 0
+            while i < len(b.offsets) and b.offsets[i].state in DONE:
+                i += 1
+            if i == len(b.offsets):
+                k += 1
+                continue
+            b.drop_before(b.first_offset + i)
+            b.try_join()
+            break
+        if k:
+            del batches[:k]
+        self.start_offset = batches[0].first_offset if batches else self.next_offset
 
     # --- persistence -------------------------------------------------------------------
 
@@ -372,16 +498,16 @@ class SharePartition:
         """The in-flight records as ShareSnapshot state batches: runs of one state and
         delivery count, acquired records as available (so delivered again after a
         restart)."""
+        return self._persisted(self.start_offset, self.next_offset - 1)
+
+    def _persisted(self, lo: int, hi: int) -> list[PersistedBatch]:
         out: list[PersistedBatch] = []
-        for offset in range(self.start_offset, self.next_offset):
-            r = self.records[offset]
-            state = RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state
-            last = out[-1] if out else None
-            if last is not None and last.state is state \
-                    and last.delivery_count == r.delivery_count:
-                out[-1] = PersistedBatch(last.first_offset, offset, state, r.delivery_count)
-            else:
-                out.append(PersistedBatch(offset, offset, state, r.delivery_count))
+        for b in self._overlapping(lo, hi):
+            for first, last, r in b.runs():
+                if last < lo or first > hi:
+                    continue
+                state = RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state
+                _join_runs(out, max(first, lo), min(last, hi), state, r.delivery_count)
         return out
 
     @classmethod
@@ -391,13 +517,25 @@ class SharePartition:
         below the start offset are dropped; gaps between batches are available)."""
         sp = cls(config, start_offset)
         for b in sorted(batches, key=lambda b: b.first_offset):
-            if b.last_offset < start_offset:
+            lo = max(b.first_offset, sp.next_offset)
+            if b.last_offset < lo:
                 continue
-            for offset in range(max(sp.next_offset, start_offset), b.first_offset):
-                sp.records[offset] = InFlight(RecordState.AVAILABLE)
+            if sp.next_offset < lo:
+                sp._append(lo - 1, InFlight(RecordState.AVAILABLE))
             state = RecordState.AVAILABLE if b.state is RecordState.ACQUIRED else b.state
-            for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
-                sp.records[offset] = InFlight(state, b.delivery_count)
-            sp.next_offset = max(sp.next_offset, b.last_offset + 1)
+            sp._append(b.last_offset, InFlight(state, b.delivery_count))
         sp._advance_start()
         return sp
+
+
+def _ranges(acquired: list[tuple[int, int, int]]) -> list[AcquiredRange]:
+    """Acquired (first, last, delivery count) runs joined where adjacent and alike."""
+    out: list[AcquiredRange] = []
+    for first, last, count in sorted(acquired):
+        prev = out[-1] if out else None
+        if prev is not None and prev.last_offset + 1 == first \
+                and prev.delivery_count == count:
+            out[-1] = AcquiredRange(prev.first_offset, last, count)
+        else:
+            out.append(AcquiredRange(first, last, count))
+    return out

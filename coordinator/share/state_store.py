@@ -57,23 +57,54 @@ class ShareState:
 def merge_batches(current: Iterable[ss.StateBatch], newer: Iterable[ss.StateBatch],
                   start_offset: int) -> tuple[ss.StateBatch, ...]:
     """``current`` with ``newer`` laid over it, nothing below ``start_offset``, adjacent
-    offsets of one state and delivery count joined into one batch."""
-    per_offset: dict[int, tuple[int, int]] = {}
-    for batches in (current, newer):
-        for b in batches:
-            value = (b.delivery_state, b.delivery_count)
-            for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
-                per_offset[offset] = value
-    runs: list[list[int]] = []  # [first, last, state, count]
-    for offset in sorted(per_offset):
-        state, count = per_offset[offset]
-        if runs:
-            last = runs[-1]
-            if last[1] + 1 == offset and last[2] == state and last[3] == count:
-                last[1] = offset
-                continue
-        runs.append([offset, offset, state, count])
-    return tuple(ss.StateBatch(*run) for run in runs)
+    offsets of one state and delivery count joined into one batch. Works on ranges, never
+    offset by offset: a batch may span many offsets."""
+    runs: list[list[int]] = []  # [first, last, state, count], in order, not overlapping
+    for b in current:
+        runs = _overlay(runs, b, start_offset)
+    for b in newer:
+        runs = _overlay(runs, b, start_offset)
+    out: list[list[int]] = []
+    for run in runs:
+        prev = out[-1] if out else None
+        if prev is not None and prev[1] + 1 == run[0] and prev[2:] == run[2:]:
+            prev[1] = run[1]
+        else:
+            out.append(list(run))
+    return tuple(ss.StateBatch(*run) for run in out)
+
+
+def _overlay(runs: list[list[int]], b: ss.StateBatch, start_offset: int) -> list[list[int]]:
+    """``runs`` with ``b`` (clipped at ``start_offset``) in place of what it covers."""
+    first, last = max(b.first_offset, start_offset), b.last_offset
+    if first > last:
+        return runs
+    new = [first, last, b.delivery_state, b.delivery_count]
+    if not runs or runs[-1][1] < first:  # the usual case: past everything so far
+        runs.append(new)
+        return runs
+    out: list[list[int]] = []
+    placed = False
+    for r in runs:
+        if r[1] < first:
+            out.append(r)
+            continue
+        if r[0] > last:
+            if not placed:
+                out.append(new)
+                placed = True
+            out.append(r)
+            continue
+        if r[0] < first:
+            out.append([r[0], first - 1, r[2], r[3]])
+        if not placed:
+            out.append(new)
+            placed = True
+        if r[1] > last:
+            out.append([last + 1, r[1], r[2], r[3]])
+    if not placed:
+        out.append(new)
+    return out
 
 
 class ShareStateStore:

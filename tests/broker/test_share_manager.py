@@ -321,3 +321,44 @@ async def test_deleting_a_topic_deletes_its_share_partition_state(h: Handlers) -
     h.broker.storage.catalog.delete("t")
     assert m.state.query(lambda c: c.read(k)) is None and k not in m.partitions
     assert k[1] not in {key[1] for key in m.partitions}
+
+
+async def test_an_acknowledgement_that_moves_the_start_wakes_parked_fetches(
+        h: Handlers) -> None:
+    # At max_record_locks nothing more is acquired: a parked ShareFetch must hear when an
+    # acceptance frees room, not only when records are released.
+    group_configs(h, share_partition_max_record_locks="100")  # the smallest allowed
+    append(h, *[b"a"] * 100)
+    append(h, b"c")
+    m = manager(h)
+    woken: list[int] = []
+    m.waiters.add(lambda: woken.append(1))
+    assert acquire(h, "m1") == [AcquiredRange(0, 99, 1)]
+    assert acquire(h, "m2") == []
+    assert m.acknowledge(key(h), "m1", m.now(), [AckBatch(1, 99, (4,))]).value == 0  # RENEW
+    assert woken == []
+    assert m.acknowledge(key(h), "m1", m.now(), [AckBatch(1, 99, (ACCEPT,))]).value == 0
+    assert woken == []  # offset 0 still held: the start offset stays
+    assert m.acknowledge(key(h), "m1", m.now(), [AckBatch(0, 0, (ACCEPT,))]).value == 0
+    assert woken == [1]
+    assert acquire(h, "m2") == [AcquiredRange(100, 100, 1)]
+
+
+async def test_acquisition_reads_on_past_a_chunk_of_aborted_records(
+        h: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafkalite.broker.share.manager as manager_module
+
+    group_configs(h, share_isolation_level="read_committed")
+    for pid in range(7, 11):
+        append(h, *[b"x" * 40] * 3, producer_id=pid, transactional=True)
+    for pid in range(7, 11):
+        log_of(h).append_control_marker(pid, 0, 0, commit=False)
+    append(h, b"kept")
+    monkeypatch.setattr(manager_module, "READ_CHUNK", 200)  # about one batch a read
+    m = manager(h)
+    # Offsets 0-11 aborted, archived chunk after chunk within one acquisition, up to the
+    # abort markers (12-15, handed out as Kafka does) and the committed record.
+    got = m.acquire(key(h), "m1", m.now(), 10, 1 << 20)
+    assert got.ranges and got.ranges[0].first_offset == 12
+    assert b"x" * 40 not in got.records
+    assert m.partitions[key(h)].start_offset == 12
