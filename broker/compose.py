@@ -63,7 +63,6 @@ from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .routes import routes
-from .security.basic_auth import broker_users
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .share.path import BuiltShare, SharePath
@@ -393,6 +392,8 @@ def build_schema_registry(config: Config, storage: Storage, scheduler: Scheduler
     if where is None:
         return None
     from kafkalite.schema_registry.hooks import build_registry, missing_libraries
+
+    from .security.basic_auth import broker_users
 
     missing = missing_libraries()
     if missing:

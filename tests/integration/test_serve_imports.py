@@ -20,6 +20,7 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         # TLS and SASL: only for listeners that use them.
                         "kafkalite.broker.security.tls", "kafkalite.broker.security.mechanisms",
                         "kafkalite.broker.security.oauthbearer",
+                        "kafkalite.broker.security.jaas",
                         # ACLs: only with an authorizer, or the first ACL request.
                         "kafkalite.broker.security.acl", "kafkalite.broker.security.authorizer",
                         "kafkalite.broker.handlers.acls",
