@@ -126,7 +126,7 @@ def test_records_near_the_delivery_limit_go_out_in_smaller_runs_the_last_alone()
     assert redeliver(sp, LOCK, log) == [AcquiredRange(0, 7, 2)]
     assert redeliver(sp, 2 * LOCK, log) == [AcquiredRange(0, 7, 3)]
     # Delivered 3 times: 8 >> 1 = 4 records this time, and nothing after them.
-    got = sp.acquire(A, 3 * LOCK, log + [LogBatch(8, 9)], 100)
+    got = sp.acquire(A, 3 * LOCK, [*log, LogBatch(8, 9)], 100)
     assert got == [AcquiredRange(0, 3, 4)]
     assert sp.next_offset == 8  # the new batch waits too
     sp.expire_locks(4 * LOCK)
