@@ -300,18 +300,30 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 
+        def initializing(key: ShareKey) -> None:
+            # Record 15 of the group names the share-partition initializing, then
+            # initialized, around its first state write, as Kafka's coordinator does.
+            group, topic_id, partition = key
+            info = storage.catalog.by_id(topic_id)
+            if info is not None:
+                runtime.groups.write(lambda g, now: g.share.partition_initializing(
+                    now, group, topic_id, info.name, partition))
+
         def initialized(key: ShareKey) -> None:
-            # Record 15 of the group names the share-partition, as Kafka's coordinator does.
             group, topic_id, partition = key
             info = storage.catalog.by_id(topic_id)
             if info is not None:
                 runtime.groups.write(lambda g, now: g.share.partition_initialized(
                     now, group, topic_id, info.name, partition))
 
+        manager.initializing.append(initializing)
         manager.initialized.append(initialized)
 
         def topic_deleted(event: str, info: TopicInfo) -> None:
             if event == "deleted":
+                # Deleting in record 15 while the state goes, then gone.
+                runtime.groups.write(lambda g, now: g.share.state_deleting(
+                    now, None, {info.topic_id}))
                 manager.delete_topic(info.topic_id)
                 runtime.groups.write(lambda g, now: g.share.state_deleted(
                     now, None, {info.topic_id}))

@@ -187,6 +187,7 @@ def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
         if made is not NO_ERROR:
             return answer(made, None, [])
     if change.error is NO_ERROR and (change.resets or change.deletes):
+        record_state_metadata(runtime, change, before=True)
         written = store.apply(change)
         if written is not NO_ERROR:
             return answer(written, None, [])
@@ -196,20 +197,24 @@ def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
     return answer(NO_ERROR, None, early + list(change.topics))
 
 
-def record_state_metadata(runtime: CoordinatorRuntime, change: oa.Change) -> None:
-    """Record 15 of the group follows what ``change`` wrote to ``__share_group_state``:
-    reset share-partitions are initialized, deleted ones' topics are not."""
+def record_state_metadata(runtime: CoordinatorRuntime, change: oa.Change,
+                          before: bool = False) -> None:
+    """Record 15 of the group follows what ``change`` writes to ``__share_group_state``,
+    as Kafka's coordinator: ``before`` it, reset share-partitions initializing and deleted
+    ones' topics deleting; after it, the first initialized and the others gone."""
     topics = runtime.groups.query(lambda g: g.topics.by_id)
     for (gid, tid, p), _start in change.resets:
         info = topics.get(tid)
         if info is not None:
-            runtime.groups.write(lambda g, now: g.share.partition_initialized(
-                now, gid, tid, info.name, p))  # noqa: B023 (called now)
+            runtime.groups.write(lambda g, now: (
+                g.share.partition_initializing if before else g.share.partition_initialized
+            )(now, gid, tid, info.name, p))  # noqa: B023
     by_group: dict[str, set[uuid.UUID]] = {}
     for gid, tid, _p in change.deletes:
         by_group.setdefault(gid, set()).add(tid)
     for gid, tids in by_group.items():
-        runtime.groups.write(lambda g, now: g.share.state_deleted(now, gid, tids))  # noqa: B023
+        runtime.groups.write(lambda g, now: (
+            g.share.state_deleting if before else g.share.state_deleted)(now, gid, tids))  # noqa: B023
 
 
 def _make_group(runtime: CoordinatorRuntime, gid: str, change: oa.Change) -> ErrorCode:

@@ -117,7 +117,9 @@ class SharePartitionManager:
         self.partitions: dict[ShareKey, SharePartition] = {}
         #: Called when records may have become available (parked ShareFetches).
         self.waiters: set[Callable[[], None]] = set()
-        #: Told each share-partition whose state was first written (not restored).
+        #: Told each share-partition whose first state is about to be written, then once
+        #: it was written (not restored).
+        self.initializing: list[Callable[[ShareKey], None]] = []
         self.initialized: list[Callable[[ShareKey], None]] = []
         scheduler.handle(LOCK_TIMER, self._on_lock_timer)
 
@@ -168,6 +170,8 @@ class SharePartitionManager:
         start = offset_reset.initial_start_offset(
             reset, now, plog.log_start_offset, plog.high_watermark, by_time)
         sp = SharePartition(config, start)
+        for listener in self.initializing:
+            listener(key)
         err = self._persist(key, sp)
         if err is not NO_ERROR:
             return err, None

@@ -14,7 +14,8 @@ count: the group epoch record keeps a hash of the subscribed topics' metadata (K
 field; kafkalite's own hash function, not Kafka's KIP-1101 one).
 
 Record 15 (ShareGroupStatePartitionMetadata) keeps which share-partitions have their
-state initialized in ``__share_group_state`` (:func:`state_partition_metadata`); the
+state initialized in ``__share_group_state``, which are initializing and which topics are
+being deleted (:func:`state_partition_metadata`); the
 group coordinator's share part (``share_membership``) writes it and calls :func:`leave`
 from its session timers.
 """
@@ -64,6 +65,10 @@ class ShareGroup:
     #: id -> (topic name, partitions), as record 15 (ShareGroupStatePartitionMetadata)
     #: holds them.
     initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    #: Share-partitions whose first state is being written (record 15's initializing).
+    initializing: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    #: Topics whose share-partition state is being deleted: topic id -> name.
+    deleting: dict[uuid.UUID, str] = field(default_factory=dict)
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
@@ -329,19 +334,28 @@ def replay(groups: dict[str, ShareGroup], key: sg.ShareGroupKey,
         if isinstance(value, sg.ShareGroupStatePartitionMetadataValue):
             group.initialized = {t.topic_id: (t.topic_name, frozenset(t.partitions))
                                  for t in value.initialized_topics}
+            group.initializing = {t.topic_id: (t.topic_name, frozenset(t.partitions))
+                                  for t in value.initializing_topics}
+            group.deleting = {t.topic_id: t.topic_name for t in value.deleting_topics}
         else:
-            group.initialized = {}
+            group.initialized, group.initializing, group.deleting = {}, {}, {}
 
 
-def state_partition_metadata(gid: str, initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]]
-                             ) -> Record:
-    """Record 15 with ``initialized`` as its initialized topics (kafkalite initializes a
-    share-partition's state in one step, so nothing is left initializing or deleting)."""
+def state_partition_metadata(gid: str, initialized: Mapping[uuid.UUID, tuple[str, frozenset[int]]],
+                             initializing: Mapping[uuid.UUID, tuple[str, frozenset[int]]],
+                             deleting: Mapping[uuid.UUID, str]) -> Record:
+    """Record 15 with these initialized, initializing and deleting topics (Kafka's
+    coordinator names a share-partition initializing until the share coordinator has
+    written its first state, and a topic deleting until its state is gone)."""
+    def infos(topics: Mapping[uuid.UUID, tuple[str, frozenset[int]]]
+              ) -> tuple[sg.TopicPartitionsInfo, ...]:
+        return tuple(sg.TopicPartitionsInfo(tid, name, tuple(sorted(parts)))
+                     for tid, (name, parts) in sorted(topics.items(), key=lambda kv: kv[1][0])
+                     if parts)
+
     return (sg.ShareGroupStatePartitionMetadataKey(gid),
             sg.ShareGroupStatePartitionMetadataValue(
-                initializing_topics=(),
-                initialized_topics=tuple(
-                    sg.TopicPartitionsInfo(tid, name, tuple(sorted(parts)))
-                    for tid, (name, parts) in sorted(initialized.items(),
-                                                     key=lambda kv: kv[1][0])),
-                deleting_topics=()))
+                initializing_topics=infos(initializing),
+                initialized_topics=infos(initialized),
+                deleting_topics=tuple(sg.TopicInfo(tid, name) for tid, name in
+                                      sorted(deleting.items(), key=lambda kv: kv[1]))))

@@ -156,40 +156,88 @@ class ShareMembership:
 
     # --- share-partition state metadata (record 15) ------------------------------------
 
+    def _share_group(self, gid: str) -> tuple[PartitionState, share.ShareGroup] | None:
+        _err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.share_groups.get(gid)
+        return None if ps is None or group is None else (ps, group)
+
+    def partition_initializing(self, now: int, gid: str, topic_id: uuid.UUID,
+                               topic_name: str, partition: int) -> Outcome:
+        """A share-partition's first state is about to be written to
+        ``__share_group_state``: record 15 names it initializing, as Kafka's coordinator
+        does before it asks the share coordinator. Nothing for a group not here."""
+        found = self._share_group(gid)
+        if found is None:
+            return Outcome(NO_ERROR)
+        ps, group = found
+        if partition in group.initialized.get(topic_id, ("", frozenset()))[1] \
+                or partition in group.initializing.get(topic_id, ("", frozenset()))[1]:
+            return Outcome(NO_ERROR)
+        _name, parts = group.initializing.get(topic_id, (topic_name, frozenset()))
+        initializing = {**group.initializing, topic_id: (topic_name, parts | {partition})}
+        return self._write(ps, group, initializing=initializing)
+
     def partition_initialized(self, now: int, gid: str, topic_id: uuid.UUID,
                               topic_name: str, partition: int) -> Outcome:
         """A share-partition's state was first written to ``__share_group_state``: record
-        15 names it among the group's initialized ones, as Kafka's coordinator does once
+        15 moves it from initializing to initialized, as Kafka's coordinator does once
         the share coordinator has initialized it. Nothing for a group that is not here."""
-        _err, ps = self.registry.group_partition(gid)
-        group = None if ps is None else ps.share_groups.get(gid)
-        if ps is None or group is None:
+        found = self._share_group(gid)
+        if found is None:
             return Outcome(NO_ERROR)
+        ps, group = found
         _name, parts = group.initialized.get(topic_id, (topic_name, frozenset()))
-        if partition in parts:
+        _n, pending = group.initializing.get(topic_id, (topic_name, frozenset()))
+        if partition in parts and partition not in pending:
             return Outcome(NO_ERROR)
+        initializing = {**group.initializing, topic_id: (topic_name, pending - {partition})}
         initialized = {**group.initialized, topic_id: (topic_name, parts | {partition})}
-        return self._write_initialized(ps, gid, initialized)
+        return self._write(ps, group, initialized, _nonempty(initializing))
+
+    def state_deleting(self, now: int, gid: str | None, topic_ids: set[uuid.UUID]
+                       ) -> Outcome:
+        """The state of ``topic_ids``' share-partitions is about to be deleted (of group
+        ``gid``, or of every group for a deleted topic): record 15 names the topics
+        deleting, out of initialized and initializing, as Kafka's coordinator does."""
+        writes: list[Write] = []
+        for ps, g in self._groups(gid, topic_ids):
+            names = {t: v[0] for t, v in (*g.initialized.items(), *g.initializing.items())
+                     if t in topic_ids}
+            writes += self._write(
+                ps, g, {t: v for t, v in g.initialized.items() if t not in topic_ids},
+                {t: v for t, v in g.initializing.items() if t not in topic_ids},
+                {**g.deleting, **names}).writes
+        return Outcome(NO_ERROR, writes=writes)
 
     def state_deleted(self, now: int, gid: str | None, topic_ids: set[uuid.UUID]) -> Outcome:
         """The state of ``topic_ids``' share-partitions was deleted (of group ``gid``, or of
         every group for a deleted topic): record 15 leaves them out."""
         writes: list[Write] = []
-        for ps in list(self.partitions.values()):
-            for g in list(ps.share_groups.values()):
-                if (gid is not None and g.group_id != gid) or not (
-                        topic_ids & g.initialized.keys()):
-                    continue
-                left = {t: v for t, v in g.initialized.items() if t not in topic_ids}
-                writes += self._write_initialized(ps, g.group_id, left).writes
+        for ps, g in self._groups(gid, topic_ids):
+            writes += self._write(
+                ps, g, {t: v for t, v in g.initialized.items() if t not in topic_ids},
+                {t: v for t, v in g.initializing.items() if t not in topic_ids},
+                {t: n for t, n in g.deleting.items() if t not in topic_ids}).writes
         return Outcome(NO_ERROR, writes=writes)
 
+    def _groups(self, gid: str | None, topic_ids: set[uuid.UUID]
+                ) -> list[tuple[PartitionState, share.ShareGroup]]:
+        """The share groups (``gid`` or all) whose record 15 names any of ``topic_ids``."""
+        return [(ps, g) for ps in list(self.partitions.values())
+                for g in list(ps.share_groups.values())
+                if (gid is None or g.group_id == gid) and topic_ids & (
+                    g.initialized.keys() | g.initializing.keys() | g.deleting.keys())]
+
     @staticmethod
-    def _write_initialized(ps: PartitionState, gid: str,
-                           initialized: dict[uuid.UUID, tuple[str, frozenset[int]]]
-                           ) -> Outcome:
-        record = share.state_partition_metadata(gid, initialized)
-        return Outcome(AFTER_WRITE, writes=[Write(ps.partition, gid, [record],
+    def _write(ps: PartitionState, group: share.ShareGroup,
+               initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] | None = None,
+               initializing: dict[uuid.UUID, tuple[str, frozenset[int]]] | None = None,
+               deleting: dict[uuid.UUID, str] | None = None) -> Outcome:
+        record = share.state_partition_metadata(
+            group.group_id, group.initialized if initialized is None else initialized,
+            group.initializing if initializing is None else initializing,
+            group.deleting if deleting is None else deleting)
+        return Outcome(AFTER_WRITE, writes=[Write(ps.partition, group.group_id, [record],
                                                   lambda err, _now: Outcome(err))])
 
     # --- replay and loading ---------------------------------------------------------------
@@ -223,3 +271,8 @@ def delete_records(group: ShareGroup) -> tuple[ErrorCode, list[share.Record]]:
         (sg.ShareGroupStatePartitionMetadataKey(gid), None),
         (sg.ShareGroupMetadataKey(gid), None),
     ]
+
+
+def _nonempty(topics: dict[uuid.UUID, tuple[str, frozenset[int]]]
+              ) -> dict[uuid.UUID, tuple[str, frozenset[int]]]:
+    return {t: v for t, v in topics.items() if v[1]}

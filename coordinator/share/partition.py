@@ -66,6 +66,10 @@ class SharePartitionConfig:
     max_record_locks: int = 2000
     #: share.isolation.level = read_committed
     read_committed: bool = False
+    #: Kafka's throttling of records near the delivery count limit (handed out in ever
+    #: smaller runs, the last delivery alone). Off only to compare with a model that
+    #: keeps no batches.
+    throttle_near_limit: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +238,11 @@ class SharePartition:
                 continue
             first = max(batch.base_offset, self.start_offset)
             if first < self.next_offset:
-                n = self._acquire_in_flight(member, deadline, first,
-                                            min(batch.last_offset, self.next_offset - 1),
-                                            max_records, n, acquired)
+                n, stop = self._acquire_in_flight(member, deadline, first,
+                                                  min(batch.last_offset, self.next_offset - 1),
+                                                  max_records, n, acquired)
+                if stop:
+                    break
             # Records never acquired: the rest of the batch, whole.
             if batch.last_offset < self.next_offset or n >= max_records:
                 continue
@@ -264,45 +270,91 @@ class SharePartition:
 
     def _acquire_in_flight(self, member: str, deadline: int, lo: int, hi: int,
                            max_records: int, n: int,
-                           acquired: list[tuple[int, int, int]]) -> int:
+                           acquired: list[tuple[int, int, int]]) -> tuple[int, bool]:
         """Acquire the available records of ``lo``..``hi`` (in flight) until ``n``
-        reaches ``max_records``: whole in-flight batches when they fit; the new ``n``."""
-        stats = self.stats
+        reaches ``max_records``: whole in-flight batches when they fit. The new ``n``,
+        and whether this acquisition must stop (records near the delivery count limit
+        were handed out, or are next: they go out on their own, as Kafka throttles them)."""
         k = self._index(lo)
         while k < len(self.batches) and n < max_records:
             b = self.batches[k]
             k += 1
             if b.first_offset > hi:
                 break
+            throttled = self._throttled(b, lo, hi)
+            if throttled and n > 0:
+                return n, True
             if b.offsets is None:
                 w = b.whole
                 if w.state is not RecordState.AVAILABLE:
                     continue
-                if lo <= b.first_offset and b.last_offset <= hi \
+                if not throttled and lo <= b.first_offset and b.last_offset <= hi \
                         and n + b.size <= max_records:
                     w.state, w.member, w.deadline = RecordState.ACQUIRED, member, deadline
                     w.delivery_count += 1
                     acquired.append((b.first_offset, b.last_offset, w.delivery_count))
                     n += b.size
                     if w.delivery_count > 1:
-                        stats.redelivered += b.size
+                        self.stats.redelivered += b.size
                     continue
-            offsets = b.split()
-            base = b.first_offset
-            first, last = max(lo, base), min(hi, b.last_offset)
-            for o in range(first, last + 1):
-                if n >= max_records:
-                    break
-                r = offsets[o - base]
-                if r.state is RecordState.AVAILABLE:
-                    r.state, r.member, r.deadline = RecordState.ACQUIRED, member, deadline
-                    r.delivery_count += 1
-                    acquired.append((o, o, r.delivery_count))
-                    n += 1
-                    if r.delivery_count > 1:
-                        stats.redelivered += 1
+            got = self._acquire_offsets(b, member, deadline, max(lo, b.first_offset),
+                                        min(hi, b.last_offset), max_records - n, acquired)
+            n += got
             b.try_join()
-        return n
+            if throttled and got:
+                return n, True
+        return n, False
+
+    def _throttle_limit(self) -> int:
+        """Kafka's ``throttleRecordsDeliveryLimit``: half the delivery count limit, rounded
+        up, at least 2; records delivered this often go out in ever smaller runs."""
+        return max(2, -(-self.config.delivery_count_limit // 2))
+
+    def _throttled(self, b: InFlightBatch, lo: int, hi: int) -> bool:
+        """Whether an available record of ``b`` in ``lo``..``hi`` was delivered at least
+        the throttle limit's times."""
+        if not self.config.throttle_near_limit:
+            return False
+        limit = self._throttle_limit()
+        if b.offsets is None:
+            return b.whole.state is RecordState.AVAILABLE and b.whole.delivery_count >= limit
+        base = b.first_offset
+        return any(r.state is RecordState.AVAILABLE and r.delivery_count >= limit
+                   for r in b.offsets[max(lo, base) - base:min(hi, b.last_offset) - base + 1])
+
+    def _acquire_offsets(self, b: InFlightBatch, member: str, deadline: int, first: int,
+                         last: int, room: int, acquired: list[tuple[int, int, int]]) -> int:
+        """Acquire available records of ``b`` from ``first`` to ``last`` one by one, at
+        most ``room``; how many. Near the delivery count limit, as Kafka's
+        ``acquireSubsetBatchRecords``: the first throttled record halves the run for each
+        delivery past the throttle limit, and a record on its last delivery goes alone."""
+        offsets = b.split()
+        base = b.first_offset
+        limit = self.config.delivery_count_limit
+        throttling = self.config.throttle_near_limit
+        throttle = self._throttle_limit()
+        cap = -1
+        got = 0
+        for o in range(first, last + 1):
+            if got >= room:
+                break
+            r = offsets[o - base]
+            if r.state is not RecordState.AVAILABLE:
+                continue
+            if throttling:
+                if limit > 2 and r.delivery_count == limit - 1 and got > 0:
+                    break  # its last delivery: in the next acquisition, alone
+                if r.delivery_count >= throttle and cap < 0:
+                    cap = max(1, b.size >> (r.delivery_count - throttle + 1))
+            r.state, r.member, r.deadline = RecordState.ACQUIRED, member, deadline
+            r.delivery_count += 1
+            acquired.append((o, o, r.delivery_count))
+            got += 1
+            if r.delivery_count > 1:
+                self.stats.redelivered += 1
+            if throttling and ((limit > 2 and r.delivery_count == limit) or got == cap):
+                break
+        return got
 
     def _aborted_batches(self, batches: Sequence[LogBatch],
                          aborted: Iterable[AbortedTransaction]) -> set[int]:

@@ -192,3 +192,34 @@ def test_state_partition_metadata_follows_initialization_and_deletion() -> None:
     assert again.written[-1] == [(sg.ShareGroupStatePartitionMetadataKey("sg"),
                                   sg.ShareGroupStatePartitionMetadataValue((), (), ()))]
     assert _initialized(again.reload()) == {}
+
+
+def test_state_partition_metadata_names_initializing_and_deleting_in_between() -> None:
+    """As Kafka's coordinator: a share-partition is initializing until its first state is
+    written, then initialized; a topic whose state is being deleted is deleting, then
+    gone. Each step reloads."""
+    h = make()
+    hb(h, "a", 0, ("t",))
+    tid = topic_id("t")
+    write = h.runtime.groups.write
+    value = sg.ShareGroupStatePartitionMetadataValue
+    info = sg.TopicPartitionsInfo
+
+    write(lambda g, now: g.share.partition_initializing(now, "sg", tid, "t", 0))
+    assert h.written[-1][0][1] == value((info(tid, "t", (0,)),), (), ())
+    before = len(h.written)
+    write(lambda g, now: g.share.partition_initializing(now, "sg", tid, "t", 0))
+    assert len(h.written) == before  # initializing already
+    write(lambda g, now: g.share.partition_initialized(now, "sg", tid, "t", 0))
+    assert h.written[-1][0][1] == value((), (info(tid, "t", (0,)),), ())
+    write(lambda g, now: g.share.partition_initializing(now, "sg", tid, "t", 1))
+    assert h.written[-1][0][1] == value((info(tid, "t", (1,)),), (info(tid, "t", (0,)),), ())
+    again = h.reload()
+    group = again.core.share_group("sg")
+    assert group is not None and group.initializing == {tid: ("t", frozenset({1}))}
+    again.runtime.groups.write(lambda g, now: g.share.state_deleting(now, None, {tid}))
+    assert again.written[-1][0][1] == value((), (), (sg.TopicInfo(tid, "t"),))
+    group = again.reload().core.share_group("sg")
+    assert group is not None and group.deleting == {tid: "t"} and group.initialized == {}
+    again.runtime.groups.write(lambda g, now: g.share.state_deleted(now, None, {tid}))
+    assert again.written[-1][0][1] == value((), (), ())

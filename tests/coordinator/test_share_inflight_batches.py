@@ -99,13 +99,57 @@ def test_max_records_inside_an_available_batch_takes_part_of_it() -> None:
     assert sp.count(RecordState.AVAILABLE) == 4 and sp.count(RecordState.ACQUIRED) == 6
 
 
-def test_the_delivery_limit_archives_a_whole_batch_at_once() -> None:
-    sp = SharePartition(CFG, 0)  # limit 3
+def test_the_delivery_limit_archives_a_whole_batch_at_once_without_throttling() -> None:
+    sp = SharePartition(SharePartitionConfig(lock_duration_ms=LOCK, delivery_count_limit=3,
+                                             throttle_near_limit=False), 0)
     for n in range(3):
         assert sp.acquire(A, n * LOCK, [LogBatch(0, 4), LogBatch(5, 5)], 100)[0] == \
             AcquiredRange(0, 5, n + 1)
         sp.expire_locks((n + 1) * LOCK)
     assert (sp.start_offset, sp.batches, sp.stats.archived_at_limit) == (6, [], 6)
+
+
+def redeliver(sp: SharePartition, now: int, log: list[LogBatch], n: int = 100
+              ) -> list[AcquiredRange]:
+    """Acquire, then let every lock expire."""
+    got = sp.acquire(A, now, log, n)
+    sp.expire_locks(now + LOCK)
+    return got
+
+
+def test_records_near_the_delivery_limit_go_out_in_smaller_runs_the_last_alone() -> None:
+    # Limit 6: throttled from delivery count 3 (half the limit, rounded up).
+    sp = SharePartition(SharePartitionConfig(lock_duration_ms=LOCK, delivery_count_limit=6),
+                        0)
+    log = [LogBatch(0, 7)]
+    assert redeliver(sp, 0, log) == [AcquiredRange(0, 7, 1)]
+    assert redeliver(sp, LOCK, log) == [AcquiredRange(0, 7, 2)]
+    assert redeliver(sp, 2 * LOCK, log) == [AcquiredRange(0, 7, 3)]
+    # Delivered 3 times: 8 >> 1 = 4 records this time, and nothing after them.
+    got = sp.acquire(A, 3 * LOCK, [*log, LogBatch(8, 9)], 100)
+    assert got == [AcquiredRange(0, 3, 4)]
+    assert sp.next_offset == 8  # the new batch waits too
+    sp.expire_locks(4 * LOCK)
+    # Offsets 0-3 delivered 4 times: 8 >> 2 = 2; then 0-1 (5 times) are on their last
+    # delivery: one at a time.
+    assert sp.acquire(B, 4 * LOCK, log, 100) == [AcquiredRange(0, 1, 5)]
+    sp.expire_locks(5 * LOCK)
+    assert sp.acquire(B, 5 * LOCK, log, 100) == [AcquiredRange(0, 0, 6)]
+    assert sp.acquire(B, 5 * LOCK, log, 100) == [AcquiredRange(1, 1, 6)]
+    assert sp.acquire(B, 5 * LOCK, log, 100) == [AcquiredRange(2, 3, 5)]
+
+
+def test_a_throttled_batch_is_not_joined_to_records_already_acquired() -> None:
+    sp = SharePartition(SharePartitionConfig(lock_duration_ms=LOCK, delivery_count_limit=4),
+                        0)  # throttled from 2 deliveries
+    sp.acquire(A, 0, [LogBatch(0, 1)], 100)
+    sp.expire_locks(LOCK)  # 0-1 available, delivered once
+    sp.acquire(B, LOCK, [LogBatch(0, 1), LogBatch(2, 5)], 100)  # 0-1 again, 2-5 new
+    assert sp.acknowledge(B, LOCK, [AckBatch(0, 1, (RELEASE,))]).value == 0
+    # 0-1 delivered twice: throttled, handed out without anything else.
+    assert sp.acquire(A, LOCK, [LogBatch(0, 1), LogBatch(2, 5), LogBatch(6, 9)], 100) == [
+        AcquiredRange(0, 0, 3)]
+    assert sp.next_offset == 6
 
 
 # --- against the one-state-per-offset model ---------------------------------------------
@@ -130,8 +174,9 @@ _ops = st.lists(st.one_of(
 @given(_ops, st.integers(1, 4), st.integers(2, 30))
 def test_batches_answer_as_one_state_per_offset_does(ops: list[tuple[object, ...]],
                                                      limit: int, locks: int) -> None:
+    # The model keeps no batches, so it cannot throttle by them: compared without.
     cfg = SharePartitionConfig(lock_duration_ms=LOCK, delivery_count_limit=limit,
-                               max_record_locks=locks)
+                               max_record_locks=locks, throttle_near_limit=False)
     sp = SharePartition(cfg, 0)
     model = PerOffsetSharePartition(cfg, 0)
     now = 0
