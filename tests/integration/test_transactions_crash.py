@@ -69,10 +69,20 @@ class Node:
         self.proc.start()
 
     def states(self) -> dict[str, str]:
+        """ListTransactions, asked again (bounded) while a restarted broker still loads
+        ``__transaction_state`` and answers COORDINATOR_LOAD_IN_PROGRESS, as a client
+        would."""
         conn = RawConnection(self.bootstrap)
         try:
-            r = conn.call(request(LIST_TXNS, 1, state_filters=(), producer_id_filters=(),
-                                  duration_filter=-1))
+            deadline = time.monotonic() + 10
+            while True:
+                r = conn.call(request(LIST_TXNS, 1, state_filters=(), producer_id_filters=(),
+                                      duration_filter=-1))
+                if (r.error_code != ErrorCode.coordinator_load_in_progress
+                        or time.monotonic() > deadline):
+                    break
+                time.sleep(0.02)
+            assert r.error_code == ErrorCode.none, r.error_code
             return {t.transactional_id: t.transaction_state for t in r.transaction_states}
         finally:
             conn.close()
@@ -82,8 +92,15 @@ class Node:
         conn = RawConnection(self.bootstrap)
         try:
             topic = request_class(OFFSET_FETCH, 7, "OffsetFetchRequestTopic")
-            r = conn.call(request(OFFSET_FETCH, 7, group_id=GROUP, require_stable=True,
-                                  topics=(topic(name=TOPIC, partition_indexes=(0,)),)))
+            deadline = time.monotonic() + 10
+            while True:
+                r = conn.call(request(OFFSET_FETCH, 7, group_id=GROUP, require_stable=True,
+                                      topics=(topic(name=TOPIC, partition_indexes=(0,)),)))
+                # A restarted broker still loading the group's partition says so.
+                if (r.error_code != ErrorCode.coordinator_load_in_progress
+                        or time.monotonic() > deadline):
+                    break
+                time.sleep(0.02)
             p = r.topics[0].partitions[0]
             return int(p.error_code), int(p.committed_offset)
         finally:
