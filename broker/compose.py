@@ -72,6 +72,8 @@ from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:
+    from kafkalite.coordinator.results import Outcome
+    from kafkalite.coordinator.share.membership import ShareMembership
     from kafkalite.coordinator.share.state_store import ShareKey
     from kafkalite.coordinator.txn.transactions import TransactionCoordinatorCore, Transactions
 
@@ -300,24 +302,20 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 
-        def initializing(key: ShareKey) -> None:
+        def record_15(step: Callable[[ShareMembership], Callable[..., Outcome]]
+                      ) -> Callable[[ShareKey], None]:
             # Record 15 of the group names the share-partition initializing, then
             # initialized, around its first state write, as Kafka's coordinator does.
-            group, topic_id, partition = key
-            info = storage.catalog.by_id(topic_id)
-            if info is not None:
-                runtime.groups.write(lambda g, now: g.share.partition_initializing(
-                    now, group, topic_id, info.name, partition))
+            def on(key: ShareKey) -> None:
+                group, topic_id, partition = key
+                info = storage.catalog.by_id(topic_id)
+                if info is not None:
+                    runtime.groups.write(lambda g, now: step(g.share)(
+                        now, group, topic_id, info.name, partition))
+            return on
 
-        def initialized(key: ShareKey) -> None:
-            group, topic_id, partition = key
-            info = storage.catalog.by_id(topic_id)
-            if info is not None:
-                runtime.groups.write(lambda g, now: g.share.partition_initialized(
-                    now, group, topic_id, info.name, partition))
-
-        manager.initializing.append(initializing)
-        manager.initialized.append(initialized)
+        manager.initializing.append(record_15(lambda s: s.partition_initializing))
+        manager.initialized.append(record_15(lambda s: s.partition_initialized))
 
         def topic_deleted(event: str, info: TopicInfo) -> None:
             if event == "deleted":
