@@ -7,20 +7,22 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
 
 - ``registry`` (``partitions.GroupPartitions``): the partitions held, their load status
   and the lookups every part shares; each part receives it in its constructor;
-- ``classic`` (``membership``, over ``rebalance``): classic groups and their records;
-- ``consumer`` (``consumer_membership``, over ``consumer_lifecycle``): KIP-848 consumer
+- ``classic`` (``classic.membership``, over ``classic.rebalance``): classic groups and
+  their records;
+- ``consumer`` (``consumer.membership``, over ``consumer.lifecycle``): KIP-848 consumer
   groups and their records;
-- ``migration`` (``consumer_migration``): classic-protocol members of consumer groups and
+- ``migration`` (``consumer.migration``): classic-protocol members of consumer groups and
   the conversions between the two kinds; it and ``consumer`` are built with the first
   consumer group or consumer group record (a broker that has none does not import them);
-- ``share`` (``share_membership``, over ``share.group``): KIP-932 share groups and their
+- ``share`` (``share.membership``, over ``share.group``): KIP-932 share groups and their
   records, built with the first share group or share record (a broker that has none
   does not import their modules);
-- ``classic_requests``: JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a group id,
-  whichever kind of group holds it;
-- ``committed_offsets``: committed offsets and their records;
+- ``classic_requests`` (``classic.requests``): JoinGroup, SyncGroup, Heartbeat and
+  LeaveGroup for a group id, whichever kind of group holds it;
+- ``committed_offsets`` (``offsets.committed``): committed offsets and their records;
 - ``admin`` (``group_admin``): describing, listing and deleting groups;
-- ``txn_offsets``: transactional offsets pending until their transaction's marker;
+- ``txn_offsets`` (``offsets.transactional``): transactional offsets pending until
+  their transaction's marker;
 - ``scenarios``: test control on classic groups.
 
 Every operation takes ``now`` (ms) and returns an ``Outcome`` (records to write, the
@@ -30,9 +32,9 @@ here reads a clock, touches a file or awaits: the runtime (``runtime.Coordinator
 appends the records, replays them into this core with ``replay_all``, which hands each
 record to its owner through a table, and only then answers. Replay is also how a partition
 is loaded, so live writes and recovery are one path. The exceptions, where state changes
-before the append as in Kafka, are documented in ``membership`` (classic group
-membership), ``committed_offsets`` (a commit re-arms its member's session timer) and
-``consumer_migration`` (a classic group's parked requests answered when it is converted,
+before the append as in Kafka, are documented in ``classic.membership`` (classic group
+membership), ``offsets.committed`` (a commit re-arms its member's session timer) and
+``consumer.migration`` (a classic group's parked requests answered when it is converted,
 and the rebalance a downgraded group starts).
 """
 
@@ -236,8 +238,8 @@ class GroupCoordinatorCore:
         return replayer
 
     def timer_handlers(self) -> dict[str, TimerHandler]:
-        """Each timer kind's handler: a classic group's deadlines (``rebalance``), a
-        consumer group's (``consumer_lifecycle``) and a share group member's session."""
+        """Each timer kind's handler: a classic group's deadlines (``classic.rebalance``), a
+        consumer group's (``consumer.lifecycle``) and a share group member's session."""
         classic = self.classic
         # A consumer group's timers exist only once its part is built.
         return {

@@ -1,6 +1,6 @@
 """Group administration, a part of the group coordinator: DescribeGroups, ListGroups,
 DeleteGroups and ConsumerGroupDescribe (a KIP-848 consumer group's rules are in
-``consumer_admin``)."""
+``consumer.admin``)."""
 
 from __future__ import annotations
 

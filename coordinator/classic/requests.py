@@ -1,6 +1,6 @@
 """The classic group protocol's requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) for
 a group id, whichever kind of group holds it: a classic group's go to the classic part
-(``membership``), a consumer group's classic-protocol members to ``consumer_migration``,
+(``membership``), a consumer group's classic-protocol members to ``consumer.migration``,
 and an empty consumer group is deleted first for a classic group to form, as in Kafka."""
 
 from __future__ import annotations

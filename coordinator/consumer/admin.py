@@ -1,6 +1,6 @@
 """Offsets and administration of KIP-848 consumer groups: Kafka's ``ConsumerGroup`` rules
 for OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups, offset retention and
-ConsumerGroupDescribe. Pure functions of the group as it stands; ``committed_offsets``
+ConsumerGroupDescribe. Pure functions of the group as it stands; ``offsets.committed``
 and ``group_admin`` call them for a group id that names a consumer group."""
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def uses_classic_protocol(member: ConsumerGroupMember) -> bool:
 
 class ConsumerLifecycle:
     """KIP-848 consumer groups: leaving, fencing, their timers and the topics they follow;
-    ``consumer_membership.ConsumerMembership`` adds the heartbeat."""
+    ``consumer.membership.ConsumerMembership`` adds the heartbeat."""
 
     #: Conversions to and from classic groups (set by the core: the two parts know each
     #: other).
@@ -173,7 +173,7 @@ class ConsumerLifecycle:
     def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember, response: object,
                       now: int) -> Outcome:
         """Kafka's ``consumerGroupFenceMember``: the member's records go and the group epoch
-        moves on (or the group becomes a classic group again, see ``consumer_migration``).
+        moves on (or the group becomes a classic group again, see ``consumer.migration``).
         The answer is ``response``, or the append's error."""
         downgrade = self.migration.maybe_downgrade(group, member, now)
         if downgrade is not None:

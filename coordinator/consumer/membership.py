@@ -1,10 +1,10 @@
 """ConsumerGroupHeartbeat of KIP-848 consumer groups, as Kafka 4.x's ``GroupMetadataManager``
 answers it: joining (epoch 0) and heartbeats, with the group epoch, the target assignment
 and the member's reconciliation, and regular-expression resolution (leaving, fencing and
-timers are in ``consumer_lifecycle``).
+timers are in ``consumer.lifecycle``).
 
-Every change is a list of records (``consumer_records``) written before the answer, and
-the group only changes when they are replayed (``consumer_group.replay``). A heartbeat
+Every change is a list of records (``consumer.records``) written before the answer, and
+the group only changes when they are replayed (``consumer.group.replay``). A heartbeat
 that writes nothing re-arms its member's session at once; one that writes does so when
 its records are appended.
 

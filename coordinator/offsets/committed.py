@@ -3,7 +3,7 @@ OffsetDelete and offset retention, and the replay of offset commit records.
 
 The offset logic itself is ``offsets.OffsetStore`` (pure, clock-free); this part gives it
 the group and turns its records into writes; a KIP-848 consumer group's rules are in
-``consumer_admin``. Committed offsets change only when their records are replayed. One
+``consumer.admin``. Committed offsets change only when their records are replayed. One
 change happens before the append, as in Kafka's ``doCommitOffsets``: a commit from a
 member of a Stable or PreparingRebalance group re-arms that member's session timer (a
 timer, not persisted state).

@@ -1,7 +1,7 @@
 """Pending transactional offsets: what TxnOffsetCommit wrote for each producer and no
 marker has ended yet (Kafka's ``OffsetMetadataManager.pendingTransactionalOffsets`` and
 ``openTransactionsByGroup``). Pure: changed only by the replay of records and markers
-(``txn_offsets``)."""
+(``offsets.transactional``)."""
 
 from __future__ import annotations
 

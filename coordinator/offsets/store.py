@@ -234,7 +234,7 @@ class OffsetStore:
     def commit_records(self, req: CommitRequest, now: int,
                        result: CommitResult | None = None) -> CommitResult:
         """The records and per-partition errors of a commit already validated (by the
-        group's own rules: a consumer group's are in ``consumer_admin``)."""
+        group's own rules: a consumer group's are in ``consumer.admin``)."""
         result = CommitResult() if result is None else result
         expire = -1 if req.retention_time_ms == DEFAULT_RETENTION_TIME \
             else now + req.retention_time_ms

@@ -16,7 +16,7 @@ field; kafkalite's own hash function, not Kafka's KIP-1101 one).
 Record 15 (ShareGroupStatePartitionMetadata) keeps which share-partitions have their
 state initialized in ``__share_group_state``, which are initializing and which topics are
 being deleted (:func:`state_partition_metadata`); the
-group coordinator's share part (``share_membership``) writes it and calls :func:`leave`
+group coordinator's share part (``share.membership``) writes it and calls :func:`leave`
 from its session timers.
 """
 

@@ -126,7 +126,7 @@ class TxnStore:
         group_partition_for: Callable[[str], int] | None = None,
     ) -> None:
         """``allocate_producer_id``: a new producer id (storage owns them; may raise).
-        ``markers``: writes COMMIT/ABORT markers (``txn_markers``). ``group_partition_for``:
+        ``markers``: writes COMMIT/ABORT markers (``txn.markers``). ``group_partition_for``:
         the ``__consumer_offsets`` partition of a group, as the group coordinator maps it."""
         self.config = config
         self.timers = timers if timers is not None else Timers()

@@ -78,8 +78,8 @@ def _fenced_for(version: int, first_with_fenced: int, err: ErrorCode) -> ErrorCo
 
 
 class TransactionCoordinatorCore:
-    """The requests; the state is the store's (``txn_base``), ending transactions the
-    completion part's (``txn_completion``)."""
+    """The requests; the state is the store's (``txn.store``), ending transactions the
+    completion part's (``txn.completion``)."""
 
     def __init__(
         self,
@@ -91,7 +91,7 @@ class TransactionCoordinatorCore:
         group_partition_for: Callable[[str], int] | None = None,
     ) -> None:
         """``allocate_producer_id``: a new producer id (storage owns them; may raise).
-        ``markers``: writes COMMIT/ABORT markers (``txn_markers``). ``group_partition_for``:
+        ``markers``: writes COMMIT/ABORT markers (``txn.markers``). ``group_partition_for``:
         the ``__consumer_offsets`` partition of a group, as the group coordinator maps it."""
         store = self.store = TxnStore(config, timers, allocate_producer_id=allocate_producer_id,
                                       markers=markers, group_partition_for=group_partition_for)
