@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import argparse
 import contextlib
+import gc
 import os
 import shutil
 import socket
@@ -373,6 +374,25 @@ def parse_sets(items: list[str]) -> dict[str, str]:
         k, _, v = item.partition("=")
         out[k.strip()] = v.strip()
     return out
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """This process's garbage collector off while a figure is timed, as ``timeit`` does.
+
+    The clients run in the benchmark's own process: a full collection there stalls every
+    client at once, and it lands in whichever run its allocation count happens to reach,
+    so a change to the harness's imports would move it from one row to another and the
+    stall would be charged to the broker.
+    """
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from benchmarks.common import (
     Broker,
     broker_args,
     broker_names,
+    collector_paused,
     create_topic,
     guarded,
     header,
@@ -271,15 +272,17 @@ def run(name: str, args: argparse.Namespace, sizes: list[int]) -> Result:
                                                                partitions)):
             return res
         for n in sizes:
-            g = guarded(f"{name} N={n}", lambda n=n: asyncio.run(
-                group_run(broker, topic, partitions, n, args.time_limit)))
+            with collector_paused():
+                g = guarded(f"{name} N={n}", lambda n=n: asyncio.run(
+                    group_run(broker, topic, partitions, n, args.time_limit)))
             g = g or GroupRun(n, note="error")
             res.groups.append(g)
             print(f"   {name}: N={n} stable {g.stable_s} s (generation {g.generation}), "
                   f"after leave {g.leave_s} s {g.note}", flush=True)
-        guarded(f"{name} heartbeats", lambda: heartbeats(
-            broker, topic, args.heartbeats, args.window, args.latency_samples,
-            args.time_limit, res))
+        with collector_paused():
+            guarded(f"{name} heartbeats", lambda: heartbeats(
+                broker, topic, args.heartbeats, args.window, args.latency_samples,
+                args.time_limit, res))
     return res
 
 

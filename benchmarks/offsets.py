@@ -40,6 +40,7 @@ from benchmarks.common import (
     Kafkalite,
     broker_args,
     broker_names,
+    collector_paused,
     create_topic,
     parse_sets,
     percentile,
@@ -331,14 +332,15 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(n) for n in args.partitions.split(",")]
     names = broker_names(args)
     alone = args.turns <= 0
-    results: dict[str, dict[str, dict[str, float]]] = (
-        {name: {} for name in names} if alone else one_at_a_time_rates(
-            names, args.seconds, args.turns, [n for n in sizes if n <= TURNS_UP_TO],
-            overrides))
-    for name in names:
-        for key, figures in rates(name, args.seconds, args.pipelined, sizes, overrides,
-                                  alone).items():
-            results[name].setdefault(key, {}).update(figures)
+    with collector_paused():
+        results: dict[str, dict[str, dict[str, float]]] = (
+            {name: {} for name in names} if alone else one_at_a_time_rates(
+                names, args.seconds, args.turns, [n for n in sizes if n <= TURNS_UP_TO],
+                overrides))
+        for name in names:
+            for key, figures in rates(name, args.seconds, args.pipelined, sizes, overrides,
+                                      alone).items():
+                results[name].setdefault(key, {}).update(figures)
     rows = []
     for name, r in results.items():
         for n in sizes:

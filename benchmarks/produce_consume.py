@@ -20,6 +20,7 @@ from benchmarks.common import (
     Broker,
     broker_args,
     broker_names,
+    collector_paused,
     create_topic,
     guarded,
     header,
@@ -234,22 +235,25 @@ def run(name: str, args: argparse.Namespace, sizes: list[int], counts: list[int]
             if not guarded(f"{name} create",
                            lambda t=topic: create_topic(broker.bootstrap, t, 1)):
                 continue
-            ph = guarded(f"{name} produce {size}B",
-                         lambda t=topic, s=size, n=count: produce(broker, t, s, n, args.time_limit))
+            with collector_paused():
+                ph = guarded(f"{name} produce {size}B", lambda t=topic, s=size, n=count:
+                             produce(broker, t, s, n, args.time_limit))
             if ph is None:
                 continue
             res.produce[size] = ph
             print(f"   {name}: produced {ph.messages:,} x {size} B in {ph.seconds:.2f} s"
                   f"{'' if ph.complete else ' (time limit)'}", flush=True)
-            ch = guarded(f"{name} consume {size}B",
-                         lambda t=topic, s=size, n=ph.messages: consume(
-                             broker, t, s, n, args.time_limit))
+            with collector_paused():
+                ch = guarded(f"{name} consume {size}B",
+                             lambda t=topic, s=size, n=ph.messages: consume(
+                                 broker, t, s, n, args.time_limit))
             if ch is not None:
                 res.consume[size] = ch
                 print(f"   {name}: consumed {ch.messages:,} x {size} B in {ch.seconds:.2f} s"
                       f"{'' if ch.complete else ' (time limit)'}", flush=True)
-        lat = guarded(f"{name} latency", lambda: latency(broker, args.latency_samples,
-                                                          args.latency_time_limit))
+        with collector_paused():
+            lat = guarded(f"{name} latency", lambda: latency(broker, args.latency_samples,
+                                                              args.latency_time_limit))
         if lat:
             res.latency_ms = lat
         print(f"   {name}: broker RSS {broker.rss_mb():.0f} MB", flush=True)
