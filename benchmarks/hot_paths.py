@@ -2,7 +2,9 @@
 (``KafkaApis.handle`` on an encoded frame: header, authorization, handler, coordinator,
 append, response), without sockets, so that two checkouts can be compared on a busy
 machine: ApiVersions v3, Heartbeat v4 of a joined member, OffsetCommit v8 and
-OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them).
+OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them), and Produce v9
+(acks=1) of one batch of 100 records of 100 bytes to one partition (as a producer's
+linger gathers them).
 
 ```
 python benchmarks/hot_paths.py ROUNDS N     # one JSON line per round: µs of CPU per call
@@ -22,6 +24,7 @@ import gc
 import inspect
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -39,8 +42,9 @@ from kafkalite.broker.compose import build_broker  # noqa: E402
 from kafkalite.protocol.apis import codec, decode_response, encode_request  # noqa: E402
 from kafkalite.protocol.build import build, nested  # noqa: E402
 from kafkalite.protocol.headers import encode_request_header, parse_response_header  # noqa: E402
+from kafkalite.protocol.records import NewRecord, build_batch  # noqa: E402
 
-JOIN, SYNC, HEARTBEAT, COMMIT, FETCH, CREATE = 11, 14, 12, 8, 9, 19
+JOIN, SYNC, HEARTBEAT, COMMIT, FETCH, CREATE, PRODUCE = 11, 14, 12, 8, 9, 19, 0
 GROUP, TOPIC = "hot-group", "hot-topic"
 #: Commits as benchmarks.offsets sends them: generation -1, to a group with no members.
 COMMITS = "hot-commits"
@@ -134,6 +138,13 @@ async def main(rounds: int, n: int) -> None:
         fg, group_id=COMMITS, member_id=None, member_epoch=-1,
         topics=(ft(name=TOPIC, partition_indexes=(0,)),)),)))
     commits = [commit(i) for i in range(n)]
+    now_ms = int(time.time() * 1000)
+    batch = build_batch([NewRecord(b"key", b"v" * 100)] * 100, timestamp=now_ms)
+    pt = cls(PRODUCE, 9, "TopicProduceData")
+    pp = cls(PRODUCE, 9, "PartitionProduceData")
+    produce = frame(req(PRODUCE, 9, transactional_id=None, acks=1,
+                        timeout=timedelta(seconds=5), topic_data=(pt(
+                            name=TOPIC, partition_data=(pp(index=0, records=batch),)),)))
     versions = frame(req(18, 3, client_software_name="hot", client_software_version="1"))
     handle = apis.handle
 
@@ -164,29 +175,44 @@ async def main(rounds: int, n: int) -> None:
         topics=(ft(name=TOPIC, partition_indexes=(0,)),)),)))
     p0 = got.groups[0].topics[0].partitions[0]
     assert int(p0.error_code) == 0 and int(p0.committed_offset) == 0, got
-    if os.environ.get("PROFILE"):
-        import cProfile
-        import pstats
+    out = apis.handle(conn, produce)
+    if inspect.isawaitable(out):
+        out = await out
+    _corr, off = parse_response_header(bytes(out)[4:], codec(PRODUCE, 9).response_header_flexible)
+    answer = decode_response(PRODUCE, 9, bytes(out)[4:], off)
+    assert int(answer.responses[0].partition_responses[0].error_code) == 0, answer
+    try:
+        if os.environ.get("PROFILE"):
+            import cProfile
+            import pstats
 
-        which = {"api_versions": [versions] * n, "heartbeat": [hb] * n, "commit": commits,
-                 "offset_fetch": [fetch] * n}
-        frames = which[os.environ["PROFILE"]]
-        await run_sync(frames)
-        pr = cProfile.Profile()
-        pr.enable()
-        await run_sync(frames)
-        pr.disable()
-        pstats.Stats(pr).sort_stats("tottime").print_stats(40)
-        return
+            which = {"api_versions": [versions] * n, "heartbeat": [hb] * n, "commit": commits,
+                     "offset_fetch": [fetch] * n, "produce": [produce] * n}
+            frames = which[os.environ["PROFILE"]]
+            await run_sync(frames)
+            pr = cProfile.Profile()
+            pr.enable()
+            await run_sync(frames)
+            pr.disable()
+            pstats.Stats(pr).sort_stats("tottime").print_stats(40)
+        else:
+            await rounds_of(rounds, run_sync, versions, hb, commits, fetch, produce, n)
+    finally:
+        await broker.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+async def rounds_of(rounds: int, run_sync: Any, versions: bytes, hb: bytes,
+                    commits: list[bytes], fetch: bytes, produce: bytes, n: int) -> None:
     for _ in range(rounds):
         row = {
             "api_versions": await run_sync([versions] * n),
             "heartbeat": await run_sync([hb] * n),
             "commit": await run_sync(commits),
             "offset_fetch": await run_sync([fetch] * n),
+            "produce": await run_sync([produce] * n),
         }
         print(json.dumps(row), flush=True)
-    await broker.stop()
 
 
 if __name__ == "__main__":
