@@ -30,6 +30,7 @@ from typing import Any
 from benchmarks.common import (
     Broker,
     broker_args,
+    collector_paused,
     create_topic,
     guarded,
     header,
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
            "ConsumerGroupHeartbeat (raw TCP)")
     res = Result()
     partitions = max(sizes)
-    with running("kafkalite", parse_sets(args.set)) as broker:
+    with running("kafkalite", parse_sets(args.set)) as broker, collector_paused():
         topic = f"bench-cg-{uuid.uuid4().hex[:6]}"
         if not guarded("create", lambda: create_topic(broker.bootstrap, topic, partitions)):
             return

@@ -21,6 +21,7 @@ from typing import Any
 from benchmarks.common import (
     broker_args,
     broker_names,
+    collector_paused,
     create_topic,
     guarded,
     header,
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     header("offsets from a consumer (confluent-kafka, synchronous commits)")
     results: dict[str, Rates | None] = {}
     for name in broker_names(args):
-        with running(name, overrides) as broker:
+        with running(name, overrides) as broker, collector_paused():
             results[name] = guarded(f"{name} rates",
                                     lambda b=broker: rates(b.bootstrap, args.commits,
                                                            args.time_limit))

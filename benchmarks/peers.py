@@ -39,6 +39,7 @@ from benchmarks.common import (
     Broker,
     Kafka,
     Kafkalite,
+    collector_paused,
     create_topic,
     guarded,
     header,
@@ -119,7 +120,7 @@ def measure(name: str, args: argparse.Namespace) -> Figures:
     if args.startup_only:
         return f
     limit = args.time_limit
-    with running(name) as broker:
+    with running(name) as broker, collector_paused():
         # A fifth of the records first, not counted: the JVM compiles its hot paths.
         warm = f"peers-warm-{uuid.uuid4().hex[:8]}"
         if guarded(f"{name} create", lambda: create_topic(broker.bootstrap, warm, 1)):
