@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from benchmarks.common import KAFKA_BENCH_SETTINGS, KAFKA_JVM
-from tests.kafka_reference import TEST_SETTINGS, KafkaReference, KafkaUnavailable, free_port
+from tests.kafka_reference import TEST_SETTINGS, KafkaReference, KafkaUnavailable, free_ports
 
 CONTROLLER_ID = 100
 LOG4J = ("rootLogger.level=WARN\nrootLogger.appenderRef.out.ref=OUT\n"
@@ -42,7 +42,6 @@ class KafkaNode(KafkaReference):
 
     def _write_config(self) -> Path:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
         listener = "CONTROLLER" if self.controller else "PLAINTEXT"
         props = {
             **TEST_SETTINGS,
@@ -100,7 +99,8 @@ class KafkaCluster:
     def __init__(self, brokers: int = 3, heap: str = "1G") -> None:
         self.root = Path(tempfile.mkdtemp(prefix="kafka-cluster-"))
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        controller_port = free_port()
+        # Every node's port drawn at once, so no two nodes can get the same one.
+        controller_port, *broker_ports = free_ports(brokers + 1)
         voters = f"{CONTROLLER_ID}@127.0.0.1:{controller_port}"
         replicated = str(min(brokers, 3))
         settings = {
@@ -119,6 +119,8 @@ class KafkaCluster:
                         for i in range(1, brokers + 1)}
         for node in (self.controller, *self.brokers.values()):
             node.cluster_id = cluster_id
+        for node, port in zip(self.brokers.values(), broker_ports, strict=True):
+            node.port = port
 
     @property
     def bootstrap(self) -> str:

@@ -9,6 +9,7 @@ sum=$(sha256sum jvm/pom.xml | cut -c1-12)
 dest=${KAFKALITE_JARS:-${XDG_CACHE_HOME:-$HOME/.cache}/kafkalite/kafka-$version-$sum}
 if [ ! -f "$dest/.complete" ]; then
   command -v mvn >/dev/null 2>&1 || { echo "kafka-jars: mvn (Maven) is not installed" >&2; exit 1; }
+  mkdir -p "$(dirname "$dest")" || { echo "kafka-jars: cannot create $(dirname "$dest")" >&2; exit 1; }
   rm -rf "$dest.tmp"
   if ! mvn -q -B -f jvm/pom.xml dependency:copy-dependencies \
       -DoutputDirectory="$dest.tmp" >"${dest}.log" 2>&1; then

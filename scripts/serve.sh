@@ -5,13 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+. scripts/steps.sh
 if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
-  .venv/bin/pip install -q --upgrade pip
+  step "create a virtualenv with $PY" "$PY" -m venv .venv
+  step "upgrade pip from PyPI" .venv/bin/pip install -q --upgrade pip
 fi
 # Also reinstall a .venv made before the quick start's client was part of the install.
 if ! .venv/bin/python -I -c 'import kafkalite, confluent_kafka' 2>/dev/null \
     || [ ! -x .venv/bin/kafkalite ]; then
-  .venv/bin/pip install -q -e ".[quickstart]"
+  step "install kafkalite and confluent-kafka from PyPI" .venv/bin/pip install -q -e ".[quickstart]"
 fi
 exec .venv/bin/kafkalite serve "$@"

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+. scripts/steps.sh
 
 # System packages: kcat for the kcat tests, chromium for the report screenshot test and,
 # with chromium-driver, the console test (Selenium); node and npm for the KafkaJS tests.
@@ -18,18 +19,21 @@ command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  step "update Debian's package lists" $SUDO apt-get update -qq
+  step "install ${need_apt[*]} from Debian" \
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
 
 if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+  step "create a virtualenv with $PY" "$PY" -m venv .venv
 fi
-.venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e ".[test,pipeline]"
+step "upgrade pip from PyPI" .venv/bin/pip install -q --upgrade pip
+step "install kafkalite's test and pipeline dependencies from PyPI" \
+  .venv/bin/pip install -q -e ".[test,pipeline]"
 export PATH="$PWD/.venv/bin:$PATH"
 # KafkaJS 2.x for the KafkaJS tests, into the folder they run their scripts from.
-(cd tests/integration/js && npm ci --no-audit --no-fund --silent)
+step "install the KafkaJS tests' npm packages" \
+  sh -c "cd tests/integration/js && npm ci --no-audit --no-fund --silent"
 
 # Apache Kafka's jars (jvm/pom.xml), resolved once into a cache; the differential suite
 # starts a real Kafka from them. Fails here with one line when Maven cannot be reached.

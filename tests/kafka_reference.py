@@ -14,6 +14,7 @@ the last one to leave stops it (a reference count under a file lock).
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -88,10 +89,18 @@ def kafka_jars() -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports on 127.0.0.1. Every socket stays bound until all are
+    drawn, so no two can be the same port (one drawn, closed, then drawn again)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def _cluster_id() -> str:
@@ -132,7 +141,7 @@ class KafkaReference:
 
     def _write_config(self) -> Path:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port, self.sasl_port, self.controller_port = free_port(), free_port(), free_port()
+        self.port, self.sasl_port, self.controller_port = free_ports(3)
         users = " ".join(f'user_{u}="{p}"' for u, p in SASL_USERS.items())
         props = {
             "process.roles": "broker,controller",
