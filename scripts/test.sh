@@ -21,7 +21,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   step "update Debian's package lists" $SUDO apt-get update -qq
   step "install ${need_apt[*]} from Debian" \
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${need_apt[@]}"
 fi
 
 if [ ! -x .venv/bin/python ]; then
