@@ -37,7 +37,7 @@ from typing import Any
 import psutil
 
 from benchmarks.groups import heartbeat_error_offset, join_member
-from kafkalite.broker.testing.faults import FaultRules
+from kafkalite.broker.control.faults import FaultRules
 from kafkalite.broker.testing.fixtures import BrokerProcess, BrokerThread
 from kafkalite.client.kafka import RawConnection, pipeline, request
 

@@ -42,9 +42,9 @@ from kafkalite.protocol.releases import Release
 
 from .auth import DENIED_ERROR, Access, Action, Authorizer
 from .context import Peer, RequestContext
+from .control.fault_responses import fault_response
+from .control.faults import FaultAction, FaultRule, FaultRules, api_display_name
 from .metrics import BUCKETS_S, FIRST_BUCKET_S, ApiStats, BrokerMetrics
-from .testing.fault_responses import fault_response
-from .testing.faults import FaultAction, FaultRule, FaultRules, api_display_name
 
 log = structlog.get_logger("kafkalite.apis")
 

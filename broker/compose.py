@@ -59,6 +59,9 @@ from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig, LogDefaults
 from .config.groups import GroupConfigs
 from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
+from .control.clock import ClockControl
+from .control.faults import FaultRules
+from .control.scenarios import CoordinatorScenarios
 from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
@@ -66,9 +69,6 @@ from .routes import routes
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .share.path import BuiltShare, SharePath
-from .testing.clock_control import ClockControl
-from .testing.faults import FaultRules
-from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:

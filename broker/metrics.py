@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kafkalite.coordinator.classic.states import GroupState
 
-from .testing.faults import FaultRule, api_display_name
+from .control.faults import FaultRule, api_display_name
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric

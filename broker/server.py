@@ -24,15 +24,15 @@ from .config.dynamic import DynamicBrokerConfig
 from .config.listeners import ConnectionLimitsConfigs, ListenerSecurityMap
 from .config.properties import Config, ConfigError, Listener, parse_listeners
 from .connection import KafkaConnection
+from .control.clock import ClockControl
+from .control.faults import FaultRules
+from .control.scenarios import CoordinatorScenarios
 from .handlers.fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
 from .metrics import BrokerMetrics
 from .security.setup import ListenerSecurity, SecurityState
 from .security.tls_accept import TlsAcceptor
 from .share.path import SharePath
-from .testing.clock_control import ClockControl
-from .testing.faults import FaultRules
-from .testing.scenarios import CoordinatorScenarios
 from .topic_store import Storage
 
 if TYPE_CHECKING:

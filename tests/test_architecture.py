@@ -1,7 +1,8 @@
 """The shape of the code, read with ``ast``: objects are composed, not stacked (no project
 class built from two or more project classes, no inheritance chain in ``coordinator/``
 deeper than two), and request handlers reach the coordinators only through the runtime's
-entry points (no handler module names a core, the timers or the scheduler)."""
+entry points (no handler module names a core, the timers or the scheduler), and production
+code does not import the test support."""
 
 from __future__ import annotations
 
@@ -173,3 +174,30 @@ def test_handlers_reach_the_coordinators_only_through_the_runtime() -> None:
     offences = [o for m in handlers for o in _offences(m)]
     assert not offences, "handler modules that name a core, the timers or the scheduler:\n" \
         + "\n".join(offences)
+
+
+def _imported(mod: Module) -> Iterator[str]:
+    """Every module or ``module.name`` an import statement of ``mod`` names, absolute."""
+    package = mod.path.name == "__init__.py"
+    for node in ast.walk(mod.tree):
+        if isinstance(node, ast.ImportFrom):
+            src = _absolute(mod.name, package, node.level, node.module)
+            yield src
+            yield from (f"{src}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+
+
+TEST_SUPPORT = "kafkalite.broker.testing"
+
+
+def test_production_code_does_not_import_the_test_support() -> None:
+    """``broker/testing`` holds the fixtures and the pytest plugin; what the broker serves
+    (fault rules, scenarios, clock control) lives in ``broker/control``."""
+    mods = _modules()
+    offences = sorted({f"{mod.path.relative_to(ROOT)} imports {name}"
+                       for mod_name, mod in mods.items()
+                       if not (mod_name + ".").startswith(TEST_SUPPORT + ".")
+                       for name in _imported(mod)
+                       if (name + ".").startswith(TEST_SUPPORT + ".")})
+    assert not offences, "production code importing the test support:\n" + "\n".join(offences)

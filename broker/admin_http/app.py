@@ -15,11 +15,11 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from ..control.clock import ClockControl, ClockNotManual
+from ..control.faults import FaultError, FaultRules
+from ..control.scenarios import NAMES as SCENARIO_NAMES
+from ..control.scenarios import CoordinatorScenarios, ScenarioError
 from ..metrics import BrokerMetrics
-from ..testing.clock_control import ClockControl, ClockNotManual
-from ..testing.faults import FaultError, FaultRules
-from ..testing.scenarios import NAMES as SCENARIO_NAMES
-from ..testing.scenarios import CoordinatorScenarios, ScenarioError
 from .lag import LagBoard
 from .views import BadRequest, BrokerView, NotFound
 

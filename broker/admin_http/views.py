@@ -23,8 +23,8 @@ from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
 
 from ..cluster import Cluster
+from ..control.clock import ClockControl
 from ..metrics import GroupRow
-from ..testing.clock_control import ClockControl
 from ..topic_store import Storage
 
 if TYPE_CHECKING:

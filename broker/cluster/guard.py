@@ -3,7 +3,7 @@ partition led elsewhere get NOT_LEADER_OR_FOLLOWER, and group and transaction re
 for a key whose state partition is led elsewhere get NOT_COORDINATOR, as Kafka's brokers
 answer them. Each guarded handler runs only when every partition (or key) of the request
 is this node's; otherwise the whole request is answered with the error, shaped after the
-request (``testing.fault_responses``), and nothing is written. Clients send each
+request (``control.fault_responses``), and nothing is written. Clients send each
 partition to its leader and each key to its coordinator, so a request that mixes leaders
 comes only from metadata older than the placement, and the client retries it.
 
@@ -35,6 +35,7 @@ from kafkalite.storage.catalog import TopicCatalog
 
 from ..apis import Route
 from ..context import RequestContext
+from ..control.fault_responses import fault_response
 from ..handlers import (
     consumer_groups,
     fetch,
@@ -52,7 +53,6 @@ from ..handlers import (
     txn_offsets,
 )
 from ..handlers.fetch_session import replica_id
-from ..testing.fault_responses import fault_response
 from .follower_fetch import FetchReplicas
 from .identity import Cluster
 

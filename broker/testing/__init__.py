@@ -1,5 +1,5 @@
-"""What the broker offers tests: fault rules, coordinator scenarios, the controllable
-clock, brokers run in a thread or a child process, and the pytest plugin."""
+"""Test support: brokers run in a thread or a child process, and the pytest plugin. The
+fault rules, scenarios and clock they steer are the broker's own (``broker/control/``)."""
 
 
 def __getattr__(name: str) -> object:

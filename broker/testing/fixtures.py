@@ -25,10 +25,10 @@ from kafkalite.timekeeping.clock import ManualClock
 
 from ..compose import build_broker
 from ..config.properties import Config
+from ..control.faults import FaultAction, FaultRule
 from ..security.certs import CertFiles
 from ..security.fixture import ClientSettings, SecuritySetup
 from ..server import Broker, new_event_loop
-from .faults import FaultAction, FaultRule
 
 T = TypeVar("T")
 
@@ -227,7 +227,7 @@ class BrokerThread:
         return self.call(lambda: self.inner.clock_control.now_ms())
 
     def scenario(self, name: str, **params: Any) -> dict[str, Any]:
-        """Run a coordinator scenario (``broker/testing/scenarios.py``): ``rebalance``,
+        """Run a coordinator scenario (``broker/control/scenarios.py``): ``rebalance``,
         ``expire-member``, ``evict-member``, ``fence-static-member`` (group_id, member_id or
         group_instance_id), ``partition-loading``, ``partition-moved`` (group_id or
         partition, for_ms)."""

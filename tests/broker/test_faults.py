@@ -13,8 +13,8 @@ from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.offset_commit.v8 import request as oc_req
 from kio.schema.produce.v9 import request as produce_req
 
-from kafkalite.broker.testing.fault_responses import fault_response
-from kafkalite.broker.testing.faults import (
+from kafkalite.broker.control.fault_responses import fault_response
+from kafkalite.broker.control.faults import (
     FaultAction,
     FaultError,
     FaultRules,
