@@ -78,6 +78,10 @@ APPEND_ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (TransactionCoordinatorFencedError, ErrorCode.transaction_coordinator_fenced),
     (RecordTooLargeError, ErrorCode.message_too_large),
     (CorruptRecordError, ErrorCode.corrupt_message),
+    (OutOfOrderSequenceError, ErrorCode.out_of_order_sequence_number),
+    (InvalidRecordError, ErrorCode.invalid_record),
+    (RecordValidationError, ErrorCode.invalid_record),
+    (InvalidTxnStateError, ErrorCode.invalid_txn_state),
     (TimeoutError, ErrorCode.request_timed_out),
     (OSError, ErrorCode.kafka_storage_error),
 )

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import functools
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -26,14 +27,10 @@ from kafkalite.protocol.names import NO_THROTTLE
 from kafkalite.protocol.records import ATTR_TRANSACTIONAL, ATTRIBUTES_POS
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo
 from kafkalite.storage.errors import (
-    CorruptRecordError,
     DuplicateSequenceError,
-    InvalidProducerEpochError,
-    InvalidRecordError,
     InvalidTxnStateError,
-    OutOfOrderSequenceError,
-    RecordTooLargeError,
     RecordValidationError,
+    StorageError,
     append_error,
 )
 from kafkalite.storage.log import PartitionLog
@@ -126,187 +123,224 @@ class _Verified:
         return self.error is NO_ERROR
 
 
+class _Shapes(NamedTuple):
+    """The response's classes at one version."""
+
+    response: type[Any]
+    topic: type[Any]
+    partition: type[Any]
+    #: KIP-467's per-record errors (v8+).
+    record_error: type[Any] | None
+
+
+@functools.cache
+def _shapes(version: int) -> _Shapes:
+    resp_t = codecs.codec(PRODUCE, version).response_type
+    return _Shapes(resp_t, nested(resp_t, "TopicProduceResponse"),
+                   nested(resp_t, "PartitionProduceResponse"),
+                   nested(resp_t, "BatchIndexAndErrorMessage") if version >= 8 else None)
+
+
+def _partition(shape: type[Any], index: int, error: ErrorCode, base: int = -1,
+               start: int = -1, append_time: int = -1, message: str | None = None,
+               record_errors: tuple[Any, ...] = ()) -> Any:
+    return build(
+        shape, index=index, error_code=error, base_offset=base,
+        log_append_time=(datetime.datetime.fromtimestamp(append_time / 1000, datetime.UTC)
+                         if append_time >= 0 else None),
+        log_start_offset=start, record_errors=record_errors, error_message=message,
+    )
+
+
+#: Refusals Kafka's ReplicaManager answers without the log start offset (size,
+#: corruption, the disk); the others carry it.
+_WITHOUT_LOG_START = frozenset({
+    ErrorCode.corrupt_message, ErrorCode.message_too_large, ErrorCode.kafka_storage_error,
+    ErrorCode.request_timed_out, ErrorCode.unknown_server_error})
+
+
+def _refused(exc: StorageError | OSError, plog: PartitionLog, verified: _Verified | None,
+             version: int, shapes: _Shapes, index: int) -> Any:
+    """A partition's answer when its append raised ``exc``: the code from the one table
+    (``storage.errors.APPEND_ERRORS``), with what Produce adds to some of them."""
+    error, message, record_errors = append_error(exc), str(exc), ()
+    if isinstance(exc, RecordValidationError):
+        # KIP-467: the batch is refused whole; each bad record is named (v8+).
+        if exc.invalid_timestamp:
+            error = ErrorCode.invalid_timestamp
+        if shapes.record_error is not None:
+            record_errors = tuple(build(shapes.record_error, batch_index=i,
+                                        batch_index_error_message=m)
+                                  for i, m in exc.record_errors)
+    elif isinstance(exc, InvalidTxnStateError) and verified is not None and (
+            verified.error is not NO_ERROR):
+        error, unverified = _unverified(verified.error, version)
+        return _partition(shapes.partition, index, error, start=plog.log_start_offset,
+                          message=unverified)
+    elif isinstance(exc, OSError):
+        log.error("produce.append_failed", topic=plog.topic, partition=plog.partition,
+                  error=message)
+    start = -1 if error in _WITHOUT_LOG_START else plog.log_start_offset
+    return _partition(shapes.partition, index, error, start=start, message=message,
+                      record_errors=record_errors)
+
+
+def _unverified(error: ErrorCode, version: int) -> tuple[ErrorCode, str | None]:
+    """A transactional batch the coordinator did not verify, as Produce answers it."""
+    err = produce_error(error, version)
+    message = ("Partition was not added to the transaction"
+               if err is ErrorCode.invalid_txn_state else
+               "Unable to verify the partition has been added to the "
+               f"transaction. Underlying error: {error.name}"
+               if err is ErrorCode.not_enough_replicas else None)
+    return err, message
+
+
+def _target(storage: Storage, access: Access, ctx: RequestContext, name: str | None,
+            topic_id: Any) -> TopicInfo | ErrorCode:
+    """The topic a request's entry writes to (by name, or by id from v13), or why not."""
+    if name is None:
+        found = storage.catalog.by_id(topic_id) if topic_id is not None else None
+        if found is None:
+            return ErrorCode.unknown_topic_id
+        if not access.permits(ctx, Operation.WRITE, ResourceType.TOPIC, found.name):
+            return ErrorCode.topic_authorization_failed
+        return found
+    if not access.permits(ctx, Operation.WRITE, ResourceType.TOPIC, name):
+        # Checked before the topic is looked up (or auto-created), as KafkaApis.
+        return ErrorCode.topic_authorization_failed
+    return _resolve(storage, access, ctx, name)
+
+
+_ACKS = (0, 1, -1)
+
+
 def produce(storage: Storage, access: Access, metrics: BrokerMetrics, verify: TxnVerification,
             ctx: RequestContext, req: Any) -> Any:
-    version = ctx.api_version
-    resp_t = codecs.codec(PRODUCE, version).response_type
-    part_t = nested(resp_t, "PartitionProduceResponse")
-    error_t = nested(resp_t, "BatchIndexAndErrorMessage") if version >= 8 else None
-    topic_t = nested(resp_t, "TopicProduceResponse")
-    manager = storage.logs
-    catalog = storage.catalog
-    schema_check = storage.schema_check
-    # As KafkaApis: transactional batches need a transactional id the client may write
-    # (checked per partition below, to keep plain requests free of a second pass).
-    txn_allowed = req.transactional_id is not None and access.permits(
-        ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
-    acks = req.acks
-    touched: list[PartitionLog] = []
-    topics_out: list[Any] = []
-    #: acks=all appends the followers have not all copied yet: (topic index, partition
-    #: index in it, replica set, last offset).
-    unreplicated: list[tuple[int, int, Any, int]] = []
-
-    def part(index: int, error: ErrorCode, base: int = -1, start: int = -1,
-             append_time: int = -1, message: str | None = None,
-             record_errors: tuple[Any, ...] = ()) -> Any:
-        return build(
-            part_t, index=index, error_code=error, base_offset=base,
-            log_append_time=(
-                datetime.datetime.fromtimestamp(append_time / 1000, datetime.UTC)
-                if append_time >= 0 else None
-            ),
-            log_start_offset=start, record_errors=record_errors, error_message=message,
-        )
-
+    writes = _Writes(storage, access, metrics, verify, ctx, req)
     for t in req.topic_data:
+        writes.topic(t)
+    return writes.answer(req.acks, req.timeout)
+
+
+class _Writes:
+    """One Produce request's appends, partition by partition, and what its answer waits
+    for: the fsync ``log.durable`` promises, and the followers under acks=all."""
+
+    __slots__ = ("access", "acks", "ctx", "manager", "metrics", "req", "shapes", "storage",
+                 "topics", "touched", "txn_allowed", "unreplicated", "verify")
+
+    def __init__(self, storage: Storage, access: Access, metrics: BrokerMetrics,
+                 verify: TxnVerification, ctx: RequestContext, req: Any) -> None:
+        self.storage, self.access, self.metrics, self.verify = storage, access, metrics, verify
+        self.ctx, self.req, self.acks = ctx, req, req.acks
+        self.manager = storage.logs
+        self.shapes = _shapes(ctx.api_version)
+        # As KafkaApis: transactional batches need a transactional id the client may write
+        # (checked per partition, to keep plain requests free of a second pass).
+        self.txn_allowed = req.transactional_id is not None and access.permits(
+            ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
+        self.topics: list[Any] = []
+        #: Partitions appended to (fsynced before the answer under ``log.durable``).
+        self.touched: list[PartitionLog] = []
+        #: acks=all appends the followers have not all copied yet: (topic index,
+        #: partition index in it, replica set, last offset).
+        self.unreplicated: list[tuple[int, int, Any, int]] = []
+
+    def topic(self, t: Any) -> None:
         name = getattr(t, "name", None)
         tid = getattr(t, "topic_id", None)
-        info: TopicInfo | ErrorCode
-        if name is None:
-            found = catalog.by_id(tid) if tid is not None else None
-            info = found if found is not None else ErrorCode.unknown_topic_id
-            if found is not None and not access.permits(ctx, Operation.WRITE,
-                                                        ResourceType.TOPIC, found.name):
-                info = ErrorCode.topic_authorization_failed
-        elif not access.permits(ctx, Operation.WRITE, ResourceType.TOPIC, name):
-            # Checked before the topic is looked up (or auto-created), as KafkaApis.
-            info = ErrorCode.topic_authorization_failed
+        info = _target(self.storage, self.access, self.ctx, name, tid)
+        if isinstance(info, ErrorCode) or info.internal or self.acks not in _ACKS:
+            err = (info if isinstance(info, ErrorCode)
+                   else ErrorCode.invalid_required_acks if self.acks not in _ACKS
+                   else ErrorCode.invalid_topic_exception)
+            parts = tuple(_partition(self.shapes.partition, p.index, err)
+                          for p in t.partition_data)
         else:
-            info = _resolve(storage, access, ctx, name)
-        if isinstance(info, ErrorCode) or info.internal or acks not in (0, 1, -1):
-            err = (
-                info if isinstance(info, ErrorCode)
-                else ErrorCode.invalid_required_acks if acks not in (0, 1, -1)
-                else ErrorCode.invalid_topic_exception
-            )
-            parts = tuple(part(p.index, err) for p in t.partition_data)
-            topics_out.append(build(topic_t, name=name, topic_id=tid,
-                                    partition_responses=parts))
-            continue
-        parts_out = []
-        for p in t.partition_data:
-            plog = manager.get(info.name, p.index) if 0 <= p.index < info.partitions else None
-            if plog is None:
-                parts_out.append(part(p.index, ErrorCode.unknown_topic_or_partition))
-                continue
-            records = p.records
-            if not records:
-                parts_out.append(part(p.index, ErrorCode.invalid_record))
-                continue
-            replicas = plog.replicator
+            parts_out: list[Any] = []
+            for p in t.partition_data:
+                parts_out.append(self.partition(info, p.index, p.records, len(parts_out)))
+            parts = tuple(parts_out)
+        self.topics.append(build(self.shapes.topic, name=name, topic_id=tid,
+                                 partition_responses=parts))
+
+    def partition(self, info: TopicInfo, index: int, records: bytes | None, at: int) -> Any:
+        """Partition ``index``'s answer, the ``at``-th of its topic's: refused before the
+        log is touched, or appended."""
+        shape = self.shapes.partition
+        plog = self.manager.get(info.name, index) if 0 <= index < info.partitions else None
+        if plog is None:
+            return _partition(shape, index, ErrorCode.unknown_topic_or_partition)
+        if not records:
+            return _partition(shape, index, ErrorCode.invalid_record)
+        replicas = plog.replicator
+        if self.acks == -1:
             in_sync = IN_SYNC if replicas is None else replicas.in_sync
-            if acks == -1 and plog.config.min_insync_replicas > in_sync:
+            if plog.config.min_insync_replicas > in_sync:
                 # As Kafka's Partition.appendRecordsToLeader: nothing is written.
-                parts_out.append(part(
-                    p.index, ErrorCode.not_enough_replicas,
+                return _partition(
+                    shape, index, ErrorCode.not_enough_replicas,
                     message=f"The size of the current ISR {in_sync} is insufficient to "
                     f"satisfy the min.isr requirement of {plog.config.min_insync_replicas} "
-                    f"for partition {info.name}-{p.index}"))
-                continue
-            verified: _Verified | None = None
-            if len(records) > _TXN_BYTE and records[_TXN_BYTE] & ATTR_TRANSACTIONAL:
-                if not txn_allowed:
-                    parts_out.append(part(p.index, ErrorCode.transactional_id_authorization_failed))
-                    continue
-                if version >= 12 or verify.enabled:
-                    verified = _Verified(verify, req.transactional_id, (info.name, p.index),
-                                         version)
-            try:
-                if schema_check is not None:
-                    schema_check(info.name, records)
-                base, last = plog.append(records, from_client=True,
-                                         txn_verified=verified)
-                metrics.produced(info.name, last - base + 1, len(records))
-            except DuplicateSequenceError as e:
-                base = e.base_offset
-            except CorruptRecordError as e:
-                parts_out.append(part(p.index, ErrorCode.corrupt_message, message=str(e)))
-                continue
-            except RecordValidationError as e:
-                # KIP-467: the batch is refused whole; each bad record is named (v8+).
-                parts_out.append(part(
-                    p.index, ErrorCode.invalid_timestamp if e.invalid_timestamp
-                    else ErrorCode.invalid_record,
-                    start=plog.log_start_offset, message=e.message,
-                    record_errors=() if error_t is None else tuple(
-                        build(error_t, batch_index=i, batch_index_error_message=m)
-                        for i, m in e.record_errors)))
-                continue
-            except InvalidRecordError as e:
-                parts_out.append(part(p.index, ErrorCode.invalid_record,
-                                      start=plog.log_start_offset, message=str(e)))
-                continue
-            except RecordTooLargeError as e:
-                parts_out.append(part(p.index, ErrorCode.message_too_large, message=str(e)))
-                continue
-            # Errors other than unknown partition, size and corruption carry the log start
-            # offset, as Kafka's ReplicaManager answers them.
-            except OutOfOrderSequenceError as e:
-                parts_out.append(part(p.index, ErrorCode.out_of_order_sequence_number,
-                                      start=plog.log_start_offset, message=str(e)))
-                continue
-            except InvalidProducerEpochError as e:
-                parts_out.append(part(p.index, ErrorCode.invalid_producer_epoch,
-                                      start=plog.log_start_offset, message=str(e)))
-                continue
-            except InvalidTxnStateError as e:
-                if verified is not None and verified.error is not NO_ERROR:
-                    err = produce_error(verified.error, version)
-                    message = ("Partition was not added to the transaction"
-                               if err is ErrorCode.invalid_txn_state else
-                               "Unable to verify the partition has been added to the "
-                               f"transaction. Underlying error: {verified.error.name}"
-                               if err is ErrorCode.not_enough_replicas else None)
-                    parts_out.append(part(p.index, err, start=plog.log_start_offset,
-                                          message=message))
-                else:
-                    parts_out.append(part(p.index, ErrorCode.invalid_txn_state,
-                                          start=plog.log_start_offset, message=str(e)))
-                continue
-            except OSError as e:
-                log.error("produce.append_failed", topic=info.name, partition=p.index,
-                          error=str(e))
-                parts_out.append(part(p.index, append_error(e), message=str(e)))
-                continue
-            touched.append(plog)
-            if acks == -1 and replicas is not None and (
-                    plog.high_watermark < plog.log_end_offset):
-                unreplicated.append((len(topics_out), len(parts_out), replicas,
-                                     plog.log_end_offset - 1))
-            append_time = plog.clock() if plog.config.log_append_time else -1
-            parts_out.append(part(p.index, NO_ERROR, base, plog.log_start_offset,
-                                  append_time))
-        topics_out.append(build(topic_t, name=name, topic_id=tid,
-                                partition_responses=tuple(parts_out)))
-    if acks == 0:
-        failed = [p.index for t in topics_out for p in t.partition_responses
-                  if p.error_code != NO_ERROR]
-        if failed:
-            # As Kafka: with no response to carry the error, closing the connection
-            # is what makes the client refresh its metadata and notice.
-            raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
-        return NO_RESPONSE
-    if unreplicated:
-        fds = ([fd for plog in touched for fd in plog.sync_handles()] if manager.durable
-               else [])
-        return _after_replication(resp_t, topics_out, unreplicated, _ms(req.timeout), fds)
-    response = build(resp_t, responses=tuple(topics_out), throttle_time=NO_THROTTLE)
-    if manager.durable and touched:
-        fds = [fd for plog in touched for fd in plog.sync_handles()]
-        loop = asyncio.get_running_loop()
+                    f"for partition {info.name}-{index}")
+        verified: _Verified | None = None
+        if len(records) > _TXN_BYTE and records[_TXN_BYTE] & ATTR_TRANSACTIONAL:
+            if not self.txn_allowed:
+                return _partition(shape, index, ErrorCode.transactional_id_authorization_failed)
+            version = self.ctx.api_version
+            if version >= 12 or self.verify.enabled:
+                verified = _Verified(self.verify, self.req.transactional_id,
+                                     (info.name, index), version)
+        try:
+            schema_check = self.storage.schema_check
+            if schema_check is not None:
+                schema_check(info.name, records)
+            base, last = plog.append(records, from_client=True, txn_verified=verified)
+            self.metrics.produced(info.name, last - base + 1, len(records))
+        except DuplicateSequenceError as e:
+            base = e.base_offset
+        except (StorageError, OSError) as e:
+            return _refused(e, plog, verified, self.ctx.api_version, self.shapes, index)
+        self.touched.append(plog)
+        if self.acks == -1 and replicas is not None and (
+                plog.high_watermark < plog.log_end_offset):
+            self.unreplicated.append((len(self.topics), at, replicas,
+                                      plog.log_end_offset - 1))
+        append_time = plog.clock() if plog.config.log_append_time else -1
+        return _partition(shape, index, NO_ERROR, base, plog.log_start_offset, append_time)
 
-        async def after_sync() -> Any:
-            try:
-                await loop.run_in_executor(None, _fsync_all, fds)
-            except OSError as e:
-                log.error("produce.fsync_failed", error=str(e))
-                return _unsynced(response, f"fsync failed: {e}")
-            return response
+    def answer(self, acks: int, timeout: Any) -> Any:
+        """The response, or a coroutine that makes it once the writes are as durable and
+        as replicated as promised; none for acks=0."""
+        if acks == 0:
+            failed = [p.index for t in self.topics for p in t.partition_responses
+                      if p.error_code != NO_ERROR]
+            if failed:
+                # As Kafka: with no response to carry the error, closing the connection
+                # is what makes the client refresh its metadata and notice.
+                raise ProtocolError(f"produce with acks=0 failed for partitions {failed}")
+            return NO_RESPONSE
+        resp_t = self.shapes.response
+        fds = ([fd for plog in self.touched for fd in plog.sync_handles()]
+               if self.manager.durable else [])
+        if self.unreplicated:
+            return _after_replication(resp_t, self.topics, self.unreplicated, _ms(timeout),
+                                      fds)
+        response = build(resp_t, responses=tuple(self.topics), throttle_time=NO_THROTTLE)
+        if fds:
+            return _after_sync(response, fds)
+        return response
 
-        return after_sync()
+
+async def _after_sync(response: Any, fds: list[int]) -> Any:
+    """``response`` once the appends are on disk (``log.durable``)."""
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+    except OSError as e:
+        log.error("produce.fsync_failed", error=str(e))
+        return _unsynced(response, f"fsync failed: {e}")
     return response
-
 
 
 async def _after_replication(resp_t: type[Any], topics_out: list[Any],

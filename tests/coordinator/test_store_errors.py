@@ -12,7 +12,11 @@ from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.storage.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
     RecordTooLargeError,
+    RecordValidationError,
     TransactionCoordinatorFencedError,
     append_error,
 )
@@ -23,6 +27,11 @@ CASES = [
      E.unknown_server_error),
     (RecordTooLargeError("big"), E.message_too_large, E.unknown_server_error),
     (CorruptRecordError("crc"), E.corrupt_message, E.unknown_server_error),
+    (OutOfOrderSequenceError("gap"), E.out_of_order_sequence_number, E.unknown_server_error),
+    (InvalidRecordError("control"), E.invalid_record, E.unknown_server_error),
+    (RecordValidationError("bad", [(0, "bad")], False), E.invalid_record,
+     E.unknown_server_error),
+    (InvalidTxnStateError("open"), E.invalid_txn_state, E.unknown_server_error),
     (TimeoutError("slow"), E.request_timed_out, E.coordinator_not_available),
     (OSError(errno.ENOSPC, "disk full"), E.kafka_storage_error, E.not_coordinator),
     (ValueError("other"), E.unknown_server_error, E.unknown_server_error),
