@@ -369,11 +369,10 @@ class Control:
 
 
 def build_control(config: Config, cluster: Cluster, storage: Storage,
-                  runtime: CoordinatorRuntime, groups: GroupService, scheduler: Scheduler
-                  ) -> Control:
+                  runtime: CoordinatorRuntime, scheduler: Scheduler) -> Control:
     clock = ClockControl(scheduler)
     scenarios = CoordinatorScenarios(runtime)
-    view = BrokerView(cluster, storage, groups, clock)
+    view = BrokerView(cluster, storage, runtime, clock)
     metrics = BrokerMetrics(groups=view.group_rows)
     # Rule durations run on the broker's clock, as every other deadline does.
     faults = FaultRules(scheduler.clock.now_ms, on_fire=metrics.fault_fired)
@@ -423,7 +422,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     dynamic.reconfigurables.append(LogDefaults(storage))
     runtime, groups = build_coordinator(config, storage, scheduler, dynamic.groups)
     txn = build_transactions(config, storage, runtime, groups)
-    control = build_control(config, cluster, storage, runtime, groups, scheduler)
+    control = build_control(config, cluster, storage, runtime, scheduler)
     security, authorizer = build_security(config)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)

@@ -146,6 +146,8 @@ class GroupCoordinatorCore:
         self.describe_group = self.admin.describe_group
         self.list_groups = self.admin.list_groups
         self.describe_consumer_groups = self.admin.describe_consumer_groups
+        self.overview = self.admin.overview
+        self.session_deadlines = self.admin.session_deadlines
         self.committed = self.committed_offsets.committed
         self.commit_txn_offsets = self.txn_offsets.commit_txn_offsets
         self.replay_transactional = self.txn_offsets.replay_transactional

@@ -13,12 +13,13 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .classic.states import DEAD, STABLE
 from .offsets.committed import CommittedOffsets
-from .partitions import GroupPartitions
+from .partitions import GroupPartitions, hb_key
 from .results import (
     AFTER_WRITE,
     DescribedConsumerGroup,
     DescribedGroup,
     DescribedMember,
+    GroupOverview,
     ListedGroup,
     Outcome,
     Write,
@@ -116,6 +117,31 @@ class GroupAdmin:
                    if self.registry.partition_status(
                        self.registry.partition_for(g.group_id)) is NO_ERROR)
         return out
+
+    def overview(self) -> list[GroupOverview]:
+        """Every group held here, of every type, sorted by id (the admin views)."""
+        registry = self.registry
+        out = [GroupOverview(g.group_id, "classic", g.state.value, g.generation,
+                             g.protocol_type, g.protocol_name, len(g.members), g.partition)
+               for g in registry.groups()]
+        out.extend(GroupOverview(g.group_id, "consumer", g.state.value, g.group_epoch,
+                                 "consumer", g.preferred_server_assignor(), len(g.members),
+                                 registry.partition_for(g.group_id))
+                   for g in registry.consumer_groups())
+        out.extend(GroupOverview(g.group_id, "share", "Stable" if g.members else "Empty",
+                                 g.group_epoch, "share", "simple", len(g.members),
+                                 registry.partition_for(g.group_id))
+                   for g in registry.share_groups())
+        return sorted(out, key=lambda o: o.group_id)
+
+    def session_deadlines(self, group_id: str) -> dict[str, int | None]:
+        """A classic group's members' session deadlines (the session timer is re-armed to
+        now + session timeout on every heartbeat), by member id."""
+        g = self.registry.group(group_id)
+        if g is None:
+            return {}
+        deadline = self.registry.timers.deadline
+        return {m: deadline(hb_key(group_id, m)) for m in g.members}
 
     def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
         """ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a missing or classic group."""

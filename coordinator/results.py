@@ -86,6 +86,22 @@ class DescribedGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupOverview:
+    """A group of any type in one line, for the admin views and ``/metrics`` (a consumer
+    or share group's generation is its group epoch)."""
+
+    group_id: str
+    #: "classic", "consumer" or "share".
+    group_type: str
+    state: str
+    generation: int
+    protocol_type: str | None
+    protocol: str | None
+    members: int
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
 class ListedGroup:
     group_id: str
     protocol_type: str
@@ -173,6 +189,10 @@ class DescribedConsumerMember:
     target_assignment: tuple[DescribedTopicPartitions, ...]
     #: ConsumerGroupDescribe v1: 0 a classic-protocol member, 1 a consumer-protocol one.
     member_type: int
+    #: Not on the wire: the member's reconciliation state and the partitions it is
+    #: revoking, for the admin views.
+    state: str = ""
+    revoking: tuple[DescribedTopicPartitions, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """The shape of the code, read with ``ast``: objects are composed, not stacked (no project
 class built from two or more project classes, no inheritance chain in ``coordinator/``
 deeper than two), and request handlers reach the coordinators only through the runtime's
-entry points (no handler module names a core, the timers or the scheduler), and production
-code does not import the test support."""
+entry points (no handler or admin HTTP module names a core, the timers or the scheduler),
+and production code does not import the test support."""
 
 from __future__ import annotations
 
@@ -173,6 +173,16 @@ def test_handlers_reach_the_coordinators_only_through_the_runtime() -> None:
     assert len(handlers) > 10, "the request handlers were not found"
     offences = [o for m in handlers for o in _offences(m)]
     assert not offences, "handler modules that name a core, the timers or the scheduler:\n" \
+        + "\n".join(offences)
+
+
+def test_the_admin_views_reach_the_coordinators_only_through_the_runtime() -> None:
+    """The admin API and console read groups as the handlers do (the runtime's query)."""
+    mods = _modules()
+    admin = [m for name, m in mods.items() if name.startswith("kafkalite.broker.admin_http.")]
+    assert len(admin) >= 4, "the admin HTTP modules were not found"
+    offences = [o for m in admin for o in _offences(m)]
+    assert not offences, "admin HTTP modules that name a core, the timers or the scheduler:\n" \
         + "\n".join(offences)
 
 

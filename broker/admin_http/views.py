@@ -1,9 +1,9 @@
 """The broker's state as JSON-ready dicts, for the admin API, the console and ``/metrics``.
 
 Everything here reads; nothing changes state. All of it runs on the broker's loop, so it
-sees a consistent picture between two requests. This is the one module that reads the
-group coordinator's state (its groups, members and timer deadlines), through the group
-service's core.
+sees a consistent picture between two requests. The group coordinator's state (its
+groups, members, session deadlines and committed offsets) is read through the runtime's
+query entry point, as the request handlers read it.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.coordinator.classic.group import GroupMetadata
-from kafkalite.coordinator.group_service import GroupService
-from kafkalite.coordinator.partitions import hb_key
+from kafkalite.coordinator.results import DescribedConsumerGroup, DescribedTopicPartitions
+from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import consumer_offsets as co
-from kafkalite.protocol.errors import ProtocolError
+from kafkalite.protocol.errors import NO_ERROR, ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
 
@@ -28,8 +28,6 @@ from ..metrics import GroupRow
 from ..topic_store import Storage
 
 if TYPE_CHECKING:
-    from kafkalite.coordinator.consumer.group import ConsumerGroup
-
     from .share_view import ShareView
 
 #: At most this many messages per request to the message browser.
@@ -69,10 +67,6 @@ def shown(data: bytes | None) -> dict[str, Any] | None:
     return out
 
 
-def state_name(group: GroupMetadata) -> str:
-    return group.state.value
-
-
 class _History:
     """Group metadata records of one ``__consumer_offsets`` partition, read incrementally:
     each look decodes only what was appended since the last."""
@@ -100,11 +94,13 @@ class NodeSwitch(Protocol):
 
 
 class BrokerView:
-    def __init__(self, cluster: Cluster, storage: Storage, groups: GroupService,
+    def __init__(self, cluster: Cluster, storage: Storage, runtime: CoordinatorRuntime,
                  clock: ClockControl) -> None:
         self.cluster_info = cluster
         self.storage = storage
-        self.groups_service = groups
+        #: The group coordinator's reads, through the runtime as the request handlers
+        #: make them.
+        self.groups_query = runtime.groups.query
         self.clock = clock
         self._history: dict[int, _History] = {}
         #: The Schema Registry's subjects and versions for the console (set when it is on).
@@ -245,82 +241,56 @@ class BrokerView:
 
     # --- groups ---------------------------------------------------------------------------
 
-    def _groups(self) -> list[GroupMetadata]:
-        return self.groups_service.core.groups()
-
     def group_rows(self) -> list[GroupRow]:
         """(group, state, members, generation) of every group, for ``/metrics`` (a KIP-848
         consumer group's generation is its group epoch). Share groups are not among them:
         Kafka counts them in share-group gauges of their own."""
-        return [GroupRow(g.group_id, state_name(g), len(g.members), g.generation)
-                for g in self._groups()] + [
-            GroupRow(g.group_id, g.state.value, len(g.members), g.group_epoch)
-            for g in self.groups_service.core.consumer_groups()]
+        return [GroupRow(o.group_id, o.state, o.members, o.generation)
+                for o in self.groups_query(lambda g: g.overview()) if o.group_type != "share"]
 
     def groups(self) -> list[dict[str, Any]]:
-        core = self.groups_service.core
-        rows = [{"group_id": g.group_id, "type": "classic", "state": state_name(g),
-                 "generation": g.generation, "protocol_type": g.protocol_type,
-                 "protocol": g.protocol_name, "members": len(g.members),
-                 "partition": g.partition}
-                for g in self._groups()]
-        rows += [{"group_id": g.group_id, "type": "consumer", "state": g.state.value,
-                  "generation": g.group_epoch, "protocol_type": "consumer",
-                  "protocol": g.preferred_server_assignor(), "members": len(g.members),
-                  "partition": core.partition_for(g.group_id)}
-                 for g in core.consumer_groups()]
-        rows += [{"group_id": g.group_id, "type": "share",
-                  "state": "Stable" if g.members else "Empty", "generation": g.group_epoch,
-                  "protocol_type": "share", "protocol": "simple", "members": len(g.members),
-                  "partition": core.partition_for(g.group_id)}
-                 for g in core.share_groups()]
-        return sorted(rows, key=lambda r: str(r["group_id"]))
+        return [{"group_id": o.group_id, "type": o.group_type, "state": o.state,
+                 "generation": o.generation, "protocol_type": o.protocol_type,
+                 "protocol": o.protocol, "members": o.members, "partition": o.partition}
+                for o in self.groups_query(lambda g: g.overview())]
 
-    def consumer_group(self, group: ConsumerGroup) -> dict[str, Any]:
-        """A KIP-848 consumer group: its epochs, and each member's epoch, state, protocol
-        and partitions (assigned, being revoked, target)."""
-        names = self.groups_service.core.topics.name_of
+    def consumer_group(self, group: DescribedConsumerGroup) -> dict[str, Any]:
+        """A KIP-848 consumer group as ConsumerGroupDescribe describes it: its epochs, and
+        each member's epoch, state, protocol and partitions (assigned, being revoked,
+        target)."""
 
-        def parts(assignment: Any) -> list[dict[str, Any]]:
-            return [{"topic": names(t) or str(t), "partitions": sorted(ps)}
-                    for t, ps in assignment.items()]
+        def parts(assignment: tuple[DescribedTopicPartitions, ...]) -> list[dict[str, Any]]:
+            return [{"topic": t.topic_name, "partitions": list(t.partitions)}
+                    for t in assignment]
 
         members = [{
             "member_id": m.member_id, "instance_id": m.instance_id,
             "client_id": m.client_id, "client_host": m.client_host,
-            "member_epoch": m.member_epoch, "state": m.state.name,
-            "protocol": "classic" if m.classic_member_metadata is not None else "consumer",
-            "subscribed_topics": sorted(m.subscribed_topic_names),
-            "subscribed_regex": m.regex,
-            "assignment": parts(m.assigned_partitions),
-            "revoking": parts(m.partitions_pending_revocation),
-            "target": parts(group.target_assignment.get(m.member_id, {})),
-        } for m in group.members.values()]
+            "member_epoch": m.member_epoch, "state": m.state,
+            "protocol": "classic" if m.member_type == 0 else "consumer",
+            "subscribed_topics": list(m.subscribed_topic_names),
+            "subscribed_regex": m.subscribed_topic_regex,
+            "assignment": parts(m.assignment),
+            "revoking": parts(m.revoking),
+            "target": parts(m.target_assignment),
+        } for m in group.members]
         return {
-            "group_id": group.group_id, "type": "consumer", "state": group.state.value,
+            "group_id": group.group_id, "type": "consumer", "state": group.state,
             "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
-            "assignor": group.preferred_server_assignor(), "now_ms": self.clock.now_ms(),
+            "assignor": group.assignor, "now_ms": self.clock.now_ms(),
             "members": members, "lag": self.lag(group.group_id, members),
         }
 
     def group(self, group_id: str) -> dict[str, Any]:
-        g = self.groups_service.core.group(group_id)
+        query = self.groups_query
+        g = query(lambda c: c.group(group_id))
         if g is None:
-            core = self.groups_service.core
-            cg = core.consumer_group(group_id)
-            if cg is not None:
-                return self.consumer_group(cg)
-            sg = core.share_group(group_id)
-            if sg is not None:
-                from .share_view import share_group
-
-                return share_group(sg, core.topics.name_of, self.share, self.clock.now_ms())
-            raise NotFound(f"unknown group {group_id!r}")
+            return self._other_group(group_id)
         now = self.clock.now_ms()
-        timers = self.groups_service.core.timers
+        deadlines = query(lambda c: c.session_deadlines(group_id))
         members = []
         for m in g.members.values():
-            deadline = timers.deadline(hb_key(g.group_id, m.member_id))
+            deadline = deadlines.get(m.member_id)
             members.append({
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id,
                 "client_id": m.client_id, "client_host": m.client_host,
@@ -336,12 +306,26 @@ class BrokerView:
                 else now - (deadline - m.session_timeout_ms),
             })
         return {
-            "group_id": g.group_id, "state": state_name(g), "generation": g.generation,
+            "group_id": g.group_id, "state": g.state.value, "generation": g.generation,
             "protocol_type": g.protocol_type, "protocol": g.protocol_name,
             "leader": g.leader_id, "partition": g.partition, "now_ms": now,
             "members": members, "lag": self.lag(g.group_id, members),
             "history": self.history(g.group_id, g.partition),
         }
+
+    def _other_group(self, group_id: str) -> dict[str, Any]:
+        """A KIP-848 consumer group or a share group."""
+        query = self.groups_query
+        described = query(lambda c: c.describe_consumer_groups([group_id]))[0]
+        if described.error is NO_ERROR:
+            return self.consumer_group(described)
+        sg = query(lambda c: c.share_group(group_id))
+        if sg is not None:
+            from .share_view import share_group
+
+            return share_group(sg, query(lambda c: c.topics).name_of, self.share,
+                               self.clock.now_ms())
+        raise NotFound(f"unknown group {group_id!r}")
 
     def lag(self, group_id: str, members: list[dict[str, Any]] | None = None
             ) -> list[dict[str, Any]]:
@@ -353,13 +337,12 @@ class BrokerView:
             for a in m["assignment"]:
                 for p in a.get("partitions", ()):
                     owners[(a["topic"], p)] = m["client_id"]
-        committed = self.groups_service.core.offsets.offsets(group_id)
+        committed = self.groups_query(lambda g: g.committed(group_id))
         out = []
         for topic, p in sorted(set(committed) | set(owners)):
             plog = self.storage.logs.get(topic, p)
             end = plog.high_watermark if plog is not None else None
-            found = committed.get((topic, p))
-            offset = found.offset if found is not None else None
+            offset = committed.get((topic, p))
             out.append({"topic": topic, "partition": p, "committed": offset,
                         "log_end_offset": end, "owner": owners.get((topic, p)),
                         "lag": None if end is None or offset is None

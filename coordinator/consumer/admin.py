@@ -142,7 +142,8 @@ def describe(group: ConsumerGroup, image: TopicsImage, default_assignor: str
             tuple(sorted(m.subscribed_topic_names)), m.subscribed_topic_regex,
             _described(m.assigned_partitions, image),
             _described(group.target_assignment.get(m.member_id, {}), image),
-            0 if m.classic_member_metadata is not None else 1)
+            0 if m.classic_member_metadata is not None else 1, m.state.name,
+            _described(m.partitions_pending_revocation, image))
         for m in group.members.values())
     return DescribedConsumerGroup(
         group.group_id, NO_ERROR, None, group.state.value, group.group_epoch,
