@@ -3,6 +3,8 @@ topic config resolution (topic override, then broker property, then Kafka's defa
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 
 import structlog
@@ -14,8 +16,14 @@ from kafkalite.storage.manager import LogManager
 from kafkalite.storage.topic_config import BrokerLevels, ResolvedConfig, resolve
 
 from .config.properties import Config
+from .metadata_cache import EncodedTopics
 
 log = structlog.get_logger("kafkalite.broker")
+
+#: After start, when the background pass begins opening the logs no request opened, and
+#: how many it opens per turn of the event loop (each a few ms: requests keep flowing).
+OPEN_REST_AFTER_S = 1.0
+OPEN_PER_TURN = 4
 
 
 class TopicConfigs:
@@ -54,6 +62,11 @@ class Storage:
         #: Checks a client's batch for a topic before it is appended (raising the log's
         #: record errors): the Schema Registry's broker-side validation, when it is on.
         self.schema_check: Callable[[str, bytes], None] | None = None
+        #: Each topic's encoded Metadata entry, forgotten when the topic or a log of it
+        #: changes (a log opened takes its leader epoch).
+        self.metadata_entries = EncodedTopics()
+        self._opener: asyncio.Task[None] | None = None
+        logs.epoch_set.append(self.metadata_entries.forget)
 
     # --- topics ---------------------------------------------------------------------
 
@@ -157,6 +170,7 @@ class Storage:
 
     def on_topic_event(self, event: str, info: TopicInfo) -> None:
         """Catalogue listener: creates, reconfigures and deletes the topic's logs."""
+        self.metadata_entries.forget(info.name)
         if event == "deleted":
             self.logs.delete_topic(info.name)
             return
@@ -173,7 +187,24 @@ class Storage:
                 for plog in logs]
 
     async def start(self) -> None:
-        self.logs.load({t.name: t.partitions for t in self.catalog})
+        # Several nodes in one process place and replicate their logs: all opened at once.
+        lazy = self.config.int("kafkalite.nodes") == 1
+        self.logs.load({t.name: t.partitions for t in self.catalog}, lazy=lazy)
+        if self.logs.unopened:
+            self._opener = asyncio.create_task(self._open_rest())
+
+    async def _open_rest(self) -> None:
+        """Open the logs no request has opened yet, a few per turn of the loop once the
+        broker listens, so retention, compaction and producer expiry reach them all."""
+        await asyncio.sleep(OPEN_REST_AFTER_S)
+        while self.logs.open_some(OPEN_PER_TURN):
+            await asyncio.sleep(0)
+        log.info("log.all_opened", partitions=len(self.logs.logs))
 
     async def stop(self) -> None:
+        if self._opener is not None:
+            self._opener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._opener
+            self._opener = None
         self.logs.close()

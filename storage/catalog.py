@@ -102,6 +102,9 @@ class TopicCatalog:
     def __len__(self) -> int:
         return len(self._topics)
 
+    def names(self) -> list[str]:
+        return list(self._topics)
+
     def get(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 

@@ -72,7 +72,10 @@ class PartitionLog:
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig,
         log_start_offset: int = 0, clock: Callable[[], int] = now_ms, lead: bool = True,
+        epoch_floor: int = 0,
     ) -> None:
+        """``epoch_floor``: the least leader epoch to lead in once loaded (the epoch already
+        announced for a log opened after the broker started)."""
         self.dir = directory
         self.topic = topic
         self.partition = partition
@@ -102,6 +105,9 @@ class PartitionLog:
         self.replicator: Replicator | None = None
         #: False for a follower's replica: it takes the epochs of the batches it copies.
         self.lead = lead
+        self._epoch_floor = epoch_floor
+        #: Called with the topic when the log leads in a new epoch (kept answers forget it).
+        self.on_new_epoch: Callable[[str], None] | None = None
         directory.mkdir(parents=True, exist_ok=True)
         self._load()
 
@@ -166,8 +172,8 @@ class PartitionLog:
             if changed or not had_checkpoint:
                 cache.save()
             return
-        epoch = cache.latest_epoch + 1 if existed else 0
-        if self.become_leader(max(epoch, 0), save=False) or changed or not had_checkpoint:
+        epoch = max(cache.latest_epoch + 1 if existed else 0, self._epoch_floor)
+        if self.become_leader(epoch, save=False) or changed or not had_checkpoint:
             cache.save()
 
     def become_leader(self, epoch: int, save: bool = True) -> bool:
@@ -176,6 +182,8 @@ class PartitionLog:
         if epoch < self.leader_epoch:
             raise ValueError(f"leader epoch {epoch} is older than {self.leader_epoch}")
         self.leader_epoch = epoch
+        if self.on_new_epoch is not None:
+            self.on_new_epoch(self.topic)
         changed = self.epochs.assign(epoch, self.log_end_offset)
         if changed and save:
             self.epochs.save()

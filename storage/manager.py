@@ -4,11 +4,21 @@ Partition directories sit directly in the data directory (``<topic>-<n>``), as i
 ``log.dirs``. Log start offsets moved by DeleteRecords are kept in Kafka's
 ``log-start-offset-checkpoint`` file (version 0: a version line, a count line, then
 ``topic partition offset`` lines).
+
+Logs are opened on first use (``get``) rather than all at start: ``load`` only learns
+which partitions exist and the leader epoch each will lead in once opened, so Metadata can
+announce it; the broker opens the rest in the background after it listens. A clean stop
+writes every partition's latest epoch to ``clean-shutdown`` (one file read at the next
+start, as Kafka's clean-shutdown marker tells what may be skipped); without it (a crash)
+each partition's ``leader-epoch-checkpoint`` is read instead. Opening a log runs the
+same recovery whenever it happens.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +33,8 @@ from kafkalite.protocol.records import (
     COMPRESSION_ZSTD,
 )
 
-from .fsutil import DirLock, atomic_write
+from .fsutil import DirLock, atomic_write, fsync_dir
+from .leader_epoch import LeaderEpochCache
 from .log import PartitionLog, now_ms
 from .log_config import NEVER, LogConfig
 from .producer_state import ProducerIdAllocator
@@ -33,6 +44,9 @@ log = structlog.get_logger("kafkalite.storage")
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
 START_CHECKPOINT = "log-start-offset-checkpoint"
+#: Written by a clean stop, removed at the next start: ``topic partition epoch`` lines
+#: (the latest leader epoch of each partition) after a version and a count line.
+CLEAN_SHUTDOWN = "clean-shutdown"
 
 #: Reads a topic config's effective value: (topic, name) -> value.
 ConfigSource = Callable[[str, str], str]
@@ -103,13 +117,21 @@ class LogManager:
         self.producer_ids = ProducerIdAllocator(data_dir)
         self._start_offsets: dict[tuple[str, int], int] = {}
         self._overrides: dict[str, dict[str, str]] = {}
+        #: Partitions on disk not opened yet -> the leader epoch they will lead in.
+        self._unopened: dict[tuple[str, int], int] = {}
+        #: Called with the topic when one of its logs is opened or leads in a new epoch.
+        self.epoch_set: list[Callable[[str], None]] = []
         data_dir.mkdir(parents=True, exist_ok=True)
         self._lock = DirLock(data_dir)
 
     # --- the interface other components use ---------------------------------------------
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
-        return self.logs.get((topic, partition))
+        """The partition's log, opened now if it is on disk but not open yet."""
+        found = self.logs.get((topic, partition))
+        if found is None and (topic, partition) in self._unopened:
+            return self.get_or_create(topic, partition)
+        return found
 
     def get_or_create(
         self, topic: str, partition: int, configs: dict[str, str] | None = None
@@ -120,20 +142,49 @@ class LogManager:
             return found
         if configs:
             self._overrides[topic] = dict(configs)
-        where = (self.data_dir / f"{topic}-{partition}" if self.place is None
-                 else self.place(topic, partition))
         plog = PartitionLog(
-            where, topic, partition, self.config_for(topic),
+            self._where(topic, partition), topic, partition, self.config_for(topic),
             self._start_offsets.get(key, 0), clock=self.clock,
+            epoch_floor=self._unopened.pop(key, 0),
         )
         self.logs[key] = plog
+        plog.on_new_epoch = self._epoch_set
+        self._epoch_set(topic)
         return plog
 
+    def _epoch_set(self, topic: str) -> None:
+        for fn in self.epoch_set:
+            fn(topic)
+
+    def _where(self, topic: str, partition: int) -> Path:
+        return (self.data_dir / f"{topic}-{partition}" if self.place is None
+                else self.place(topic, partition))
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch, without opening its log (0 for none)."""
+        plog = self.logs.get((topic, partition))
+        if plog is not None:
+            return plog.leader_epoch
+        return self._unopened.get((topic, partition), 0)
+
+    @property
+    def unopened(self) -> int:
+        return len(self._unopened)
+
+    def open_some(self, count: int) -> int:
+        """Open up to ``count`` logs not opened yet; how many are left."""
+        for key in list(self._unopened)[:count]:
+            self.get_or_create(*key)
+        return len(self._unopened)
+
     def partitions(self, topic: str) -> list[PartitionLog]:
+        """The topic's open logs."""
         return sorted((lg for (t, _p), lg in self.logs.items() if t == topic),
                       key=lambda lg: lg.partition)
 
     def __iter__(self) -> Iterator[PartitionLog]:
+        """The open logs (maintenance reaches the others once the background pass or a
+        request has opened them)."""
         return iter(list(self.logs.values()))
 
     def config_for(self, topic: str) -> LogConfig:
@@ -154,6 +205,10 @@ class LogManager:
             del self.logs[(topic, plog.partition)]
             self._start_offsets.pop((topic, plog.partition), None)
             plog.delete()
+        for key in [k for k in self._unopened if k[0] == topic]:
+            del self._unopened[key]
+            self._start_offsets.pop(key, None)
+            shutil.rmtree(self._where(*key), ignore_errors=True)
         self._overrides.pop(topic, None)
         log.info("log.topic_deleted", topic=topic)
         self.write_start_checkpoint()
@@ -165,36 +220,87 @@ class LogManager:
 
     # --- start, stop, maintenance -------------------------------------------------------
 
-    def load(self, topics: dict[str, int]) -> None:
-        """Open (and recover) the logs of the given topics: name -> partition count."""
+    def load(self, topics: dict[str, int], lazy: bool = True) -> None:
+        """Learn (``lazy``) or open and recover the logs of the given topics: name ->
+        partition count. A partition whose next leader epoch is not known without
+        opening it (no epoch checkpoint) is opened now, as is one with no directory."""
         self._lock.acquire()
         self._read_start_checkpoint()
         started = time.monotonic()
-        for d in sorted(self.data_dir.iterdir()):
-            m = _PARTITION_DIR.match(d.name)
-            if not d.is_dir() or m is None:
-                continue
-            topic, part = m["topic"], int(m["partition"])
-            if topic not in topics:
-                log.warning("log.orphan_directory", directory=d.name)
-                continue
-            self.get_or_create(topic, part)
+        announced = self._read_clean_shutdown()
+        on_disk: list[tuple[str, int]] = []
+        with os.scandir(self.data_dir) as it:
+            for d in it:
+                m = _PARTITION_DIR.match(d.name)
+                if m is None or not d.is_dir():
+                    continue
+                topic, part = m["topic"], int(m["partition"])
+                if topic not in topics:
+                    log.warning("log.orphan_directory", directory=d.name)
+                    continue
+                on_disk.append((topic, part))
+        on_disk.sort()
+        for key in on_disk:
+            latest = announced.get(key) if lazy else None
+            if latest is None and lazy:
+                latest = self._checkpointed_epoch(key)
+            if latest is None:
+                self.get_or_create(*key)
+            else:
+                self._unopened[key] = latest + 1
         for topic, n in topics.items():
             for p in range(n):
-                self.get_or_create(topic, p)
-        log.info("log.loaded", partitions=len(self.logs),
+                if (topic, p) not in self._unopened:
+                    self.get_or_create(topic, p)
+        log.info("log.loaded", opened=len(self.logs), unopened=len(self._unopened),
                  seconds=round(time.monotonic() - started, 3))
 
+    def _checkpointed_epoch(self, key: tuple[str, int]) -> int | None:
+        cache = LeaderEpochCache(self._where(*key))
+        return cache.latest_epoch if cache.load() else None
+
+    def _read_clean_shutdown(self) -> dict[tuple[str, int], int]:
+        """The epochs a clean stop left, the file removed (a crash after this start
+        must not find it)."""
+        path = self.data_dir / CLEAN_SHUTDOWN
+        try:
+            lines = path.read_text().splitlines()
+        except FileNotFoundError:
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        try:
+            if lines[0] != "0" or int(lines[1]) != len(lines) - 2:
+                raise ValueError("bad header")
+            for line in lines[2:]:
+                topic, part, epoch = line.split()
+                out[(topic, int(part))] = int(epoch)
+        except (ValueError, IndexError):
+            log.warning("log.clean_shutdown_unreadable", file=CLEAN_SHUTDOWN)
+            out = {}
+        path.unlink()
+        fsync_dir(self.data_dir)
+        return out
+
     def close(self) -> None:
-        """Flush and close every log (the broker's stop)."""
-        for plog in list(self.logs.values()):
+        """Flush and close every log (the broker's stop), then leave the clean-shutdown
+        file."""
+        # A partition never opened keeps the epoch it was announced in, so the next start
+        # announces the one after, as if it had been opened.
+        epochs = dict(self._unopened)
+        for key, plog in list(self.logs.items()):
             try:
                 plog.flush()
             except OSError:
                 log.exception("log.flush_failed", topic=plog.topic, partition=plog.partition)
             plog.close()
+            epochs[key] = plog.epochs.latest_epoch
         self.write_start_checkpoint()
+        if self.place is None:
+            rows = [f"{t} {p} {e}" for (t, p), e in sorted(epochs.items())]
+            atomic_write(self.data_dir / CLEAN_SHUTDOWN,
+                         ("\n".join(["0", str(len(rows)), *rows]) + "\n").encode())
         self.logs.clear()
+        self._unopened.clear()
         self._lock.release()
 
     def expire_producers(self, now: int, expiration_ms: int) -> int:

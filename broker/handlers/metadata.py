@@ -24,6 +24,7 @@ from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topi
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
+from ..metadata_cache import splice_topics
 from ..topic_store import Storage
 
 log = structlog.get_logger("kafkalite.metadata")
@@ -38,9 +39,8 @@ NULL_UUID = uuid.UUID(int=0)
 
 
 def leader_epoch(storage: Storage, topic: str, partition: int) -> int:
-    """The partition's current leader epoch (0, where it starts, if its log is not open)."""
-    plog = storage.logs.get(topic, partition)
-    return plog.leader_epoch if plog is not None else 0
+    """The partition's current leader epoch, without opening a log not yet opened."""
+    return storage.logs.leader_epoch(topic, partition)
 
 
 def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
@@ -75,7 +75,9 @@ def broker_entries(cluster: Cluster, broker_t: type[Any], listener: str,
 
 
 def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
-             req: Any) -> Any:
+             req: Any) -> bytes:
+    """The answer, encoded: each topic's entry comes from ``storage.metadata_entries``
+    when kept there, so an unchanged topic costs no per-partition work."""
     version = ctx.api_version
     c_resp = codecs.codec(METADATA, version).response_type
     broker_t = nested(c_resp, "MetadataResponseBroker")
@@ -96,15 +98,21 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
             return OPS_OMITTED
         return access.operations_for(ctx, ResourceType.TOPIC, name)
 
-    def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None,
-                ops: int = OPS_OMITTED) -> Any:
-        return build(topic_t, error_code=err, name=name, topic_id=tid or NULL_UUID,
-                     is_internal=False, partitions=(), topic_authorized_operations=ops)
+    encoded = storage.metadata_entries
+    # With several nodes leaders and in-sync replicas move by themselves: nothing is kept.
+    kept = encoded.table(version) if cluster.view is None and not want_ops else None
 
-    topics_out: list[Any] = []
+    def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None,
+                ops: int = OPS_OMITTED) -> bytes:
+        return encoded.encode(build(topic_t, error_code=err, name=name,
+                                    topic_id=tid or NULL_UUID, is_internal=False,
+                                    partitions=(), topic_authorized_operations=ops))
+
+    topics_out: list[bytes] = []
     named: list[str] = []
-    if req.topics is None or (version == 0 and not req.topics):
-        named = [t.name for t in catalog]
+    listing_all = req.topics is None or (version == 0 and not req.topics)
+    if listing_all:
+        named = catalog.names()
     else:
         for t in req.topics:
             name = getattr(t, "name", None)
@@ -116,9 +124,15 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
                     continue
                 name = info.name
             named.append(name)
-    listing_all = req.topics is None or (version == 0 and not req.topics)
+    open_access = access.open
     for name in named:
-        if not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
+        if kept is not None:
+            found = kept.get(name)
+            if found is not None and (open_access or allowed(
+                    Operation.DESCRIBE, ResourceType.TOPIC, name)):
+                topics_out.append(found)
+                continue
+        if not open_access and not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
             # A full listing leaves out what the principal may not see.
             if not listing_all:
                 topics_out.append(errored(ErrorCode.topic_authorization_failed, name, None))
@@ -145,27 +159,29 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
             # Creation here is immediate, so the partitions are answered at once rather
             # than LEADER_NOT_AVAILABLE first (see docs/compatibility.md).
             info = storage.auto_create(name)
-        topics_out.append(
-            build(
-                topic_t,
-                error_code=NO_ERROR,
-                name=info.name,
-                topic_id=info.topic_id,
-                is_internal=info.internal,
-                partitions=partition_entries(cluster, c_resp, info, storage),
-                topic_authorized_operations=topic_ops(info.name),
-            )
-        )
+        entry = encoded.encode(build(
+            topic_t,
+            error_code=NO_ERROR,
+            name=info.name,
+            topic_id=info.topic_id,
+            is_internal=info.internal,
+            partitions=partition_entries(cluster, c_resp, info, storage),
+            topic_authorized_operations=topic_ops(info.name),
+        ))
+        if kept is not None:
+            kept[info.name] = entry
+        topics_out.append(entry)
     cluster_ops = OPS_OMITTED
     if getattr(req, "include_cluster_authorized_operations", False):
         cluster_ops = access.cluster_operations_for(ctx)
-    return build(
+    empty = codecs.codec(METADATA, version).encode_response(build(
         c_resp,
         throttle_time=NO_THROTTLE,
         brokers=brokers,
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
-        topics=tuple(topics_out),
+        topics=(),
         cluster_authorized_operations=cluster_ops,
         error_code=NO_ERROR,  # v13: a top-level error (REBOOTSTRAP_REQUIRED) never set
-    )
+    ))
+    return splice_topics(version, empty, topics_out)

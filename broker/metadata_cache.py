@@ -1,0 +1,70 @@
+"""Each topic's Metadata entry, encoded once per response version and kept until the
+topic changes, so a Metadata answer for thousands of partitions is a join of bytes.
+
+What an entry holds (name, id, internal flag and each partition's leader, replicas, in-sync
+replicas and leader epoch) changes only through the catalogue (created, deleted,
+re-partitioned, re-configured: ``forget`` from the catalogue listener) and a partition log
+being opened (its leader epoch: ``forget`` from the log manager). With several nodes in the
+process leaders and in-sync replicas move on their own, so nothing is kept there (the
+handler checks ``Cluster.view``). Entries carrying per-principal fields (authorized
+operations) or errors are never kept.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from kio.serial import entity_writer
+
+from kafkalite.protocol.varint import write_uvarint
+
+_INT32 = struct.Struct(">i")
+
+
+class EncodedTopics:
+    """version -> topic name -> the encoded entry (no error, operations omitted)."""
+
+    __slots__ = ("_by_version", "_writers")
+
+    def __init__(self) -> None:
+        self._by_version: dict[int, dict[str, bytes]] = {}
+        self._writers: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
+
+    def table(self, version: int) -> dict[str, bytes]:
+        found = self._by_version.get(version)
+        if found is None:
+            found = self._by_version[version] = {}
+        return found
+
+    def forget(self, topic: str) -> None:
+        for entries in self._by_version.values():
+            entries.pop(topic, None)
+
+    def clear(self) -> None:
+        self._by_version.clear()
+
+    def encode(self, entity: Any) -> bytes:
+        """One nested entity (a topic entry) in the wire format of its version."""
+        t = type(entity)
+        write = self._writers.get(t)
+        if write is None:
+            write = self._writers[t] = entity_writer(t)
+        buf = io.BytesIO()
+        write(buf, entity)
+        return buf.getvalue()
+
+
+def splice_topics(version: int, empty: bytes, topics: list[bytes]) -> bytes:
+    """The Metadata response body ``empty`` (encoded with no topics) with the encoded
+    ``topics`` in its topic array. After the array come only fixed-size fields: the
+    cluster's authorized operations (v8-v10), the top-level error code (v13+) and the
+    empty tagged-field count (flexible versions, v9+)."""
+    flexible = version >= 9
+    tail = (4 if 8 <= version <= 10 else 0) + (2 if version >= 13 else 0) + (1 if flexible else 0)
+    marker = 1 if flexible else 4  # the empty array's length
+    head_end = len(empty) - tail - marker
+    count = write_uvarint(len(topics) + 1) if flexible else _INT32.pack(len(topics))
+    return b"".join((empty[:head_end], count, *topics, empty[head_end + marker:]))
