@@ -4,7 +4,7 @@ append, response), without sockets, so that two checkouts can be compared on a b
 machine: ApiVersions v3, Heartbeat v4 of a joined member, OffsetCommit v8 and
 OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them), and Produce v9
 (acks=1) of one batch of 100 records of 100 bytes to one partition (as a producer's
-linger gathers them). Produce appends about 12 KB per call to a temporary data directory
+linger gathers them), and Metadata v12 of that one topic (as a producer asks for it). Produce appends about 12 KB per call to a temporary data directory
 (ROUNDS times N calls), removed at the end.
 
 ```
@@ -147,6 +147,9 @@ async def main(rounds: int, n: int) -> None:
                         timeout=timedelta(seconds=5), topic_data=(pt(
                             name=TOPIC, partition_data=(pp(index=0, records=batch),)),)))
     versions = frame(req(18, 3, client_software_name="hot", client_software_version="1"))
+    mt = cls(3, 12, "MetadataRequestTopic")
+    metadata = frame(req(3, 12, topics=(mt(topic_id=None, name=TOPIC),),
+                         allow_auto_topic_creation=True, include_topic_authorized_operations=False))
     handle = apis.handle
 
     async def run_sync(frames: list[bytes]) -> float:
@@ -188,7 +191,8 @@ async def main(rounds: int, n: int) -> None:
             import pstats
 
             which = {"api_versions": [versions] * n, "heartbeat": [hb] * n, "commit": commits,
-                     "offset_fetch": [fetch] * n, "produce": [produce] * n}
+                     "offset_fetch": [fetch] * n, "produce": [produce] * n,
+                     "metadata": [metadata] * n}
             frames = which[os.environ["PROFILE"]]
             await run_sync(frames)
             pr = cProfile.Profile()
@@ -198,6 +202,8 @@ async def main(rounds: int, n: int) -> None:
             pstats.Stats(pr).sort_stats("tottime").print_stats(40)
         else:
             await rounds_of(rounds, run_sync, versions, hb, commits, fetch, produce, n)
+            for _ in range(rounds):
+                print(json.dumps({"metadata": await run_sync([metadata] * n)}), flush=True)
     finally:
         await broker.stop()
         shutil.rmtree(d, ignore_errors=True)
