@@ -2,10 +2,11 @@
 (``KafkaApis.handle`` on an encoded frame: header, authorization, handler, coordinator,
 append, response), without sockets, so that two checkouts can be compared on a busy
 machine: ApiVersions v3, Heartbeat v4 of a joined member, OffsetCommit v8 and
-OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them), and Produce v9
+OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them), Produce v9
 (acks=1) of one batch of 100 records of 100 bytes to one partition (as a producer's
-linger gathers them), and Metadata v12 of that one topic (as a producer asks for it). Produce appends about 12 KB per call to a temporary data directory
-(ROUNDS times N calls), removed at the end.
+linger gathers them), and Metadata v12 of that topic (as a producer asks for it, printed
+after the other rounds). Produce appends about 12 KB per call to a temporary data
+directory (ROUNDS times N calls), removed at the end.
 
 ```
 python benchmarks/hot_paths.py ROUNDS N     # one JSON line per round: µs of CPU per call
