@@ -43,6 +43,7 @@ from .handlers import (
     sasl,
     scram_credentials,
     share_groups,
+    streams_groups,
     topics,
     txn_offsets,
 )
@@ -244,6 +245,13 @@ def routes(
                partial(share_groups.share_group_heartbeat, runtime, access, group_acl)),
         _route(share_groups.SHARE_GROUP_DESCRIBE, share_groups.VERSIONS,
                partial(share_groups.share_group_describe, runtime, access)),
+        # KIP-1071 streams groups. The handlers authorize (Read on the group, Describe on
+        # the source topics, Create for the internal topics the coordinator creates).
+        _route(streams_groups.STREAMS_GROUP_HEARTBEAT, streams_groups.VERSIONS,
+               partial(streams_groups.streams_group_heartbeat, runtime, storage, access,
+                       group_acl)),
+        _route(streams_groups.STREAMS_GROUP_DESCRIBE, streams_groups.VERSIONS,
+               partial(streams_groups.streams_group_describe, runtime, access)),
         _route(ApiKey.SHARE_FETCH, DEFERRED_VERSIONS["share_fetch"],
                _share_fetch("share_fetch", share)),
         _route(ApiKey.SHARE_ACKNOWLEDGE, DEFERRED_VERSIONS["share_fetch"],

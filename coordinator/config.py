@@ -56,6 +56,13 @@ class CoreConfig:
     share_heartbeat_interval_ms: int = 5000
     #: group.share.max.size
     share_max_size: int = 200
+    # --- KIP-1071 streams groups -------------------------------------------------------
+    #: group.streams.session.timeout.ms
+    streams_session_timeout_ms: int = 45000
+    #: group.streams.heartbeat.interval.ms
+    streams_heartbeat_interval_ms: int = 5000
+    #: group.streams.max.size
+    streams_max_size: int = 2147483647
     #: The group configs (consumer.session.timeout.ms, ...), where the broker has them.
     group_overrides: GroupOverrides | None = None
 
@@ -82,6 +89,18 @@ class CoreConfig:
         o = self.group_overrides
         v = o.int_value(group, "share.heartbeat.interval.ms") if o is not None else None
         return self.share_heartbeat_interval_ms if v is None else v
+
+    def streams_session_timeout(self, group: str) -> int:
+        """streams.session.timeout.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "streams.session.timeout.ms") if o is not None else None
+        return self.streams_session_timeout_ms if v is None else v
+
+    def streams_heartbeat_interval(self, group: str) -> int:
+        """streams.heartbeat.interval.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "streams.heartbeat.interval.ms") if o is not None else None
+        return self.streams_heartbeat_interval_ms if v is None else v
 
     @property
     def upgrade_enabled(self) -> bool:

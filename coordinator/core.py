@@ -17,6 +17,8 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
 - ``share`` (``share.membership``, over ``share.group``): KIP-932 share groups and their
   records, built with the first share group or share record (a broker that has none
   does not import their modules);
+- ``streams`` (``streams.membership``, over ``streams.group``): KIP-1071 streams groups,
+  built with the first streams group request;
 - ``classic_requests`` (``classic.requests``): JoinGroup, SyncGroup, Heartbeat and
   LeaveGroup for a group id, whichever kind of group holds it;
 - ``committed_offsets`` (``offsets.committed``): committed offsets and their records;
@@ -49,6 +51,7 @@ from kafkalite.protocol.consumer_offsets import (
     RecordKey,
     RecordValue,
 )
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.timekeeping.timers import Timers
 
 from .classic.membership import Membership
@@ -68,6 +71,8 @@ from .partitions import (
     REBALANCE_TIMER,
     SESSION_TIMER,
     SHARE_SESSION_TIMER,
+    STREAMS_REBALANCE_TIMER,
+    STREAMS_SESSION_TIMER,
     SYNC_TIMER,
     GroupPartitions,
     PartitionState,
@@ -83,6 +88,8 @@ if TYPE_CHECKING:
     from .results import ConsumerHeartbeatResult
     from .share.group import ShareHeartbeat
     from .share.membership import ShareGroupDescription, ShareMembership
+    from .streams.group import StreamsHeartbeat
+    from .streams.membership import StreamsGroupDescription, StreamsMembership
     from .topics_image import TopicChange
 
 #: A part's replay of one record type: (partition state, key, value or None).
@@ -107,6 +114,7 @@ class GroupCoordinatorCore:
         self._consumer: ConsumerMembership | None = None
         self._migration: ConsumerMigration | None = None
         self._share: ShareMembership | None = None
+        self._streams: StreamsMembership | None = None
         #: Told (group, member) when a share group member's session expires (the share
         #: part's ``member_expired``, kept here so that it can be registered at build).
         self.share_member_expired: list[Callable[[str, str], None]] = []
@@ -130,6 +138,8 @@ class GroupCoordinatorCore:
         self.consumer_groups = registry.consumer_groups
         self.share_group = registry.share_group
         self.share_groups = registry.share_groups
+        self.streams_group = registry.streams_group
+        self.streams_groups = registry.streams_groups
         self.group_status = registry.group_status
         self.group_partition = registry.group_partition
         self.partition_status = registry.partition_status
@@ -185,6 +195,12 @@ class GroupCoordinatorCore:
         self._replayers.update(dict.fromkeys(cg.KEY_CLASSES, consumer.replay))
 
     def consumer_group_heartbeat(self, now: int, req: ConsumerHeartbeatRequest) -> Outcome:
+        if self.registry.streams_group(req.group_id) is not None:
+            from .results import ConsumerHeartbeatResult
+
+            return Outcome(ConsumerHeartbeatResult(
+                ErrorCode.group_id_not_found,
+                f"Group {req.group_id} is not a consumer group."))
         return self.consumer.consumer_group_heartbeat(now, req)
 
     def steady_heartbeat(self, now: int, req: ConsumerHeartbeatRequest
@@ -228,6 +244,22 @@ class GroupCoordinatorCore:
                                 ) -> Outcome:
         return self.share.on_session_timer(key, deadline, now)
 
+    @property
+    def streams(self) -> StreamsMembership:
+        """The streams groups' part, built on first use."""
+        if self._streams is None:
+            from .streams.membership import StreamsMembership
+
+            self._streams = StreamsMembership(self.registry)
+        return self._streams
+
+    def streams_group_heartbeat(self, now: int, req: StreamsHeartbeat) -> Outcome:
+        return self.streams.streams_group_heartbeat(now, req)
+
+    def describe_streams_groups(self, group_ids: Sequence[str]
+                                ) -> list[StreamsGroupDescription]:
+        return self.streams.describe_streams_groups(group_ids)
+
     def _replayer(self, key_type: type) -> Replayer:
         """The owner of a record type not seen yet: consumer and share group records build
         their part."""
@@ -253,6 +285,9 @@ class GroupCoordinatorCore:
             MEMBER_JOIN_TIMER: lambda k, d, now: self.consumer.on_member_join_timer(k, d, now),
             MEMBER_SYNC_TIMER: lambda k, d, now: self.consumer.on_member_sync_timer(k, d, now),
             SHARE_SESSION_TIMER: self._on_share_session_timer,
+            STREAMS_SESSION_TIMER: lambda k, d, now: self.streams.on_session_timer(k, d, now),
+            STREAMS_REBALANCE_TIMER:
+                lambda k, d, now: self.streams.on_rebalance_timer(k, d, now),
         }
 
     # --- replay and loading ------------------------------------------------------------
@@ -310,6 +345,8 @@ class GroupCoordinatorCore:
             self.consumer.unload_consumer_groups(ps)
         if ps.share_groups:
             self.share.unload(ps)
+        if ps.streams_groups:
+            self.streams.unload(ps)
         self.classic.unload(ps, out)
         self.committed_offsets.unload(ps)
         self.pending.drop_partition(partition)

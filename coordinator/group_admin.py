@@ -63,6 +63,26 @@ class GroupAdmin:
 
             return Outcome(AFTER_WRITE, writes=[Write(
                 self.registry.partition_for(group_id), group_id, list(share_records), then)])
+        stgroup = self.registry.streams_group(group_id)
+        if stgroup is not None:
+            if stgroup.members:
+                return Outcome(ErrorCode.non_empty_group)
+            records = self.offsets.delete_group_records(group_id)
+            records = [r for r in records if isinstance(r[0], co.OffsetCommitKey)]
+            records.extend(self.committed_offsets.pending_tombstones(group_id, None, records))
+            logged = _log_deleted(group_id)
+
+            def deleted(append_err: ErrorCode, now: int) -> Outcome:
+                if append_err is NO_ERROR:
+                    ps = self.registry.partitions.get(self.registry.partition_for(group_id))
+                    if ps is not None:
+                        ps.streams_groups.pop(group_id, None)
+                return logged(append_err, now)
+
+            if not records:
+                return deleted(NO_ERROR, now)
+            return Outcome(AFTER_WRITE, writes=[Write(
+                self.registry.partition_for(group_id), group_id, records, deleted)])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             # KIP-848 modules load with the first consumer group
@@ -116,6 +136,11 @@ class GroupAdmin:
                    for g in self.registry.share_groups()
                    if self.registry.partition_status(
                        self.registry.partition_for(g.group_id)) is NO_ERROR)
+        # Kafka lists a streams group with protocol type "streams" and its state.
+        out.extend(ListedGroup(g.group_id, "streams", g.state, "streams")
+                   for g in self.registry.streams_groups()
+                   if self.registry.partition_status(
+                       self.registry.partition_for(g.group_id)) is NO_ERROR)
         return out
 
     def overview(self) -> list[GroupOverview]:
@@ -155,7 +180,8 @@ class GroupAdmin:
             cg = self.registry.consumer_group(gid)
             if cg is None:
                 other = (self.registry.group(gid) is not None
-                         or self.registry.share_group(gid) is not None)
+                         or self.registry.share_group(gid) is not None
+                         or self.registry.streams_group(gid) is not None)
                 msg = (f"Group {gid} is not a consumer group." if other
                        else f"Group {gid} not found.")
                 out.append(DescribedConsumerGroup(gid, ErrorCode.group_id_not_found, msg))

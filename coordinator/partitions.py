@@ -20,6 +20,7 @@ from .topics_image import TopicsImage
 if TYPE_CHECKING:
     from .consumer.group import ConsumerGroup
     from .share.group import ShareGroup
+    from .streams.group import StreamsGroup
 
 
 @dataclass(slots=True)
@@ -34,15 +35,20 @@ class PartitionState:
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     #: KIP-932 share groups.
     share_groups: dict[str, ShareGroup] = field(default_factory=dict)
+    #: KIP-1071 streams groups.
+    streams_groups: dict[str, StreamsGroup] = field(default_factory=dict)
 
     def kind_of(self, group_id: str) -> str | None:
-        """Which kind of group holds ``group_id`` here: "classic", "consumer", "share"."""
+        """Which kind of group holds ``group_id`` here: "classic", "consumer", "share",
+        "streams"."""
         if group_id in self.groups:
             return "classic"
         if group_id in self.consumer_groups:
             return "consumer"
         if group_id in self.share_groups:
             return "share"
+        if group_id in self.streams_groups:
+            return "streams"
         return None
 
 
@@ -56,6 +62,8 @@ REBALANCE_TIMER = "consumer-rebalance"
 MEMBER_JOIN_TIMER = "consumer-join"
 MEMBER_SYNC_TIMER = "consumer-sync"
 SHARE_SESSION_TIMER = "share-session"
+STREAMS_SESSION_TIMER = "streams-session"
+STREAMS_REBALANCE_TIMER = "streams-rebalance"
 
 
 def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -95,6 +103,16 @@ def member_sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 def share_session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """A share group member's session deadline."""
     return (SHARE_SESSION_TIMER, group_id, member_id)
+
+
+def streams_session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """A streams group member's session deadline."""
+    return (STREAMS_SESSION_TIMER, group_id, member_id)
+
+
+def streams_rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    """The deadline of a streams group member revoking tasks."""
+    return (STREAMS_REBALANCE_TIMER, group_id, member_id)
 
 
 class GroupPartitions:
@@ -142,6 +160,13 @@ class GroupPartitions:
 
     def share_groups(self) -> list[ShareGroup]:
         return [g for ps in self.partitions.values() for g in ps.share_groups.values()]
+
+    def streams_group(self, group_id: str) -> StreamsGroup | None:
+        ps = self.partitions.get(self.partition_for(group_id))
+        return None if ps is None else ps.streams_groups.get(group_id)
+
+    def streams_groups(self) -> list[StreamsGroup]:
+        return [g for ps in self.partitions.values() for g in ps.streams_groups.values()]
 
     def group_status(self, group_id: str) -> ErrorCode:
         """Kafka's validateGroupStatus: group id, ownership and loading."""

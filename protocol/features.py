@@ -12,6 +12,7 @@ INVALID_UPDATE_VERSION. When work lands that implements a new level, change the 
   completion, Produce v12+ and TxnOffsetCommit v5 add their partition to the transaction
   themselves, and ``__transaction_state`` records are TransactionLogValue v1. Java
   producers from 4.0 use that protocol only when this is 2.
+- ``streams.version``: 1: KIP-1071 streams groups (StreamsGroupHeartbeat) are served.
 
 A feature at level 0 is left out of the finalized list, and one whose supported range
 starts at 0 out of ApiVersions below v4, as Kafka does (KAFKA-17492).
@@ -41,8 +42,11 @@ GROUP_VERSION = Feature("group.version", 1, (1, 1))
 #: 2: KIP-890 part 2 (the level of a new Kafka 4.x cluster).
 TRANSACTION_VERSION = Feature("transaction.version", 2, (2, 2))
 
+#: 1: the streams rebalance protocol (KIP-1071): StreamsGroupHeartbeat and Describe.
+STREAMS_VERSION = Feature("streams.version", 1, (1, 1))
+
 FEATURES: tuple[Feature, ...] = (METADATA_VERSION, KRAFT_VERSION, GROUP_VERSION,
-                                 TRANSACTION_VERSION)
+                                 TRANSACTION_VERSION, STREAMS_VERSION)
 BY_NAME: dict[str, Feature] = {f.name: f for f in FEATURES}
 
 #: The metadata offset at which the levels were finalized (ApiVersions'

@@ -48,10 +48,12 @@ class ClassicRequests:
         version: int = 9,
     ) -> Outcome:
         """JoinGroup: a classic group's, or a classic-protocol member's of a consumer group
-        (an empty consumer group is deleted first and a classic group formed). A share
-        group's id answers GROUP_ID_NOT_FOUND, as Kafka's getOrMaybeCreateClassicGroup."""
+        (an empty consumer group is deleted first and a classic group formed). A share or
+        streams group's id answers GROUP_ID_NOT_FOUND, as Kafka's
+        getOrMaybeCreateClassicGroup."""
         if self.registry.group_status(group_id) is NO_ERROR \
-                and self.registry.share_group(group_id) is not None:
+                and (self.registry.share_group(group_id) is not None
+                     or self.registry.streams_group(group_id) is not None):
             return Outcome(JoinResult(ErrorCode.group_id_not_found, member_id))
         cgroup = self._consumer_group_for_classic(group_id)
         c = self.config

@@ -58,6 +58,16 @@ class CommittedOffsets:
         if group_id in ps.share_groups:  # share groups keep no committed offsets here
             return Outcome({(t, p.partition_index): ErrorCode.group_id_not_found
                             for t, parts in req.topics for p in parts})
+        sgroup = ps.streams_groups.get(group_id)
+        if sgroup is not None:
+            from ..streams.membership import validate_commit
+
+            err = validate_commit(sgroup, req.member_id, req.generation_id, req.instance_id,
+                                  transactional=False)
+            if err is not NO_ERROR:
+                return Outcome({(t, p.partition_index): err for t, parts in req.topics
+                                for p in parts})
+            return self._commit_result(partition, req, self.offsets.commit_records(req, now))
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             # KIP-848 modules load with the first consumer group
@@ -112,6 +122,17 @@ class CommittedOffsets:
             rows: list[tuple[str, list[OffsetRow]]] = [] if topics is None else [
                 (t, [(p, -1, -1, "", err) for p in parts]) for t, parts in topics]
             return err, rows
+        sgroup = ps.streams_groups.get(group_id)
+        if sgroup is not None:
+            from ..streams.membership import validate_fetch
+
+            err = validate_fetch(sgroup, member_id, member_epoch)
+            if err is not NO_ERROR:
+                return err, []
+            found = self.offsets.fetch(None, group_id, topics)
+            if require_stable and group_id in self.pending.open_by_group:
+                found = self._unstable(group_id, found)
+            return NO_ERROR, found
         cgroup = ps.consumer_groups.get(group_id)
         if cgroup is not None:
             from ..consumer import admin as consumer_admin
@@ -242,7 +263,7 @@ class CommittedOffsets:
 
     def unload(self, ps: PartitionState) -> None:
         """Forget the committed offsets of a partition's groups."""
-        for gid in (*ps.consumer_groups, *ps.groups):
+        for gid in (*ps.consumer_groups, *ps.groups, *ps.streams_groups):
             for tp in list(self.offsets.offsets(gid)):
                 self.offsets.apply(co.OffsetCommitKey(gid, *tp), None)
 

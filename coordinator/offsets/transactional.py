@@ -61,7 +61,13 @@ class TxnOffsetCommits:
             return Outcome(dict.fromkeys(parts, err))
         group = self.registry.group(req.group_id)
         cgroup = self.registry.consumer_group(req.group_id)
-        if cgroup is not None:
+        sgroup = self.registry.streams_group(req.group_id)
+        if sgroup is not None:
+            from ..streams.membership import validate_commit
+
+            err = validate_commit(sgroup, req.member_id, req.generation_id, req.instance_id,
+                                  transactional=True)
+        elif cgroup is not None:
             # KIP-848 modules load with the first consumer group
             from ..consumer import admin as consumer_admin
 

@@ -73,7 +73,7 @@ class ShareMembership:
         err, ps = self.registry.group_partition(gid)
         if ps is None:
             return Outcome(ShareHeartbeatResult(err, None, None))
-        if gid in ps.groups or gid in ps.consumer_groups:
+        if gid in ps.groups or gid in ps.consumer_groups or gid in ps.streams_groups:
             return Outcome(ShareHeartbeatResult(
                 ErrorCode.group_id_not_found, f"Group {gid} is not a share group.", None))
         group = ps.share_groups.get(gid)

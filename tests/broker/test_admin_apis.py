@@ -363,18 +363,21 @@ async def test_api_versions_reports_the_feature_levels(handlers: Handlers) -> No
     supported = {f.name: (f.min_version, f.max_version) for f in v4.supported_features}
     # The default release emulated is Kafka 4.4: its metadata.version (33).
     assert supported == {"metadata.version": (33, 33), "kraft.version": (0, 0),
-                         "group.version": (1, 1), "transaction.version": (2, 2)}
+                         "group.version": (1, 1), "transaction.version": (2, 2),
+                         "streams.version": (1, 1)}
     # Finalized: only features above level 0, as Kafka lists them.
     assert [(f.name, f.min_version_level, f.max_version_level)
             for f in v4.finalized_features] == [("metadata.version", 33, 33),
                                                 ("group.version", 1, 1),
-                                                ("transaction.version", 2, 2)]
+                                                ("transaction.version", 2, 2),
+                                                ("streams.version", 1, 1)]
     assert v4.finalized_features_epoch == features.FINALIZED_EPOCH
     # Below v4, supported ranges starting at 0 are left out (KAFKA-17492).
     v3 = await handlers.call(API_VERSIONS, 3, client_software_name="t",
                              client_software_version="1")
     assert [f.name for f in v3.supported_features] == ["metadata.version", "group.version",
-                                                       "transaction.version"]
+                                                       "transaction.version",
+                                                       "streams.version"]
     keys = {k.api_key: (k.min_version, k.max_version) for k in v4.api_keys}
     assert {k: keys[k] for k in (23, 34, 48, 49, 55, 57, 74, 75)} == {
         23: (2, 4), 34: (1, 2), 48: (0, 1), 49: (0, 1), 55: (0, 2), 57: (0, 2), 74: (0, 1),

@@ -25,6 +25,7 @@ from . import (  # noqa: F401
     authz_cases_groups,
     authz_cases_share,
     authz_cases_share_offsets,
+    authz_cases_streams,
 )
 from .authz_harness import CASES, UNAUTHORIZED_APIS, Api
 

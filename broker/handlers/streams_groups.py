@@ -1,0 +1,230 @@
+"""StreamsGroupHeartbeat v0 and StreamsGroupDescribe v0 (KIP-1071 streams groups),
+authorized as KafkaApis does: Read on the group and Describe on the topology's source
+topics for a heartbeat, Describe on each group for StreamsGroupDescribe.
+
+A heartbeat whose group misses internal topics (repartition and changelog topics) answers
+MISSING_INTERNAL_TOPICS and the coordinator creates them, as Kafka 4.4's does, when the
+client may create them (Create on the cluster or on the topic); their partition counts
+come from the topology (``coordinator.streams.topology``)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
+
+from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
+from ..context import RequestContext
+from ..topic_store import Storage
+from .groups import GroupAcl
+
+if TYPE_CHECKING:
+    from kafkalite.coordinator.streams.group import StreamsHeartbeatResult
+    from kafkalite.coordinator.streams.topology import Tasks, Topology
+
+STREAMS_GROUP_HEARTBEAT = ApiKey.STREAMS_GROUP_HEARTBEAT
+STREAMS_GROUP_DESCRIBE = ApiKey.STREAMS_GROUP_DESCRIBE
+
+#: The versions served: (lowest, highest). Kafka 4.4 serves v0-1 (v1: KIP-1331's topology
+#: descriptions); kafkalite serves v0 (docs/compatibility.md).
+VERSIONS: dict[int, tuple[int | None, int | None]] = {
+    STREAMS_GROUP_HEARTBEAT: (0, 0),
+    STREAMS_GROUP_DESCRIBE: (0, 0),
+}
+
+_MS = datetime.timedelta(milliseconds=1)
+#: Kafka's defaults of streams.group.* that the heartbeat reports.
+ACCEPTABLE_RECOVERY_LAG = 10000
+TASK_OFFSET_INTERVAL_MS = 60000
+
+log = structlog.get_logger("kafkalite.coordinator")
+
+
+def _task_ids(t: type[Any], tasks: Tasks) -> tuple[Any, ...]:
+    from kafkalite.coordinator.streams.assignor import by_subtopology
+
+    return tuple(t(subtopology_id=s, partitions=ps) for s, ps in by_subtopology(tasks).items())
+
+
+def _heartbeat_response(version: int, res: StreamsHeartbeatResult) -> Any:
+    resp_t = codecs.codec(STREAMS_GROUP_HEARTBEAT, version).response_type
+    task_t = nested(resp_t, "TaskIds")
+    status_t = nested(resp_t, "Status")
+    active = standby = warmup = None
+    if res.active_tasks is not None:
+        active = _task_ids(task_t, res.active_tasks)
+        standby = warmup = ()
+    status = None if res.status is None else tuple(
+        status_t(status_code=s.code, status_detail=s.detail) for s in res.status)
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
+                 error_message=res.error_message, member_id=res.member_id,
+                 member_epoch=res.member_epoch,
+                 heartbeat_interval=res.heartbeat_interval_ms * _MS,
+                 acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+                 task_offset_interval=TASK_OFFSET_INTERVAL_MS * _MS,
+                 status=status, active_tasks=active, standby_tasks=standby,
+                 warmup_tasks=warmup,
+                 endpoint_information_epoch=res.endpoint_information_epoch,
+                 partitions_by_user_endpoint=None)
+
+
+def _topology(req: Any) -> Topology | None:
+    from kafkalite.coordinator.streams.topology import (
+        CopartitionGroup,
+        Subtopology,
+        TopicInfo,
+        Topology,
+    )
+
+    t = req.topology
+    if t is None:
+        return None
+
+    def info(i: Any) -> TopicInfo:
+        return TopicInfo(i.name, i.partitions, i.replication_factor,
+                         tuple((kv.key, kv.value) for kv in i.topic_configs))
+
+    return Topology(t.epoch, tuple(Subtopology(
+        s.subtopology_id, tuple(s.source_topics), tuple(s.source_topic_regex),
+        tuple(s.repartition_sink_topics), tuple(info(i) for i in s.repartition_source_topics),
+        tuple(info(i) for i in s.state_changelog_topics),
+        tuple(CopartitionGroup(tuple(c.source_topics), tuple(c.repartition_source_topics))
+              for c in s.copartition_groups)) for s in t.subtopologies))
+
+
+def _tasks(ids: Any) -> Tasks | None:
+    if ids is None:
+        return None
+    return frozenset((t.subtopology_id, int(p)) for t in ids for p in t.partitions)
+
+
+def streams_group_heartbeat(runtime: CoordinatorRuntime, storage: Storage, access: Access,
+                            group_acl: GroupAcl, ctx: RequestContext, req: Any) -> Any:
+    from kafkalite.coordinator.streams.group import StreamsHeartbeat, StreamsHeartbeatResult
+
+    version = ctx.api_version
+    if not access.authorizer.authorize(ctx.principal, group_acl(req)[0], ctx.client_host):
+        return _heartbeat_response(version, StreamsHeartbeatResult(
+            ErrorCode.group_authorization_failed))
+    topology = _topology(req)
+    if topology is not None and not access.open:
+        sources = {t for s in topology.subtopologies for t in s.source_topics}
+        if not all(access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t)
+                   for t in sources):
+            return _heartbeat_response(version, StreamsHeartbeatResult(
+                ErrorCode.topic_authorization_failed))
+    ep = req.user_endpoint
+    request = StreamsHeartbeat(
+        group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+        endpoint_information_epoch=req.endpoint_information_epoch,
+        instance_id=req.instance_id, rack_id=req.rack_id,
+        rebalance_timeout_ms=int(req.rebalance_timeout / _MS), topology=topology,
+        active_tasks=_tasks(req.active_tasks), standby_tasks=_tasks(req.standby_tasks),
+        warmup_tasks=_tasks(req.warmup_tasks), process_id=req.process_id,
+        user_endpoint=None if ep is None else (ep.host, int(ep.port)),
+        client_tags=None if req.client_tags is None else tuple(
+            (kv.key, kv.value) for kv in req.client_tags),
+        shutdown_application=bool(req.shutdown_application),
+        client_id=ctx.client_id, client_host="/" + ctx.client_host)
+    res: StreamsHeartbeatResult = runtime.groups.write(
+        lambda g, now: g.streams_group_heartbeat(now, request))
+    if res.to_create:
+        _create_internal_topics(storage, access, ctx, res.to_create)
+    return _heartbeat_response(version, res)
+
+
+def _create_internal_topics(storage: Storage, access: Access, ctx: RequestContext,
+                            topics: tuple[Any, ...]) -> None:
+    """Kafka's ``AutoTopicCreationManager.createStreamsInternalTopics``: each missing
+    internal topic with the topology's partitions and configs; a topic the client may not
+    create stays missing (the status says so on the next heartbeat)."""
+    cluster_create = access.open or access.permits(
+        ctx, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+    for t in topics:
+        if storage.catalog.get(t.name) is not None:
+            continue
+        if not cluster_create and not access.permits(ctx, Operation.CREATE,
+                                                      ResourceType.TOPIC, t.name):
+            log.warning("streams_group.internal_topic_unauthorized", topic=t.name)
+            continue
+        try:
+            storage.create_topic(t.name, t.partitions, dict(t.configs) or None)
+        except Exception as e:  # a bad config: the topic stays missing, as Kafka logs it
+            log.warning("streams_group.internal_topic_failed", topic=t.name, error=str(e))
+
+
+def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: RequestContext,
+                           req: Any) -> Any:
+    resp_t = codecs.codec(STREAMS_GROUP_DESCRIBE, ctx.api_version).response_type
+    group_t = nested(resp_t, "DescribedGroup")
+    member_t = nested(resp_t, "Member")
+    assignment_t = nested(resp_t, "Assignment")
+    task_t = nested(resp_t, "TaskIds")
+    topo_t = nested(resp_t, "Topology")
+    sub_t = nested(resp_t, "Subtopology")
+    info_t = nested(resp_t, "TopicInfo")
+    kv_t = nested(resp_t, "KeyValue")
+    ep_t = nested(resp_t, "Endpoint")
+
+    def failed(gid: str, err: ErrorCode, message: str | None = None) -> Any:
+        return build(group_t, error_code=err, error_message=message, group_id=gid,
+                     group_state="", group_epoch=0, assignment_epoch=0, topology=None,
+                     members=(), authorized_operations=OPS_OMITTED)
+
+    def assignment(tasks: Tasks) -> Any:
+        return build(assignment_t, active_tasks=_task_ids(task_t, tasks), standby_tasks=(),
+                     warmup_tasks=())
+
+    def infos(ts: Any) -> tuple[Any, ...]:
+        return tuple(build(info_t, name=i.name, partitions=i.partitions,
+                           replication_factor=i.replication_factor,
+                           topic_configs=tuple(build(kv_t, key=k, value=v)
+                                               for k, v in i.configs)) for i in ts)
+
+    out = []
+    authorized = []
+    for gid in req.group_ids:
+        if access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, gid):
+            authorized.append(gid)
+        else:
+            out.append(failed(gid, ErrorCode.group_authorization_failed))
+    want_ops = bool(req.include_authorized_operations)
+    for d in runtime.groups.query(lambda g: g.describe_streams_groups(authorized)):
+        group = d.group
+        if group is None:
+            out.append(failed(d.group_id, d.error, d.message))
+            continue
+        topology = None
+        if group.topology is not None:
+            topology = build(topo_t, epoch=group.topology.epoch, subtopologies=tuple(
+                build(sub_t, subtopology_id=s.subtopology_id, source_topics=s.source_topics,
+                      repartition_sink_topics=s.repartition_sink_topics,
+                      state_changelog_topics=infos(s.state_changelog_topics),
+                      repartition_source_topics=infos(s.repartition_source_topics))
+                for s in group.topology.subtopologies))
+        ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
+               else OPS_OMITTED)
+        members = tuple(build(
+            member_t, member_id=m.member_id, member_epoch=m.member_epoch,
+            instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
+            client_host=m.client_host, topology_epoch=m.topology_epoch,
+            process_id=m.process_id,
+            user_endpoint=None if m.user_endpoint is None else build(
+                ep_t, host=m.user_endpoint[0], port=m.user_endpoint[1]),
+            client_tags=tuple(build(kv_t, key=k, value=v) for k, v in m.client_tags),
+            task_offsets=(), task_end_offsets=(), assignment=assignment(m.active),
+            target_assignment=assignment(group.target.get(m.member_id, frozenset())),
+            is_classic=False) for m in group.members.values())
+        out.append(build(group_t, error_code=NO_ERROR, error_message=None,
+                         group_id=d.group_id, group_state=group.state,
+                         group_epoch=group.group_epoch, assignment_epoch=group.target_epoch,
+                         topology=topology, members=members, authorized_operations=ops))
+    return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))

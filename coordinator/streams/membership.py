@@ -1,0 +1,183 @@
+"""The group coordinator's streams group part (KIP-1071): StreamsGroupHeartbeat with its
+session and rebalance deadlines on the coordinator's timers, StreamsGroupDescribe, and the
+offset commit and fetch checks of a streams group's members, over ``streams.group``.
+
+A group id names one group of one kind: a streams heartbeat for another kind's group, and
+ConsumerGroupHeartbeat or ShareGroupHeartbeat for a streams group's id, answer
+GROUP_ID_NOT_FOUND, as Kafka's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+
+from ..partitions import GroupPartitions, PartitionState
+from ..partitions import streams_rebalance_key as rebalance_key
+from ..partitions import streams_session_key as session_key
+from ..results import Outcome
+from . import group as streams
+from .group import StreamsGroup, StreamsHeartbeat, StreamsHeartbeatResult
+
+log = structlog.get_logger("kafkalite.coordinator")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupDescription:
+    group_id: str
+    error: ErrorCode = NO_ERROR
+    message: str | None = None
+    group: StreamsGroup | None = None
+
+
+class StreamsMembership:
+    def __init__(self, registry: GroupPartitions) -> None:
+        self.registry = registry
+        self.config = registry.config
+        self.timers = registry.timers
+
+    def _topics(self) -> dict[str, int]:
+        return {name: t.num_partitions for name, t in self.registry.topics.by_name.items()}
+
+    def streams_group_heartbeat(self, now: int, req: StreamsHeartbeat) -> Outcome:
+        invalid = streams.validate(req)
+        if invalid is not None:
+            return Outcome(invalid)
+        gid, mid = req.group_id, req.member_id
+        err, ps = self.registry.group_partition(gid)
+        if ps is None:
+            return Outcome(StreamsHeartbeatResult(err))
+        kind = ps.kind_of(gid)
+        if kind is not None and kind != "streams":
+            if not (kind == "classic" and _empty_classic(ps, gid) and req.member_epoch == 0):
+                return Outcome(StreamsHeartbeatResult(
+                    ErrorCode.group_id_not_found, f"Group {gid} is not a streams group."))
+        group = ps.streams_groups.get(gid)
+        if group is None:
+            if req.member_epoch != 0:
+                return Outcome(StreamsHeartbeatResult(
+                    ErrorCode.group_id_not_found, f"Streams group {gid} not found."))
+            ps.groups.pop(gid, None)  # an empty classic (offsets-only) group turns streams
+            group = StreamsGroup(gid)
+            ps.streams_groups[gid] = group
+        known = mid in group.members
+        result = streams.heartbeat(group, req, self._topics(),
+                                   self.config.streams_heartbeat_interval(gid),
+                                   self.config.streams_max_size)
+        if result.error is not NO_ERROR:
+            if not group.members and group.group_epoch == 0:
+                ps.streams_groups.pop(gid, None)
+            return Outcome(result)
+        if req.member_epoch in (streams.LEAVE_EPOCH, streams.LEAVE_STATIC_EPOCH):
+            self.timers.cancel(session_key(gid, mid))
+            self.timers.cancel(rebalance_key(gid, mid))
+            log.info("streams_group.member_left", group=gid, member=mid)
+            return Outcome(result)
+        if not known:
+            log.info("streams_group.member_joined", group=gid, member=mid,
+                     group_epoch=group.group_epoch)
+        self.timers.schedule(session_key(gid, mid),
+                             now + self.config.streams_session_timeout(gid))
+        member = group.members[mid]
+        rkey = rebalance_key(gid, mid)
+        if member.state == streams.UNREVOKED_TASKS:
+            if self.timers.deadline(rkey) is None:
+                self.timers.schedule(rkey, now + member.rebalance_timeout_ms)
+        else:
+            self.timers.cancel(rkey)
+        return Outcome(result)
+
+    def _expire(self, key: tuple[Hashable, ...], why: str) -> Outcome:
+        gid, mid = str(key[1]), str(key[2])
+        _err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.streams_groups.get(gid)
+        if group is None or mid not in group.members:
+            return Outcome(None)
+        log.info(why, group=gid, member=mid)
+        streams.remove_member(group, mid)
+        self.timers.cancel(session_key(gid, mid))
+        self.timers.cancel(rebalance_key(gid, mid))
+        return Outcome(None)
+
+    def on_session_timer(self, key: tuple[Hashable, ...], _deadline: int, _now: int
+                         ) -> Outcome:
+        """A member's session expired: it leaves; the others get a new target."""
+        return self._expire(key, "streams_group.member_expired")
+
+    def on_rebalance_timer(self, key: tuple[Hashable, ...], _deadline: int, _now: int
+                           ) -> Outcome:
+        """A member did not give its revoked tasks up in its rebalance timeout: it is
+        removed, as Kafka fences it."""
+        gid, mid = str(key[1]), str(key[2])
+        _err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.streams_groups.get(gid)
+        member = None if group is None else group.members.get(mid)
+        if member is None or member.state != streams.UNREVOKED_TASKS:
+            return Outcome(None)
+        return self._expire(key, "streams_group.member_revocation_timed_out")
+
+    def describe_streams_groups(self, group_ids: Sequence[str]
+                                ) -> list[StreamsGroupDescription]:
+        out = []
+        for gid in group_ids:
+            err, ps = self.registry.group_partition(gid)
+            if ps is None:
+                out.append(StreamsGroupDescription(gid, err))
+                continue
+            group = ps.streams_groups.get(gid)
+            if group is None:
+                other = ps.kind_of(gid) is not None
+                out.append(StreamsGroupDescription(
+                    gid, ErrorCode.group_id_not_found,
+                    f"Group {gid} is not a streams group." if other
+                    else f"Group {gid} not found."))
+                continue
+            out.append(StreamsGroupDescription(gid, group=group))
+        return out
+
+    def unload(self, ps: PartitionState) -> None:
+        for gid, group in ps.streams_groups.items():
+            for mid in group.members:
+                self.timers.cancel(session_key(gid, mid))
+                self.timers.cancel(rebalance_key(gid, mid))
+
+
+def _empty_classic(ps: PartitionState, gid: str) -> bool:
+    g = ps.groups.get(gid)
+    return g is not None and not g.members
+
+
+def validate_commit(group: StreamsGroup, member_id: str, epoch: int, instance_id: str | None,
+                    transactional: bool) -> ErrorCode:
+    """``StreamsGroup.validateOffsetCommit``: an admin commit (epoch < 0, no member) only
+    while the group is empty; a member's epoch must be its current one."""
+    if epoch < 0 and not member_id and not group.members:
+        return NO_ERROR
+    if transactional and epoch == -1 and member_id == "" and instance_id is None:
+        return NO_ERROR
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if epoch != member.member_epoch:
+        if transactional and epoch < member.member_epoch:
+            return ErrorCode.illegal_generation
+        return (ErrorCode.stale_member_epoch if epoch < member.member_epoch
+                else ErrorCode.fenced_member_epoch)
+    return NO_ERROR
+
+
+def validate_fetch(group: StreamsGroup, member_id: str | None, epoch: int) -> ErrorCode:
+    """``StreamsGroup.validateOffsetFetch``."""
+    if member_id is None and epoch < 0:
+        return NO_ERROR
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if epoch != member.member_epoch:
+        return (ErrorCode.stale_member_epoch if epoch < member.member_epoch
+                else ErrorCode.fenced_member_epoch)
+    return NO_ERROR

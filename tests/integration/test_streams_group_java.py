@@ -1,0 +1,134 @@
+"""A Kafka Streams 4.4 application under the streams rebalance protocol (KIP-1071,
+``group.protocol=streams``) against kafkalite: word count with a repartition topic, a state
+store and exactly_once_v2 (tests/integration/java/StreamsGroupWordCount.java). kafkalite's
+group coordinator creates the internal topics and assigns the tasks: two instances split
+them, and the output, read read_committed, has each word's counts exactly 1, 2, ..., N."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.broker.testing.fixtures import BrokerThread
+
+from .java_support import full_classpath, java_command, tools_log_config
+from .test_kafka_streams import _read_all
+
+APP = "wc-streams-group"
+IN, OUT = "sg-lines", "sg-counts"
+LINES = [f"alpha beta w{i % 7} gamma{i % 3} the fox {'dog ' * (i % 4)}" for i in range(60)]
+
+
+def _words(lines: list[str]) -> Counter[str]:
+    return Counter(w for line in lines for w in re.split(r"\W+", line.lower()) if w)
+
+
+class _Instance:
+    def __init__(self, bootstrap: str, folder: Path, name: str) -> None:
+        folder.mkdir()
+        self.stop = folder / "stop"
+        self.out = open(folder / "stdout", "w+")  # closed in close()
+        log = tools_log_config(folder)
+        cmd = java_command("StreamsGroupWordCount", bootstrap, APP, IN, OUT,
+                           str(folder / "state"), str(self.stop), cp=full_classpath(),
+                           jvm_args=(f"-Dlog4j2.configurationFile={log}",))
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
+                                     text=True)
+        self.name = name
+
+    def lines(self) -> list[str]:
+        self.out.flush()
+        self.out.seek(0)
+        return self.out.read().splitlines()
+
+    def tasks(self) -> set[str] | None:
+        last = [ln for ln in self.lines() if ln.startswith("tasks=")]
+        if not last:
+            return None
+        inner = last[-1].removeprefix("tasks=[").removesuffix("]")
+        return {t.strip() for t in inner.split(",") if t.strip()}
+
+    def close(self) -> list[str]:
+        self.stop.touch()
+        try:
+            self.proc.wait(60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+        out = self.lines()
+        self.out.close()
+        return out
+
+
+def _wait(cond: Callable[[], bool], timeout: float, what: str,
+          instances: list[_Instance]) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        for i in instances:
+            assert i.proc.poll() is None, f"{i.name} ended:\n" + "\n".join(i.lines()[-80:])
+        time.sleep(0.2)
+    raise AssertionError(f"{what}:\n" + "\n\n".join(
+        f"{i.name}:\n" + "\n".join(i.lines()[-60:]) for i in instances))
+
+
+@pytest.mark.timeout(400)
+def test_two_streams_instances_split_tasks_exactly_once(
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    broker = make_broker()
+    bootstrap = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(IN, 4, 1), NewTopic(OUT, 2, 1)]).values():
+        f.result(10)
+    instances: list[_Instance] = []
+    try:
+        instances.append(_Instance(bootstrap, tmp_path / "a", "a"))
+        instances.append(_Instance(bootstrap, tmp_path / "b", "b"))
+        a, b = instances
+        # 2 subtopologies x 4 partitions: each instance runs 4 of the 8 tasks.
+        _wait(lambda: a.tasks() is not None and b.tasks() is not None
+              and len(a.tasks() or ()) == 4 and len(b.tasks() or ()) == 4,
+              180, "the two instances did not split the tasks", instances)
+        ta, tb = a.tasks() or set(), b.tasks() or set()
+        assert not ta & tb
+        assert ta | tb == {f"{s}_{p}" for s in (0, 1) for p in range(4)}
+
+        # The internal topics, created by the coordinator with the topology's partitions.
+        topics = admin.list_topics(timeout=10).topics
+        assert len(topics[f"{APP}-words-repartition"].partitions) == 4
+        assert len(topics[f"{APP}-counts-changelog"].partitions) == 4
+
+        p = Producer({"bootstrap.servers": bootstrap})
+        for i, line in enumerate(LINES):
+            p.produce(IN, key=f"k{i}".encode(), value=line.encode())
+        assert p.flush(10) == 0
+        expected = _words(LINES)
+
+        def counted() -> bool:
+            latest: dict[str, int] = {}
+            for word, n in _read_all(bootstrap, OUT):
+                latest[word] = n
+            return latest == dict(expected)
+
+        _wait(counted, 120, "the counts did not reach the expected ones", instances)
+    finally:
+        outs = [i.close() for i in instances]
+    for i, out in zip(instances, outs, strict=True):
+        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
+        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for word, n in _read_all(bootstrap, OUT):
+        by_word[word].append(n)
+    assert {w: sorted(by_word[w]) for w in expected} == {
+        w: list(range(1, n + 1)) for w, n in expected.items()}
+    assert set(by_word) == set(expected)
