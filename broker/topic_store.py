@@ -174,10 +174,10 @@ class Storage:
         if event == "deleted":
             self.logs.delete_topic(info.name)
             return
+        cfg = self.logs.config_for(info.name)
         for p in range(info.partitions):
-            self.logs.get_or_create(info.name, p)
-        # Also on creation: a log opened before its topic existed took the defaults.
-        self.logs.reconfigure(info.name)
+            # Also on creation: a log opened before its topic existed took the defaults.
+            self.logs.get_or_create(info.name, p, config=cfg).config = cfg
 
     def compacted_logs(self) -> list[tuple[PartitionLog, int]]:
         """(log, delete.retention.ms) of every compacted log, ``__consumer_offsets`` first."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -60,6 +61,8 @@ class TopicCatalog:
         #: Places the replicas of new partitions (several nodes): (topic, first partition,
         #: count, replication factor or None for the default) -> replicas per partition.
         self.placer: Callable[[str, int, int, int | None], list[list[int]]] | None = None
+        #: Inside ``batch()``: saving waits for its end (None: saves at once).
+        self._deferred: bool | None = None
         if self.path.exists():
             for t in json.loads(self.path.read_text())["topics"]:
                 info = TopicInfo(
@@ -73,7 +76,26 @@ class TopicCatalog:
                 self._topics[info.name] = info
                 self._by_id[info.topic_id] = info
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Changes made inside are saved once, at the end (a CreateTopics of many topics
+        writes the file once rather than once per topic). Listeners still hear of each
+        change as it is made."""
+        if self._deferred is not None:
+            yield
+            return
+        self._deferred = False
+        try:
+            yield
+        finally:
+            dirty, self._deferred = self._deferred, None
+            if dirty:
+                self._save()
+
     def _save(self) -> None:
+        if self._deferred is not None:
+            self._deferred = True
+            return
         doc = {
             "topics": [
                 {

@@ -134,16 +134,20 @@ class LogManager:
         return found
 
     def get_or_create(
-        self, topic: str, partition: int, configs: dict[str, str] | None = None
+        self, topic: str, partition: int, configs: dict[str, str] | None = None,
+        config: LogConfig | None = None,
     ) -> PartitionLog:
+        """``config``: the topic's ``config_for``, when the caller has it already."""
         key = (topic, partition)
         found = self.logs.get(key)
         if found is not None:
             return found
         if configs:
             self._overrides[topic] = dict(configs)
+            config = None
         plog = PartitionLog(
-            self._where(topic, partition), topic, partition, self.config_for(topic),
+            self._where(topic, partition), topic, partition,
+            config if config is not None else self.config_for(topic),
             self._start_offsets.get(key, 0), clock=self.clock,
             epoch_floor=self._unopened.pop(key, 0),
         )

@@ -110,6 +110,13 @@ def _partitions_and_rf(nodes: set[int], config: Config, t: Any
 
 def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
                   req: Any) -> Any:
+    # The catalogue is written once for the request, before the answer, not once a topic.
+    with storage.catalog.batch():
+        return _create_topics(cluster, storage, access, ctx, req)
+
+
+def _create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
+                   req: Any) -> Any:
     resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
     result_t = nested(resp_t, "CreatableTopicResult")
     v5 = ctx.api_version >= 5
