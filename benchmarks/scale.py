@@ -6,6 +6,7 @@ python -m benchmarks.scale cold [--members 1000]
 python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
 python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
+python -m benchmarks.scale sizes [--sizes 1000,5000,10000] [--brokers kafkalite,kafka]
 ```
 
 Clients are light raw-protocol ones (``benchmarks/aio_client.py``: one asyncio connection
@@ -30,6 +31,8 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
   ``serve --nodes N``, timed to its last node's port and the ready file.
 - **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
   compaction (``benchmarks.offsets.reload``).
+- **sizes**: kafkalite and Apache Kafka 4.4 grown through partition counts in one run;
+  tables and a plot (``benchmarks/scale_sizes.py``).
 """
 
 from __future__ import annotations
@@ -410,6 +413,12 @@ def main() -> None:
                     help="of kafkalite, kafkalite-nodesN (serve --nodes N), tansu")
     r = sub.add_parser("reload")
     r.add_argument("--records", type=int, default=1_000_000)
+    sz = sub.add_parser("sizes")
+    sz.add_argument("--sizes", default="1000,5000,10000")
+    sz.add_argument("--per-topic", type=int, default=10)
+    sz.add_argument("--brokers", default="kafkalite,kafka")
+    sz.add_argument("--samples", type=int, default=8)
+    sz.add_argument("--out", default="scale-sizes")
     args = p.parse_args()
 
     if args.cmd == "soak":
@@ -440,6 +449,12 @@ def main() -> None:
     elif args.cmd == "startup":
         header("start-up to an open port and idle RSS")
         startup(args.runs, [b for b in args.brokers.split(",") if b])
+    elif args.cmd == "sizes":
+        from benchmarks.scale_sizes import run
+
+        header(f"partitions at {args.sizes} ({args.per_topic} per topic): {args.brokers}")
+        run([int(x) for x in args.sizes.split(",")], args.per_topic,
+            [b for b in args.brokers.split(",") if b], args.samples, Path(args.out))
     elif args.cmd == "reload":
         from benchmarks.offsets import reload
 
