@@ -497,7 +497,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     ids = tuple(first.node_id + i for i in range(n))
     node_racks = racks(config, n)
     internal_rf = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
-                   TRANSACTION_STATE_TOPIC: "transaction.state.log.replication.factor"}
+                   TRANSACTION_STATE_TOPIC: "transaction.state.log.replication.factor",
+                   SHARE_STATE_TOPIC: "share.coordinator.state.topic.replication.factor"}
 
     def placer(topic: str, start: int, count: int, rf: int | None) -> list[list[int]]:
         if rf is None:

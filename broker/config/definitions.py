@@ -37,7 +37,7 @@ DYNAMIC_SECURITY: dict[str, str] = {
 
 #: Kafka's DynamicListenerConfig.ReconfigurableConfigs.
 DYNAMIC_LISTENER: dict[str, str] = {
-    "advertised.listeners": "STRING", "listeners": "STRING",
+    "listeners": "STRING",
     "listener.security.protocol.map": "STRING", "principal.builder.class": "CLASS",
     "ssl.protocol": "STRING", "ssl.provider": "STRING", "ssl.cipher.suites": "LIST",
     "ssl.enabled.protocols": "LIST", **DYNAMIC_SECURITY,
@@ -95,6 +95,7 @@ ALL_DYNAMIC: dict[str, str] = {
 #: Kafka's ConfigDef types of the properties kafkalite knows that are not dynamic.
 STATIC_TYPES: dict[str, str] = {
     "node.id": "INT", "broker.id": "INT", "log.dirs": "STRING", "log.dir": "STRING",
+    "advertised.listeners": "LIST",
     "socket.request.max.bytes": "INT", "socket.send.buffer.bytes": "INT",
     "socket.receive.buffer.bytes": "INT", "connections.max.idle.ms": "LONG",
     "queued.max.requests": "INT", "max.request.partition.size.limit": "INT",
@@ -202,7 +203,7 @@ def _scala_set(names: Iterable[str]) -> str:
 
 
 #: Dynamic in Kafka, but kafkalite binds its listeners once (docs/compatibility.md).
-NOT_LIVE = ("listeners", "advertised.listeners", "listener.security.protocol.map")
+NOT_LIVE = ("listeners", "listener.security.protocol.map")
 
 
 def validate_dynamic(props: Mapping[str, str], per_broker: bool) -> None:

@@ -151,9 +151,11 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "group.share.max.share.sessions": ("2000", int),
     "share.coordinator.state.topic.num.partitions": ("50", int),
     "share.coordinator.state.topic.segment.bytes": ("104857600", int),
+    "share.coordinator.state.topic.replication.factor": ("3", int),
     "share.coordinator.snapshot.update.records.per.snapshot": ("500", int),
     "offsets.topic.num.partitions": ("8", int),
-    "offsets.topic.replication.factor": ("1", int),
+    # Kafka's 3; the internal topics take at most the nodes there are (compose.py).
+    "offsets.topic.replication.factor": ("3", int),
     "offsets.topic.segment.bytes": ("104857600", int),
     "offsets.retention.minutes": ("10080", int),
     "offsets.retention.check.interval.ms": ("600000", int),
@@ -163,7 +165,7 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "producer.id.expiration.ms": ("86400000", int),
     "producer.id.expiration.check.interval.ms": ("600000", int),
     "transaction.state.log.num.partitions": ("50", int),
-    "transaction.state.log.replication.factor": ("1", int),
+    "transaction.state.log.replication.factor": ("3", int),
     "transaction.state.log.segment.bytes": ("104857600", int),
     "transaction.max.timeout.ms": ("900000", int),
     "transaction.partition.verification.enable": ("true", bool),
@@ -300,6 +302,10 @@ class Config:
             if k in DEFAULTS:
                 self.get(k)
         validate_group_coordinator(self)
+        for name in INTERNAL_REPLICATION_FACTORS:
+            if self.int(name) < 1:
+                raise ConfigError(f"Invalid value {self.int(name)} for configuration {name}: "
+                                  "Value must be at least 1")
         validate_replica_selector(self)
         if self.int("kafkalite.nodes") < 1:
             raise ConfigError(f"kafkalite.nodes: must be at least 1, got "
@@ -373,7 +379,13 @@ ASSIGNOR_CLASSES = {
     "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
-REBALANCE_PROTOCOLS = ("classic", "consumer")
+#: Kafka's list. kafkalite serves classic and consumer groups; share groups follow the
+#: share.version feature, as in Kafka 4.4; streams groups are not served.
+REBALANCE_PROTOCOLS = ("classic", "consumer", "share", "streams")
+#: The internal topics' replication factors (Kafka's ``atLeast(1)``).
+INTERNAL_REPLICATION_FACTORS = ("offsets.topic.replication.factor",
+                                "transaction.state.log.replication.factor",
+                                "share.coordinator.state.topic.replication.factor")
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
 
 
@@ -411,7 +423,9 @@ def rebalance_protocols(config: Config) -> frozenset[str]:
     protocols = {p.lower() for p in _names(config.text("group.coordinator.rebalance.protocols"))}
     for p in protocols:
         if p not in REBALANCE_PROTOCOLS:
-            raise ConfigError(f"group.coordinator.rebalance.protocols: unknown protocol {p!r}")
+            raise ConfigError(f"Invalid value {p} for configuration "
+                              "group.coordinator.rebalance.protocols: String must be one of: "
+                              f"{', '.join(REBALANCE_PROTOCOLS)}")
     if "classic" not in protocols:
         raise ConfigError("group.coordinator.rebalance.protocols: Disabling the 'classic' "
                           "protocol is not supported.")

@@ -45,6 +45,7 @@ from ..config.definitions import (
 )
 from ..config.dynamic import DynamicBrokerConfig
 from ..config.groups import GROUP_CONFIGS, GroupConfigs, default_chain, describe_keys, value_of
+from ..config.per_node import node_values
 from ..config.properties import DEFAULT_VALUES, DEFAULTS, Config
 from ..context import RequestContext
 from ..topic_store import Storage, TopicConfigs
@@ -149,20 +150,22 @@ def broker_synonym_chain(cfg: Config, name: str) -> list[tuple[str, str, int]]:
 
 def _describe_broker(
     cfg: Config, resp_t: type[Any], per_broker: bool, keys: Iterable[str] | None,
-    include_synonyms: bool,
+    include_synonyms: bool, own: Mapping[str, str],
 ) -> tuple[Any, ...]:
+    """``own``: this node's values of the per-node properties (``config.per_node``)."""
     entry_t = nested(resp_t, "DescribeConfigsResourceResult")
     syn_t = nested(resp_t, "DescribeConfigsSynonym")
     wanted = set(keys) if keys else None
     # This broker: every property; the cluster level: only the defaults set dynamically.
-    items: Mapping[str, str | None] = (cfg.all_items() if per_broker
+    items: Mapping[str, str | None] = ({**cfg.all_items(), **own} if per_broker
                                        else dict(cfg.dynamic_default))
     out = []
     for key, value in sorted(items.items()):
         if wanted is not None and key not in wanted:
             continue
         sensitive = is_sensitive(key)
-        chain = [(n, None if sensitive else v, s) for n, v, s in broker_synonym_chain(cfg, key)
+        chain = [(n, None if sensitive else own.get(n, v), s)
+                 for n, v, s in broker_synonym_chain(cfg, key)
                  if per_broker or s == DYNAMIC_DEFAULT_BROKER_CONFIG]
         source = chain[0][2] if chain else DEFAULT_CONFIG
         syns = tuple(build(syn_t, name=n, value=v, source=s) for n, v, s in chain
@@ -377,7 +380,8 @@ def describe_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerC
                 if rname:
                     _broker_id(cluster.node_id, rname, describe=True)
                 configs = _describe_broker(storage.config, resp_t, rname != "", keys,
-                                           include_synonyms)
+                                           include_synonyms,
+                                           node_values(storage.config, cluster))
             elif rtype == RESOURCE_GROUP:
                 configs = _describe_group(storage.config, dynamic.groups, resp_t, rname, keys,
                                           include_synonyms)

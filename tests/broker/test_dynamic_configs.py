@@ -190,3 +190,12 @@ async def test_static_hours_apply_without_a_dynamic_value(tmp_path: Path) -> Non
         assert topic.value == "7200000" and chain(topic) == []
     finally:
         await h.close()
+
+
+async def test_advertised_listeners_is_read_only_as_on_kafka_4(handlers: Handlers) -> None:
+    entry = (await describe(handlers, "1", "advertised.listeners"))["advertised.listeners"]
+    assert entry.read_only
+    assert await incremental(handlers, "1", ("advertised.listeners", SET,
+                                             "PLAINTEXT://localhost:9092")) == (
+        ErrorCode.invalid_request,
+        "Cannot update these configs dynamically: Set(advertised.listeners)")

@@ -434,11 +434,11 @@ def test_reassignment_moves_replicas_and_leader(
 
 def test_coordinator_not_available_while_its_partition_has_no_leader(
         make_broker: Callable[..., BrokerThread]) -> None:
-    """With one replica of __consumer_offsets (the default), a group whose partition's
-    only replica is stopped has no coordinator until that node is back."""
+    """With one replica of __consumer_offsets, a group whose partition's only replica is
+    stopped has no coordinator until that node is back."""
     from kafkalite.client.kafka import RawConnection, request
 
-    broker = make_broker({}, nodes=NODES)
+    broker = make_broker({"offsets.topic.replication.factor": "1"}, nodes=NODES)
 
     def find(group: str) -> tuple[int, int]:
         conn = RawConnection(broker.bootstraps[-1])
