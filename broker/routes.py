@@ -220,7 +220,7 @@ def routes(
                partial(cluster_admin.alter_reassignments, cluster, storage),
                acl=cluster_admin.cluster_alter_acl),
         _route(api_versions.API_VERSIONS, api_versions.VERSIONS,
-               partial(api_versions.api_versions, apis, {})),
+               partial(api_versions.api_versions, apis, {}, cluster)),
         # --- groups ---------------------------------------------------------------------
         _route(find_coordinator.FIND_COORDINATOR, find_coordinator.VERSIONS,
                partial(find_coordinator.find_coordinator, cluster, runtime, access)),

@@ -1,8 +1,8 @@
 """Kafka's API keys, one enum for the whole code base.
 
 Generated from kio's table (``kio.schema.index.api_key_map``, itself generated from
-Kafka's message schemas) by ``scripts/gen_api_keys.py``; a test checks it against that
-table. Do not edit by hand.
+Kafka's message schemas) and the APIs of ``protocol/generated`` by
+``scripts/gen_api_keys.py``; a test checks it against those tables. Do not edit by hand.
 """
 
 from enum import IntEnum

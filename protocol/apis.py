@@ -1,6 +1,8 @@
 """One table from (api_key, api_version) to request/response codecs and flexibility.
 
-Codecs come from ``kio`` (generated from Kafka's own message schemas). Entries are built
+Codecs come from ``kio`` (generated from Kafka's own message schemas) and, for the
+versions newer than kio's, from ``protocol.generated`` (generated from the same schemas of
+the pinned Kafka release by scripts/generate_codecs.py, in kio's form). Entries are built
 lazily and cached, so importing this module does not import every schema.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
@@ -17,12 +20,14 @@ from kio.serial import entity_reader, entity_writer
 
 from .api_keys import ApiKey
 from .errors import ProtocolError, UnsupportedApi
+from .generated import API_NAMES as GENERATED_NAMES
+from .generated import VERSIONS as GENERATED
 from .guard import request_guard
 
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
 
 #: Api key -> snake_case name, as kio (and Kafka's JSON schemas) name them.
-API_NAMES: dict[int, str] = dict(api_key_map)
+API_NAMES: dict[int, str] = {**api_key_map, **GENERATED_NAMES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +67,19 @@ def kio_versions(api_key: int) -> tuple[int, int] | None:
     name = API_NAMES.get(api_key)
     if name is None:
         return None
-    versions = sorted(schema_name_map[name])
+    versions = sorted({*schema_name_map.get(name, ()),
+                       *(v for k, v in GENERATED if k == api_key)})
     return versions[0], versions[-1]
+
+
+def _load(api_key: int, api_version: int) -> tuple[type[Any], type[Any]]:
+    """The request and response entity types, kio's or generated."""
+    generated = GENERATED.get((api_key, api_version))
+    if generated is not None:
+        module, req_name, resp_name = generated
+        return (getattr(import_module(f"{module}.request"), req_name),
+                getattr(import_module(f"{module}.response"), resp_name))
+    return load_request_schema(api_key, api_version), load_response_schema(api_key, api_version)
 
 
 def codec(api_key: int, api_version: int) -> ApiCodec:
@@ -72,8 +88,7 @@ def codec(api_key: int, api_version: int) -> ApiCodec:
     if found is not None:
         return found
     try:
-        req = load_request_schema(api_key, api_version)
-        resp = load_response_schema(api_key, api_version)
+        req, resp = _load(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity) as e:
         raise UnsupportedApi(api_key, api_version) from e
     header_schema = resp.__header_schema__

@@ -1,4 +1,5 @@
-"""Write protocol/api_keys.py from kio's table of API keys (Kafka's message schemas):
+"""Write protocol/api_keys.py from kio's table of API keys (Kafka's message schemas) and
+the APIs generated beside it (protocol/generated, scripts/generate_codecs.py):
 ``python scripts/gen_api_keys.py``. tests/protocol/test_api_keys.py fails when the file
 and kio's table differ."""
 
@@ -8,13 +9,15 @@ from pathlib import Path
 
 from kio.schema.index import api_key_map
 
+from kafkalite.protocol.generated import API_NAMES as GENERATED
+
 TARGET = Path(__file__).resolve().parent.parent / "protocol" / "api_keys.py"
 
 HEADER = '''"""Kafka's API keys, one enum for the whole code base.
 
 Generated from kio's table (``kio.schema.index.api_key_map``, itself generated from
-Kafka's message schemas) by ``scripts/gen_api_keys.py``; a test checks it against that
-table. Do not edit by hand.
+Kafka's message schemas) and the APIs of ``protocol/generated`` by
+``scripts/gen_api_keys.py``; a test checks it against those tables. Do not edit by hand.
 """
 
 from enum import IntEnum
@@ -25,7 +28,8 @@ class ApiKey(IntEnum):
 
 
 def render() -> str:
-    lines = [f"    {name.upper()} = {key}\n" for key, name in sorted(api_key_map.items())]
+    keys = {**api_key_map, **GENERATED}
+    lines = [f"    {name.upper()} = {key}\n" for key, name in sorted(keys.items())]
     return HEADER + "".join(lines)
 
 

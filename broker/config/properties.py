@@ -379,8 +379,8 @@ ASSIGNOR_CLASSES = {
     "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
-#: Kafka's list. kafkalite serves classic and consumer groups; share groups follow the
-#: share.version feature, as in Kafka 4.4; streams groups are not served.
+#: Kafka's list. ``consumer`` turns KIP-848 groups on; share groups follow the
+#: share.version feature, as in Kafka 4.4, and streams groups are served either way.
 REBALANCE_PROTOCOLS = ("classic", "consumer", "share", "streams")
 #: The internal topics' replication factors (Kafka's ``atLeast(1)``).
 INTERNAL_REPLICATION_FACTORS = ("offsets.topic.replication.factor",

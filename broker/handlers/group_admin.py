@@ -25,7 +25,7 @@ DELETE_GROUPS = ApiKey.DELETE_GROUPS
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     DESCRIBE_GROUPS: (0, 6),
     LIST_GROUPS: (0, 5),
-    DELETE_GROUPS: (0, 2),
+    DELETE_GROUPS: (0, 3),
 }
 
 

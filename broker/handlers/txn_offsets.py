@@ -1,4 +1,4 @@
-"""TxnOffsetCommit v0-v5: a transactional producer's consumed offsets, written to
+"""TxnOffsetCommit v0-v6: a transactional producer's consumed offsets, written to
 ``__consumer_offsets`` in a transactional batch and pending until the transaction's marker
 (``coordinator/offsets/transactional.py``).
 
@@ -6,11 +6,14 @@ As KafkaApis: Write on the transactional id, Read on the group, Read on each top
 topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION and are not committed. Then, as
 the group coordinator's ``scheduleTransactionalWriteOperation``, the group's partition is
 verified to be in the transaction (or, v5, added to it; ``txn_verify``) before the records
-are written.
+are written. v6 names topics by id (KIP-1319): an id the catalogue does not know is
+answered UNKNOWN_TOPIC_ID, after the transactional id's and the group's checks, as
+KafkaApis does.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +34,10 @@ TXN_OFFSET_COMMIT = ApiKey.TXN_OFFSET_COMMIT
 
 #: The versions served, next to the code that branches on them (None: all kio has).
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
-    TXN_OFFSET_COMMIT: (0, 5),
+    TXN_OFFSET_COMMIT: (0, 6),
 }
+
+_NO_TOPIC_ID = uuid.UUID(int=0)
 
 
 
@@ -42,7 +47,18 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
     resp_t = codecs.codec(TXN_OFFSET_COMMIT, v).response_type
     topic_t = nested(resp_t, "TxnOffsetCommitResponseTopic")
     part_t = nested(resp_t, "TxnOffsetCommitResponsePartition")
-    requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    # (name, topic id, partitions); from v6 topics come by id, the name is the catalogue's
+    # (a placeholder keying the answers of an id it does not know).
+    named: list[tuple[str, uuid.UUID | None, Any]] = []
+    for t in req.topics:
+        if v >= 6:
+            tid = t.topic_id or _NO_TOPIC_ID  # kio reads the zero UUID as None
+            info = storage.catalog.by_id(tid)
+            named.append((info.name if info is not None else f"\x00{tid}", tid, t.partitions))
+        else:
+            named.append((t.name, None, t.partitions))
+    ids = {name: tid for name, tid, _ps in named}
+    requested = [(name, p.partition_index) for name, _tid, ps in named for p in ps]
 
     def respond(errors: dict[tuple[str, int], ErrorCode]) -> Any:
         by_topic: dict[str, list[Any]] = {}
@@ -52,7 +68,8 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
             by_topic.setdefault(topic, []).append(build(part_t, partition_index=p,
                                                         error_code=err))
         return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(
-            build(topic_t, name=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+            build(topic_t, name=t, topic_id=ids.get(t), partitions=tuple(ps))
+            for t, ps in by_topic.items()))
 
     if not access.permits(ctx, Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
                           req.transactional_id):
@@ -61,23 +78,27 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
         return respond(dict.fromkeys(requested, ErrorCode.group_authorization_failed))
     rejected: dict[tuple[str, int], ErrorCode] = {}
     topics: list[tuple[str, Sequence[PartitionCommitView]]] = []
-    for t in req.topics:
-        if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, t.name):
-            rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions),
+    for name, _tid, partitions in named:
+        if name.startswith("\x00"):
+            rejected.update(dict.fromkeys(((name, p.partition_index) for p in partitions),
+                                          ErrorCode.unknown_topic_id))
+            continue
+        if not access.permits(ctx, Operation.READ, ResourceType.TOPIC, name):
+            rejected.update(dict.fromkeys(((name, p.partition_index) for p in partitions),
                                           ErrorCode.topic_authorization_failed))
             continue
-        info = storage.catalog.get(t.name)
+        info = storage.catalog.get(name)
         count = -1 if info is None else info.partitions
-        given: Sequence[PartitionCommitView] = t.partitions
+        given: Sequence[PartitionCommitView] = partitions
         if v < 2:  # no leader epoch before v2
             given = [PartitionCommit(p.partition_index, p.committed_offset, -1,
                                      p.committed_metadata) for p in given]
         valid = [p for p in given if 0 <= p.partition_index < count]
-        rejected.update(dict.fromkeys(((t.name, p.partition_index) for p in t.partitions
+        rejected.update(dict.fromkeys(((name, p.partition_index) for p in partitions
                                        if not 0 <= p.partition_index < count),
                                       ErrorCode.unknown_topic_or_partition))
         if valid:
-            topics.append((t.name, valid))
+            topics.append((name, valid))
     if not topics:
         return respond({tp: rejected[tp] for tp in requested})
     parts = [(t, p.partition_index) for t, ps in topics for p in ps]
@@ -95,7 +116,9 @@ def txn_offset_commit(storage: Storage, runtime: CoordinatorRuntime, verify: Txn
         group_id=req.group_id,
         member_id=getattr(req, "member_id", ""),
         instance_id=getattr(req, "group_instance_id", None),
-        generation_id=getattr(req, "generation_id", -1),
+        # kio names the field as Kafka's older specs did; v6 (generated) as 4.4's.
+        generation_id=getattr(req, "generation_id_or_member_epoch",
+                              getattr(req, "generation_id", -1)),
         topics=topics,
         api_version=v,
     )

@@ -33,6 +33,31 @@ def api_versions(run: Run) -> None:
              client_software_version="1.0")
 
 
+# ApiVersions v5 (KIP-1242): a client names the cluster and node it means to reach; a
+# mismatch is REBOOTSTRAP_REQUIRED, one of the two without the other INVALID_REQUEST, as is
+# (from v3) a software name outside Kafka's pattern. Errors come with no API list.
+@scenario("api-versions-checks")
+def api_versions_checks(run: Run) -> None:
+    meta = run.call("metadata", METADATA, version=run.common[METADATA][1], record=False,
+                    topics=[], allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False)
+    cluster_id, node_id = meta.cluster_id, int(meta.brokers[0].node_id)
+    software = {"client_software_name": "differential", "client_software_version": "1.0"}
+    for step, fields in (("wrong_cluster", {"cluster_id": "not-this-cluster",
+                                             "node_id": node_id}),
+                         ("wrong_node", {"cluster_id": cluster_id, "node_id": node_id + 50}),
+                         ("cluster_only", {"cluster_id": cluster_id}),
+                         ("node_only", {"node_id": node_id})):
+        run.call(step, API_VERSIONS, version=5, **software, **fields)
+    right = run.call("right", API_VERSIONS, version=5, record=False, **software,
+                     cluster_id=cluster_id, node_id=node_id)
+    run.note("right.error_code", int(right.error_code))
+    run.note("right.has_apis", len(right.api_keys) > 0)
+    run.call("bad_software", API_VERSIONS, version=3, client_software_name="-bad name",
+             client_software_version="1.0")
+
+
 @scenario("api-versions-unknown-version")
 def api_versions_unknown(run: Run) -> None:
     # A version past the newest: the broker answers v0 with UNSUPPORTED_VERSION and its

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -59,7 +60,8 @@ def transaction_commit(run: Run) -> None:
              producer_epoch=epoch, group_id=g)
     run.call("txn_offset_commit", TXN_OFFSET_COMMIT, transactional_id=txn, group_id=g,
              producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
-             group_instance_id=None, topics=[{"name": run.topic(), "partitions": [
+             group_instance_id=None, topics=[{"name": run.topic(), "topic_id": tid,
+                                              "partitions": [
                  {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                   "committed_metadata": ""}]}])
     run.call("describe_ongoing", DESCRIBE_TRANSACTIONS, transactional_ids=[txn])
@@ -142,3 +144,42 @@ def list_transactions(run: Run) -> None:
                     producer_id_filters=[int(first.producer_id)], duration_filter=-1,
                     transactional_id_pattern=None)
     assert resp is not None
+
+
+# TxnOffsetCommit names topics by id from v6 (KIP-1319): an unknown id is UNKNOWN_TOPIC_ID,
+# an unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION, the rest committed.
+@scenario("txn-offset-commit-topics")
+def txn_offset_commit_topics(run: Run) -> None:
+    tid = create_topic(run, run.topic())
+    txn, g = run.group("txn"), run.group()
+    first = init(run, "init", txn)
+    pid, epoch = int(first.producer_id), int(first.producer_epoch)
+    run.call("add_offsets", ADD_OFFSETS_TO_TXN, transactional_id=txn, producer_id=pid,
+             producer_epoch=epoch, group_id=g)
+
+    def part(p: int) -> dict[str, Any]:
+        return {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1,
+                "committed_metadata": ""}
+
+    run.call("commit", TXN_OFFSET_COMMIT, transactional_id=txn, group_id=g,
+             producer_id=pid, producer_epoch=epoch, generation_id=-1, member_id="",
+             group_instance_id=None, topics=[
+                 {"name": run.topic(), "topic_id": tid, "partitions": [part(0), part(7)]},
+                 {"name": run.topic("missing"), "topic_id": uuid.uuid4(),
+                  "partitions": [part(0)]}])
+    # A member of a classic group commits with its generation, then with a wrong one.
+    from .scenarios_groups import joined
+
+    live = run.group("live")
+    member, generation = joined(run, live)
+    run.call("add_offsets_live", ADD_OFFSETS_TO_TXN, transactional_id=txn, producer_id=pid,
+             producer_epoch=epoch, group_id=live)
+    for step, gen in (("commit_member", generation), ("commit_wrong_generation",
+                                                      generation + 5)):
+        run.call(step, TXN_OFFSET_COMMIT, transactional_id=txn, group_id=live,
+                 producer_id=pid, producer_epoch=epoch, generation_id=gen,
+                 generation_id_or_member_epoch=gen, member_id=member,
+                 group_instance_id=None, topics=[
+                     {"name": run.topic(), "topic_id": tid, "partitions": [part(0)]}])
+    run.call("end", END_TXN, transactional_id=txn, producer_id=pid, producer_epoch=epoch,
+             committed=False)

@@ -1,0 +1,57 @@
+"""kafkalite's ApiVersions against the real Kafka's, API by API: the same keys at the same
+newest versions, but for the APIs listed in ``NOT_SERVED`` with the reason (the same
+list as docs/compatibility.md, "APIs not served"). An API served later must leave the
+list, or this test fails."""
+
+from __future__ import annotations
+
+from kafkalite.client.kafka import RawConnection, request
+
+from .harness import Target
+
+#: api key -> (kafkalite's newest version, None: not advertised; why).
+NOT_SERVED: dict[int, tuple[int | None, str]] = {
+    38: (None, "CreateDelegationToken: delegation tokens are not implemented yet"),
+    39: (None, "RenewDelegationToken: delegation tokens are not implemented yet"),
+    40: (None, "ExpireDelegationToken: delegation tokens are not implemented yet"),
+    41: (None, "DescribeDelegationToken: delegation tokens are not implemented yet"),
+    64: (None, "UnregisterBroker: kafkalite's nodes have no registration a broker could "
+               "drop and renew (no controller quorum)"),
+    80: (None, "AddRaftVoter: kafkalite has no KRaft quorum to change"),
+    81: (None, "RemoveRaftVoter: kafkalite has no KRaft quorum to change"),
+    83: (None, "InitializeShareGroupState: share coordinator RPC between brokers; "
+               "kafkalite's share coordinator is in-process"),
+    84: (None, "ReadShareGroupState: share coordinator RPC between brokers"),
+    85: (None, "WriteShareGroupState: share coordinator RPC between brokers"),
+    86: (None, "DeleteShareGroupState: share coordinator RPC between brokers"),
+    87: (None, "ReadShareGroupStateSummary: share coordinator RPC between brokers"),
+    88: (0, "StreamsGroupHeartbeat v1 (KIP-1331 topology descriptions) is not served"),
+    89: (0, "StreamsGroupDescribe v1 (KIP-1331 topology descriptions) is not served"),
+    93: (None, "StreamsGroupTopologyDescriptionUpdate (KIP-1331) is not served"),
+    94: (None, "UnregisterController: kafkalite has no controller quorum to leave"),
+}
+
+
+def newest(bootstrap: str) -> dict[int, int]:
+    conn = RawConnection(bootstrap, "differential")
+    try:
+        resp = conn.call(request(18, 5, client_software_name="differential",
+                                 client_software_version="1.0"))
+    finally:
+        conn.close()
+    assert int(resp.error_code) == 0
+    return {int(k.api_key): int(k.max_version) for k in resp.api_keys}
+
+
+def test_same_apis_at_the_same_newest_versions(kafka_target: Target,
+                                               kafkalite_target: Target) -> None:
+    kafka, lite = newest(kafka_target.bootstrap), newest(kafkalite_target.bootstrap)
+    expected = dict(kafka)
+    for key, (version, _why) in NOT_SERVED.items():
+        assert key in kafka, f"api {key} is no longer in Kafka's list: drop it from NOT_SERVED"
+        if version is None:
+            expected.pop(key)
+        else:
+            expected[key] = version
+    assert {k: (lite.get(k), expected.get(k)) for k in lite.keys() | expected.keys()
+            if lite.get(k) != expected.get(k)} == {}
