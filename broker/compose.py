@@ -298,7 +298,7 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
         manager = SharePartitionManager(storage, served, runtime.scheduler, group_configs)
         share = ShareRequests(
             manager, partial(ShareSessions, config.int("group.share.max.share.sessions")),
-            access)
+            access, config.int("node.id"))
         groups.core.share_member_expired.append(share.end_member)
         groups.core.admin.share_group_deleted.append(manager.delete_group)
 

@@ -77,6 +77,8 @@ class PartitionOut:
     ack_error: ErrorCode | None = None
     #: (leader, epoch) of a partition led by another node.
     leader: tuple[int, int] | None = None
+    #: (this node, leader epoch) of a partition led here, as ShareFetch answers it.
+    here: tuple[int, int] | None = None
     records: list[bytes] = field(default_factory=list)
     ranges: list[AcquiredRange] = field(default_factory=list)
 
@@ -85,8 +87,10 @@ class ShareRequests:
     """What the two handlers share: the manager, the share sessions, authorization."""
 
     def __init__(self, manager: SharePartitionManager, new_sessions: Callable[[], ShareSessions],
-                 access: Access) -> None:
+                 access: Access, node_id: int = -1) -> None:
         self.manager = manager
+        #: This broker's node id (a node of a multi-node process has its own).
+        self.node_id = node_id
         self.new_sessions = new_sessions
         #: The share sessions of each node (one key, None, with one node): a member
         #: fetching from several brokers holds a session on each, as in Kafka, where
@@ -149,22 +153,29 @@ class ShareRequests:
         return not self.access.permits(ctx, Operation.READ, ResourceType.GROUP, group)
 
     def acknowledge(self, ctx: RequestContext, group: str, member: str, topics: Any,
-                    out: dict[TP, PartitionOut], leadership: Leadership | None = None
-                    ) -> None:
-        """Apply each partition's acknowledgement batches; its error in ``out``."""
+                    out: dict[TP, PartitionOut], leadership: Leadership | None = None,
+                    every: bool = True) -> None:
+        """Apply each partition's acknowledgement batches; its error in ``out``. Without
+        ``every``, a partition with neither acknowledgements nor an error is left out
+        (a ShareFetch lists the partitions its fetch read)."""
         version = ctx.api_version
         for t in topics:
             terr = self.topic_error(ctx, t.topic_id)
             for p in t.partitions:
                 tp = (t.topic_id, p.partition_index)
-                res = out.setdefault(tp, PartitionOut())
+                res = out.get(tp) or PartitionOut()
                 if terr is not NO_ERROR:
                     res.error = terr
+                    out[tp] = res
                     continue
                 if not_led(res, leadership, tp):
+                    out[tp] = res
                     continue
+                if every:
+                    out[tp] = res
                 if not p.acknowledgement_batches:
                     continue
+                out[tp] = res
                 batches = [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
                            for b in p.acknowledgement_batches]
                 if version < 2 and any(AckType.RENEW in b.types for b in batches):
@@ -187,7 +198,9 @@ def not_led(res: PartitionOut, leadership: Leadership | None, tp: TP) -> bool:
 
 
 def _leader(resp_t: type[Any], r: PartitionOut | None = None) -> Any:
-    leader, epoch = r.leader if r is not None and r.leader is not None else (-1, -1)
+    leader, epoch = (-1, -1)
+    if r is not None:
+        leader, epoch = r.leader or r.here or (-1, -1)
     return nested(resp_t, "LeaderIdAndEpoch")(leader_id=leader, leader_epoch=epoch)
 
 
@@ -226,22 +239,50 @@ def _fetch_response(version: int, error: ErrorCode, lock_timeout: datetime.timed
                  node_endpoints=_endpoints(resp_t, out, leadership, listener))
 
 
+def rotated(partitions: list[TP], epoch: int) -> list[TP]:
+    """The session's partitions from index ``epoch % n`` on (Kafka's round-robin
+    ``PartitionRotateStrategy``: each ShareFetch of a session starts one partition
+    further; epoch 0 keeps the request's order)."""
+    if len(partitions) <= 1 or epoch < 1:
+        return partitions
+    k = epoch % len(partitions)
+    return partitions[k:] + partitions[:k]
+
+
 class ShareFetchWork:
-    """One ShareFetch's acquisitions, repeated while it waits for ``min_bytes``."""
+    """One ShareFetch's acquisitions, repeated while it waits for ``min_bytes``.
+
+    As Kafka's ``DelayedShareFetch`` sizes an answer: the partitions are visited in the
+    session's order rotated by the epoch; ``MaxBytes`` is shared evenly between them
+    (``PartitionMaxBytesStrategy`` UNIFORM), the first partition whose read returns data
+    getting at least one whole batch (KIP-74) and the request's bytes never exceeded
+    after that; records are acquired partition after partition until ``MaxRecords``
+    (whole batches: the last may go past it). A share-partition made by this very
+    request becomes ready on its own, as Kafka initializes each asynchronously and
+    completes the fetch as soon as what is ready meets ``MinBytes``: once that is met,
+    the share-partitions still to be made are made but not read by this request."""
 
     def __init__(self, shared: ShareRequests, ctx: RequestContext, req: Any, group: str,
                  member: str, partitions: list[TP], out: dict[TP, PartitionOut],
-                 leadership: Leadership | None = None) -> None:
+                 leadership: Leadership | None = None, min_bytes: int = 1,
+                 full: bool = False) -> None:
         self.shared = shared
         self.group = group
         self.member = member
         self.out = out
         self.partitions = partitions
         self.bytes = 0
-        self.records_left = req.max_records if getattr(req, "max_records", 0) > 0 \
-            else 500
-        self.bytes_left = req.max_bytes if req.max_bytes > 0 else 52_428_800
+        self.min_bytes = min_bytes
+        #: A full response (epoch 0) lists every partition read, not only those with
+        #: records.
+        self.full = full
+        self.records_left = req.max_records
+        self.max_bytes = req.max_bytes
+        self.bytes_left = req.max_bytes
+        self.batch_size = getattr(req, "batch_size", 0)
         self.record_limit = getattr(req, "share_acquire_mode", 0) == RECORD_LIMIT
+        #: KIP-74: on until a read returns data.
+        self.min_one = True
         self.ok: list[TP] = []
         for tp in partitions:
             err = shared.topic_error(ctx, tp[0])
@@ -254,23 +295,46 @@ class ShareFetchWork:
 
     def run(self) -> None:
         manager = self.shared.manager
-        for tid, p in self.ok:
-            if self.records_left <= 0 or self.bytes_left <= 0:
+        known = manager.partitions
+        ready = [tp for tp in self.ok if (self.group, *tp) in known]
+        fresh = [tp for tp in self.ok if (self.group, *tp) not in known]
+        share = self.max_bytes // max(len(self.ok), 1)
+        # Each try reads afresh (Kafka acquires nothing from a try that fell short).
+        self.min_one = self.bytes == 0
+        for tp in ready:
+            self._read(tp, share)
+        for i, tp in enumerate(fresh):
+            if self.bytes >= self.min_bytes:
+                # Made (its state initialized) but not read by this request.
+                for rest in fresh[i:]:
+                    manager.share_partition((self.group, *rest), self.shared.now())
                 break
-            got = manager.acquire((self.group, tid, p), self.member, self.shared.now(),
-                                  self.records_left, self.bytes_left, self.record_limit)
-            if got.error is NO_ERROR and not got.ranges:
-                continue
-            res = self.out.setdefault((tid, p), PartitionOut())
-            if got.error is not NO_ERROR:
-                res.error = got.error
-                continue
-            res.records.append(got.records)
-            res.ranges.extend(got.ranges)
-            n = sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
-            self.records_left -= n
-            self.bytes_left -= len(got.records)
-            self.bytes += len(got.records)
+            self._read(tp, share)
+
+    def _read(self, tp: TP, share: int) -> None:
+        tid, p = tp
+        if self.full:
+            self.out.setdefault(tp, PartitionOut())
+        if self.records_left <= 0:
+            return
+        limit = min(share, self.bytes_left) if not self.min_one else share
+        got = self.shared.manager.acquire(
+            (self.group, tid, p), self.member, self.shared.now(), self.records_left, limit,
+            self.record_limit, self.batch_size, self.min_one)
+        if got.read_bytes > 0:
+            self.min_one = False
+        self.bytes_left = max(0, self.bytes_left - got.read_bytes)
+        if got.error is NO_ERROR and not got.ranges:
+            return
+        res = self.out.setdefault(tp, PartitionOut())
+        if got.error is not NO_ERROR:
+            res.error = got.error
+            return
+        res.records.append(got.records)
+        res.ranges.extend(got.ranges)
+        n = sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
+        self.records_left -= n
+        self.bytes += len(got.records)
 
     def logs(self) -> list[PartitionLog]:
         found = (self.shared.manager.plog(tid, p) for tid, p in self.ok)
@@ -343,6 +407,12 @@ def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any,
     out: dict[TP, PartitionOut] = {}
 
     def respond(error: ErrorCode, message: str | None = None) -> Any:
+        # As Kafka, each partition led here names this node and its leader epoch.
+        node = shared.node_id if leadership is None else leadership.node_id
+        for (tid, p), r in out.items():
+            plog = shared.manager.plog(tid, p)
+            if r.leader is None and plog is not None:
+                r.here = (node, plog.leader_epoch)
         return _fetch_response(version, error, lock_timeout, out, message, leadership,
                                ctx.listener)
 
@@ -359,7 +429,7 @@ def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any,
         forget=[(str(t), p) for t, p in forgetting], has_acknowledgements=has_acks)
     if step.error is not NO_ERROR:
         return respond(step.error)
-    shared.acknowledge(ctx, group, member, req.topics, out, leadership)
+    shared.acknowledge(ctx, group, member, req.topics, out, leadership, every=False)
     if epoch == FINAL_EPOCH or step.session is None:
         shared.end_session(group, member, leadership)
         return respond(NO_ERROR)
@@ -368,12 +438,17 @@ def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any,
     if getattr(req, "is_renew_ack", False):
         # A renewal of locks only (v2): nothing is acquired.
         return respond(NO_ERROR)
-    session_tps = sorted(((uuid.UUID(t), p) for t, p in step.session.partitions),
-                         key=lambda tp: (tp[0].bytes, tp[1]))
-    work = ShareFetchWork(shared, ctx, req, group, member, session_tps, out, leadership)
-    work.run()
+    if req.max_bytes <= 0 or req.max_records <= 0 or not step.session.order:
+        # Kafka's SharePartitionManager answers such a fetch at once, reading nothing.
+        return respond(NO_ERROR)
+    session_tps = rotated([(uuid.UUID(t), p) for t, p in step.session.order], epoch)
     wait_ms = millis(req.max_wait, 0)
-    min_bytes = max(req.min_bytes, 1)
+    # As Kafka: MinBytes is at most MaxBytes, and 0 counts as 1 (a fetch that acquired
+    # nothing waits).
+    min_bytes = max(min(req.min_bytes, req.max_bytes), 1)
+    work = ShareFetchWork(shared, ctx, req, group, member, session_tps, out, leadership,
+                          min_bytes, full=epoch == 0)
+    work.run()
     if work.bytes >= min_bytes or wait_ms <= 0 or not work.ok:
         return respond(NO_ERROR)
     parked = DelayedShareFetch(work, min_bytes, wait_ms / 1000, lambda: respond(NO_ERROR))

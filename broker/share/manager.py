@@ -69,6 +69,8 @@ class Acquired:
     error: ErrorCode
     records: bytes = b""
     ranges: tuple[AcquiredRange, ...] = ()
+    #: Bytes of the log read for it (what counts against the fetch's MaxBytes).
+    read_bytes: int = 0
 
 
 def _batches(data: bytes) -> list[tuple[int, int, LogBatch]]:
@@ -76,6 +78,27 @@ def _batches(data: bytes) -> list[tuple[int, int, LogBatch]]:
     return [(pos, pos + h.size, LogBatch(h.base_offset, h.last_offset, h.producer_id,
                                           h.is_transactional, h.is_control))
             for pos, h in iter_batch_headers(data)]
+
+
+def _split_new(ranges: list[AcquiredRange], new_from: int, batches: list[LogBatch],
+               batch_size: int) -> list[AcquiredRange]:
+    """Ranges of records never acquired before (from ``new_from``) cut as Kafka's
+    ``createBatches`` cuts them: a new range starts at the first log batch at least
+    ``batch_size`` offsets after the current range's first offset."""
+    out: list[AcquiredRange] = []
+    for r in ranges:
+        if r.first_offset < new_from or r.last_offset - r.first_offset + 1 <= batch_size:
+            out.append(r)
+            continue
+        cur = r.first_offset
+        for b in batches:
+            if b.base_offset > r.last_offset:
+                break
+            if b.base_offset - cur >= batch_size:
+                out.append(AcquiredRange(cur, b.base_offset - 1, r.delivery_count))
+                cur = b.base_offset
+        out.append(AcquiredRange(cur, r.last_offset, r.delivery_count))
+    return out
 
 
 def _limit(sp: SharePartition, batches: list[LogBatch], max_records: int) -> list[LogBatch]:
@@ -215,8 +238,15 @@ class SharePartitionManager:
     # --- acquisition ---------------------------------------------------------------------
 
     def acquire(self, key: ShareKey, member: str, now: int, max_records: int,
-                max_bytes: int, record_limit: bool = False) -> Acquired:
-        """Acquire records for ``member``: the batches that hold them and their ranges."""
+                max_bytes: int, record_limit: bool = False, batch_size: int = 0,
+                min_one: bool = True) -> Acquired:
+        """Acquire records for ``member``: the batches that hold them and their ranges.
+
+        At most ``max_bytes`` of the log are read, whole batches; with ``min_one`` the
+        first batch is read even when bigger (KIP-74, as Kafka's log read does for the
+        first partition of a fetch that returns data). New records are handed out in
+        ranges of about ``batch_size`` records, split on log batch boundaries (Kafka's
+        in-flight batches of ``BatchSize``)."""
         err, sp = self.share_partition(key, now)
         if sp is None:
             return Acquired(err)
@@ -225,13 +255,14 @@ class SharePartitionManager:
             return Acquired(ErrorCode.unknown_topic_or_partition)
         if plog.log_start_offset > sp.start_offset:
             sp.move_start(plog.log_start_offset)
-        if not sp.can_acquire() or max_records <= 0:
+        if not sp.can_acquire() or max_records <= 0 or (max_bytes <= 0 and not min_one):
             return Acquired(NO_ERROR)
         committed = sp.config.read_committed
         upper = plog.last_stable_offset if committed else plog.high_watermark
         offset = sp.fetch_offset()
         budget = max(max_bytes, 1)
         before = (sp.start_offset, sp.next_offset)
+        read = 0
         ranges: list[AcquiredRange] = []
         data, found = b"", []
         # Read a chunk at a time, not max_bytes (often far more than one acquisition
@@ -244,8 +275,13 @@ class SharePartitionManager:
             except OffsetOutOfRangeError:
                 return Acquired(ErrorCode.offset_out_of_range)
             found = _batches(data)
+            if not (min_one and read == 0):
+                # Only whole batches within the limit (the log read's first batch may
+                # be bigger than the limit only with ``min_one``).
+                found = [f for f in found if f[1] <= budget]
             if not found:
                 break
+            read += found[-1][1]
             batches = [b for _s, _e, b in found]
             if record_limit:
                 batches = _limit(sp, batches, max_records)
@@ -257,10 +293,10 @@ class SharePartitionManager:
             last = found[-1][2].last_offset
             if ranges or last >= sp.next_offset:
                 break
-            budget -= len(data)
+            budget -= found[-1][1]
             offset = last + 1
         if not ranges and before == (sp.start_offset, sp.next_offset):
-            return Acquired(NO_ERROR)
+            return Acquired(NO_ERROR, read_bytes=read)
         err = self._after_change(key, sp, released=False)
         if err is not NO_ERROR:
             # Not persisted: hand nothing out, the records go back.
@@ -268,11 +304,13 @@ class SharePartitionManager:
             self._arm(key, sp)
             return Acquired(err)
         if not ranges:
-            return Acquired(NO_ERROR)
+            return Acquired(NO_ERROR, read_bytes=read)
+        if batch_size > 0 and not record_limit:
+            ranges = _split_new(ranges, before[1], [b for _s, _e, b in found], batch_size)
         first, last = ranges[0].first_offset, ranges[-1].last_offset
         # The batches holding the acquired offsets are one contiguous run of ``data``.
         held = [(s, e) for s, e, b in found if b.last_offset >= first and b.base_offset <= last]
-        return Acquired(NO_ERROR, data[held[0][0]:held[-1][1]], tuple(ranges))
+        return Acquired(NO_ERROR, data[held[0][0]:held[-1][1]], tuple(ranges), read)
 
     # --- acknowledgement and release -----------------------------------------------------
 

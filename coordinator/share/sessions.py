@@ -43,6 +43,9 @@ class ShareSession:
     epoch: int
     last_used: int
     partitions: set[Partition] = field(default_factory=set)
+    #: The partitions in the order they joined the session: a ShareFetch visits them in
+    #: this order, rotated by its epoch (Kafka's round-robin PartitionRotateStrategy).
+    order: list[Partition] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,8 @@ class ShareSessions:
               has_acknowledgements: bool = False) -> SessionResult:
         """A ShareFetch's session step: open, continue or close the member's session."""
         key = (group, member)
-        adding = set(add)
+        added = list(dict.fromkeys(add))
+        adding = set(added)
         if epoch == FINAL_EPOCH:
             if adding:
                 return SessionResult(ErrorCode.invalid_request)
@@ -82,7 +86,8 @@ class ShareSessions:
             self.sessions.pop(key, None)
             if len(self.sessions) >= self.max_sessions:
                 return SessionResult(ErrorCode.share_session_limit_reached)
-            session = ShareSession(group, member, next_epoch(INITIAL_EPOCH), now, adding)
+            session = ShareSession(group, member, next_epoch(INITIAL_EPOCH), now, adding,
+                                   added)
             self.sessions[key] = session
             return SessionResult(NO_ERROR, session)
         found = self.sessions.get(key)
@@ -90,8 +95,11 @@ class ShareSessions:
             return SessionResult(ErrorCode.share_session_not_found)
         if found.epoch != epoch:
             return SessionResult(ErrorCode.invalid_share_session_epoch)
+        gone = set(forget)
+        found.order = [tp for tp in found.order if tp not in gone] + [
+            tp for tp in added if tp not in found.partitions and tp not in gone]
         found.partitions |= adding
-        found.partitions -= set(forget)
+        found.partitions -= gone
         found.last_used = now
         found.epoch = next_epoch(found.epoch)
         return SessionResult(NO_ERROR, found)

@@ -72,3 +72,13 @@ def test_next_epoch_wraps() -> None:
     assert next_epoch(0) == 1
     assert next_epoch(2**31 - 1) == 1
     assert next_epoch(FINAL_EPOCH) == FINAL_EPOCH
+
+
+def test_a_session_keeps_its_partitions_in_the_order_they_joined() -> None:
+    s = ShareSessions()
+    opened = s.fetch("g", "m", INITIAL_EPOCH, 0, add=[("t", 2), ("t", 0), ("t", 2)])
+    assert opened.session is not None and opened.session.order == [("t", 2), ("t", 0)]
+    r = s.fetch("g", "m", 1, 1, add=[("t", 1), ("t", 0)], forget=[("t", 2)])
+    assert r.session is not None and r.session.order == [("t", 0), ("t", 1)]
+    r = s.fetch("g", "m", 2, 2, add=[("t", 2)])
+    assert r.session is not None and r.session.order == [("t", 0), ("t", 1), ("t", 2)]

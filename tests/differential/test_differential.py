@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (registers the scenarios)
     scenarios_groups,
     scenarios_meta,
     scenarios_share,
+    scenarios_share_fetch,
     scenarios_txn,
 )
 from .allowlist import load

@@ -115,13 +115,30 @@ public class ShareGroups {
 
             KafkaShareConsumer<String, String> c = consumer(bootstrap, explicitGroup, "explicit");
             c.subscribe(List.of(topic));
-            List<ConsumerRecord<String, String>> got = poll(c, count, 30_000);
-            System.out.println("explicit.count=" + got.size());
-            ConsumerRecord<String, String> released = got.get(0);
-            for (int i = 0; i < got.size(); i++) {
-                c.acknowledge(got.get(i), i == 0 ? AcknowledgeType.RELEASE
-                    : i == 1 ? AcknowledgeType.REJECT : AcknowledgeType.ACCEPT);
+            // Explicit mode: every record of a poll is acknowledged before the next poll
+            // (a ShareFetch may hold one partition's records only). In the poll that
+            // completes the count, the first record is released and the second rejected;
+            // every other record is accepted.
+            List<ConsumerRecord<String, String>> got = new ArrayList<>();
+            ConsumerRecord<String, String> released = null;
+            long until = System.currentTimeMillis() + 30_000;
+            while (got.size() < count && System.currentTimeMillis() < until) {
+                List<ConsumerRecord<String, String>> batch = new ArrayList<>();
+                c.poll(Duration.ofMillis(200)).forEach(batch::add);
+                boolean last = got.size() + batch.size() >= count;
+                for (int i = 0; i < batch.size(); i++) {
+                    AcknowledgeType type = AcknowledgeType.ACCEPT;
+                    if (last && i == 0) {
+                        type = AcknowledgeType.RELEASE;
+                        released = batch.get(i);
+                    } else if (last && i == 1) {
+                        type = AcknowledgeType.REJECT;
+                    }
+                    c.acknowledge(batch.get(i), type);
+                }
+                got.addAll(batch);
             }
+            System.out.println("explicit.count=" + got.size());
             System.out.println("explicit.commit_errors=" + c.commitSync().values().stream()
                 .filter(Optional::isPresent).count());
             List<ConsumerRecord<String, String>> again = poll(c, 1, 30_000);
