@@ -248,9 +248,12 @@ class GroupCoordinatorCore:
     def streams(self) -> StreamsMembership:
         """The streams groups' part, built on first use."""
         if self._streams is None:
+            from kafkalite.protocol import streams_group_records as st
+
             from .streams.membership import StreamsMembership
 
             self._streams = StreamsMembership(self.registry)
+            self._replayers.update(dict.fromkeys(st.KEY_CLASSES, self._streams.replay))
         return self._streams
 
     def streams_group_heartbeat(self, now: int, req: StreamsHeartbeat) -> Outcome:
@@ -261,13 +264,19 @@ class GroupCoordinatorCore:
         return self.streams.describe_streams_groups(group_ids)
 
     def _replayer(self, key_type: type) -> Replayer:
-        """The owner of a record type not seen yet: consumer and share group records build
-        their part."""
+        """The owner of a record type not seen yet: consumer, share and streams group
+        records build their part."""
         replayer = self._replayers.get(key_type)
         if replayer is None:
             from kafkalite.protocol import consumer_group_records as cg
+            from kafkalite.protocol import streams_group_records as st
 
-            _ = self.consumer if key_type in cg.KEY_CLASSES else self.share
+            if key_type in cg.KEY_CLASSES:
+                _ = self.consumer
+            elif key_type in st.KEY_CLASSES:
+                _ = self.streams
+            else:
+                _ = self.share
             replayer = self._replayers[key_type]
         return replayer
 
@@ -331,6 +340,8 @@ class GroupCoordinatorCore:
             self.consumer.schedule_loaded_consumer_groups(ps, now)
         if ps.share_groups:
             self.share.schedule_loaded(ps, now)
+        if ps.streams_groups:
+            self.streams.schedule_loaded(ps, now)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups),
                  consumer_groups=len(ps.consumer_groups), share_groups=len(ps.share_groups))
 

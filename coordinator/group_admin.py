@@ -67,22 +67,15 @@ class GroupAdmin:
         if stgroup is not None:
             if stgroup.members:
                 return Outcome(ErrorCode.non_empty_group)
+            from .streams import records as streams_records
+
             records = self.offsets.delete_group_records(group_id)
             records = [r for r in records if isinstance(r[0], co.OffsetCommitKey)]
             records.extend(self.committed_offsets.pending_tombstones(group_id, None, records))
-            logged = _log_deleted(group_id)
-
-            def deleted(append_err: ErrorCode, now: int) -> Outcome:
-                if append_err is NO_ERROR:
-                    ps = self.registry.partitions.get(self.registry.partition_for(group_id))
-                    if ps is not None:
-                        ps.streams_groups.pop(group_id, None)
-                return logged(append_err, now)
-
-            if not records:
-                return deleted(NO_ERROR, now)
+            records.extend(streams_records.tombstones(stgroup))
             return Outcome(AFTER_WRITE, writes=[Write(
-                self.registry.partition_for(group_id), group_id, records, deleted)])
+                self.registry.partition_for(group_id), group_id, records,
+                _log_deleted(group_id))])
         cgroup = self.registry.consumer_group(group_id)
         if cgroup is not None:
             # KIP-848 modules load with the first consumer group

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     # every broker at start-up.
     from . import consumer_group_records as cg
     from . import share_group_records as sg
+    from . import streams_group_records as st
 
 OFFSET_COMMIT_KEY_V0 = 0
 OFFSET_COMMIT_KEY_V1 = 1
@@ -54,8 +55,8 @@ class GroupMetadataKey:
 #: The classic records: offset commits and classic group metadata.
 Key = OffsetCommitKey | GroupMetadataKey
 #: Any record this broker knows, KIP-848 consumer group keys (types 3-8, 16) and KIP-932
-#: share group keys (types 10-15) included.
-RecordKey: TypeAlias = "Key | cg.ConsumerGroupKey | sg.ShareGroupKey"
+#: share group keys (types 10-15) and KIP-1071 streams group keys (17, 19-23) included.
+RecordKey: TypeAlias = "Key | cg.ConsumerGroupKey | sg.ShareGroupKey | st.StreamsGroupKey"
 
 
 #: Encoded (version, group, topic) prefixes of offset commit keys: a commit repeats them.
@@ -95,7 +96,11 @@ def encode_key(key: RecordKey) -> bytes:
             return cg.encode_key(key)
         from . import share_group_records as sg
 
-        return sg.encode_key(key)
+        if isinstance(key, sg.KEY_CLASSES):
+            return sg.encode_key(key)
+        from . import streams_group_records as st
+
+        return st.encode_key(key)
     else:
         w.i16(key.version)
         w.string(key.group)
@@ -105,7 +110,7 @@ def encode_key(key: RecordKey) -> bytes:
 
 
 class UnknownRecordType(ProtocolError):
-    """A key of a record type this broker does not know (streams groups): skip it."""
+    """A key of a record type this broker does not know: skip it."""
 
 
 @overload
@@ -135,6 +140,10 @@ def decode_key(data: bytes, consumer_groups: bool = False) -> RecordKey:
 
         if version in sg.KEY_TYPES:
             return sg.decode_key_fields(version, r)
+        from . import streams_group_records as st
+
+        if version in st.KEY_TYPES:
+            return st.decode_key_fields(version, r)
     raise UnknownRecordType(f"unknown __consumer_offsets key type {version}")
 
 
@@ -290,7 +299,8 @@ def decode_group_value(data: bytes) -> GroupMetadataValue:
 
 
 Value = OffsetCommitValue | GroupMetadataValue
-RecordValue: TypeAlias = "Value | cg.ConsumerGroupValue | sg.ShareGroupValue"
+RecordValue: TypeAlias = ("Value | cg.ConsumerGroupValue | sg.ShareGroupValue"
+                          " | st.StreamsGroupValue")
 
 
 def encode_value(value: RecordValue | None) -> bytes | None:
@@ -312,7 +322,11 @@ def encode_value(value: RecordValue | None) -> bytes | None:
         return cg.encode_value(value)
     from . import share_group_records as sg
 
-    return sg.encode_value(value)
+    if isinstance(value, sg.VALUE_CLASSES):
+        return sg.encode_value(value)
+    from . import streams_group_records as st
+
+    return st.encode_value(value)
 
 
 @overload
@@ -341,7 +355,11 @@ def decode_value(key: RecordKey, data: bytes | None) -> RecordValue | None:
         return cg.decode_value(key, data)
     from . import share_group_records as sg
 
-    return sg.decode_value(key, data)
+    if isinstance(key, sg.KEY_CLASSES):
+        return sg.decode_value(key, data)
+    from . import streams_group_records as st
+
+    return st.decode_value(key, data)
 
 
 # --- group to partition -------------------------------------------------------------------

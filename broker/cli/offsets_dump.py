@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from kafkalite.protocol import consumer_group_records as cg
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol import share_group_records as sg
+from kafkalite.protocol import streams_group_records as st
 from kafkalite.protocol.names import OFFSETS_TOPIC
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
 from kafkalite.protocol.schema_io import Reader
@@ -78,6 +79,10 @@ def key_json(key: co.RecordKey) -> dict[str, Any]:
         return {"type": str(key.record_type), "data": _cg_key_data(key)}
     if isinstance(key, sg.KEY_CLASSES):
         return share_group_key_json(key)
+    if isinstance(key, st.KEY_CLASSES):
+        from .streams_dump import key_json as streams_key_json
+
+        return streams_key_json(key)
     if isinstance(key, co.GroupMetadataKey):
         return {"type": str(co.GROUP_METADATA_KEY), "data": {"group": key.group}}
     return {"type": str(key.version),
@@ -194,6 +199,10 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
     version = int.from_bytes(key_bytes[:2], "big", signed=True)
     if version in sg.KEY_TYPES:
         return _share_group_record_json(version, key_bytes, value_bytes)
+    if version in st.KEY_TYPES:
+        from .streams_dump import record_json as streams_record_json
+
+        return streams_record_json(version, key_bytes, value_bytes)
     try:
         key = co.decode_key(key_bytes, consumer_groups=True)
     except co.UnknownRecordType:
@@ -212,6 +221,10 @@ def record_json(key_bytes: bytes | None, value_bytes: bytes | None) -> dict[str,
             out["value"] = offset_value_json(value, version)
         elif isinstance(value, sg.VALUE_CLASSES):
             out["value"] = share_group_value_json(value)
+        elif isinstance(value, st.VALUE_CLASSES):
+            from .streams_dump import value_json as streams_value_json
+
+            out["value"] = streams_value_json(value)
         elif value is not None:
             out["value"] = consumer_group_value_json(value)
     except Exception as e:

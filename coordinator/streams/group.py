@@ -14,6 +14,7 @@ Timers and records are the membership part's (``streams.membership``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -57,8 +58,9 @@ class StreamsGroup:
     group_id: str
     group_epoch: int = 0
     topology: Topology | None = None
-    #: The partition counts of the topics the topology uses, as last configured.
-    metadata: tuple[tuple[str, int], ...] = ()
+    #: A hash of the partition counts of the topics the topology uses, as last configured
+    #: (kept in the group's metadata record: a reload does not bump the epoch).
+    metadata_hash: int = 0
     configured: Configured | None = None
     target_epoch: int = 0
     target: dict[str, Tasks] = field(default_factory=dict)
@@ -169,12 +171,14 @@ def check_metadata(group: StreamsGroup, topics: Mapping[str, int]) -> bool:
 
     seen = tuple(sorted((t, topics[t]) for t in relevant_topics(group.topology)
                         if t in topics))
-    if group.configured is not None and seen == group.metadata:
+    digest = int.from_bytes(hashlib.blake2b(repr(seen).encode(), digest_size=8).digest(),
+                            "big", signed=True)
+    if group.configured is not None and digest == group.metadata_hash:
         return False
-    group.metadata = seen
-    before = None if group.configured is None else group.configured.task_counts
+    changed = digest != group.metadata_hash
+    group.metadata_hash = digest
     group.configured = configure(group.topology, topics)
-    return group.configured.task_counts != before
+    return changed
 
 
 def compute_target(group: StreamsGroup) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -19,8 +20,9 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from ..partitions import GroupPartitions, PartitionState
 from ..partitions import streams_rebalance_key as rebalance_key
 from ..partitions import streams_session_key as session_key
-from ..results import Outcome
+from ..results import AFTER_WRITE, Outcome, Write
 from . import group as streams
+from . import records
 from .group import StreamsGroup, StreamsHeartbeat, StreamsHeartbeatResult
 
 log = structlog.get_logger("kafkalite.coordinator")
@@ -65,6 +67,7 @@ class StreamsMembership:
             group = StreamsGroup(gid)
             ps.streams_groups[gid] = group
         known = mid in group.members
+        before = records.snapshot(group) if group.group_epoch or group.members else None
         result = streams.heartbeat(group, req, self._topics(),
                                    self.config.streams_heartbeat_interval(gid),
                                    self.config.streams_max_size)
@@ -76,7 +79,7 @@ class StreamsMembership:
             self.timers.cancel(session_key(gid, mid))
             self.timers.cancel(rebalance_key(gid, mid))
             log.info("streams_group.member_left", group=gid, member=mid)
-            return Outcome(result)
+            return self._written(ps.partition, before, group, now, result)
         if not known:
             log.info("streams_group.member_joined", group=gid, member=mid,
                      group_epoch=group.group_epoch)
@@ -89,26 +92,54 @@ class StreamsMembership:
                 self.timers.schedule(rkey, now + member.rebalance_timeout_ms)
         else:
             self.timers.cancel(rkey)
-        return Outcome(result)
+        return self._written(ps.partition, before, group, now, result)
 
-    def _expire(self, key: tuple[Hashable, ...], why: str) -> Outcome:
+    def _written(self, partition: int, before: records.Snapshot | None, group: StreamsGroup,
+                 now: int, result: StreamsHeartbeatResult | None) -> Outcome:
+        """The group's changes written before the answer, as Kafka's coordinator does. The
+        group itself changed already (in place, as classic membership does): their replay
+        sets what it has; a failed append is answered with its error."""
+        written = records.changes(before, group, now)
+        if not written:
+            return Outcome(result)
+
+        def then(append_err: ErrorCode, _now: int) -> Outcome:
+            if append_err is not NO_ERROR and result is not None:
+                return Outcome(StreamsHeartbeatResult(append_err))
+            return Outcome(result)
+
+        return Outcome(AFTER_WRITE if result is not None else None,
+                       writes=[Write(partition, group.group_id, written, then)])
+
+    def replay(self, ps: PartitionState, key: Any, value: Any) -> None:
+        records.replay(ps.streams_groups, key, value)
+
+    def schedule_loaded(self, ps: PartitionState, now: int) -> None:
+        """A loaded partition's members get a full session to heartbeat again."""
+        for gid, group in ps.streams_groups.items():
+            for mid in group.members:
+                self.timers.schedule(session_key(gid, mid),
+                                     now + self.config.streams_session_timeout(gid))
+
+    def _expire(self, key: tuple[Hashable, ...], why: str, now: int) -> Outcome:
         gid, mid = str(key[1]), str(key[2])
         _err, ps = self.registry.group_partition(gid)
         group = None if ps is None else ps.streams_groups.get(gid)
-        if group is None or mid not in group.members:
+        if ps is None or group is None or mid not in group.members:
             return Outcome(None)
         log.info(why, group=gid, member=mid)
+        before = records.snapshot(group)
         streams.remove_member(group, mid)
         self.timers.cancel(session_key(gid, mid))
         self.timers.cancel(rebalance_key(gid, mid))
-        return Outcome(None)
+        return self._written(ps.partition, before, group, now, None)
 
-    def on_session_timer(self, key: tuple[Hashable, ...], _deadline: int, _now: int
+    def on_session_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
                          ) -> Outcome:
         """A member's session expired: it leaves; the others get a new target."""
-        return self._expire(key, "streams_group.member_expired")
+        return self._expire(key, "streams_group.member_expired", now)
 
-    def on_rebalance_timer(self, key: tuple[Hashable, ...], _deadline: int, _now: int
+    def on_rebalance_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
                            ) -> Outcome:
         """A member did not give its revoked tasks up in its rebalance timeout: it is
         removed, as Kafka fences it."""
@@ -118,7 +149,7 @@ class StreamsMembership:
         member = None if group is None else group.members.get(mid)
         if member is None or member.state != streams.UNREVOKED_TASKS:
             return Outcome(None)
-        return self._expire(key, "streams_group.member_revocation_timed_out")
+        return self._expire(key, "streams_group.member_revocation_timed_out", now)
 
     def describe_streams_groups(self, group_ids: Sequence[str]
                                 ) -> list[StreamsGroupDescription]:

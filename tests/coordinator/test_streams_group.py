@@ -257,3 +257,61 @@ def test_bad_requests() -> None:
     empty = StreamsHeartbeat(APP, "", 0)
     res = h.runtime.groups.write(lambda g, now: g.streams_group_heartbeat(now, empty))
     assert (res.error, res.error_message) == (E.invalid_request, "MemberId can't be empty.")
+
+
+# --- records and restart ---------------------------------------------------------------
+
+
+def test_heartbeats_write_kafkas_records_before_answering() -> None:
+    h = make()
+    hb(h, "a", 0)
+    kinds = [type(k).__name__ for k, _v in h.written[-1]]
+    assert kinds == ["StreamsGroupTopologyKey", "StreamsGroupMemberMetadataKey",
+                     "StreamsGroupMetadataKey", "StreamsGroupTargetAssignmentMemberKey",
+                     "StreamsGroupTargetAssignmentMetadataKey",
+                     "StreamsGroupCurrentMemberAssignmentKey"]
+    before = len(h.written)
+    hb(h, "a", 1)  # nothing changed: nothing written
+    assert len(h.written) == before
+    hb(h, "a", -1)
+    kinds = [type(k).__name__ for k, v in h.written[-1] if v is None]
+    assert kinds == ["StreamsGroupCurrentMemberAssignmentKey",
+                     "StreamsGroupTargetAssignmentMemberKey", "StreamsGroupMemberMetadataKey"]
+
+
+def test_a_restarted_coordinator_resumes_the_group_from_its_records() -> None:
+    h = make()
+    hb(h, "a", 0)
+    ready(h)
+    hb(h, "a", 1, frozenset())
+    hb(h, "b", 0)
+    all4 = tasks("0_0", "0_1", "1_0", "1_1")
+    a = hb(h, "a", 2, all4)
+    kept = a.active_tasks
+    assert kept is not None and len(kept) == 2  # a is revoking the other two
+    live = h.core.streams_group(APP)
+    assert live is not None
+
+    again = h.reload()
+    group = again.core.streams_group(APP)
+    assert group is not None
+    assert (group.group_epoch, group.target_epoch, group.topology) == (
+        live.group_epoch, live.target_epoch, live.topology)
+    assert group.members == live.members and group.target == live.target
+    assert group.members["a"].state == UNREVOKED_TASKS
+    # The members go on where they were: a finishes revoking, b takes the rest, and no
+    # epoch moves because of the restart.
+    a = hb(again, "a", 2, kept)
+    assert (a.error, a.member_epoch, a.active_tasks) == (E.none, 3, kept)
+    b = hb(again, "b", 3, frozenset())
+    assert (b.member_epoch, b.active_tasks) == (3, all4 - kept)
+    assert group.state == "Stable"
+    # The loaded members' sessions run from the load: b stops heartbeating and goes.
+    again.advance(SESSION - 1)
+    hb(again, "a", 3)
+    again.advance(1)
+    assert set(group.members) == {"a"}
+    # A deleted group leaves nothing to load.
+    hb(again, "a", -1)
+    assert again.runtime.groups.write(lambda g, now: g.delete_group(now, APP)) is E.none
+    assert again.reload().core.streams_group(APP) is None

@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request
 
 from .java_support import full_classpath, java_command, tools_log_config
 from .test_kafka_streams import _read_all
@@ -102,6 +103,21 @@ def test_two_streams_instances_split_tasks_exactly_once(
         ta, tb = a.tasks() or set(), b.tasks() or set()
         assert not ta & tb
         assert ta | tb == {f"{s}_{p}" for s in (0, 1) for p in range(4)}
+
+        # The broker's view: one streams group, both members with four tasks each.
+        conn = RawConnection(bootstrap)
+        try:
+            d = conn.call(request(89, 0, group_ids=(APP,), include_authorized_operations=False))
+            (g,) = d.groups
+            assert (g.error_code, g.group_state) == (0, "Stable")
+            assert sorted(sum(len(t.partitions) for t in m.assignment.active_tasks)
+                          for m in g.members) == [4, 4]
+            assert {s.subtopology_id for s in g.topology.subtopologies} == {"0", "1"}
+            listed = conn.call(request(16, 5, states_filter=(), types_filter=()))
+            assert [(x.group_type, x.group_state) for x in listed.groups
+                    if x.group_id == APP] == [("streams", "Stable")]
+        finally:
+            conn.close()
 
         # The internal topics, created by the coordinator with the topology's partitions.
         topics = admin.list_topics(timeout=10).topics
