@@ -4,13 +4,15 @@ append, response), without sockets, so that two checkouts can be compared on a b
 machine: ApiVersions v3, Heartbeat v4 of a joined member, OffsetCommit v8 and
 OffsetFetch v8 of one partition (as ``benchmarks.offsets`` sends them), Produce v9
 (acks=1) of one batch of 100 records of 100 bytes to one partition (as a producer's
-linger gathers them), and Metadata v12 of that topic (as a producer asks for it, printed
-after the other rounds). Produce appends about 12 KB per call to a temporary data
-directory (ROUNDS times N calls), removed at the end.
+linger gathers them), a sessionless Fetch v12 of that first batch, and Metadata v12 of
+that topic (as a producer asks for it, printed after the other rounds). Produce appends
+about 12 KB per call to a temporary data directory (ROUNDS times N calls), removed at the
+end.
 
 ```
 python benchmarks/hot_paths.py ROUNDS N     # one JSON line per round: µs of CPU per call
 PROFILE=commit python benchmarks/hot_paths.py 1 N   # cProfile of one path instead
+QUOTA=1 python benchmarks/hot_paths.py ROUNDS N    # with a client quota set (not this client's)
 ```
 
 Run as a file, it measures whichever kafkalite the interpreter imports (older checkouts,
@@ -47,6 +49,7 @@ from kafkalite.protocol.headers import encode_request_header, parse_response_hea
 from kafkalite.protocol.records import NewRecord, build_batch  # noqa: E402
 
 JOIN, SYNC, HEARTBEAT, COMMIT, FETCH, CREATE, PRODUCE = 11, 14, 12, 8, 9, 19, 0
+DATA_FETCH = 1
 GROUP, TOPIC = "hot-group", "hot-topic"
 #: Commits as benchmarks.offsets sends them: generation -1, to a group with no members.
 COMMITS = "hot-commits"
@@ -151,6 +154,21 @@ async def main(rounds: int, n: int) -> None:
     mt = cls(3, 12, "MetadataRequestTopic")
     metadata = frame(req(3, 12, topics=(mt(topic_id=None, name=TOPIC),),
                          allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    dt, dp = cls(DATA_FETCH, 12, "FetchTopic"), cls(DATA_FETCH, 12, "FetchPartition")
+    fetch_req = req(DATA_FETCH, 12, replica_id=-1, max_wait=timedelta(0), min_bytes=1,
+                        max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+                        topics=(dt(topic=TOPIC, partitions=(dp(
+                            partition=0, current_leader_epoch=-1, fetch_offset=0,
+                            last_fetched_epoch=-1, log_start_offset=-1,
+                            partition_max_bytes=16384),)),),
+                        forgotten_topics_data=(), rack_id="")
+    records = frame(fetch_req)
+    if os.environ.get("QUOTA"):
+        from kafkalite.broker.quotas import Alteration
+
+        apis.quota_managers.store.alter([Alteration({"client-id": "other"}, (
+            ("producer_byte_rate", 1e6), ("consumer_byte_rate", 1e6)))], False)
+        assert apis.quota_managers.enabled
     handle = apis.handle
 
     async def run_sync(frames: list[bytes]) -> float:
@@ -186,6 +204,8 @@ async def main(rounds: int, n: int) -> None:
     _corr, off = parse_response_header(bytes(out)[4:], codec(PRODUCE, 9).response_header_flexible)
     answer = decode_response(PRODUCE, 9, bytes(out)[4:], off)
     assert int(answer.responses[0].partition_responses[0].error_code) == 0, answer
+    got = await call(apis, conn, fetch_req)
+    assert len(got.responses[0].partitions[0].records) > 10000, got
     try:
         if os.environ.get("PROFILE"):
             import cProfile
@@ -193,7 +213,7 @@ async def main(rounds: int, n: int) -> None:
 
             which = {"api_versions": [versions] * n, "heartbeat": [hb] * n, "commit": commits,
                      "offset_fetch": [fetch] * n, "produce": [produce] * n,
-                     "metadata": [metadata] * n}
+                     "metadata": [metadata] * n, "fetch": [records] * n}
             frames = which[os.environ["PROFILE"]]
             await run_sync(frames)
             pr = cProfile.Profile()
@@ -202,7 +222,8 @@ async def main(rounds: int, n: int) -> None:
             pr.disable()
             pstats.Stats(pr).sort_stats("tottime").print_stats(40)
         else:
-            await rounds_of(rounds, run_sync, versions, hb, commits, fetch, produce, n)
+            await rounds_of(rounds, run_sync, versions, hb, commits, fetch, produce, records,
+                            n)
             for _ in range(rounds):
                 print(json.dumps({"metadata": await run_sync([metadata] * n)}), flush=True)
     finally:
@@ -211,7 +232,8 @@ async def main(rounds: int, n: int) -> None:
 
 
 async def rounds_of(rounds: int, run_sync: Any, versions: bytes, hb: bytes,
-                    commits: list[bytes], fetch: bytes, produce: bytes, n: int) -> None:
+                    commits: list[bytes], fetch: bytes, produce: bytes, records: bytes,
+                    n: int) -> None:
     for _ in range(rounds):
         row = {
             "api_versions": await run_sync([versions] * n),
@@ -219,6 +241,7 @@ async def rounds_of(rounds: int, run_sync: Any, versions: bytes, hb: bytes,
             "commit": await run_sync(commits),
             "offset_fetch": await run_sync([fetch] * n),
             "produce": await run_sync([produce] * n),
+            "fetch": await run_sync([records] * n),
         }
         print(json.dumps(row), flush=True)
 

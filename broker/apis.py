@@ -45,6 +45,8 @@ from .context import Peer, RequestContext
 from .control.fault_responses import fault_response
 from .control.faults import FaultAction, FaultRule, FaultRules, api_display_name
 from .metrics import BUCKETS_S, FIRST_BUCKET_S, ApiStats, BrokerMetrics
+from .quota_managers import QuotaManagers
+from .throttling import Throttling
 
 log = structlog.get_logger("kafkalite.apis")
 
@@ -120,6 +122,9 @@ class KafkaApis:
         self._fast: dict[tuple[int, int], _Entry] = {}
         #: Told the id of every connection that closes (share sessions end with theirs).
         self.disconnect_listeners: list[Callable[[int], None]] = []
+        #: Client quotas: requests go through ``throttling`` once any is set.
+        self.quota_managers = QuotaManagers()
+        self.throttling: Throttling | None = None
 
     @property
     def authorizer(self) -> Authorizer:
@@ -234,6 +239,10 @@ class KafkaApis:
             if rule is not None:
                 return self._observed(reg.stats, t0,
                                       self._fault(rule, c, reg, ctx, request))
+        if self.quota_managers.enabled and self.throttling is not None:
+            return self._observed(reg.stats, t0, self.throttling.serve(
+                conn, c, reg.handler, ctx, request, len(frame),
+                partial(self._finish, c, correlation_id)))
         try:
             result = reg.handler(ctx, request)
         except ProtocolError:

@@ -64,11 +64,13 @@ from .control.faults import FaultRules
 from .control.scenarios import CoordinatorScenarios
 from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
+from .quota_managers import QuotaManagers
 from .quotas import ClientQuotaStore
 from .routes import routes
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .share.path import BuiltShare, SharePath
+from .throttling import Throttling
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:
@@ -431,11 +433,18 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                      release(config.text("kafkalite.as.version")), cluster.node_id)
     apis.disconnect_listeners.append(share.disconnected)
     quotas = ClientQuotaStore(config.data_dir)
+    quota_managers = QuotaManagers(
+        quotas, config.int("quota.window.num"), config.int("quota.window.size.seconds"),
+        config.int("controller.quota.window.num"),
+        config.int("controller.quota.window.size.seconds"), scheduler.clock.now_ms)
+    apis.quota_managers = quota_managers
+    apis.throttling = Throttling(quota_managers, scheduler)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     consumer_protocol = "consumer" in rebalance_protocols(config)
     node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
                           security=security, quotas=quotas, dynamic=dynamic,
+                          quota_managers=quota_managers,
                           metrics=control.metrics, share=share,
                           consumer_protocol=consumer_protocol)
     peers: list[tuple[Cluster, KafkaApis]] = []
@@ -566,6 +575,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
             node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release,
                                   node.node_id)
             node_apis.disconnect_listeners.extend(apis.disconnect_listeners)
+            # One set of quota managers for the process: its nodes share the rates.
+            node_apis.quota_managers, node_apis.throttling = apis.quota_managers, apis.throttling
             sessions = FetchSessionCache(
                 config.int("max.incremental.fetch.session.cache.slots"),
                 fetch_sessions.clock)

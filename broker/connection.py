@@ -72,6 +72,8 @@ class KafkaConnection(asyncio.Protocol):
         #: Frames read but not yet served (flow control holds them back).
         self._backlog: deque[bytes] = deque()
         self._write_paused = False
+        #: Throttled by a client quota: nothing more is read until the broker clock says.
+        self._muted = False
         self._reading_paused = False
         self.last_active = time.monotonic()
         #: When the read that brought the frames being served arrived (request times
@@ -95,6 +97,15 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.abort()
                 return
             self._counted = True
+        throttling = self.apis.throttling
+        if throttling is not None and not throttling.admit(self, self.peer_host):
+            # Over its IP's connection_creation_rate: held unread, closed later, uncounted.
+            if self._counted and self._quotas is not None:
+                self._counted = False
+                self._quotas.release(self.peer_host)
+            self.closed = True
+            self.transport.pause_reading()
+            return
         high = self.limits.write_high_water
         self.transport.set_write_buffer_limits(high=high, low=high // 4)
         self._registry.add(self)
@@ -184,7 +195,7 @@ class KafkaConnection(asyncio.Protocol):
         for i, frame in enumerate(frames):
             if self.closed:
                 return
-            if self._write_paused or len(pending) >= limit:
+            if self._write_paused or len(pending) >= limit or self._muted:
                 self._backlog.extend(frames[i:])
                 break
             try:
@@ -269,7 +280,7 @@ class KafkaConnection(asyncio.Protocol):
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
             return
-        pause = self._write_paused or bool(self._backlog)
+        pause = self._write_paused or bool(self._backlog) or self._muted
         if pause == self._reading_paused:
             return
         self._reading_paused = pause
@@ -338,6 +349,22 @@ class KafkaConnection(asyncio.Protocol):
         if ready:
             transport.write(b"".join(ready))
         transport.close()
+
+    # --- client quotas (broker/throttling.py) ---------------------------------------------
+
+    def mute(self) -> None:
+        self._muted = True
+
+    def unmute(self) -> None:
+        self._muted = False
+        if self._backlog and not self._write_paused:
+            self._serve_backlog()
+        else:
+            self._update_reading()
+
+    def abort_throttled(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
 
     def abort_idle(self, reason: str) -> None:
         """Close for a limit the client ran into (idle, a request never completed)."""

@@ -31,6 +31,8 @@ class RequestContext:
     client_port: int
     listener: str
     connection_id: int
+    #: A throttle the handler found (a controller mutation quota), for the response.
+    throttle_ms: int = 0
 
     @property
     def api_version(self) -> int:

@@ -2,15 +2,14 @@
 an IP), altered and described with the rules of Kafka's ``ClientQuotaControlManager`` and
 ``ClientQuotasImage``, kept in ``<data dir>/__client_quotas.json``.
 
-They are stored and described, not enforced: no request is throttled
-(docs/compatibility.md).
+They are enforced by ``quota_managers.py``, told of every change through ``listeners``.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +66,8 @@ class ClientQuotaStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILENAME
         self.quotas: dict[Entity, dict[str, float]] = {}
+        #: Told the quotas after every change (the quota managers).
+        self.listeners: list[Callable[[Mapping[Entity, Mapping[str, float]]], None]] = []
         if self.path.exists():
             for row in json.loads(self.path.read_text())["quotas"]:
                 entity = entity_key({e["type"]: e["name"] for e in row["entity"]})
@@ -107,6 +108,8 @@ class ClientQuotaStore:
             changes.append((key, ops))
         if not validate_only and self._apply(changes):
             self._save()
+            for listener in self.listeners:
+                listener(self.quotas)
         return list(results.values())
 
     def _apply(self, changes: list[tuple[Entity, dict[str, float | None]]]) -> bool:

@@ -50,6 +50,7 @@ from .handlers import (
 from .handlers.fetch_session import FetchSessionCache
 from .handlers.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
+from .quota_managers import QuotaManagers
 from .quotas import ClientQuotaStore
 from .security.setup import SecurityState
 from .share.path import SharePath
@@ -148,10 +149,12 @@ def routes(
     metrics: BrokerMetrics,
     share: SharePath,
     consumer_protocol: bool = True,
+    quota_managers: QuotaManagers | None = None,
 ) -> list[Route]:
     """``consumer_protocol``: KIP-848 consumer groups are enabled
     (``group.coordinator.rebalance.protocols`` lists ``consumer``)."""
     group_acl = groups.GroupAcl()
+    mutations = (quota_managers or QuotaManagers()).mutation
     verify = TxnVerification(txn, storage.config)
     return [
         # --- data ---------------------------------------------------------------------
@@ -176,11 +179,11 @@ def routes(
                partial(describe_topics.describe_topic_partitions, cluster, storage, access,
                        storage.config.int("max.request.partition.size.limit"))),
         _route(topics.CREATE_TOPICS, topics.VERSIONS,
-               partial(topics.create_topics, cluster, storage, access)),
+               partial(topics.create_topics, cluster, storage, access, mutations)),
         _route(topics.DELETE_TOPICS, topics.VERSIONS,
-               partial(topics.delete_topics, storage, access)),
+               partial(topics.delete_topics, storage, access, mutations)),
         _route(topics.CREATE_PARTITIONS, topics.VERSIONS,
-               partial(topics.create_partitions, cluster, storage, access)),
+               partial(topics.create_partitions, cluster, storage, access, mutations)),
         _route(configs.DESCRIBE_CONFIGS, configs.VERSIONS,
                partial(configs.describe_configs, cluster, storage, dynamic, access)),
         _route(configs.ALTER_CONFIGS, configs.VERSIONS,

@@ -36,6 +36,11 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "max.connections.per.ip.overrides": ("", str),
     "connections.max.idle.ms": ("600000", int),
     "queued.max.requests": ("500", int),
+    # Client quotas' rate windows (broker/quota_managers.py).
+    "quota.window.num": ("11", int),
+    "quota.window.size.seconds": ("1", int),
+    "controller.quota.window.num": ("11", int),
+    "controller.quota.window.size.seconds": ("1", int),
     # kafkalite's own: a frame begun and not completed within this is closed; a
     # connection stops reading while this many response bytes wait to be sent.
     "connections.max.partial.request.ms": ("30000", int),

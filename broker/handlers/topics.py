@@ -24,6 +24,8 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..config.properties import Config
 from ..context import RequestContext
+from ..quota_managers import ControllerMutationQuota, MutationQuotaManager, ThrottlingQuotaExceeded
+from ..throttling import user_of
 from ..topic_store import Storage
 from .configs import CONFIG_TYPES, topic_configs
 
@@ -41,6 +43,23 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
 }
 
 NULL_UUID = uuid.UUID(int=0)
+#: The first versions answering THROTTLING_QUOTA_EXCEEDED (KIP-599); older ones are
+#: throttled without refusing.
+STRICT_MUTATION_SINCE: dict[int, int] = {CREATE_TOPICS: 6, DELETE_TOPICS: 5, CREATE_PARTITIONS: 3}
+
+
+def _mutation_quota(mutations: MutationQuotaManager, ctx: RequestContext
+                    ) -> ControllerMutationQuota:
+    strict = ctx.api_version >= STRICT_MUTATION_SINCE[ctx.header.api_key]
+    return mutations.quota_for(user_of(ctx.principal), ctx.client_id, strict, mutations.now())
+
+
+def _charge(quota: ControllerMutationQuota, partitions: int) -> None:
+    """Take ``partitions`` from the controller mutation quota, or refuse the topic."""
+    try:
+        quota.record(partitions)
+    except ThrottlingQuotaExceeded as e:
+        raise TopicError(ErrorCode.throttling_quota_exceeded, str(e)) from e
 
 class TopicError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
@@ -108,15 +127,15 @@ def _partitions_and_rf(nodes: set[int], config: Config, t: Any
     return n, rf, None
 
 
-def create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
-                  req: Any) -> Any:
+def create_topics(cluster: Cluster, storage: Storage, access: Access,
+                  mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
     # The catalogue is written once for the request, before the answer, not once a topic.
     with storage.catalog.batch():
-        return _create_topics(cluster, storage, access, ctx, req)
+        return _create_topics(cluster, storage, access, mutations, ctx, req)
 
 
-def _create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,
-                   req: Any) -> Any:
+def _create_topics(cluster: Cluster, storage: Storage, access: Access,
+                   mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
     result_t = nested(resp_t, "CreatableTopicResult")
     v5 = ctx.api_version >= 5
@@ -126,6 +145,7 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Requ
     cluster_create = access.permits(ctx, Operation.CREATE, ResourceType.CLUSTER,
                                     CLUSTER_NAME)
     results = []
+    quota = _mutation_quota(mutations, ctx)
     for t in req.topics:
         name = t.name
         try:
@@ -166,6 +186,7 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Requ
                     raise TopicError(ErrorCode.invalid_config, str(e)) from e
                 if c.value is not None:
                     configs[c.name] = c.value
+            _charge(quota, n)
             # Kafka's controller draws the topic id before it validates, so a
             # validate-only answer carries one too (never used).
             topic_id = uuid.uuid4()
@@ -201,11 +222,13 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access, ctx: Requ
                 error_message=e.message, num_partitions=-1, replication_factor=-1,
                 configs=(),
             ))
+    ctx.throttle_ms = quota.throttle_time(mutations.now())
     return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-def _delete_one(storage: Storage, access: Access, ctx: RequestContext, name: str | None,
-                tid: uuid.UUID | None) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
+def _delete_one(storage: Storage, access: Access, quota: ControllerMutationQuota,
+                ctx: RequestContext, name: str | None, tid: uuid.UUID | None
+                ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
     if name is not None and tid not in (None, NULL_UUID):
         return name, tid or NULL_UUID, ErrorCode.invalid_request, \
             "Topic name and topic id cannot both be specified."
@@ -233,12 +256,17 @@ def _delete_one(storage: Storage, access: Access, ctx: RequestContext, name: str
     if not storage.config.bool("delete.topic.enable"):
         return info.name, info.topic_id, ErrorCode.topic_deletion_disabled, \
             "Topic deletion is disabled."
+    try:
+        _charge(quota, info.partitions)
+    except TopicError as e:
+        return info.name, info.topic_id, e.code, e.message
     storage.catalog.delete(info.name)
     log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
     return info.name, info.topic_id, NO_ERROR, None
 
 
-def delete_topics(storage: Storage, access: Access, ctx: RequestContext, req: Any) -> Any:
+def delete_topics(storage: Storage, access: Access, mutations: MutationQuotaManager,
+                  ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(DELETE_TOPICS, ctx.api_version).response_type
     result_t = nested(resp_t, "DeletableTopicResult")
     if ctx.api_version >= 6:
@@ -246,19 +274,22 @@ def delete_topics(storage: Storage, access: Access, ctx: RequestContext, req: An
     else:
         wanted = [(name, None) for name in req.topic_names]
     results = []
+    quota = _mutation_quota(mutations, ctx)
     for name, tid in wanted:
-        rname, rid, err, msg = _delete_one(storage, access, ctx, name, tid)
+        rname, rid, err, msg = _delete_one(storage, access, quota, ctx, name, tid)
         results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
                              error_message=msg))
+    ctx.throttle_ms = quota.throttle_time(mutations.now())
     return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
 def create_partitions(cluster: Cluster, storage: Storage, access: Access,
-                      ctx: RequestContext, req: Any) -> Any:
+                      mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(CREATE_PARTITIONS, ctx.api_version).response_type
     result_t = nested(resp_t, "CreatePartitionsTopicResult")
     dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
     results = []
+    quota = _mutation_quota(mutations, ctx)
     for t in req.topics:
         err, msg = NO_ERROR, None
         info = storage.catalog.get(t.name)
@@ -280,12 +311,19 @@ def create_partitions(cluster: Cluster, storage: Storage, access: Access,
         elif t.assignments is not None and not _valid_new(cluster, info, t, count):
             err, msg = ErrorCode.invalid_replica_assignment, \
                 f"Invalid replica assignment for topic {t.name}."
-        elif not req.validate_only:
+        else:
+            try:
+                _charge(quota, count - info.partitions)
+            except TopicError as e:
+                err, msg = e.code, e.message
+        if err is NO_ERROR and not req.validate_only:
+            assert info is not None
             chosen = None if t.assignments is None else [
                 [int(b) for b in a.broker_ids] for a in t.assignments]
             storage.catalog.set_partitions(t.name, count, chosen)
             log.info("topic.partitions_added", topic=t.name, partitions=count)
         results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
+    ctx.throttle_ms = quota.throttle_time(mutations.now())
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
 

@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (registers the scenarios)
     scenarios_data,
     scenarios_groups,
     scenarios_meta,
+    scenarios_quotas,
     scenarios_share,
     scenarios_share_fetch,
     scenarios_txn,

@@ -1,0 +1,193 @@
+"""Client quotas enforced, seen by real clients over TCP: a confluent-kafka producer and
+consumer under ``producer_byte_rate``/``consumer_byte_rate`` quotas on their client id and
+on a SASL user, the throttle time librdkafka reports (its statistics' ``throttle``), the
+throughput held to the quota, and a muted connection on the manual clock.
+
+Quotas use two windows of one second (``quota.window.num=2``) so a few tens of KB are
+throttled at once and each test runs in a few seconds."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from kafkalite.broker.quotas import Alteration
+from kafkalite.broker.security.fixture import SecuritySetup
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection, request, request_class
+
+Factory = Callable[..., BrokerThread]
+ALTER_CLIENT_QUOTAS, CREATE_TOPICS = 49, 19
+WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
+
+
+def set_quota(bootstrap: str, entity: dict[str, str | None], key: str,
+              value: float | None) -> None:
+    """AlterClientQuotas v1 over the wire, as kafka-configs sends it."""
+    entity_t = request_class(ALTER_CLIENT_QUOTAS, 1, "EntityData")
+    op_t = request_class(ALTER_CLIENT_QUOTAS, 1, "OpData")
+    entry_t = request_class(ALTER_CLIENT_QUOTAS, 1, "EntryData")
+    conn = RawConnection(bootstrap, "quota-admin")
+    try:
+        resp = conn.call(request(ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=(
+            entry_t(entity=tuple(entity_t(entity_type=t, entity_name=n)
+                                 for t, n in entity.items()),
+                    ops=(op_t(key=key, value=value or 0.0, remove=value is None),)),)))
+    finally:
+        conn.close()
+    assert [e.error_code for e in resp.entries] == [0]
+
+
+class Stats:
+    """librdkafka's statistics: the largest broker throttle time it has reported."""
+
+    def __init__(self) -> None:
+        self.throttle_max = 0
+
+    def __call__(self, raw: str) -> None:
+        doc = json.loads(raw)
+        for b in doc.get("brokers", {}).values():
+            self.throttle_max = max(self.throttle_max, int(b.get("throttle", {}).get("max", 0)))
+
+
+def produce_all(conf: dict[str, Any], topic: str, count: int, size: int,
+                stats: Stats) -> float:
+    p = Producer({**conf, "statistics.interval.ms": 200, "stats_cb": stats,
+                  "linger.ms": 5, "batch.size": 4096})
+    started = time.monotonic()
+    payload = b"x" * size
+    for _ in range(count):
+        p.produce(topic, payload)
+        p.poll(0)
+    assert p.flush(30) == 0
+    elapsed = time.monotonic() - started
+    p.poll(0.5)  # one more statistics round after the last response
+    return elapsed
+
+
+def test_producer_client_id_quota(make_broker: Factory) -> None:
+    b = make_broker(WINDOWS)
+    set_quota(b.bootstrap, {"client-id": "slowpoke"}, "producer_byte_rate", 10240)
+    fast, slow = Stats(), Stats()
+    conf = {"bootstrap.servers": b.bootstrap}
+    # 40 KB at 10 KB/s: about three seconds beyond the first window's allowance.
+    elapsed_fast = produce_all({**conf, "client.id": "quick"}, "q", 40, 1024, fast)
+    elapsed_slow = produce_all({**conf, "client.id": "slowpoke"}, "q", 40, 1024, slow)
+    assert fast.throttle_max == 0
+    assert slow.throttle_max > 0
+    # Held to the quota: 40 KB cannot leave faster than the quota lets it.
+    assert elapsed_slow >= 2.0 > elapsed_fast
+    # Removed, the quota stops throttling (the sensor keeps no bound).
+    set_quota(b.bootstrap, {"client-id": "slowpoke"}, "producer_byte_rate", None)
+    again = Stats()
+    assert produce_all({**conf, "client.id": "slowpoke"}, "q", 40, 1024, again) < 2.0
+
+
+def _fill(bootstrap: str, topic: str, count: int, size: int) -> None:
+    # Batches of 4 KB: a throttled fetch answers with no records, so a batch bigger than
+    # one quota window's allowance would never be delivered (as on Kafka).
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096})
+    for _ in range(count):
+        p.produce(topic, b"y" * size)
+    assert p.flush(30) == 0
+
+
+def consume_all(conf: dict[str, Any], topic: str, count: int, stats: Stats) -> float:
+    c = Consumer({**conf, "group.id": f"g-{conf['client.id']}", "auto.offset.reset": "earliest",
+                  "statistics.interval.ms": 200, "stats_cb": stats,
+                  "max.partition.fetch.bytes": 4096})
+    c.subscribe([topic])
+    got = 0
+    started = time.monotonic()
+    deadline = started + 30
+    while got < count and time.monotonic() < deadline:
+        msgs = c.consume(100, 0.2)
+        got += sum(1 for m in msgs if m.error() is None)
+    elapsed = time.monotonic() - started
+    c.consume(1, 0.5)
+    c.close()
+    assert got == count
+    return elapsed
+
+
+def test_consumer_client_id_quota(make_broker: Factory) -> None:
+    b = make_broker(WINDOWS)
+    _fill(b.bootstrap, "c", 40, 1024)
+    set_quota(b.bootstrap, {"client-id": None}, "consumer_byte_rate", 10240)
+    slow = Stats()
+    conf = {"bootstrap.servers": b.bootstrap}
+    # The default client-id quota applies to every client id, each on its own.
+    elapsed = consume_all({**conf, "client.id": "reader"}, "c", 40, slow)
+    assert slow.throttle_max > 0
+    assert elapsed >= 2.0
+
+
+def test_user_quota_over_sasl(make_broker: Factory) -> None:
+    b = make_broker(WINDOWS, security=SecuritySetup(
+        "SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-256",),
+        users={"alice": "alice-secret", "bob": "bob-secret"}))
+    # Set in the broker's quota store, as AlterClientQuotas would (over SASL).
+    store = b.inner.apis.quota_managers.store
+    assert store is not None
+    b.call(lambda: store.alter(
+        [Alteration({"user": "alice"}, (("producer_byte_rate", 10240.0),))], False))
+    alice, bob = Stats(), Stats()
+    a = b.client("alice").librdkafka()
+    o = b.client("bob").librdkafka()
+    # Two client ids of alice share her user quota; bob has none.
+    t_bob = produce_all({**o, "client.id": "one"}, "u", 40, 1024, bob)
+    t_alice = produce_all({**a, "client.id": "one"}, "u", 20, 1024, alice)
+    t_alice += produce_all({**a, "client.id": "two"}, "u", 20, 1024, alice)
+    assert bob.throttle_max == 0 and alice.throttle_max > 0
+    assert t_alice >= 2.0 > t_bob
+
+
+def test_muted_connection_follows_the_manual_clock(make_broker: Factory) -> None:
+    """The answer comes at once with its throttle time; the connection's next request is
+    read only once the broker's clock has moved past it."""
+    b = make_broker({"controller.quota.window.num": "2"}, manual_clock=True)
+    set_quota(b.bootstrap, {"client-id": "creator"}, "controller_mutation_rate", 1.0)
+    conn = RawConnection(b.bootstrap, "creator")
+    topic_t = request_class(CREATE_TOPICS, 7, "CreatableTopic")
+
+    def create(name: str, partitions: int) -> Any:
+        return request(CREATE_TOPICS, 7, timeout=timedelta(seconds=10), validate_only=False,
+                       topics=(
+            topic_t(name=name, num_partitions=partitions, replication_factor=1,
+                    assignments=(), configs=()),))
+
+    try:
+        # Burst: 2 windows x 1 s x 1/s = 2 tokens. A request within them passes even when
+        # it leaves a debt (5 partitions: 3 tokens short), and is not throttled itself.
+        first = conn.call(create("t1", 5))
+        assert first.topics[0].error_code == 0
+        assert first.throttle_time == timedelta(0)
+        # The next is refused while in debt (v6+), throttled for the debt's repayment.
+        second = conn.call(create("t2", 1))
+        assert second.topics[0].error_code == 89  # THROTTLING_QUOTA_EXCEEDED
+        assert second.topics[0].error_message == "The throttling quota has been exceeded."
+        assert second.throttle_time == timedelta(seconds=3)
+        # Sent while muted: not read, so not answered, until the clock moves 3 s.
+        conn.sock.sendall(conn.frame(create("t3", 1)))
+        conn.sock.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            conn.sock.recv(1, socket.MSG_PEEK)
+        b.advance(2999)
+        with pytest.raises(socket.timeout):
+            conn.sock.recv(1, socket.MSG_PEEK)
+        b.advance(1)
+        conn.sock.settimeout(10)
+        (size,) = struct.unpack(">i", conn._recv_exact(4))
+        assert len(conn._recv_exact(size)) == size
+        assert "t3" in b.call(lambda: {t.name for t in b.inner.storage.catalog})
+        assert "t2" not in b.call(lambda: {t.name for t in b.inner.storage.catalog})
+    finally:
+        conn.close()
