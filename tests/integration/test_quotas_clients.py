@@ -191,3 +191,58 @@ def test_muted_connection_follows_the_manual_clock(make_broker: Factory) -> None
         assert "t2" not in b.call(lambda: {t.name for t in b.inner.storage.catalog})
     finally:
         conn.close()
+
+
+def test_request_percentage_caps_the_throttle_at_one_window(make_broker: Factory) -> None:
+    b = make_broker(WINDOWS)
+    # A thousandth of a percent of one thread: any request is far over it.
+    set_quota(b.bootstrap, {"client-id": "busy"}, "request_percentage", 0.001)
+    busy, idle = RawConnection(b.bootstrap, "busy"), RawConnection(b.bootstrap, "idle")
+    try:
+        meta = request(3, 12, topics=None, allow_auto_topic_creation=False,
+                       include_topic_authorized_operations=False)
+        assert idle.call(meta).throttle_time == timedelta(0)
+        # The request quota throttles for at most one quota window (1 s here).
+        assert busy.call(meta).throttle_time == timedelta(seconds=1)
+    finally:
+        busy.close()
+        idle.close()
+
+
+def test_connection_creation_rate_by_ip(make_broker: Factory) -> None:
+    """Over its IP's rate a new connection is held unread, then closed when the throttle
+    time has passed on the broker's clock; it is not counted against the rate."""
+    from .test_limits import connect, served
+
+    b = make_broker(WINDOWS, manual_clock=True)
+    set_quota(b.bootstrap, {"ip": "127.0.0.1"}, "connection_creation_rate", 2)
+    first, second = connect(b), connect(b)
+    assert served(first) and served(second)
+    third = connect(b)
+    try:
+        third.sendall(api_versions_frame())
+        third.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            third.recv(1)
+        # 3 connections in the first second against 2/s: held (3 - 2) / 2 * 1 s.
+        b.advance(499)
+        with pytest.raises(socket.timeout):
+            third.recv(1)
+        b.advance(1)
+        third.settimeout(5)
+        try:
+            assert third.recv(1) == b""
+        except ConnectionResetError:
+            pass  # closed with the request unread
+        b.advance(2000)
+        fourth = connect(b)
+        assert served(fourth)
+        fourth.close()
+    finally:
+        for s in (first, second, third):
+            s.close()
+
+
+def api_versions_frame() -> bytes:
+    body = struct.pack(">hhih", 18, 0, 1, -1)
+    return struct.pack(">i", len(body)) + body
