@@ -45,8 +45,8 @@ from .context import Peer, RequestContext
 from .control.fault_responses import fault_response
 from .control.faults import FaultAction, FaultRule, FaultRules, api_display_name
 from .metrics import BUCKETS_S, FIRST_BUCKET_S, ApiStats, BrokerMetrics
-from .quota_managers import QuotaManagers
-from .throttling import Throttling
+from .quotas.managers import QuotaManagers
+from .quotas.throttling import Throttling
 
 log = structlog.get_logger("kafkalite.apis")
 

@@ -64,13 +64,13 @@ from .control.faults import FaultRules
 from .control.scenarios import CoordinatorScenarios
 from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
-from .quota_managers import QuotaManagers
 from .quotas import ClientQuotaStore
+from .quotas.managers import QuotaManagers
+from .quotas.throttling import Throttling
 from .routes import routes
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .share.path import BuiltShare, SharePath
-from .throttling import Throttling
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:

@@ -350,7 +350,7 @@ class KafkaConnection(asyncio.Protocol):
             transport.write(b"".join(ready))
         transport.close()
 
-    # --- client quotas (broker/throttling.py) ---------------------------------------------
+    # --- client quotas (broker/quotas/throttling.py) --------------------------------------
 
     def mute(self) -> None:
         self._muted = True

@@ -50,8 +50,8 @@ from .handlers import (
 from .handlers.fetch_session import FetchSessionCache
 from .handlers.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
-from .quota_managers import QuotaManagers
 from .quotas import ClientQuotaStore
+from .quotas.managers import QuotaManagers
 from .security.setup import SecurityState
 from .share.path import SharePath
 from .topic_store import Storage

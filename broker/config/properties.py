@@ -36,7 +36,7 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "max.connections.per.ip.overrides": ("", str),
     "connections.max.idle.ms": ("600000", int),
     "queued.max.requests": ("500", int),
-    # Client quotas' rate windows (broker/quota_managers.py).
+    # Client quotas' rate windows (broker/quotas/managers.py).
     "quota.window.num": ("11", int),
     "quota.window.size.seconds": ("1", int),
     "controller.quota.window.num": ("11", int),

@@ -24,8 +24,12 @@ from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..config.properties import Config
 from ..context import RequestContext
-from ..quota_managers import ControllerMutationQuota, MutationQuotaManager, ThrottlingQuotaExceeded
-from ..throttling import user_of
+from ..quotas.managers import (
+    ControllerMutationQuota,
+    MutationQuotaManager,
+    ThrottlingQuotaExceeded,
+    user_of,
+)
 from ..topic_store import Storage
 from .configs import CONFIG_TYPES, topic_configs
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.quota_managers import (
+from kafkalite.broker.quotas import Alteration, ClientQuotaStore
+from kafkalite.broker.quotas.managers import (
     ClientQuotaManager,
     QuotaManagers,
     ThrottlingQuotaExceeded,
 )
-from kafkalite.broker.quota_rates import Rate, RateSensor, Window
-from kafkalite.broker.quotas import Alteration, ClientQuotaStore
+from kafkalite.broker.quotas.rates import Rate, RateSensor, Window
 from kafkalite.timekeeping.clock import ManualClock
 
 T0 = 1_000_000

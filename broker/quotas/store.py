@@ -2,7 +2,7 @@
 an IP), altered and described with the rules of Kafka's ``ClientQuotaControlManager`` and
 ``ClientQuotasImage``, kept in ``<data dir>/__client_quotas.json``.
 
-They are enforced by ``quota_managers.py``, told of every change through ``listeners``.
+They are enforced by ``managers.py``, told of every change through ``listeners``.
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ from kafkalite.protocol.defaults import error_response
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.timekeeping.scheduler import Scheduler
 
-from .context import RequestContext
-from .handlers.fetch import encode_response as encode_fetch
-from .handlers.fetch_session import replica_id
-from .quota_managers import QuotaManagers
+from ..context import RequestContext
+from ..handlers.fetch import encode_response as encode_fetch
+from ..handlers.fetch_session import replica_id
+from .managers import QuotaManagers, user_of
 
 log = structlog.get_logger("kafkalite.throttling")
 
@@ -57,11 +57,6 @@ class Mutable(Protocol):
     def unmute(self) -> None: ...
 
     def abort_throttled(self) -> None: ...
-
-
-def user_of(principal: str) -> str:
-    """The user a quota names: the principal's name without its type."""
-    return principal.partition(":")[2] or principal
 
 
 class Throttling:

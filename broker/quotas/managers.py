@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 
 from kafkalite.protocol.errors import ErrorCode
 
-from .quota_rates import MutationSensor, RateSensor, Window
-from .quotas import CLIENT_ID, IP, USER, ClientQuotaStore, Entity
+from .rates import MutationSensor, RateSensor, Window
+from .store import CLIENT_ID, IP, USER, ClientQuotaStore, Entity
 
 PRODUCE = "producer_byte_rate"
 FETCH = "consumer_byte_rate"
@@ -45,6 +45,11 @@ def _part(names: Mapping[str, str | None], etype: str) -> Part:
         return None
     name = names[etype]
     return DEFAULT if name is None else "=" + name
+
+
+def user_of(principal: str) -> str:
+    """The user a quota names: the principal's name without its type."""
+    return principal.partition(":")[2] or principal
 
 
 class ClientQuotaManager:
