@@ -71,6 +71,8 @@ from .routes import routes
 from .security.setup import SecurityState, build_security
 from .server import AdminListener, Broker
 from .share.path import BuiltShare, SharePath
+from .telemetry.clients import ClientRegistry
+from .telemetry.instances import Instances
 from .topic_store import Storage, TopicConfigs
 
 if TYPE_CHECKING:
@@ -439,13 +441,16 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         config.int("controller.quota.window.size.seconds"), scheduler.clock.now_ms)
     apis.quota_managers = quota_managers
     apis.throttling = Throttling(quota_managers, scheduler)
+    clients = ClientRegistry(Instances(dynamic.client_metrics, scheduler.clock.now_ms,
+                                       partial(config.int, "telemetry.max.bytes")))
+    apis.disconnect_listeners.append(clients.disconnected)
     fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                        scheduler.clock.now_ms)
     consumer_protocol = "consumer" in rebalance_protocols(config)
     node_routes = partial(routes, storage=storage, access=access, runtime=runtime, txn=txn,
                           security=security, quotas=quotas, dynamic=dynamic,
                           quota_managers=quota_managers,
-                          metrics=control.metrics, share=share,
+                          metrics=control.metrics, share=share, clients=clients,
                           consumer_protocol=consumer_protocol)
     peers: list[tuple[Cluster, KafkaApis]] = []
     replicas: ReplicaManager | None = None
@@ -472,6 +477,9 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     )
     if replicas is not None:
         control.view.nodes = broker
+    clients.connections = lambda: broker.connections
+    control.view.clients = clients
+    control.metrics.clients = clients.families
     return broker
 
 

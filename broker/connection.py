@@ -80,6 +80,8 @@ class KafkaConnection(asyncio.Protocol):
         #: for /metrics run from here, as Kafka's from a request's arrival).
         self.received_at = self.last_active
         self.partial_since: float | None = None
+        #: When the connection was accepted, ms on the broker's clock (set by the listener).
+        self.connected_at = 0
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 

@@ -86,6 +86,8 @@ class BrokerMetrics:
         self.schema_registry: Callable[[], Mapping[str, int]] | None = None
         #: The share-partitions' counters (``broker.share.stats.ShareCounters.totals``).
         self.share: Callable[[], Mapping[str, int]] | None = None
+        #: The connected clients and their pushed metrics (``telemetry.clients``).
+        self.clients: Callable[[], Iterable[Metric]] | None = None
 
     # --- the request path -----------------------------------------------------------------
 
@@ -216,6 +218,8 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
 
     if m.share is not None:
         yield from _share_families(m.share())
+    if m.clients is not None:
+        yield from m.clients()
 
     rows = m.group_rows()
     by_state = dict.fromkeys(GROUP_STATES, 0)

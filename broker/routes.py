@@ -44,6 +44,7 @@ from .handlers import (
     scram_credentials,
     share_groups,
     streams_groups,
+    telemetry,
     topics,
     txn_offsets,
 )
@@ -54,6 +55,7 @@ from .quotas import ClientQuotaStore
 from .quotas.managers import QuotaManagers
 from .security.setup import SecurityState
 from .share.path import SharePath
+from .telemetry.clients import ClientRegistry
 from .topic_store import Storage
 
 if TYPE_CHECKING:
@@ -148,6 +150,7 @@ def routes(
     fetch_sessions: FetchSessionCache,
     metrics: BrokerMetrics,
     share: SharePath,
+    clients: ClientRegistry,
     consumer_protocol: bool = True,
     quota_managers: QuotaManagers | None = None,
 ) -> list[Route]:
@@ -192,7 +195,8 @@ def routes(
                partial(configs.incremental_alter_configs, cluster, storage, dynamic, access)),
         _route(config_resources.LIST_CONFIG_RESOURCES, config_resources.VERSIONS,
                partial(config_resources.list_config_resources, cluster, storage,
-                       dynamic.groups), acl=cluster_admin.cluster_describe_configs_acl),
+                       dynamic.groups, dynamic.client_metrics),
+               acl=cluster_admin.cluster_describe_configs_acl),
         _route(client_quotas.DESCRIBE_CLIENT_QUOTAS, client_quotas.VERSIONS,
                partial(client_quotas.describe_client_quotas, quotas),
                acl=cluster_admin.cluster_describe_configs_acl),
@@ -223,7 +227,13 @@ def routes(
                partial(cluster_admin.alter_reassignments, cluster, storage),
                acl=cluster_admin.cluster_alter_acl),
         _route(api_versions.API_VERSIONS, api_versions.VERSIONS,
-               partial(api_versions.api_versions, apis, {}, cluster)),
+               partial(api_versions.api_versions, apis, {}, cluster, clients)),
+        # KIP-714 client telemetry, with the built-in receiver (Kafka: with a plugin).
+        _route(telemetry.GET_TELEMETRY_SUBSCRIPTIONS, telemetry.VERSIONS,
+               partial(telemetry.get_telemetry_subscriptions, clients,
+                       partial(storage.config.int, "telemetry.max.bytes"))),
+        _route(telemetry.PUSH_TELEMETRY, telemetry.VERSIONS,
+               partial(telemetry.push_telemetry, clients)),
         # --- groups ---------------------------------------------------------------------
         _route(find_coordinator.FIND_COORDINATOR, find_coordinator.VERSIONS,
                partial(find_coordinator.find_coordinator, cluster, runtime, access)),

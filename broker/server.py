@@ -179,6 +179,11 @@ class Broker:
         self.stopped = asyncio.Event()
 
     @property
+    def connections(self) -> set[KafkaConnection]:
+        """Every open client connection, of every node."""
+        return self._connections
+
+    @property
     def cluster_id(self) -> str:
         return self.cluster.cluster_id
 
@@ -297,8 +302,10 @@ class Broker:
         for lst, sec in zip(configured, securities, strict=True):
 
             def factory(name: str = lst.name) -> KafkaConnection:
-                return KafkaConnection(apis, max_size, name, self._connections, limits,
+                conn = KafkaConnection(apis, max_size, name, self._connections, limits,
                                        quotas, current[name], busy_poll)
+                conn.connected_at = self.scheduler.clock.now_ms()
+                return conn
 
             make: Callable[[], asyncio.Protocol] = factory
             if sec.ssl_context is not None:

@@ -144,6 +144,16 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     async def group(req: web.Request) -> web.Response:
         return web.json_response(view.group(req.match_info["group"]))
 
+    async def clients(_req: web.Request) -> web.Response:
+        return web.json_response({"clients": view.clients.rows() if view.clients else []})
+
+    async def client_history(req: web.Request) -> web.Response:
+        iid = req.match_info["instance"]
+        series = view.clients.history(iid) if view.clients else None
+        if series is None:
+            raise NotFound(f"no client instance {iid}")
+        return web.json_response({"client_instance_id": iid, "series": series})
+
     # --- faults ---------------------------------------------------------------------------
 
     async def fault_list(_req: web.Request) -> web.Response:
@@ -219,6 +229,8 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/groups", groups)
     r.add_get("/api/v1/schemas", schemas)
     r.add_get("/api/v1/groups/{group}", group)
+    r.add_get("/api/v1/clients", clients)
+    r.add_get("/api/v1/clients/{instance}/metrics", client_history)
     r.add_get("/api/v1/faults", fault_list)
     r.add_post("/api/v1/faults", fault_add)
     r.add_delete("/api/v1/faults", fault_clear)

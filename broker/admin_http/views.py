@@ -28,6 +28,7 @@ from ..metrics import GroupRow
 from ..topic_store import Storage
 
 if TYPE_CHECKING:
+    from ..telemetry.clients import ClientRegistry
     from .share_view import ShareView
 
 #: At most this many messages per request to the message browser.
@@ -109,6 +110,8 @@ class BrokerView:
         self.share: ShareView | None = None
         #: The nodes' switches (set by the composition root when the process runs several).
         self.nodes: NodeSwitch | None = None
+        #: The connected clients and what they pushed (``telemetry.clients``).
+        self.clients: ClientRegistry | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 

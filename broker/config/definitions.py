@@ -99,6 +99,7 @@ STATIC_TYPES: dict[str, str] = {
     "socket.request.max.bytes": "INT", "socket.send.buffer.bytes": "INT",
     "socket.receive.buffer.bytes": "INT", "connections.max.idle.ms": "LONG",
     "queued.max.requests": "INT", "max.request.partition.size.limit": "INT",
+    "telemetry.max.bytes": "INT",
     "num.partitions": "INT", "default.replication.factor": "INT",
     "auto.create.topics.enable": "BOOLEAN", "delete.topic.enable": "BOOLEAN",
     "auto.leader.rebalance.enable": "BOOLEAN", "log.roll.hours": "INT",

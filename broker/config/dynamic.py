@@ -18,6 +18,7 @@ from typing import Protocol
 
 import structlog
 
+from ..telemetry.subscriptions import Subscriptions
 from ..topic_store import Storage
 from .definitions import DYNAMIC_LOG, DynamicConfigError, is_sensitive, validate_dynamic
 from .groups import GroupConfigs
@@ -71,6 +72,8 @@ class DynamicBrokerConfig:
         self.reconfigurables: list[Reconfigurable] = []
         #: The group configs (resource type GROUP), kept in the same file.
         self.groups = GroupConfigs(config, data_dir)
+        #: The client-metrics subscriptions (resource type CLIENT_METRICS), in that file too.
+        self.client_metrics = Subscriptions(data_dir)
 
     def load(self) -> None:
         """Read the persisted levels into ``config`` (at build time, before the
@@ -83,6 +86,7 @@ class DynamicBrokerConfig:
         self.config.set_dynamic(default=_valid_subset(store.default, False),
                                 broker=_valid_subset(store.level(self.node_id), True))
         self.groups.load(store)
+        self.client_metrics.load(store)
 
     def current(self, per_broker: bool) -> dict[str, str]:
         return dict(self.config.dynamic_broker if per_broker else self.config.dynamic_default)

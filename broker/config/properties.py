@@ -49,6 +49,8 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     # (broker/busy_poll.py); 0: off.
     "socket.busy.poll.us": ("100", int),
     "max.request.partition.size.limit": ("2000", int),
+    # The largest PushTelemetry payload taken (KIP-714), before and after decompression.
+    "telemetry.max.bytes": ("1048576", int),
     # kafkalite's own: the Kafka release whose APIs, versions and feature levels
     # ApiVersions advertises (protocol/releases.py).
     "kafkalite.as.version": ("4.4", str),

@@ -1,6 +1,6 @@
 """The file holding the dynamic configs of a data directory: the cluster-wide broker
-defaults, each broker's own values and each group's configs, written atomically with mode
-0600 (SSL passwords may be among them)."""
+defaults, each broker's own values, each group's configs and the client-metrics
+subscriptions, written atomically with mode 0600 (SSL passwords may be among them)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ class DynamicStore:
     #: Group configs (resource type GROUP), by group id: kept here too, as Kafka keeps
     #: them in its metadata log beside the broker configs.
     groups: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Client-metrics subscriptions (resource type CLIENT_METRICS), by name.
+    client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, data_dir: Path) -> DynamicStore:
@@ -35,11 +37,13 @@ class DynamicStore:
                    {str(b): {str(k): str(v) for k, v in cfg.items()}
                     for b, cfg in raw.get("brokers", {}).items()},
                    {str(g): {str(k): str(v) for k, v in cfg.items()}
-                    for g, cfg in raw.get("groups", {}).items()})
+                    for g, cfg in raw.get("groups", {}).items()},
+                   {str(c): {str(k): str(v) for k, v in cfg.items()}
+                    for c, cfg in raw.get("client_metrics", {}).items()})
 
     def write(self, data_dir: Path) -> None:
         data = json.dumps({"version": 1, "default": self.default, "brokers": self.brokers,
-                           "groups": self.groups},
+                           "groups": self.groups, "client_metrics": self.client_metrics},
                           indent=2, sort_keys=True).encode()
         path = data_dir / FILE_NAME
         atomic_write(path, data)

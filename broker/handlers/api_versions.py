@@ -1,6 +1,7 @@
 """ApiVersions v0-v5: advertises exactly the registered handlers' version ranges (already
 clipped to the emulated Kafka release's) and, from v3, the feature levels of
-``protocol.features`` as that release finalizes them.
+``protocol.features`` as that release finalizes them; a valid v3+ request's software name
+and version are kept for the clients view.
 
 As KafkaApis, a request ``ApiVersionsRequest.isValid`` refuses is answered INVALID_REQUEST
 (from v3, a client software name or version outside Kafka's pattern; from v5, a cluster id
@@ -23,6 +24,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..apis import KafkaApis
 from ..cluster import Cluster
 from ..context import RequestContext
+from ..telemetry.clients import ClientRegistry
 
 API_VERSIONS = ApiKey.API_VERSIONS
 
@@ -52,14 +54,18 @@ def request_error(cluster: Cluster, version: int, req: Any) -> ErrorCode | None:
 
 
 def api_versions(apis: KafkaApis, cache: dict[int, bytes], cluster: Cluster,
-                 ctx: RequestContext, req: Any) -> Any:
-    """The encoded body, cached per version: the table is complete before serving starts."""
+                 clients: ClientRegistry | None, ctx: RequestContext, req: Any) -> Any:
+    """The encoded body, cached per version: the table is complete before serving starts.
+    From v3 the client names its software, which ``clients`` keeps for its connection."""
     version = ctx.api_version
     if version >= 3:
         err = request_error(cluster, version, req)
         if err is not None:
             resp_t = codecs.codec(codecs.API_VERSIONS_KEY, version).response_type
             return resp_t(error_code=err, api_keys=(), throttle_time=NO_THROTTLE)
+        if clients is not None:
+            clients.named(ctx.connection_id, req.client_software_name,
+                          req.client_software_version)
     cached = cache.get(version)
     if cached is not None:
         return cached

@@ -4,9 +4,7 @@ v1 is KIP-1142's ListConfigResources of Kafka 4.1): the resources that have conf
 v0 lists client-metrics subscriptions only. v1 lists the resource types asked for, or all
 of Kafka 4.1's when none is named: groups with configs, client-metrics subscriptions,
 broker loggers, brokers and topics; a type outside those is UNSUPPORTED_VERSION, as in
-Kafka. kafkalite has no client-metrics subscriptions (KIP-714), so that list is empty.
-Authorization (DescribeConfigs on the cluster) is checked
-before the handler.
+Kafka. Authorization (DescribeConfigs on the cluster) is checked before the handler.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 from ..cluster import Cluster
 from ..config.groups import GroupConfigs
 from ..context import RequestContext
+from ..telemetry.subscriptions import Subscriptions
 from ..topic_store import Storage
 
 LIST_CONFIG_RESOURCES = ApiKey.LIST_CONFIG_RESOURCES
@@ -36,7 +35,8 @@ SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 
 
 def list_config_resources(cluster: Cluster, storage: Storage, groups: GroupConfigs,
-                          ctx: RequestContext, req: Any) -> Any:
+                          client_metrics: Subscriptions, ctx: RequestContext,
+                          req: Any) -> Any:
     resp_t = codecs.codec(LIST_CONFIG_RESOURCES, ctx.api_version).response_type
     resource_t = nested(resp_t, "ConfigResource")
     if ctx.api_version == 0:
@@ -49,6 +49,8 @@ def list_config_resources(cluster: Cluster, storage: Storage, groups: GroupConfi
     found: list[tuple[str, int]] = []
     if GROUP in wanted:
         found.extend((g, GROUP) for g in sorted(groups.groups))
+    if CLIENT_METRICS in wanted:
+        found.extend((name, CLIENT_METRICS) for name in client_metrics.names())
     if BROKER_LOGGER in wanted:
         found.append((str(cluster.node_id), BROKER_LOGGER))
     if BROKER in wanted:

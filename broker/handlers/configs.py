@@ -48,6 +48,7 @@ from ..config.groups import GROUP_CONFIGS, GroupConfigs, default_chain, describe
 from ..config.per_node import node_values
 from ..config.properties import DEFAULT_VALUES, DEFAULTS, Config
 from ..context import RequestContext
+from ..telemetry import subscriptions as client_metrics
 from ..topic_store import Storage, TopicConfigs
 
 log = structlog.get_logger("kafkalite.configs")
@@ -68,7 +69,10 @@ DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_CLIENT_METRICS = 16
 RESOURCE_GROUP = 32
+#: Kafka's ConfigSource.CLIENT_METRICS_CONFIG.
+CLIENT_METRICS_CONFIG = 7
 
 #: Kafka's ConfigEntry.ConfigType codes (DescribeConfigs v3+).
 CONFIG_TYPES = {
@@ -347,6 +351,36 @@ def _alter_group(groups: GroupConfigs, name: str, res: Any, incremental: bool,
         raise ConfigRequestError(ErrorCode.invalid_config, str(e)) from e
 
 
+def _describe_client_metrics(subs: client_metrics.Subscriptions, resp_t: type[Any],
+                             name: str, keys: Iterable[str] | None) -> tuple[Any, ...]:
+    """A client-metrics subscription: every key, its own value or the default."""
+    if not name:
+        raise ConfigRequestError(ErrorCode.invalid_request,
+                                 "Client metrics subscription name must not be empty")
+    entry_t = nested(resp_t, "DescribeConfigsResourceResult")
+    wanted = set(keys) if keys else None
+    return tuple(
+        build(entry_t, name=key, value=value, read_only=False,
+              config_source=DEFAULT_CONFIG if default else CLIENT_METRICS_CONFIG,
+              is_default=default, is_sensitive=False, synonyms=(),
+              config_type=CONFIG_TYPES[client_metrics.CONFIGS[key][0]], documentation=None)
+        for key, value, default in subs.describe(name)
+        if wanted is None or key in wanted)
+
+
+def _alter_client_metrics(subs: client_metrics.Subscriptions, name: str, res: Any,
+                          incremental: bool, validate_only: bool) -> None:
+    if incremental:
+        new = _incremental(subs.get(name), res.configs, client_metrics.CONFIGS)
+    else:
+        new = {c.name: c.value for c in res.configs}
+    try:
+        subs.alter(name, new, validate_only)
+    except client_metrics.SubscriptionError as e:
+        raise ConfigRequestError(ErrorCode.invalid_config if e.invalid_config
+                                 else ErrorCode.invalid_request, e.message) from e
+
+
 def _authorize(access: Access, ctx: RequestContext, op: Operation, rtype: int,
                name: str) -> None:
     """Per resource, as Kafka answers: the other resources are still served."""
@@ -385,6 +419,8 @@ def describe_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerC
             elif rtype == RESOURCE_GROUP:
                 configs = _describe_group(storage.config, dynamic.groups, resp_t, rname, keys,
                                           include_synonyms)
+            elif rtype == RESOURCE_CLIENT_METRICS:
+                configs = _describe_client_metrics(dynamic.client_metrics, resp_t, rname, keys)
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          f"Unsupported resource type {rtype}")
@@ -421,6 +457,9 @@ def _alter_response(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerCo
                               bool(req.validate_only))
             elif rtype == RESOURCE_GROUP:
                 _alter_group(dynamic.groups, rname, res, incremental, bool(req.validate_only))
+            elif rtype == RESOURCE_CLIENT_METRICS:
+                _alter_client_metrics(dynamic.client_metrics, rname, res, incremental,
+                                      bool(req.validate_only))
             elif rtype == RESOURCE_BROKER_LOGGER and incremental:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          "Broker logger levels cannot be altered here")

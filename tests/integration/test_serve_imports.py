@@ -46,7 +46,9 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.protocol.transaction_log",
                         "kafkalite.coordinator.txn.markers",
                         "kafkalite.broker.handlers.transactions",
-                        "kafkalite.broker.handlers.producer_ids")
+                        "kafkalite.broker.handlers.producer_ids",
+                        # Pushed client telemetry (KIP-714): with the first push.
+                        "google.protobuf", "opentelemetry.proto.metrics.v1.metrics_pb2")
 
 
 def test_a_plaintext_broker_imports_none_of_the_heavy_optional_modules(tmp_path: Path) -> None:
