@@ -352,17 +352,22 @@ def _alter_group(groups: GroupConfigs, name: str, res: Any, incremental: bool,
 
 
 def _describe_client_metrics(subs: client_metrics.Subscriptions, resp_t: type[Any],
-                             name: str, keys: Iterable[str] | None) -> tuple[Any, ...]:
-    """A client-metrics subscription: every key, its own value or the default."""
+                             name: str, keys: Iterable[str] | None,
+                             include_synonyms: bool) -> tuple[Any, ...]:
+    """A client-metrics subscription: every key, its own value (its one synonym) or the
+    default (none)."""
     if not name:
         raise ConfigRequestError(ErrorCode.invalid_request,
                                  "Client metrics subscription name must not be empty")
     entry_t = nested(resp_t, "DescribeConfigsResourceResult")
+    syn_t = nested(resp_t, "DescribeConfigsSynonym")
     wanted = set(keys) if keys else None
     return tuple(
         build(entry_t, name=key, value=value, read_only=False,
               config_source=DEFAULT_CONFIG if default else CLIENT_METRICS_CONFIG,
-              is_default=default, is_sensitive=False, synonyms=(),
+              is_default=default, is_sensitive=False,
+              synonyms=() if default or not include_synonyms else (
+                  build(syn_t, name=key, value=value, source=CLIENT_METRICS_CONFIG),),
               config_type=CONFIG_TYPES[client_metrics.CONFIGS[key][0]], documentation=None)
         for key, value, default in subs.describe(name)
         if wanted is None or key in wanted)
@@ -371,6 +376,14 @@ def _describe_client_metrics(subs: client_metrics.Subscriptions, resp_t: type[An
 def _alter_client_metrics(subs: client_metrics.Subscriptions, name: str, res: Any,
                           incremental: bool, validate_only: bool) -> None:
     if incremental:
+        for c in res.configs:
+            op = int(c.config_operation)
+            if op in (OP_APPEND, OP_SUBTRACT):
+                # Kafka's controller knows no config schema for this resource type.
+                verb = "APPEND" if op == OP_APPEND else "SUBTRACT"
+                raise ConfigRequestError(
+                    ErrorCode.invalid_config,
+                    f"Can't {verb} to key {c.name} because its type is not LIST.")
         new = _incremental(subs.get(name), res.configs, client_metrics.CONFIGS)
     else:
         new = {c.name: c.value for c in res.configs}
@@ -420,7 +433,8 @@ def describe_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerC
                 configs = _describe_group(storage.config, dynamic.groups, resp_t, rname, keys,
                                           include_synonyms)
             elif rtype == RESOURCE_CLIENT_METRICS:
-                configs = _describe_client_metrics(dynamic.client_metrics, resp_t, rname, keys)
+                configs = _describe_client_metrics(dynamic.client_metrics, resp_t, rname, keys,
+                                                   include_synonyms)
             else:
                 raise ConfigRequestError(ErrorCode.invalid_request,
                                          f"Unsupported resource type {rtype}")

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .instances import Instance, Instances, match_attributes
+from .instances import Instance, Instances, kafka_uuid, match_attributes, parse_kafka_uuid
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -84,7 +84,7 @@ class ClientRegistry:
             name, version = self.software.get(conn.connection_id, (None, None))
             out.append({
                 "client_id": conn.client_id,
-                "client_instance_id": None if inst is None else str(inst.instance_id),
+                "client_instance_id": None if inst is None else kafka_uuid(inst.instance_id),
                 "software_name": name,
                 "software_version": version,
                 "address": f"{conn.peer_host}:{conn.peer_port}",
@@ -97,10 +97,8 @@ class ClientRegistry:
 
     def history(self, instance_id: str) -> list[dict[str, Any]] | None:
         """Every series an instance pushed with its kept values (None: no such instance)."""
-        try:
-            inst = self.instances.by_id.get(uuid.UUID(instance_id))
-        except ValueError:
-            return None
+        iid = parse_kafka_uuid(instance_id)
+        inst = None if iid is None else self.instances.by_id.get(iid)
         if inst is None:
             return None
         return [{"name": s.name, **({"unit": s.unit} if s.unit else {}),
@@ -134,7 +132,7 @@ class ClientRegistry:
             for s in inst.series.values():
                 if not s.values:
                     continue
-                labels = {"client_instance_id": str(inst.instance_id),
+                labels = {"client_instance_id": kafka_uuid(inst.instance_id),
                           "client_id": c.client_id or ""}
                 for k, v in s.attributes:
                     labels.setdefault(_PROM_NAME.sub("_", k), v)

@@ -10,6 +10,8 @@ latest value of each series and a short history of it.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
@@ -32,6 +34,24 @@ HISTORY = 60
 _RESERVED = frozenset({0, 1})
 
 SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def kafka_uuid(iid: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(iid.bytes).decode("ascii").rstrip("=")
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID | None:
+    """A client instance id as Kafka prints it (or in the dashed form); None if neither."""
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        pass
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return uuid.UUID(bytes=raw) if len(raw) == 16 else None
 
 
 def _int32(n: int) -> int:
@@ -256,7 +276,7 @@ class Instances:
 def match_attributes(iid: uuid.UUID, client_id: str | None, software: Mapping[str, str | None],
                      host: str, port: int) -> dict[str, str | None]:
     """Kafka's ``ClientMetricsInstanceMetadata``: what ``match`` patterns test."""
-    return {"client_instance_id": str(iid), "client_id": client_id,
+    return {"client_instance_id": kafka_uuid(iid), "client_id": client_id,
             "client_software_name": software.get("name"),
             "client_software_version": software.get("version"),
             "client_source_address": host, "client_source_port": str(port)}

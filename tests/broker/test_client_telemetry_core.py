@@ -21,7 +21,13 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
 )
 
 from kafkalite.broker.config.store import DynamicStore
-from kafkalite.broker.telemetry.instances import Instances, java_uuid_hash, subscription_id
+from kafkalite.broker.telemetry.instances import (
+    Instances,
+    java_uuid_hash,
+    kafka_uuid,
+    parse_kafka_uuid,
+    subscription_id,
+)
 from kafkalite.broker.telemetry.subscriptions import SubscriptionError, Subscriptions
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.records import compress
@@ -42,7 +48,7 @@ def payload(value: float = 3.5) -> bytes:
 
 def attrs(client_id: str = "app", software: str = "apache-kafka-java"):
     def of(iid: uuid.UUID) -> dict[str, str | None]:
-        return {"client_instance_id": str(iid), "client_id": client_id,
+        return {"client_instance_id": kafka_uuid(iid), "client_id": client_id,
                 "client_software_name": software, "client_software_version": "4.4.0",
                 "client_source_address": "127.0.0.1", "client_source_port": "5000"}
     return of
@@ -122,6 +128,13 @@ def test_matching_subscriptions_are_joined(subs: Subscriptions, clock: ManualClo
         "org.apache.kafka.producer.",)
     subs.alter("all", {"metrics": "*"}, False)
     assert inst.get_subscriptions(None, attrs("xapp"), 3).metrics == ("*",)
+
+
+def test_instance_ids_read_as_kafka_prints_them() -> None:
+    iid = uuid.UUID("4e9b0ba6-9ce3-4b84-8f84-69ae1721999c")
+    assert kafka_uuid(iid) == "TpsLppzjS4SPhGmuFyGZnA"  # as librdkafka logged it
+    assert parse_kafka_uuid("TpsLppzjS4SPhGmuFyGZnA") == iid == parse_kafka_uuid(str(iid))
+    assert parse_kafka_uuid("nope!") is None
 
 
 def test_java_uuid_hash() -> None:

@@ -11,10 +11,12 @@ from .registry import (
     ALTER_REPLICA_LOG_DIRS,
     ALTER_USER_SCRAM_CREDENTIALS,
     DESCRIBE_CLIENT_QUOTAS,
+    DESCRIBE_CONFIGS,
     DESCRIBE_LOG_DIRS,
     DESCRIBE_QUORUM,
     DESCRIBE_USER_SCRAM_CREDENTIALS,
     ELECT_LEADERS,
+    INCREMENTAL_ALTER_CONFIGS,
     LIST_CONFIG_RESOURCES,
     LIST_PARTITION_REASSIGNMENTS,
     SASL_HANDSHAKE,
@@ -167,3 +169,51 @@ def write_txn_markers(run: Run) -> None:
         {"producer_id": 1, "producer_epoch": 0, "transaction_result": False,
          "topics": [{"name": run.topic(), "partition_indexes": [0]}],
          "coordinator_epoch": 0, "transaction_version": 2}])
+
+
+CLIENT_METRICS = 16
+
+
+def client_metrics_configs(run: Run, step: str, name: str, keys: list[str] | None = None
+                           ) -> Any:
+    return run.call(step, DESCRIBE_CONFIGS, resources=[{
+        "resource_type": CLIENT_METRICS, "resource_name": name, "configuration_keys": keys}],
+        include_synonyms=True, include_documentation=False)
+
+
+def alter_client_metrics(run: Run, step: str, name: str,
+                         ops: list[tuple[str, int, str | None]]) -> Any:
+    return run.call(step, INCREMENTAL_ALTER_CONFIGS, resources=[{
+        "resource_type": CLIENT_METRICS, "resource_name": name, "configs": [
+            {"name": k, "config_operation": op, "value": v} for k, op, v in ops]}],
+        validate_only=False)
+
+
+@scenario("client-metrics-configs")
+def client_metrics_configs_scenario(run: Run) -> None:
+    # KIP-714 subscriptions (resource type CLIENT_METRICS): served by Kafka without a
+    # metrics-reporter plugin, which only the telemetry APIs need.
+    sub = run.group("sub")
+    client_metrics_configs(run, "describe_missing", sub)
+    alter_client_metrics(run, "set", sub, [("metrics", 0, "*"), ("interval.ms", 0, "1000")])
+    client_metrics_configs(run, "describe_set", sub)
+    client_metrics_configs(run, "describe_one", sub, ["interval.ms"])
+    alter_client_metrics(run, "append", sub, [("metrics", 2, "org.apache.kafka.producer."),
+                                              ("match", 0, "client_id=app.*")])
+    client_metrics_configs(run, "describe_appended", sub)
+    alter_client_metrics(run, "subtract", sub, [("metrics", 3, "*")])
+    alter_client_metrics(run, "interval_too_short", sub, [("interval.ms", 0, "50")])
+    alter_client_metrics(run, "interval_not_int", sub, [("interval.ms", 0, "soon")])
+    alter_client_metrics(run, "unknown_key", sub, [("no.such.key", 0, "1")])
+    alter_client_metrics(run, "bad_match", sub, [("match", 0, "bogus=1")])
+    alter_client_metrics(run, "append_int", sub, [("interval.ms", 2, "5")])
+    client_metrics_configs(run, "describe_after_errors", sub)
+    alter_client_metrics(run, "empty_name", "", [("metrics", 0, "*")])
+    client_metrics_configs(run, "describe_empty_name", "")
+    listed = run.call("list", LIST_CONFIG_RESOURCES, record=False, resource_types=[16])
+    run.note("listed", sub in {r.resource_name for r in listed.config_resources})
+    alter_client_metrics(run, "delete_all", sub, [("metrics", 1, None), ("interval.ms", 1, None),
+                                                  ("match", 1, None)])
+    listed = run.call("list_after", LIST_CONFIG_RESOURCES, record=False, resource_types=[16])
+    run.note("listed_after_delete", sub in {r.resource_name for r in listed.config_resources})
+    client_metrics_configs(run, "describe_deleted", sub)

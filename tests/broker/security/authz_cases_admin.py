@@ -263,3 +263,21 @@ async def list_partition_reassignments(a: Api) -> None:
 @case(45)
 async def alter_partition_reassignments(a: Api) -> None:
     await cluster_op(a, 45, 0, O.ALTER, timeout=SECOND, topics=())
+
+
+# --- client telemetry (KIP-714): no authorization, as in Kafka ------------------------------
+
+@case(71)
+async def get_telemetry_subscriptions(a: Api) -> None:
+    resp = await a.call(71, 0, client_instance_id=None)
+    assert resp.error_code == 0 and resp.client_instance_id is not None
+    assert resp.requested_metrics == ()
+
+
+@case(72)
+async def push_telemetry(a: Api) -> None:
+    got = await a.call(71, 0, client_instance_id=None)
+    resp = await a.call(72, 0, client_instance_id=got.client_instance_id,
+                        subscription_id=got.subscription_id, terminating=False,
+                        compression_type=0, metrics=b"")
+    assert resp.error_code == 0
