@@ -1,6 +1,7 @@
 """kafkalite's ApiVersions against the real Kafka's, API by API: the same keys at the same
 newest versions, but for the APIs listed in ``NOT_SERVED`` with the reason (the same
-list as docs/compatibility.md, "APIs not served"). An API served later must leave the
+list as docs/compatibility.md, "APIs not served") and the client-telemetry APIs kafkalite
+serves without a plugin (``ONLY_KAFKALITE``). An API served later must leave the
 list, or this test fails."""
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ NOT_SERVED: dict[int, tuple[int | None, str]] = {
     93: (None, "StreamsGroupTopologyDescriptionUpdate (KIP-1331) is not served"),
     94: (None, "UnregisterController: kafkalite has no controller quorum to leave"),
 }
+#: api key -> (kafkalite's newest version; why): served by kafkalite, not by a Kafka
+#: without a metrics-reporter plugin.
+ONLY_KAFKALITE: dict[int, tuple[int, str]] = {
+    71: (0, "GetTelemetrySubscriptions: kafkalite's client-telemetry receiver is built in"),
+    72: (0, "PushTelemetry: kafkalite's client-telemetry receiver is built in"),
+}
 
 
 def newest(bootstrap: str) -> dict[int, int]:
@@ -53,5 +60,8 @@ def test_same_apis_at_the_same_newest_versions(kafka_target: Target,
             expected.pop(key)
         else:
             expected[key] = version
+    for key, (version, _why) in ONLY_KAFKALITE.items():
+        assert key not in kafka, f"Kafka advertises api {key}: drop it from ONLY_KAFKALITE"
+        expected[key] = version
     assert {k: (lite.get(k), expected.get(k)) for k in lite.keys() | expected.keys()
             if lite.get(k) != expected.get(k)} == {}
