@@ -57,7 +57,7 @@ from .apis import KafkaApis, Route
 from .auth import Access
 from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig, LogDefaults
-from .config.groups import GroupConfigs
+from .config.groups import GroupConfigs, broker_value
 from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
 from .control.clock import ClockControl
 from .control.faults import FaultRules
@@ -197,6 +197,9 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
         share_session_timeout_ms=config.int("group.share.session.timeout.ms"),
         share_heartbeat_interval_ms=config.int("group.share.heartbeat.interval.ms"),
         share_max_size=config.int("group.share.max.size"),
+        streams_session_timeout_ms=int(broker_value(config, "group.streams.session.timeout.ms")),
+        streams_heartbeat_interval_ms=int(
+            broker_value(config, "group.streams.heartbeat.interval.ms")),
         group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)

@@ -2,7 +2,8 @@
 ``group.protocol=streams``) against kafkalite: word count with a repartition topic, a state
 store and exactly_once_v2 (tests/integration/java/StreamsGroupWordCount.java). kafkalite's
 group coordinator creates the internal topics and assigns the tasks: two instances split
-them, and the output, read read_committed, has each word's counts exactly 1, 2, ..., N."""
+them, a third joins and one leaves while they process, and the output, read
+read_committed, has each word's counts exactly 1, 2, ..., N."""
 
 from __future__ import annotations
 
@@ -83,8 +84,8 @@ def _wait(cond: Callable[[], bool], timeout: float, what: str,
         f"{i.name}:\n" + "\n".join(i.lines()[-60:]) for i in instances))
 
 
-@pytest.mark.timeout(400)
-def test_two_streams_instances_split_tasks_exactly_once(
+@pytest.mark.timeout(600)
+def test_streams_instances_split_tasks_and_rebalance_exactly_once(
         make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
     broker = make_broker()
     bootstrap = broker.bootstrap
@@ -125,23 +126,52 @@ def test_two_streams_instances_split_tasks_exactly_once(
         assert len(topics[f"{APP}-counts-changelog"].partitions) == 4
 
         p = Producer({"bootstrap.servers": bootstrap})
-        for i, line in enumerate(LINES):
-            p.produce(IN, key=f"k{i}".encode(), value=line.encode())
-        assert p.flush(10) == 0
-        expected = _words(LINES)
 
-        def counted() -> bool:
-            latest: dict[str, int] = {}
-            for word, n in _read_all(bootstrap, OUT):
-                latest[word] = n
-            return latest == dict(expected)
+        def produce(lines: list[str], first: int) -> None:
+            for i, line in enumerate(lines, first):
+                p.produce(IN, key=f"k{i}".encode(), value=line.encode())
+            assert p.flush(10) == 0
 
-        _wait(counted, 120, "the counts did not reach the expected ones", instances)
+        def counted(lines: list[str]) -> Callable[[], bool]:
+            expected = _words(lines)
+
+            def check() -> bool:
+                latest: dict[str, int] = {}
+                for word, n in _read_all(bootstrap, OUT):
+                    latest[word] = n
+                return latest == dict(expected)
+
+            return check
+
+        third = len(LINES) // 3
+        produce(LINES[:third], 0)
+        _wait(counted(LINES[:third]), 120, "the counts did not reach the expected ones",
+              instances)
+
+        # A third instance joins while the others process: the tasks are split three ways.
+        instances.append(_Instance(bootstrap, tmp_path / "c", "c"))
+        c = instances[2]
+        produce(LINES[third:2 * third], third)
+        _wait(lambda: sorted(len(i.tasks() or ()) for i in instances) == [2, 3, 3],
+              180, "the third instance did not get its tasks", instances)
+        assert set().union(*(i.tasks() or set() for i in instances)) == ta | tb
+        _wait(counted(LINES[:2 * third]), 120, "the counts after the join are wrong",
+              instances)
+
+        # One leaves: the two left take its tasks, and the counts go on exactly.
+        out_a = a.close()
+        assert "closed=true" in out_a, "\n".join(out_a[-80:])
+        instances.remove(a)
+        produce(LINES[2 * third:], 2 * third)
+        _wait(lambda: sorted(len(i.tasks() or ()) for i in (b, c)) == [4, 4],
+              180, "the tasks did not move to the two left", [b, c])
+        _wait(counted(LINES), 120, "the counts after the leave are wrong", [b, c])
     finally:
         outs = [i.close() for i in instances]
     for i, out in zip(instances, outs, strict=True):
         assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
         assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    expected = _words(LINES)
     by_word: dict[str, list[int]] = defaultdict(list)
     for word, n in _read_all(bootstrap, OUT):
         by_word[word].append(n)
