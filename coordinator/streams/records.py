@@ -196,6 +196,7 @@ def replay(groups: dict[str, StreamsGroup], key: st.StreamsGroupKey,
             return
         assert isinstance(value, st.StreamsGroupCurrentMemberAssignmentValue)
         group.members[key.member_id] = replace(
-            member, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
+            member, member_epoch=value.member_epoch,
+            previous_member_epoch=value.previous_member_epoch,
             state=_STATE_OF.get(value.state, STABLE), active=_tasks_of(value.active_tasks),
             revoking=_tasks_of(value.active_tasks_pending_revocation) or NO_TASKS)
