@@ -184,6 +184,16 @@ class ShareRequests:
                 res.ack_error = self.manager.acknowledge(
                     (group, tp[0], tp[1]), member, self.now(), batches)
 
+    def name_leaders(self, out: dict[TP, PartitionOut], leadership: Leadership | None
+                     ) -> None:
+        """As Kafka, each partition of an answer led here names this node and its
+        leader epoch."""
+        node = self.node_id if leadership is None else leadership.node_id
+        for (tid, p), r in out.items():
+            plog = self.manager.plog(tid, p)
+            if r.leader is None and plog is not None:
+                r.here = (node, plog.leader_epoch)
+
     def lock_timeout(self, group: str) -> datetime.timedelta:
         return self.manager.group_configs.share_partition_config(group).lock_duration_ms * _MS
 
@@ -407,12 +417,7 @@ def share_fetch(shared: ShareRequests, ctx: RequestContext, req: Any,
     out: dict[TP, PartitionOut] = {}
 
     def respond(error: ErrorCode, message: str | None = None) -> Any:
-        # As Kafka, each partition led here names this node and its leader epoch.
-        node = shared.node_id if leadership is None else leadership.node_id
-        for (tid, p), r in out.items():
-            plog = shared.manager.plog(tid, p)
-            if r.leader is None and plog is not None:
-                r.here = (node, plog.leader_epoch)
+        shared.name_leaders(out, leadership)
         return _fetch_response(version, error, lock_timeout, out, message, leadership,
                                ctx.listener)
 
@@ -466,6 +471,7 @@ def share_acknowledge(shared: ShareRequests, ctx: RequestContext, req: Any,
     out: dict[TP, PartitionOut] = {}
 
     def respond(error: ErrorCode, message: str | None = None) -> Any:
+        shared.name_leaders(out, leadership)
         by_topic: dict[uuid.UUID, list[Any]] = {}
         for (tid, p), r in sorted(out.items(), key=lambda kv: (kv[0][0].bytes, kv[0][1])):
             err = r.error if r.error is not NO_ERROR else (r.ack_error or NO_ERROR)

@@ -18,7 +18,7 @@ from .harness import batch
 from .registry import Run, create_topic, produce, scenario
 from .scenarios_share import alter_group_configs, heartbeat, settled
 
-SHARE_FETCH = 78
+SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 BIG = 50 << 20
 
 
@@ -51,6 +51,23 @@ class Fetcher:
         if resp is not None and int(resp.error_code) == 0:
             self.epoch += 1
         return resp
+
+
+    def acknowledge(self, step: str, acks: dict[int, list[dict[str, Any]]]) -> Any:
+        resp = self.run.call(
+            step, SHARE_ACKNOWLEDGE, group_id=self.group, member_id=self.member,
+            share_session_epoch=self.epoch, is_renew_ack=False, topics=[{
+                "topic_id": self.topic_id, "partitions": [
+                    {"partition_index": p, "acknowledgement_batches": b}
+                    for p, b in sorted(acks.items())]}])
+        if resp is not None and int(resp.error_code) == 0:
+            self.epoch += 1
+        return resp
+
+
+def whole(first: int, last: int, kind: int) -> list[dict[str, Any]]:
+    """One acknowledgement batch of one type (1 accept, 2 release)."""
+    return [{"first_offset": first, "last_offset": last, "acknowledge_types": [kind]}]
 
 
 def member_of(run: Run, partitions: int) -> tuple[str, Any, Fetcher]:
@@ -96,9 +113,11 @@ def share_fetch_partitions(run: Run) -> None:
     # Every partition with records is covered, each with all it has.
     f.fetch("all")
     # Acknowledgements only: the acknowledged partition is listed, nothing else comes.
-    f.fetch("accept", acks={0: [{"first_offset": 0, "last_offset": 14,
-                                 "acknowledge_types": [1]}]}, max_wait=100)
+    f.fetch("accept", acks={0: whole(0, 14, 1)}, max_wait=100)
     f.fetch("nothing_left", max_wait=100)
+    # Released by the fetch that asks again: delivered again by it.
+    f.fetch("release_and_fetch", acks={1: whole(0, 14, 2)}, max_wait=300)
+    f.acknowledge("acknowledge", {1: whole(0, 14, 1), 2: whole(0, 14, 1)})
     leave(run, f)
 
 
