@@ -10,8 +10,11 @@ and keeps (and so does kafkalite).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
 
 from kafkalite.storage.topic_config import (
     BROKER_SYNONYM_GROUPS,
@@ -173,6 +176,16 @@ def _base(name: str) -> str:
     return m.group(1) if m else name
 
 
+@cache
+def kafka_types() -> dict[str, str]:
+    """Every broker property Kafka defines with its ConfigDef type, as read from the
+    pinned Kafka's jars (scripts/kafka-broker-configs.sh): the types of the properties
+    kafkalite accepts and keeps without acting on them."""
+    raw: dict[str, str] = json.loads(
+        Path(__file__).with_name("kafka_broker_configs.json").read_text())
+    return raw
+
+
 def config_type(name: str) -> str | None:
     """Kafka's ConfigDef type of a broker property (of its base name for a listener
     override), or None for a property Kafka does not define."""
@@ -182,6 +195,9 @@ def config_type(name: str) -> str | None:
                 return table[n]
         if n in DEFAULTS:
             return _PY_TYPES.get(DEFAULTS[n][1], "STRING")
+    for n in (name, *broker_synonyms(name)[1:]):
+        if n in kafka_types():
+            return kafka_types()[n]
     return None
 
 

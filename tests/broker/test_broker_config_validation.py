@@ -59,3 +59,16 @@ def test_each_node_reads_its_own_id_rack_listeners_and_directory(tmp_path: Path)
         "listeners": "PLAINTEXT://127.0.0.1:9094,EXTRA://[::1]:0",
         "advertised.listeners": "PLAINTEXT://kafka:19094,EXTRA://[::1]:0",
         "log.dirs": str(tmp_path / "nodes" / "3")}
+
+
+def test_properties_kafka_defines_are_typed_and_shown() -> None:
+    """A property Kafka 4.4 defines that kafkalite keeps without acting on it reads with
+    Kafka's type and its value; a name Kafka does not define stays a hidden custom one."""
+    from kafkalite.broker.config.definitions import config_type, is_sensitive, kafka_types
+
+    assert len(kafka_types()) > 300
+    name = "controller.quorum.election.timeout.ms"  # kafkalite has no KRaft quorum
+    assert (config_type(name), is_sensitive(name)) == ("INT", False)
+    assert config_type("transaction.state.log.min.isr") == "INT"
+    assert is_sensitive("sasl.oauthbearer.client.credentials.client.secret")  # a PASSWORD
+    assert (config_type("my.own.setting"), is_sensitive("my.own.setting")) == (None, True)

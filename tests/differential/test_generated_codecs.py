@@ -25,3 +25,17 @@ def test_generated_codecs_are_what_the_generator_writes() -> None:
     assert on_disk == set(files)
     for path, text in files.items():
         assert (gen.OUT / path).read_text() == text, path
+
+
+def test_kafka_broker_configs_are_the_pinned_kafkas() -> None:
+    """broker/config/kafka_broker_configs.json is what scripts/kafka-broker-configs.sh
+    reads from the pinned jars: every broker property Kafka defines, with its type."""
+    import json
+    import subprocess
+
+    repo = SCRIPT.parents[1]
+    out = subprocess.run(
+        ["java", "-cp", f"{kafka_jars()}/*", "jvm/broker-configs/BrokerConfigs.java"],
+        cwd=repo, capture_output=True, text=True, check=True, timeout=300).stdout
+    committed = (repo / "broker" / "config" / "kafka_broker_configs.json").read_text()
+    assert json.loads(out) == json.loads(committed)
