@@ -7,14 +7,15 @@ re-partitioned, re-configured: ``forget`` from the catalogue listener) and a par
 being opened (its leader epoch: ``forget`` from the log manager). With several nodes in the
 process leaders and in-sync replicas move on their own, so nothing is kept there (the
 handler checks ``Cluster.view``). Entries carrying per-principal fields (authorized
-operations) or errors are never kept.
+operations, for Metadata) or errors are never kept; DescribeTopicPartitions keeps a
+topic's entry per set of authorized operations, and only when answered whole.
 """
 
 from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from kio.serial import entity_writer
@@ -25,18 +26,20 @@ _INT32 = struct.Struct(">i")
 
 
 class EncodedTopics:
-    """version -> topic name -> the encoded entry (no error, operations omitted)."""
+    """key -> topic name -> the encoded entry (no error). The key says what the entry is
+    for: Metadata's response version (operations omitted), or DescribeTopicPartitions'
+    (api key, version, authorized operations)."""
 
     __slots__ = ("_by_version", "_writers")
 
     def __init__(self) -> None:
-        self._by_version: dict[int, dict[str, bytes]] = {}
+        self._by_version: dict[Hashable, dict[str, bytes]] = {}
         self._writers: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
 
-    def table(self, version: int) -> dict[str, bytes]:
-        found = self._by_version.get(version)
+    def table(self, key: Hashable) -> dict[str, bytes]:
+        found = self._by_version.get(key)
         if found is None:
-            found = self._by_version[version] = {}
+            found = self._by_version[key] = {}
         return found
 
     def forget(self, topic: str) -> None:

@@ -16,6 +16,7 @@ from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
+from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
 from ..auth import Access, Operation, ResourceType
@@ -43,7 +44,9 @@ def _error_response(resp_t: type[Any], req: Any, err: ErrorCode) -> Any:
 
 def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access,
                               partition_limit: int, ctx: RequestContext, req: Any) -> Any:
-    """``partition_limit``: ``max.request.partition.size.limit``."""
+    """``partition_limit``: ``max.request.partition.size.limit``. A topic answered whole
+    comes from ``storage.metadata_entries`` when kept there (one node), encoded once per
+    set of authorized operations; the answer is spliced from encoded entries."""
     resp_t = codecs.codec(DESCRIBE_TOPIC_PARTITIONS, ctx.api_version).response_type
     topic_t = nested(resp_t, "DescribeTopicPartitionsResponseTopic")
     part_t = nested(resp_t, "DescribeTopicPartitionsResponsePartition")
@@ -58,15 +61,17 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
                                or (not fetch_all and cursor.topic_name not in names)):
         return _error_response(resp_t, req, ErrorCode.invalid_request)
     remaining = max(min(partition_limit, int(req.response_partition_limit)), 1)
-    topics: list[Any] = []
-    denied: list[Any] = []
+    topics: list[bytes] = []
+    denied: list[bytes] = []
     next_cursor = None
+    encoded = storage.metadata_entries
+    single = cluster.view is None
     for name in sorted(names):
         if not access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
             if not fetch_all:
-                denied.append(build(topic_t, error_code=ErrorCode.topic_authorization_failed,
-                                    name=name, topic_id=NULL_UUID, is_internal=False,
-                                    partitions=()))
+                denied.append(encoded.encode(build(
+                    topic_t, error_code=ErrorCode.topic_authorization_failed, name=name,
+                    topic_id=NULL_UUID, is_internal=False, partitions=())))
             continue
         if remaining == 0:
             # Every partition of the topics before fitted: the next page starts here.
@@ -77,25 +82,38 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
             if not fetch_all:
                 # Kafka's handler fills every described topic's authorized operations,
                 # an unknown one's too.
-                topics.append(build(topic_t, error_code=_missing_error(name), name=name,
-                                    topic_id=NULL_UUID, is_internal=name in INTERNAL_TOPICS,
-                                    partitions=(), topic_authorized_operations=(
-                                        access.operations_for(ctx, ResourceType.TOPIC,
-                                                              name))))
+                topics.append(encoded.encode(build(
+                    topic_t, error_code=_missing_error(name), name=name, topic_id=NULL_UUID,
+                    is_internal=name in INTERNAL_TOPICS, partitions=(),
+                    topic_authorized_operations=access.operations_for(
+                        ctx, ResourceType.TOPIC, name))))
             continue
         start = cursor.partition_index if cursor is not None and name == after else 0
         end = min(info.partitions, start + remaining)
-        topics.append(build(
-            topic_t, error_code=NO_ERROR, name=name, topic_id=info.topic_id,
-            is_internal=info.internal, partitions=_partitions(part_t, cluster, storage, info,
-                                                              start, end),
-            topic_authorized_operations=access.operations_for(ctx, ResourceType.TOPIC, name)))
+        ops = access.operations_for(ctx, ResourceType.TOPIC, name)
+        # Kept only whole and per set of operations, which most askers share.
+        kept = (encoded.table((DESCRIBE_TOPIC_PARTITIONS, ctx.api_version, ops))
+                if single and start == 0 and end == info.partitions else None)
+        entry = kept.get(name) if kept is not None else None
+        if entry is None:
+            entry = encoded.encode(build(
+                topic_t, error_code=NO_ERROR, name=name, topic_id=info.topic_id,
+                is_internal=info.internal, partitions=_partitions(part_t, cluster, storage,
+                                                                  info, start, end),
+                topic_authorized_operations=ops))
+            if kept is not None:
+                kept[name] = entry
+        topics.append(entry)
         if end < info.partitions:
             next_cursor = build(cursor_t, topic_name=name, partition_index=end)
             break
         remaining -= max(end - start, 0)
-    return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(topics + denied),
-                 next_cursor=next_cursor)
+    empty = codecs.codec(DESCRIBE_TOPIC_PARTITIONS, ctx.api_version).encode_response(build(
+        resp_t, throttle_time=NO_THROTTLE, topics=(), next_cursor=next_cursor))
+    # The throttle time (4 bytes), then the topic array (empty: one byte), the cursor and
+    # the tagged fields.
+    return b"".join((empty[:4], write_uvarint(len(topics) + len(denied) + 1), *topics,
+                     *denied, empty[5:]))
 
 
 def _missing_error(name: str) -> ErrorCode:

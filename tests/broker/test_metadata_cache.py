@@ -159,3 +159,39 @@ async def test_logs_opened_after_a_restart_keep_the_announced_epoch(tmp_path: An
         assert await listing(second) == announced
     finally:
         await second.close()
+
+
+async def test_describe_topic_partitions_from_kept_entries(handlers: Handlers) -> None:
+    h = handlers
+    await create(h, "a", 3)
+    await create(h, "b", 2)
+    reg = h.broker.apis.registration(75)
+    assert reg is not None
+    ctx = RequestContext(RequestHeader(75, 0, 1, "t", 0), "User:ANONYMOUS", "127.0.0.1",
+                         50000, "PLAINTEXT", 1)
+
+    def pages(limit: int) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        cursor = None
+        for _ in range(20):
+            req = h.request(75, 0, topics=(), response_partition_limit=limit, cursor=cursor)
+            body = reg.handler(ctx, req)
+            decoded = codecs.decode_response(75, 0, body, 0)
+            assert codecs.codec(75, 0).encode_response(decoded) == body
+            out += [(t.name, p.partition_index) for t in decoded.topics for p in t.partitions]
+            if decoded.next_cursor is None:
+                return out
+            cursor = n(75, 0, "Cursor", topic_name=decoded.next_cursor.topic_name,
+                       partition_index=decoded.next_cursor.partition_index)
+        raise AssertionError("no last page")
+
+    whole = [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
+    for limit in (100, 100, 2, 1):  # whole topics (built, then kept), then split ones
+        assert pages(limit) == whole
+    resp = await h.call(CREATE_PARTITIONS, 3, topics=(n(
+        CREATE_PARTITIONS, 3, "CreatePartitionsTopic", name="b", count=3, assignments=None),),
+        timeout=10_000, validate_only=False)
+    assert resp.results[0].error_code == 0
+    assert pages(100) == [*whole, ("b", 2)]
+    h.broker.storage.catalog.delete("a")
+    assert pages(100) == [("b", 0), ("b", 1), ("b", 2)]
