@@ -11,9 +11,10 @@ replays, as Kafka's shard holds a GroupMetadataManager and an OffsetMetadataMana
   their records;
 - ``consumer`` (``consumer.membership``, over ``consumer.lifecycle``): KIP-848 consumer
   groups and their records;
-- ``migration`` (``consumer.migration``): classic-protocol members of consumer groups and
-  the conversions between the two kinds; it and ``consumer`` are built with the first
-  consumer group or consumer group record (a broker that has none does not import them);
+- ``migration`` (``consumer.migration``): classic-protocol members of consumer groups,
+  over ``consumer``, itself over ``consumer.conversion`` (the conversions between the
+  two kinds); they are built with the first consumer group or consumer group record (a
+  broker that has none does not import them);
 - ``share`` (``share.membership``, over ``share.group``): KIP-932 share groups and their
   records, built with the first share group or share record (a broker that has none
   does not import their modules);
@@ -36,7 +37,7 @@ record to its owner through a table, and only then answers. Replay is also how a
 is loaded, so live writes and recovery are one path. The exceptions, where state changes
 before the append as in Kafka, are documented in ``classic.membership`` (classic group
 membership), ``offsets.committed`` (a commit re-arms its member's session timer) and
-``consumer.migration`` (a classic group's parked requests answered when it is converted,
+``consumer.conversion`` (a classic group's parked requests answered when it is converted,
 and the rebalance a downgraded group starts).
 """
 
@@ -186,12 +187,14 @@ class GroupCoordinatorCore:
     def _build_consumer(self) -> None:
         from kafkalite.protocol import consumer_group_records as cg
 
+        from .consumer.conversion import GroupConversions
         from .consumer.membership import ConsumerMembership
         from .consumer.migration import ConsumerMigration
 
-        consumer = self._consumer = ConsumerMembership(self.registry)
-        migration = self._migration = ConsumerMigration(self.registry, self.classic, consumer)
-        consumer.migration = migration
+        # One way: conversions <- consumer (lifecycle, membership) <- migration.
+        conversions = GroupConversions(self.registry, self.classic)
+        consumer = self._consumer = ConsumerMembership(self.registry, conversions)
+        self._migration = ConsumerMigration(self.registry, consumer)
         self._replayers.update(dict.fromkeys(cg.KEY_CLASSES, consumer.replay))
 
     def consumer_group_heartbeat(self, now: int, req: ConsumerHeartbeatRequest) -> Outcome:

@@ -211,3 +211,22 @@ def test_production_code_does_not_import_the_test_support() -> None:
                        for name in _imported(mod)
                        if (name + ".").startswith(TEST_SUPPORT + ".")})
     assert not offences, "production code importing the test support:\n" + "\n".join(offences)
+
+
+#: The KIP-848 consumer group's parts, lowest first: each may import only those before it.
+CONSUMER_PARTS = ("conversion", "lifecycle", "membership", "migration")
+
+
+def test_the_consumer_group_parts_import_one_way() -> None:
+    """``consumer.conversion`` <- ``consumer.lifecycle`` <- ``consumer.membership`` <-
+    ``consumer.migration``: no part imports one above it (type-checking imports too), so
+    none needs a back-pointer set after it is built."""
+    mods = _modules()
+    prefix = "kafkalite.coordinator.consumer."
+    offences = []
+    for rank, part in enumerate(CONSUMER_PARTS):
+        mod = mods[prefix + part]
+        above = {prefix + p for p in CONSUMER_PARTS[rank + 1:]}
+        offences += [f"{mod.name} imports {n}" for n in _imported(mod)
+                     if n in above or any(n.startswith(a + ".") for a in above)]
+    assert not offences, "\n".join(offences)

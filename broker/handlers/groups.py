@@ -10,6 +10,7 @@ import asyncio
 import struct
 from typing import Any
 
+from kafkalite.coordinator.classic.membership import JoinRequest
 from kafkalite.coordinator.results import PARKED, JoinResult, LeaveResult, SyncResult
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import apis as codecs
@@ -74,8 +75,7 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
             fut.set_result(_join_response(version, res))
 
     session = millis(req.session_timeout)
-    response = runtime.groups.write(lambda g, now: g.join(
-        now, waiter,
+    request = JoinRequest(
         group_id=req.group_id,
         member_id=req.member_id,
         group_instance_id=getattr(req, "group_instance_id", None),
@@ -88,7 +88,8 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         protocols=[(p.name, p.metadata) for p in req.protocols],
         reason=getattr(req, "reason", None),
         version=version,
-    ))
+    )
+    response = runtime.groups.write(lambda g, now: g.join(now, waiter, request))
     if response is not PARKED:
         return _join_response(version, response)
     return fut

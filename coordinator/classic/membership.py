@@ -14,7 +14,7 @@ member is put back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkalite.protocol import consumer_offsets as co
@@ -28,37 +28,47 @@ from .records import group_from_record, group_record
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 
 
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """A JoinGroup request, version independent (as ``offsets.store.CommitRequest`` is for
+    OffsetCommit): built once by the handler, read by every part that serves it."""
+
+    group_id: str
+    member_id: str
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    #: -1: not sent (v0); the session timeout then (``with_rebalance_timeout``).
+    rebalance_timeout_ms: int = -1
+    group_instance_id: str | None = None
+    #: KIP-394 (v4+): an unknown member gets an id and must join again with it.
+    require_known_member_id: bool = False
+    client_id: str = ""
+    client_host: str = ""
+    reason: str | None = None
+    version: int = 9
+
+    def with_rebalance_timeout(self) -> JoinRequest:
+        """The request with its rebalance timeout: v0 has none, Kafka uses the session's."""
+        if self.rebalance_timeout_ms >= 0:
+            return self
+        return replace(self, rebalance_timeout_ms=self.session_timeout_ms)
+
+
 class Membership(Rebalancing):
     """The classic groups' part of the coordinator: their requests, rebalances, records."""
 
     # --- JoinGroup -------------------------------------------------------------------
 
-    def join(
-        self,
-        now: int,
-        waiter: Any,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        reason: str | None = None,
-        version: int = 9,
-    ) -> Outcome:
+    def join(self, now: int, waiter: Any, req: JoinRequest) -> Outcome:
+        group_id, member_id = req.group_id, req.member_id
         err = self.registry.group_status(group_id)
         if err is not NO_ERROR:
             return Outcome(JoinResult(err, member_id))
         c = self.config
-        if not c.min_session_timeout_ms <= session_timeout_ms <= c.max_session_timeout_ms:
+        if not c.min_session_timeout_ms <= req.session_timeout_ms <= c.max_session_timeout_ms:
             return Outcome(JoinResult(ErrorCode.invalid_session_timeout, member_id))
-        if rebalance_timeout_ms < 0:  # v0 has none: Kafka uses the session timeout
-            rebalance_timeout_ms = session_timeout_ms
+        req = req.with_rebalance_timeout()
         ps = self.partitions[self.registry.partition_for(group_id)]
         group = ps.groups.get(group_id)
         unknown = member_id == ""
@@ -69,17 +79,14 @@ class Membership(Rebalancing):
             ps.groups[group_id] = group
         if not self._accept_joining(group, member_id):
             return Outcome(JoinResult(ErrorCode.group_max_size_reached, member_id))
-        args = _JoinArgs(
-            waiter, group_instance_id, client_id, client_host, rebalance_timeout_ms,
-            session_timeout_ms, protocol_type, protocols, reason or "", version,
-        )
         if group.state is DEAD:
             return Outcome(JoinResult(ErrorCode.coordinator_not_available, member_id))
-        if not group.supports_protocols(protocol_type, protocols, None if unknown else member_id):
+        if not group.supports_protocols(req.protocol_type, req.protocols,
+                                        None if unknown else member_id):
             return Outcome(JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
         if unknown:
-            return self._join_new_member(group, now, args, require_known_member_id)
-        return self._join_current_member(group, now, member_id, args)
+            return self._join_new_member(group, now, req, waiter)
+        return self._join_current_member(group, now, member_id, req, waiter)
 
     def _accept_joining(self, group: GroupMetadata, member_id: str) -> bool:
         limit = self.config.max_size
@@ -91,63 +98,64 @@ class Membership(Rebalancing):
         return member_id in group.members or len(group.members) < limit
 
     def _join_new_member(
-        self, group: GroupMetadata, now: int, a: _JoinArgs, require_known: bool
+        self, group: GroupMetadata, now: int, req: JoinRequest, waiter: Any
     ) -> Outcome:
-        new_id = f"{a.instance_id or a.client_id}-{self.registry.new_id()}"
-        if a.instance_id is not None:
-            return self._join_static(group, now, new_id, a)
-        if require_known:
+        new_id = f"{req.group_instance_id or req.client_id}-{self.registry.new_id()}"
+        if req.group_instance_id is not None:
+            return self._join_static(group, now, new_id, req, waiter)
+        if req.require_known_member_id:
             # KIP-394: hand out an id; the member must join again with it.
             group.pending_members.add(new_id)
-            self.timers.schedule(hb_key(group.group_id, new_id), now + a.session_timeout_ms)
+            self.timers.schedule(hb_key(group.group_id, new_id), now + req.session_timeout_ms)
             log.info("member.pending", group=group.group_id, member=new_id)
             return Outcome(JoinResult(ErrorCode.member_id_required, new_id))
-        return self._add_member_and_rebalance(group, now, new_id, a)
+        return self._add_member_and_rebalance(group, now, new_id, req, waiter)
 
     def _join_current_member(
-        self, group: GroupMetadata, now: int, member_id: str, a: _JoinArgs
+        self, group: GroupMetadata, now: int, member_id: str, req: JoinRequest, waiter: Any
     ) -> Outcome:
         if group.is_pending(member_id):
-            if a.instance_id is not None:
+            if req.group_instance_id is not None:
                 return Outcome(JoinResult(ErrorCode.unknown_member_id, member_id))
-            return self._add_member_and_rebalance(group, now, member_id, a)
-        if group.is_static_member_fenced(a.instance_id, member_id):
+            return self._add_member_and_rebalance(group, now, member_id, req, waiter)
+        if group.is_static_member_fenced(req.group_instance_id, member_id):
             return Outcome(JoinResult(ErrorCode.fenced_instance_id, member_id))
         member = group.members.get(member_id)
         if member is None or group.state is EMPTY:
             return Outcome(JoinResult(ErrorCode.unknown_member_id, member_id))
         if group.state is PREPARING:
-            return self._update_member_and_rebalance(group, member, now, a)
+            return self._update_member_and_rebalance(group, member, now, req, waiter)
         if group.state is COMPLETING:
-            if member.matches(a.protocols):
+            if member.matches(req.protocols):
                 # A retried join: answer with the generation already formed.
                 return Outcome(self._join_info(group, member, group.is_leader(member_id)))
-            return self._update_member_and_rebalance(group, member, now, a)
+            return self._update_member_and_rebalance(group, member, now, req, waiter)
         # Stable: a leader's rejoin always rebalances (it may see new topics).
-        if group.is_leader(member_id) or not member.matches(a.protocols):
-            return self._update_member_and_rebalance(group, member, now, a)
+        if group.is_leader(member_id) or not member.matches(req.protocols):
+            return self._update_member_and_rebalance(group, member, now, req, waiter)
         return Outcome(self._join_info(group, member, False))
 
-    def _join_static(self, group: GroupMetadata, now: int, new_id: str, a: _JoinArgs) -> Outcome:
-        old_id = group.static_member_id(a.instance_id)
+    def _join_static(self, group: GroupMetadata, now: int, new_id: str, req: JoinRequest,
+                     waiter: Any) -> Outcome:
+        old_id = group.static_member_id(req.group_instance_id)
         member = group.members.get(old_id) if old_id is not None else None
         if old_id is None or member is None:
-            return self._add_member_and_rebalance(group, now, new_id, a)
+            return self._add_member_and_rebalance(group, now, new_id, req, waiter)
         out = Outcome()
         was_leader = group.is_leader(old_id)
         current_leader = group.leader_id or ""
         old_waiters = self.replace_static_member(group, member, new_id, now)
         out.replies.extend(old_waiters)
-        log.info("member.replaced", group=group.group_id, instance=a.instance_id,
-                 old_member=old_id, member=new_id, reason=a.reason)
+        log.info("member.replaced", group=group.group_id, instance=req.group_instance_id,
+                 old_member=old_id, member=new_id, reason=req.reason)
         old_meta = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
-        if group.state is STABLE and member.protocol_type == a.protocol_type:
+        if group.state is STABLE and member.protocol_type == req.protocol_type:
             # As Kafka's updateStaticMemberAndRebalance: take the new subscription, and
             # rebalance only if it changes the group's selected protocol.
-            member.protocols = list(a.protocols)
-            member.rebalance_timeout_ms = a.rebalance_timeout_ms
-            member.session_timeout_ms = a.session_timeout_ms
-        if group.state is STABLE and member.protocol_type == a.protocol_type \
+            member.protocols = list(req.protocols)
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+            member.session_timeout_ms = req.session_timeout_ms
+        if group.state is STABLE and member.protocol_type == req.protocol_type \
                 and group.select_protocol() == group.protocol_name:
             # KIP-345: no rebalance; persist the new member id first.
             key, value = group_record(group)
@@ -158,20 +166,20 @@ class Membership(Rebalancing):
                         self.replace_static_member(group, member, old_id, t)
                         (member.protocols, member.rebalance_timeout_ms,
                          member.session_timeout_ms) = old_meta
-                    return Outcome(replies=[(a.waiter, JoinResult(err, ""))])
+                    return Outcome(replies=[(waiter, JoinResult(err, ""))])
                 self.timers.schedule(hb_key(group.group_id, new_id), t + member.session_timeout_ms)
                 # KIP-814: a static leader gets the members but need not assign again.
                 res = self._join_info(group, member, was_leader, skip_assignment=was_leader)
-                if a.version < 9:
+                if req.version < 9:
                     # Before v9, Kafka answers with no members and the old leader id, so a
                     # rejoining leader acts as a follower and runs no assignment that the
                     # Stable group would ignore.
                     res.members, res.leader, res.skip_assignment = [], current_leader, False
-                return Outcome(replies=[(a.waiter, res)])
+                return Outcome(replies=[(waiter, res)])
 
             out.writes.append(Write(group.partition, group.group_id, [(key, value)], then))
             return out
-        return out.add(self._update_member_and_rebalance(group, member, now, a))
+        return out.add(self._update_member_and_rebalance(group, member, now, req, waiter))
 
     def replace_static_member(
         self, group: GroupMetadata, member: MemberMetadata, new_id: str, now: int
@@ -202,12 +210,13 @@ class Membership(Rebalancing):
         return replies
 
     def _add_member_and_rebalance(
-        self, group: GroupMetadata, now: int, member_id: str, a: _JoinArgs
+        self, group: GroupMetadata, now: int, member_id: str, req: JoinRequest, waiter: Any
     ) -> Outcome:
         member = MemberMetadata(
-            member_id, a.instance_id, a.client_id, a.client_host, a.rebalance_timeout_ms,
-            a.session_timeout_ms, a.protocol_type, list(a.protocols),
-            join_waiter=a.waiter, join_version=a.version, is_new=True,
+            member_id, req.group_instance_id, req.client_id, req.client_host,
+            req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
+            list(req.protocols),
+            join_waiter=waiter, join_version=req.version, is_new=True,
         )
         if group.state is PREPARING and group.initial_join_remaining_ms is not None:
             group.new_member_added = True
@@ -216,28 +225,29 @@ class Membership(Rebalancing):
         self.timers.schedule(hb_key(group.group_id, member_id),
                              now + self.config.new_member_join_timeout_ms)
         log.info("member.joined", group=group.group_id, member=member_id,
-                 instance=a.instance_id, client_id=a.client_id, reason=a.reason)
+                 instance=req.group_instance_id, client_id=req.client_id, reason=req.reason)
         out = self._maybe_prepare_rebalance(group, now, f"adding new member {member_id}"
-                                            + (f" with reason: {a.reason}" if a.reason else ""))
+                                            + (f" with reason: {req.reason}" if req.reason else ""))
         return out.add(self._try_complete_join(group, now))
 
     def _update_member_and_rebalance(
-        self, group: GroupMetadata, member: MemberMetadata, now: int, a: _JoinArgs
+        self, group: GroupMetadata, member: MemberMetadata, now: int, req: JoinRequest,
+        waiter: Any
     ) -> Outcome:
         out = Outcome()
-        if member.join_waiter is not None and member.join_waiter is not a.waiter:
+        if member.join_waiter is not None and member.join_waiter is not waiter:
             # A newer join of the same member supersedes the parked one.
             out.replies.append((member.join_waiter,
                                 JoinResult(ErrorCode.rebalance_in_progress, member.member_id)))
-        member.protocols = list(a.protocols)
-        member.protocol_type = a.protocol_type
-        member.rebalance_timeout_ms = a.rebalance_timeout_ms
-        member.session_timeout_ms = a.session_timeout_ms
-        member.join_waiter = a.waiter
-        member.join_version = a.version
+        member.protocols = list(req.protocols)
+        member.protocol_type = req.protocol_type
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.join_waiter = waiter
+        member.join_version = req.version
         out.add(self._maybe_prepare_rebalance(
             group, now, f"updating metadata for member {member.member_id}"
-            + (f" with reason: {a.reason}" if a.reason else "")))
+            + (f" with reason: {req.reason}" if req.reason else "")))
         return out.add(self._try_complete_join(group, now))
 
     # --- SyncGroup -------------------------------------------------------------------
@@ -449,17 +459,3 @@ class Membership(Rebalancing):
             self.timers.cancel(sync_key(gid))
             for mid in list(group.members) + list(group.pending_members):
                 self.timers.cancel(hb_key(gid, mid))
-
-
-@dataclass(slots=True)
-class _JoinArgs:
-    waiter: Any
-    instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    reason: str
-    version: int

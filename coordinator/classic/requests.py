@@ -12,7 +12,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..partitions import GroupPartitions
 from ..results import AFTER_WRITE, JoinResult, Outcome, SyncResult, Write
-from .membership import Membership
+from .membership import JoinRequest, Membership
 from .rebalance import log
 
 if TYPE_CHECKING:
@@ -29,70 +29,36 @@ class ClassicRequests:
         #: The KIP-848 part, built with the first consumer group (its modules with it).
         self.migration = migration
 
-    def join(
-        self,
-        now: int,
-        waiter: Any,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        reason: str | None = None,
-        version: int = 9,
-    ) -> Outcome:
+    def join(self, now: int, waiter: Any, req: JoinRequest) -> Outcome:
         """JoinGroup: a classic group's, or a classic-protocol member's of a consumer group
         (an empty consumer group is deleted first and a classic group formed). A share or
         streams group's id answers GROUP_ID_NOT_FOUND, as Kafka's
         getOrMaybeCreateClassicGroup."""
+        group_id = req.group_id
         if self.registry.group_status(group_id) is NO_ERROR \
                 and (self.registry.share_group(group_id) is not None
                      or self.registry.streams_group(group_id) is not None):
-            return Outcome(JoinResult(ErrorCode.group_id_not_found, member_id))
+            return Outcome(JoinResult(ErrorCode.group_id_not_found, req.member_id))
         cgroup = self._consumer_group_for_classic(group_id)
         c = self.config
-        if cgroup is not None and c.min_session_timeout_ms <= session_timeout_ms \
-                <= c.max_session_timeout_ms:
-            if rebalance_timeout_ms < 0:
-                rebalance_timeout_ms = session_timeout_ms
-            if cgroup.members:
-                return self.migration().classic_join_to_consumer_group(
-                    now, waiter, cgroup, member_id=member_id, instance_id=group_instance_id,
-                    client_id=client_id, client_host=client_host,
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
-                    protocols=protocols, require_known_member_id=require_known_member_id)
+        if cgroup is None or not \
+                c.min_session_timeout_ms <= req.session_timeout_ms <= c.max_session_timeout_ms:
+            return self.classic.join(now, waiter, req)
+        if cgroup.members:
+            return self.migration().classic_join_to_consumer_group(
+                now, waiter, cgroup, req.with_rebalance_timeout())
 
-            def then(err: ErrorCode, t: int) -> Outcome:
-                if err is not NO_ERROR:
-                    return Outcome(JoinResult(err, member_id))
-                return self.classic.join(
-                    t, waiter, group_id=group_id, member_id=member_id,
-                    group_instance_id=group_instance_id,
-                    require_known_member_id=require_known_member_id, client_id=client_id,
-                    client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
-                    session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
-                    protocols=protocols, reason=reason, version=version)
+        def then(err: ErrorCode, t: int) -> Outcome:
+            if err is not NO_ERROR:
+                return Outcome(JoinResult(err, req.member_id))
+            return self.classic.join(t, waiter, req)
 
-            from ..consumer import records as cr
+        from ..consumer import records as cr
 
-            log.info("consumer_group.replaced_by_classic_group", group=group_id)
-            return Outcome(AFTER_WRITE, writes=[Write(
-                self.registry.partition_for(group_id), group_id,
-                list(cr.group_tombstone_records(cgroup)), then)])
-        return self.classic.join(
-            now, waiter, group_id=group_id, member_id=member_id,
-            group_instance_id=group_instance_id,
-            require_known_member_id=require_known_member_id, client_id=client_id,
-            client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms, protocol_type=protocol_type,
-            protocols=protocols, reason=reason, version=version)
+        log.info("consumer_group.replaced_by_classic_group", group=group_id)
+        return Outcome(AFTER_WRITE, writes=[Write(
+            self.registry.partition_for(group_id), group_id,
+            list(cr.group_tombstone_records(cgroup)), then)])
 
     def sync(
         self,

@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from kafkalite.protocol import consumer_group_records as cg
+from kafkalite.protocol.errors import ErrorCode
 
 from ..topics_image import TopicMetadata as TopicMetadata
 from .assignors import Assignment, SubscriptionType
@@ -87,6 +88,19 @@ class ConsumerGroupState(enum.Enum):
 
 class ReplayError(Exception):
     """A record that contradicts the state (Kafka's IllegalStateException on replay)."""
+
+
+class GroupError(Exception):
+    """An ApiException of Kafka's group coordinator: the answer's error and message."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+
+def uses_classic_protocol(member: ConsumerGroupMember) -> bool:
+    return member.classic_member_metadata is not None
 
 
 def to_assignment(tps: tuple[cg.TopicIdPartitions, ...]) -> dict[uuid.UUID, frozenset[int]]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import structlog
 
@@ -32,35 +31,26 @@ from ..partitions import (
 from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
 from ..topics_image import TopicChange
 from . import records as cr
+from .conversion import GroupConversions
 from .group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
+    GroupError,
     MemberState,
     ReplayError,
     SubscriptionCount,
     count_subscription,
+    uses_classic_protocol,
 )
 from .group import replay as replay_consumer_group
 from .topic_regex import TopicRegexResolver
-
-if TYPE_CHECKING:
-    from .migration import ConsumerMigration
 
 log = structlog.get_logger("kafkalite.consumer_groups")
 
 Record = cr.Record
 #: (topic id, partitions) pairs a member reports owning.
 OwnedPartitions = Sequence[tuple[uuid.UUID, Sequence[int]]]
-
-
-class GroupError(Exception):
-    """An ApiException of Kafka's group coordinator: the answer's error and message."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or code.name)
-        self.code = code
-        self.message = message
 
 
 @dataclass(slots=True)
@@ -85,20 +75,14 @@ class ConsumerHeartbeatRequest:
     may_describe: Callable[[str], bool] | None = None
 
 
-def uses_classic_protocol(member: ConsumerGroupMember) -> bool:
-    return member.classic_member_metadata is not None
-
-
 class ConsumerLifecycle:
     """KIP-848 consumer groups: leaving, fencing, their timers and the topics they follow;
-    ``consumer.membership.ConsumerMembership`` adds the heartbeat."""
+    ``consumer.membership.ConsumerMembership`` adds the heartbeat. ``conversions`` turns a
+    group into the other kind when a member's arrival or departure calls for it."""
 
-    #: Conversions to and from classic groups (set by the core: the two parts know each
-    #: other).
-    migration: ConsumerMigration
-
-    def __init__(self, registry: GroupPartitions) -> None:
+    def __init__(self, registry: GroupPartitions, conversions: GroupConversions) -> None:
         self.registry = registry
+        self.conversions = conversions
         self.config = registry.config
         self.timers = registry.timers
         self.partitions = registry.partitions
@@ -173,9 +157,10 @@ class ConsumerLifecycle:
     def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember, response: object,
                       now: int) -> Outcome:
         """Kafka's ``consumerGroupFenceMember``: the member's records go and the group epoch
-        moves on (or the group becomes a classic group again, see ``consumer.migration``).
+        moves on (or the group becomes a classic group again, see ``consumer.conversion``).
         The answer is ``response``, or the append's error."""
-        downgrade = self.migration.maybe_downgrade(group, member, now)
+        downgrade = self.conversions.maybe_downgrade(group, member, now,
+                                                     self.cancel_member_timers)
         if downgrade is not None:
             return downgrade(response)
         gid = group.group_id

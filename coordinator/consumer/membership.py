@@ -35,18 +35,14 @@ from .group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
+    GroupError,
     MemberState,
     TopicMetadata,
     count_subscription,
     subscription_type,
-)
-from .lifecycle import (
-    ConsumerHeartbeatRequest,
-    ConsumerLifecycle,
-    GroupError,
-    OwnedPartitions,
     uses_classic_protocol,
 )
+from .lifecycle import ConsumerHeartbeatRequest, ConsumerLifecycle, OwnedPartitions
 from .reconciliation import (
     FencedMemberEpoch,
     build_target_assignment,
@@ -268,7 +264,7 @@ class ConsumerMembership(ConsumerLifecycle):
             log.info("consumer_group.replaced_empty_classic_group", group=gid)
             return ConsumerGroup(gid)
         if create:
-            converted = self.migration.maybe_upgrade(classic, records, out, now)
+            converted = self.conversions.maybe_upgrade(classic, records, out, now)
             if converted is not None:
                 return converted
         raise GroupError(ErrorCode.group_id_not_found, f"Group {gid} is not a consumer group.")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.coordinator.classic.group import GroupMetadata
+from kafkalite.coordinator.classic.membership import JoinRequest
 from kafkalite.coordinator.classic.states import COMPLETING, PREPARING
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.consumer.lifecycle import ConsumerHeartbeatRequest
@@ -178,14 +179,14 @@ class Harness:
              rebalance: int = REBALANCE, protocol_type: str = "consumer",
              require_known: bool = False, client_id: str = "c") -> Box:
         box = Box()
-        resp = self.run(self.core.join(
-            self.now, box, group_id=group, member_id=member_id, group_instance_id=instance,
+        resp = self.run(self.core.join(self.now, box, JoinRequest(
+            group_id=group, member_id=member_id, group_instance_id=instance,
             require_known_member_id=require_known, client_id=client_id,
             client_host="/127.0.0.1", rebalance_timeout_ms=rebalance,
             session_timeout_ms=session, protocol_type=protocol_type,
             protocols=protocols if protocols is not None else [("range", b"m")],
             reason="test",
-        ))
+        )))
         if resp is not PARKED:
             box(resp)
         return box

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kafkalite.coordinator.classic.membership import JoinRequest
 from kafkalite.coordinator.classic.states import GroupState
 from kafkalite.coordinator.config import CoreConfig
 from kafkalite.coordinator.core import GroupCoordinatorCore
@@ -39,12 +40,12 @@ def _core(rt: CoordinatorRuntime) -> GroupCoordinatorCore:
 
 def _stable_member(rt: CoordinatorRuntime, session_ms: int) -> str:
     answers: list[Any] = []
-    rt.groups.write(lambda c, now: c.join(
-        now, answers.append, group_id="g", member_id="", group_instance_id=None,
+    rt.groups.write(lambda c, now: c.join(now, answers.append, JoinRequest(
+        group_id="g", member_id="", group_instance_id=None,
         require_known_member_id=False, client_id="c", client_host="/h",
         rebalance_timeout_ms=session_ms, session_timeout_ms=session_ms,
         protocol_type="consumer", protocols=[("range", b"m")],
-    ))
+    )))
     [join] = answers
     assert join.error is E.none
     mid: str = join.member_id

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.coordinator.classic.group import GroupState
+from kafkalite.coordinator.classic.membership import JoinRequest
 from kafkalite.coordinator.results import PARKED
 from kafkalite.protocol.errors import ErrorCode as E
 
@@ -28,12 +29,12 @@ def _stable_pair(h: Harness) -> tuple[str, str]:
 
 def _join_v(h: Harness, instance: str, version: int, meta: bytes = b"m") -> Any:
     box = Box()
-    resp = h.run(h.core.join(
-        h.now, box, group_id=GROUP, member_id="", group_instance_id=instance,
+    resp = h.run(h.core.join(h.now, box, JoinRequest(
+        group_id=GROUP, member_id="", group_instance_id=instance,
         require_known_member_id=False, client_id="c", client_host="/127.0.0.1",
         rebalance_timeout_ms=REBALANCE, session_timeout_ms=SESSION, protocol_type="consumer",
         protocols=[("range", meta)], reason="test", version=version,
-    ))
+    )))
     if resp is not PARKED:
         box(resp)
     return box

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkalite.coordinator.classic.membership import JoinRequest
 from kafkalite.coordinator.offsets.store import CommitRequest, PartitionCommit
 from kafkalite.coordinator.results import AFTER_WRITE, PARKED
 from kafkalite.protocol import consumer_offsets as co
@@ -216,11 +217,11 @@ def test_txn_commit_checks_the_group_as_kafka() -> None:
         T0: E.illegal_generation}
     # A group with a member: member, instance and generation are checked (v3+).
     box = Box()
-    resp = h.run(h.core.join(
-        h.now, box, group_id="live", member_id="", group_instance_id="i1",
+    resp = h.run(h.core.join(h.now, box, JoinRequest(
+        group_id="live", member_id="", group_instance_id="i1",
         require_known_member_id=False, client_id="c", client_host="/h",
         rebalance_timeout_ms=1000, session_timeout_ms=1000, protocol_type="consumer",
-        protocols=[("range", b"")], reason=""))
+        protocols=[("range", b"")], reason="")))
     if resp is not PARKED:
         box(resp)
     h.advance(1)

@@ -29,6 +29,7 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.protocol.consumer_group_records",
                         "kafkalite.coordinator.consumer.membership",
                         "kafkalite.coordinator.consumer.migration",
+                        "kafkalite.coordinator.consumer.conversion",
                         "kafkalite.protocol.share_group_records",
                         "kafkalite.coordinator.share.membership",
                         "kafkalite.coordinator.share.group",
