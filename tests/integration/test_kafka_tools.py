@@ -121,7 +121,9 @@ def test_consumer_groups_and_transactions(make_broker: Callable[..., BrokerThrea
         done.produce("tools-g", value=b"v", partition=i % 2)
     done.commit_transaction()
     open_ = Producer({"bootstrap.servers": b, "transactional.id": "tools-open",
-                      "transaction.timeout.ms": 60000})
+                      # Long enough that the tools below (a JVM each) end before it expires
+                      # on a loaded machine.
+                      "transaction.timeout.ms": 600000})
     open_.init_transactions()
     open_.begin_transaction()
     open_.produce("tools-g", value=b"o", partition=0)
@@ -161,8 +163,8 @@ def test_consumer_groups_and_transactions(make_broker: Callable[..., BrokerThrea
                             "TopicPartitions"]
     [row] = described[1:]
     assert (row[0], row[1], row[2], row[3], row[4], row[5], row[8]) == (
-        "1", "tools-open", pids["tools-open"], "0", "Ongoing", "60000", "tools-g-0")
-    assert 0 <= int(row[7]) < 120_000
+        "1", "tools-open", pids["tools-open"], "0", "Ongoing", "600000", "tools-g-0")
+    assert 0 <= int(row[7]) < 600_000
     producers = rows(tool(TRANSACTIONS, "describe-producers", "--topic", "tools-g",
                           "--partition", "0"))
     assert producers[0] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch",
