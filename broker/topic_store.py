@@ -21,9 +21,10 @@ from .metadata_cache import EncodedTopics
 log = structlog.get_logger("kafkalite.broker")
 
 #: After start, when the background pass begins opening the logs no request opened, and
-#: how many it opens per turn of the event loop (each a few ms: requests keep flowing).
+#: how many it opens per turn of the event loop (each 1-2 ms: a request waits at most
+#: that long behind it).
 OPEN_REST_AFTER_S = 1.0
-OPEN_PER_TURN = 4
+OPEN_PER_TURN = 1
 
 
 class TopicConfigs:

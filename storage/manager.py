@@ -177,8 +177,12 @@ class LogManager:
 
     def open_some(self, count: int) -> int:
         """Open up to ``count`` logs not opened yet; how many are left."""
-        for key in list(self._unopened)[:count]:
-            self.get_or_create(*key)
+        configs: dict[str, LogConfig] = {}
+        for topic, p in list(self._unopened)[:count]:
+            cfg = configs.get(topic)
+            if cfg is None:
+                cfg = configs[topic] = self.config_for(topic)
+            self.get_or_create(topic, p, config=cfg)
         return len(self._unopened)
 
     def partitions(self, topic: str) -> list[PartitionLog]:

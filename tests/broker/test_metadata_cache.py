@@ -4,6 +4,7 @@ re-created or re-configured, or a log leading in a new epoch, is in the next ans
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from typing import Any
@@ -195,3 +196,24 @@ async def test_describe_topic_partitions_from_kept_entries(handlers: Handlers) -
     assert pages(100) == [*whole, ("b", 2)]
     h.broker.storage.catalog.delete("a")
     assert pages(100) == [("b", 0), ("b", 1), ("b", 2)]
+
+
+async def test_background_pass_opens_every_log_after_a_restart(tmp_path: Any) -> None:
+    first = Handlers(tmp_path / "data")
+    await first.open()
+    await create(first, "a", 4)
+    await create(first, "b", 3)
+    await first.close()
+    second = Handlers(tmp_path / "data")
+    await second.open()
+    try:
+        logs = second.broker.storage.logs
+        assert logs.unopened == 7
+        for _ in range(300):  # it starts a second after start-up; bounded at 30 s
+            if not logs.unopened:
+                break
+            await asyncio.sleep(0.1)
+        assert logs.unopened == 0 and len(logs.logs) == 7
+        assert {(lg.topic, lg.leader_epoch) for lg in logs} == {("a", 1), ("b", 1)}
+    finally:
+        await second.close()
