@@ -481,7 +481,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     if replicas is not None:
         control.view.nodes = broker
     clients.connections = lambda: broker.connections
-    control.view.clients = clients
+    control.view.clients_registry = clients
     control.metrics.clients = clients.families
     return broker
 

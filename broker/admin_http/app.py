@@ -145,11 +145,12 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
         return web.json_response(view.group(req.match_info["group"]))
 
     async def clients(_req: web.Request) -> web.Response:
-        return web.json_response({"clients": view.clients.rows() if view.clients else []})
+        return web.json_response({"clients": view.clients()})
 
     async def client_history(req: web.Request) -> web.Response:
         iid = req.match_info["instance"]
-        series = view.clients.history(iid) if view.clients else None
+        registry = view.clients_registry
+        series = registry.history(iid) if registry is not None else None
         if series is None:
             raise NotFound(f"no client instance {iid}")
         return web.json_response({"client_instance_id": iid, "series": series})

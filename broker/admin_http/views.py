@@ -111,7 +111,7 @@ class BrokerView:
         #: The nodes' switches (set by the composition root when the process runs several).
         self.nodes: NodeSwitch | None = None
         #: The connected clients and what they pushed (``telemetry.clients``).
-        self.clients: ClientRegistry | None = None
+        self.clients_registry: ClientRegistry | None = None
 
     # --- cluster and topics ---------------------------------------------------------------
 
@@ -315,6 +315,28 @@ class BrokerView:
             "members": members, "lag": self.lag(g.group_id, members),
             "history": self.history(g.group_id, g.partition),
         }
+
+    def clients(self) -> list[dict[str, Any]]:
+        """The connected clients (``telemetry.clients``), each with the groups it is a
+        member of: those whose members have its client id and host."""
+        if self.clients_registry is None:
+            return []
+        rows = self.clients_registry.rows()
+        wanted = {(r["client_id"], r["address"].rsplit(":", 1)[0]) for r in rows}
+        member_of: dict[tuple[str | None, str], list[str]] = {}
+        for o in self.groups():
+            try:
+                members = self.group(o["group_id"]).get("members", [])
+            except NotFound:
+                continue
+            for m in members:
+                key = (m.get("client_id"), str(m.get("client_host", "")).lstrip("/"))
+                if key in wanted:
+                    member_of.setdefault(key, []).append(o["group_id"])
+        for r in rows:
+            r["groups"] = sorted(set(member_of.get(
+                (r["client_id"], r["address"].rsplit(":", 1)[0]), [])))
+        return rows
 
     def _other_group(self, group_id: str) -> dict[str, Any]:
         """A KIP-848 consumer group or a share group."""

@@ -1,10 +1,11 @@
 // The kafkalite console: polls the admin JSON API and redraws; no page reloads, no
 // external assets. The location hash names what is shown: #topics, #topics/NAME,
-// #groups, #groups/ID, #schemas, #schemas/SUBJECT, #faults, #brokers.
+// #groups, #groups/ID, #schemas, #schemas/SUBJECT, #faults, #brokers, #clients,
+// #clients/INSTANCE_ID.
 "use strict";
 
-const state = { view: "topics", topic: null, group: null, subject: null };
-const VIEWS = ["topics", "groups", "schemas", "faults", "brokers"];
+const state = { view: "topics", topic: null, group: null, subject: null, client: null };
+const VIEWS = ["topics", "groups", "schemas", "faults", "brokers", "clients"];
 const POLL_MS = 1000;
 
 function el(tag, text, cls) {
@@ -232,6 +233,60 @@ async function drawBrokers() {
   }));
 }
 
+// A line over a series' kept values, in SVG: [[time ms, value], ...].
+function sparkline(values) {
+  const NS = "http://www.w3.org/2000/svg";
+  const w = 160, h = 28;
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("width", w); svg.setAttribute("height", h);
+  svg.setAttribute("class", "spark");
+  if (values.length < 2) return svg;
+  const t0 = values[0][0], t1 = values[values.length - 1][0];
+  const vs = values.map((p) => p[1]);
+  const lo = Math.min(...vs), hi = Math.max(...vs);
+  const x = (t) => (t1 === t0 ? 0 : (t - t0) / (t1 - t0)) * (w - 2) + 1;
+  const y = (v) => h - 1 - (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (h - 2);
+  const line = document.createElementNS(NS, "polyline");
+  line.setAttribute("points", values.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" "));
+  svg.appendChild(line);
+  return svg;
+}
+
+function number(v) {
+  return Number.isInteger(v) ? String(v) : v.toPrecision(6).replace(/\.?0+$/, "");
+}
+
+async function drawClients() {
+  const { clients } = await api("/clients");
+  fill("clients", clients.map((c) => {
+    const software = [c.software_name, c.software_version].filter(Boolean).join(" ");
+    const open = c.client_instance_id
+      ? () => { location.hash = `clients/${encodeURIComponent(c.client_instance_id)}`; }
+      : null;
+    return row([c.client_id ?? "", software, c.address, c.listener, c.principal,
+      (c.groups || []).join(", "), new Date(c.connected_since).toLocaleTimeString(),
+      c.client_instance_id ?? "—", c.metrics.length], open,
+      c.client_instance_id !== null && c.client_instance_id === state.client);
+  }));
+  const detail = document.getElementById("client-detail");
+  detail.hidden = !state.client;
+  if (!state.client) return;
+  document.getElementById("client-name").textContent = `Client instance ${state.client}`;
+  let series = [];
+  try {
+    ({ series } = await api(`/clients/${encodeURIComponent(state.client)}/metrics`));
+  } catch (e) {
+    document.getElementById("client-name").textContent = `Client instance ${state.client}: ${e.message}`;
+  }
+  series.sort((a, b) => a.name.localeCompare(b.name));
+  fill("client-metrics", series.map((s) => {
+    const last = s.values.length ? s.values[s.values.length - 1][1] : null;
+    const attrs = Object.entries(s.attributes || {}).map(([k, v]) => `${k}=${v}`).join(" ");
+    return row([s.name, attrs, last === null ? "" : number(last), s.unit ?? "",
+      sparkline(s.values)]);
+  }));
+}
+
 let busy = false;
 async function refresh() {
   if (busy) return;
@@ -243,6 +298,7 @@ async function refresh() {
     else if (state.view === "groups") await drawGroups();
     else if (state.view === "schemas") await drawSchemas();
     else if (state.view === "brokers") await drawBrokers();
+    else if (state.view === "clients") await drawClients();
     else await drawFaults();
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {
@@ -259,6 +315,7 @@ function route() {
   if (state.view === "topics") state.topic = picked;
   if (state.view === "groups") state.group = picked;
   if (state.view === "schemas") state.subject = picked;
+  if (state.view === "clients") state.client = picked;
   for (const v of VIEWS) {
     document.getElementById(`view-${v}`).hidden = v !== state.view;
   }
