@@ -18,6 +18,7 @@ until a quota is set, so a broker without quotas pays one attribute test per req
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from kafkalite.protocol.errors import ErrorCode
 
@@ -45,6 +46,20 @@ def _part(names: Mapping[str, str | None], etype: str) -> Part:
         return None
     name = names[etype]
     return DEFAULT if name is None else "=" + name
+
+
+#: Kafka drops a quota sensor unused for an hour (InactiveSensorExpirationTimeSeconds);
+#: here the check runs when a sensor is added past every multiple of this many.
+_EXPIRE_MS = 3_600_000
+_EXPIRE_EVERY = 1024
+
+
+def expire(sensors: dict[Any, Any], now: int) -> None:
+    """Drop the sensors unused for an hour, once in ``_EXPIRE_EVERY`` additions."""
+    if not sensors or len(sensors) % _EXPIRE_EVERY:
+        return
+    for key in [k for k, s in sensors.items() if now - s.last_ms >= _EXPIRE_MS]:
+        del sensors[key]
 
 
 def user_of(principal: str) -> str:
@@ -140,11 +155,12 @@ class ClientQuotaManager:
         bound = self.limit(tags)
         return Window(self.window_ms, self.samples, _LONG_MAX if bound is None else bound)
 
-    def sensor(self, user: str, client_id: str) -> RateSensor:
+    def sensor(self, user: str, client_id: str, now: int) -> RateSensor:
         tags = self.metric_tags(user, client_id)
         s = self.sensors.get(tags)
         if s is None:
-            s = self.sensors[tags] = RateSensor(self._window(tags), self.max_throttle_ms)
+            expire(self.sensors, now)
+            s = self.sensors[tags] = RateSensor(self._window(tags), self.max_throttle_ms, now)
         assert isinstance(s, RateSensor)
         return s
 
@@ -152,10 +168,10 @@ class ClientQuotaManager:
         """Record ``value`` for this client; the throttle time in ms (0: within quota)."""
         if not self.types:
             return 0
-        return self.sensor(user, client_id).record(value, now)
+        return self.sensor(user, client_id, now).record(value, now)
 
     def unrecord(self, user: str, client_id: str, value: float, now: int) -> None:
-        self.sensor(user, client_id).record(-value, now, check=False)
+        self.sensor(user, client_id, now).record(-value, now, check=False)
 
     def max_window_value(self, user: str, client_id: str) -> float:
         """The most a client may take in one window without being throttled
@@ -212,17 +228,18 @@ class ControllerMutationQuota:
 class MutationQuotaManager(ClientQuotaManager):
     """``controller_mutation_rate``: a token bucket per entity (KIP-599)."""
 
-    def mutation_sensor(self, user: str, client_id: str) -> MutationSensor:
+    def mutation_sensor(self, user: str, client_id: str, now: int) -> MutationSensor:
         tags = self.metric_tags(user, client_id)
         s = self.sensors.get(tags)
         if s is None:
-            s = self.sensors[tags] = MutationSensor(self._window(tags))
+            expire(self.sensors, now)
+            s = self.sensors[tags] = MutationSensor(self._window(tags), now)
         assert isinstance(s, MutationSensor)
         return s
 
     def quota_for(self, user: str, client_id: str, strict: bool, now: int
                   ) -> ControllerMutationQuota:
-        sensor = self.mutation_sensor(user, client_id) if self.types else None
+        sensor = self.mutation_sensor(user, client_id, now) if self.types else None
         return ControllerMutationQuota(sensor, strict, now)
 
 
@@ -269,8 +286,9 @@ class IpConnectionRates:
             return 0
         sensor = self.sensors.get(ip)
         if sensor is None:
+            expire(self.sensors, now)
             sensor = self.sensors[ip] = RateSensor(
-                Window(self.window_ms, self.samples, rate), self.window_ms)
+                Window(self.window_ms, self.samples, rate), self.window_ms, now)
         ms = sensor.record(1.0, now)
         if ms > 0:
             sensor.record(-1.0, now, check=False)

@@ -121,11 +121,14 @@ class TokenBucket:
 class RateSensor:
     """A rate with an upper bound (a byte rate, request time, connection creations)."""
 
-    __slots__ = ("max_throttle_ms", "rate", "window")
+    __slots__ = ("last_ms", "max_throttle_ms", "rate", "window")
 
-    def __init__(self, window: Window, max_throttle_ms: int | None = None) -> None:
+    def __init__(self, window: Window, max_throttle_ms: int | None = None,
+                 now: int = 0) -> None:
         self.window = window
         self.rate = Rate()
+        #: The last record: a sensor unused for an hour is dropped (Kafka's expiry).
+        self.last_ms = now
         #: The request and connection quotas cap a throttle at one window.
         self.max_throttle_ms = max_throttle_ms
 
@@ -133,6 +136,7 @@ class RateSensor:
         """Record ``value``; the throttle time in ms when the rate is now past the bound
         (QuotaUtils.throttleTime), else 0."""
         w = self.window
+        self.last_ms = now
         self.rate.record(w, value, now)
         if not check:
             return 0
@@ -148,12 +152,13 @@ class RateSensor:
 class MutationSensor:
     """Controller mutations: a rate (reported only) and the token bucket the quota is on."""
 
-    __slots__ = ("bucket", "rate", "window")
+    __slots__ = ("bucket", "last_ms", "rate", "window")
 
-    def __init__(self, window: Window) -> None:
+    def __init__(self, window: Window, now: int = 0) -> None:
         self.window = window
         self.rate = Rate()
         self.bucket = TokenBucket()
+        self.last_ms = now
 
     def _throttle(self, now: int) -> int:
         tokens = self.bucket.measure(self.window, now)
@@ -166,6 +171,7 @@ class MutationSensor:
         return self._throttle(now)
 
     def record(self, permits: float, now: int, check: bool) -> int:
+        self.last_ms = now
         self.rate.record(self.window, permits, now)
         self.bucket.record(self.window, permits, now)
         return self._throttle(now) if check else 0

@@ -160,3 +160,14 @@ def test_connection_creation_rate_by_ip(tmp_path: Path) -> None:
     assert rates.admit("127.0.0.2", T0) == 500
     assert rates.admit("127.0.0.2", T0 + 2000) == 0
     assert all(rates.admit("127.0.0.3", T0) == 0 for _ in range(100))
+
+
+def test_sensors_unused_for_an_hour_are_dropped(tmp_path: Path) -> None:
+    m = QuotaManagers(_store(tmp_path, ({"client-id": None}, "producer_byte_rate", 1e6)))
+    for i in range(1023):
+        m.produce.record("", f"c{i}", 1, T0)
+    m.produce.record("", "recent", 1, T0 + 3_000_000)
+    assert len(m.produce.sensors) == 1024
+    # The next new sensor finds 1023 of them unused for an hour.
+    m.produce.record("", "new", 1, T0 + 3_600_000)
+    assert set(m.produce.sensors) == {("", "recent"), ("", "new")}

@@ -148,6 +148,12 @@ def test_user_quota_over_sasl(make_broker: Factory) -> None:
     t_alice += produce_all({**a, "client.id": "two"}, "u", 20, 1024, alice)
     assert bob.throttle_max == 0 and alice.throttle_max > 0
     assert t_alice >= 2.0 > t_bob
+    # A user quota on fetching: alice's consumer reads the 80 KB at 20 KB/s.
+    b.call(lambda: store.alter(
+        [Alteration({"user": "alice"}, (("consumer_byte_rate", 20480.0),))], False))
+    reading = Stats()
+    assert consume_all({**a, "client.id": "reader"}, "u", 80, reading) >= 2.0
+    assert reading.throttle_max > 0
 
 
 def test_muted_connection_follows_the_manual_clock(make_broker: Factory) -> None:
@@ -246,3 +252,22 @@ def test_connection_creation_rate_by_ip(make_broker: Factory) -> None:
 def api_versions_frame() -> bytes:
     body = struct.pack(">hhih", 18, 0, 1, -1)
     return struct.pack(">i", len(body)) + body
+
+
+def test_kafka_configs_sets_the_quota_a_producer_is_throttled_by(make_broker: Factory,
+                                                                  tmp_path: Any) -> None:
+    """The issue's steps: ``kafka-configs --alter --add-config producer_byte_rate=...
+    --entity-type clients --entity-name slowpoke``, then a producer with that client id."""
+    from .java_support import run_tool, tools_log_config
+
+    b = make_broker(WINDOWS)
+    log = tools_log_config(tmp_path)
+    configs = "org.apache.kafka.tools.ConfigCommand"
+    out = run_tool(configs, "--bootstrap-server", b.bootstrap, "--alter", "--add-config",
+                   "producer_byte_rate=10240", "--entity-type", "clients", "--entity-name",
+                   "slowpoke", log_config=log).stdout
+    assert out == "Completed updating config for client slowpoke.\n"
+    stats = Stats()
+    elapsed = produce_all({"bootstrap.servers": b.bootstrap, "client.id": "slowpoke"}, "s",
+                          40, 1024, stats)
+    assert stats.throttle_max > 0 and elapsed >= 2.0
