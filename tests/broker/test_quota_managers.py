@@ -171,3 +171,17 @@ def test_sensors_unused_for_an_hour_are_dropped(tmp_path: Path) -> None:
     # The next new sensor finds 1023 of them unused for an hour.
     m.produce.record("", "new", 1, T0 + 3_600_000)
     assert set(m.produce.sensors) == {("", "recent"), ("", "new")}
+
+
+def test_each_quota_key_has_its_own_entities(tmp_path: Path) -> None:
+    store = _store(tmp_path, ({"user": "alice", "client-id": "app"}, "request_percentage", 5.0),
+                   ({"user": None}, "consumer_byte_rate", 100.0),
+                   ({"client-id": "app"}, "controller_mutation_rate", 2.0),
+                   ({"ip": None}, "connection_creation_rate", 10.0))
+    m = QuotaManagers(store)
+    assert m.request.quota("alice", "app") == 5.0 and m.request.quota("bob", "app") is None
+    assert m.request.metric_tags("alice", "app") == ("alice", "app")
+    assert m.fetch.quota("bob", "x") == 100.0 and m.fetch.metric_tags("bob", "x") == ("bob", "")
+    assert m.mutation.quota("alice", "app") == 2.0 and m.mutation.quota("", "other") is None
+    assert m.produce.quota("alice", "app") is None and not m.produce.enabled
+    assert m.connections.rate_for("10.1.1.1") == 10
