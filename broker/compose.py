@@ -391,8 +391,13 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
     if where is not None:
         # aiohttp is imported only here, by a broker that serves HTTP.
         from .admin_http.app import AdminServer
+        from .series.sampler import Sampler
 
-        admin = AdminServer(where.host, where.port, view, faults, metrics, clock, scenarios)
+        # Sampled only for a broker that serves the console.
+        sampler = Sampler(metrics, view)
+        scheduler.every("series-sample", sampler.interval_ms, lambda now: sampler.sample(now))
+        admin = AdminServer(where.host, where.port, view, faults, metrics, clock, scenarios,
+                            sampler)
     return Control(clock, scenarios, metrics, faults, view, admin)
 
 

@@ -20,6 +20,7 @@ from ..control.faults import FaultError, FaultRules
 from ..control.scenarios import NAMES as SCENARIO_NAMES
 from ..control.scenarios import CoordinatorScenarios, ScenarioError
 from ..metrics import BrokerMetrics
+from ..series.sampler import Sampler
 from .lag import LagBoard
 from .views import BadRequest, BrokerView, NotFound
 
@@ -88,7 +89,8 @@ def _int_field(body: Any, name: str, required: bool = True, default: int = 0) ->
 
 
 def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
-              clock: ClockControl, scenarios: CoordinatorScenarios) -> web.Application:
+              clock: ClockControl, scenarios: CoordinatorScenarios,
+              sampler: Sampler | None = None) -> web.Application:
     app = web.Application(middlewares=[_errors])
     r = app.router
 
@@ -154,6 +156,30 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
         if series is None:
             raise NotFound(f"no client instance {iid}")
         return web.json_response({"client_instance_id": iid, "series": series})
+
+    # --- series over time (broker/series) ------------------------------------------------
+
+    def _sampler() -> Sampler:
+        if sampler is None:
+            raise NotFound("series are not sampled by this broker")
+        return sampler
+
+    async def topic_series(req: web.Request) -> web.Response:
+        name = req.match_info["topic"]
+        s = _sampler()
+        if name not in s.topics and view.storage.catalog.get(name) is None:
+            raise NotFound(f"unknown topic {name!r}")
+        return web.json_response(s.topic(name))
+
+    async def group_series(req: web.Request) -> web.Response:
+        name = req.match_info["group"]
+        s = _sampler()
+        if name not in s.groups and not any(g["group_id"] == name for g in view.groups()):
+            raise NotFound(f"unknown group {name!r}")
+        return web.json_response(s.group(name))
+
+    async def node_series(_req: web.Request) -> web.Response:
+        return web.json_response(_sampler().all_nodes())
 
     # --- faults ---------------------------------------------------------------------------
 
@@ -226,10 +252,13 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_post("/api/v1/brokers/{node}/{action}", broker_switch)
     r.add_get("/api/v1/topics", topics)
     r.add_get("/api/v1/topics/{topic}", topic)
+    r.add_get("/api/v1/topics/{topic}/series", topic_series)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)
     r.add_get("/api/v1/groups", groups)
     r.add_get("/api/v1/schemas", schemas)
     r.add_get("/api/v1/groups/{group}", group)
+    r.add_get("/api/v1/groups/{group}/series", group_series)
+    r.add_get("/api/v1/nodes/series", node_series)
     r.add_get("/api/v1/clients", clients)
     r.add_get("/api/v1/clients/{instance}/metrics", client_history)
     r.add_get("/api/v1/faults", fault_list)
@@ -249,8 +278,8 @@ class AdminServer:
 
     def __init__(self, host: str, port: int, view: BrokerView, faults: FaultRules,
                  metrics: BrokerMetrics, clock: ClockControl,
-                 scenarios: CoordinatorScenarios) -> None:
-        self.app = build_app(view, faults, metrics, clock, scenarios)
+                 scenarios: CoordinatorScenarios, sampler: Sampler | None = None) -> None:
+        self.app = build_app(view, faults, metrics, clock, scenarios, sampler)
         self._runner: web.AppRunner | None = None
         self.host = host
         self.port = port

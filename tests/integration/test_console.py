@@ -1,12 +1,14 @@
 """The web console in headless Chromium, driven by Selenium: a group of three real
 consumers shows three members with their assignments and session deadlines, two after
-one leaves (without a reload), the message browser shows a produced JSON value, and the
-Schemas view lists a subject's versions with their schemas."""
+one leaves (without a reload), the message browser shows a produced JSON value, the
+Schemas view lists a subject's versions with their schemas, and the topic and group pages
+chart rates and lag over time."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -24,6 +26,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .group_helpers import Member, create_topic, stop_all, wait_stable
+from .series_traffic import lagging_traffic
 
 TOPIC, GROUP, PARTITIONS = "console-orders", "console-group", 6
 
@@ -180,3 +183,54 @@ def test_console_lists_subjects_versions_and_schemas(
     assert '"note"' in versions[0][3] and '"note"' not in versions[1][3]
     assert browser.find_element(By.ID, "subject-name").text == subject
     assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "schemas.png")
+
+
+SERIES_TOPIC, SERIES_GROUP = "console-series", "console-series-group"
+
+
+def _chart_points(driver: webdriver.Chrome, chart: str) -> int:
+    """Points of the first line drawn in the chart ``chart`` (0 when none is drawn)."""
+    n: int = driver.execute_script(
+        "const l = document.querySelector(`#${arguments[0]} polyline.chart-line`);"
+        "return l ? l.getAttribute('points').trim().split(' ').length : 0;", chart)
+    return n
+
+
+def test_console_charts_the_topic_and_the_lagging_group(
+        make_broker: Callable[..., BrokerThread], browser: webdriver.Chrome,
+        tmp_path: Path) -> None:
+    """After a producer and a lagging group ran, the topic page and the group page each
+    draw charts of several points; a deep link opens the message browser at an offset.
+    With CONSOLE_SCREENSHOTS=DIR the two pages are kept there as PNG (docs/)."""
+    broker = make_broker(admin=True)
+    create_topic(broker, SERIES_TOPIC, 3)
+    produced, consumed = lagging_traffic(broker, SERIES_TOPIC, SERIES_GROUP, seconds=10)
+    assert 0 < consumed < produced
+    shots = Path(os.environ.get("CONSOLE_SCREENSHOTS") or tmp_path)
+
+    browser.get(f"{broker.admin_url}/#topics/{SERIES_TOPIC}")
+    wait_for(browser, "the topic's rate charts", lambda: _chart_points(
+        browser, "topic-records-chart") >= 3 and _chart_points(browser, "topic-bytes-chart") >= 3)
+    legend = browser.find_element(By.ID, "topic-records-chart").text
+    assert "produced" in legend and "consumed" in legend
+    assert_not_blank(browser.get_screenshot_as_png(), shots / "console-topic.png")
+
+    browser.get(f"{broker.admin_url}/#groups/{SERIES_GROUP}")
+    wait_for(browser, "the group's lag charts", lambda: _chart_points(
+        browser, "group-lag-chart") >= 3 and _chart_points(browser, "group-partition-chart") >= 3)
+    assert "total" in browser.find_element(By.ID, "group-lag-chart").text
+    # The group's first generation came after the broker's first sample: marked.
+    wait_for(browser, "a rebalance mark", lambda: bool(browser.find_elements(
+        By.CSS_SELECTOR, "#group-lag-chart line.chart-mark")))
+    assert_not_blank(browser.get_screenshot_as_png(), shots / "console-group.png")
+
+    browser.get(f"{broker.admin_url}/#brokers")
+    wait_for(browser, "the request rate chart",
+             lambda: _chart_points(browser, "nodes-requests-chart") >= 3)
+
+    # Deep link: partition 1 of the topic from offset 2.
+    browser.get(f"{broker.admin_url}/#topics/{SERIES_TOPIC}/1/2")
+    wait_for(browser, "messages of partition 1 from offset 2", lambda: (
+        rows(browser, "messages")[:1] or [[""]])[0][0] == "2")
+    assert Select(browser.find_element(By.ID, "browse-partition")).first_selected_option \
+        .get_attribute("value") == "1"

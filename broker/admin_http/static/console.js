@@ -1,10 +1,12 @@
 // The kafkalite console: polls the admin JSON API and redraws; no page reloads, no
 // external assets. The location hash names what is shown: #topics, #topics/NAME,
 // #groups, #groups/ID, #schemas, #schemas/SUBJECT, #faults, #brokers, #clients,
-// #clients/INSTANCE_ID.
+// #clients/INSTANCE_ID, and #topics/NAME/PARTITION[/OFFSET] for the message browser at a
+// partition and offset.
 "use strict";
 
-const state = { view: "topics", topic: null, group: null, subject: null, client: null };
+const state = { view: "topics", topic: null, group: null, subject: null, client: null,
+  browse: null };
 const VIEWS = ["topics", "groups", "schemas", "faults", "brokers", "clients"];
 const POLL_MS = 1000;
 
@@ -57,6 +59,102 @@ function shown(v, format) {
   return el("pre", v.hex);
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+const COLOURS = ["#1d3557", "#e63946", "#2a9d8f", "#f4a261", "#6a4c93", "#8ab17d",
+  "#bc6c25", "#457b9d"];
+
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function fmt(v) {
+  if (v >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
+  if (v >= 1e3) return `${(v / 1e3).toFixed(1)}k`;
+  return Number.isInteger(v) ? String(v) : v.toFixed(1);
+}
+
+// A line chart drawn as SVG into the element with id `id`: one polyline per line
+// ({label, value: point => number}), vertical marks at the given times.
+function drawChart(id, title, points, lines, marks) {
+  const box = document.getElementById(id);
+  const W = 520, H = 170, L = 48, R = 8, T = 22, B = 22;
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "chart" });
+  root.appendChild(svg("text", { x: L, y: 14, class: "chart-title" }, title));
+  const t0 = points.length ? points[0].t : 0;
+  // Marks after the last point (a rebalance since) widen the time axis to show them.
+  const t1 = points.length ? Math.max(points[points.length - 1].t,
+    ...(marks || []).map((m) => m.t)) : 1;
+  let max = 0;
+  for (const p of points) for (const l of lines) max = Math.max(max, l.value(p) || 0);
+  max = max || 1;
+  const x = (t) => L + (t1 === t0 ? 0 : (t - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => T + (1 - v / max) * (H - T - B);
+  root.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B,
+    class: "chart-area" }));
+  for (const v of [0, max / 2, max]) {
+    root.appendChild(svg("text", { x: L - 4, y: y(v) + 4, class: "chart-axis",
+      "text-anchor": "end" }, fmt(v)));
+  }
+  if (points.length) {
+    const span = Math.round((t1 - t0) / 1000);
+    root.appendChild(svg("text", { x: W - R, y: H - 6, class: "chart-axis",
+      "text-anchor": "end" }, `last ${span} s · ${points.length} points`));
+  }
+  for (const m of marks || []) {
+    if (m.t < t0 || m.t > t1) continue;
+    const mark = svg("line", { x1: x(m.t), x2: x(m.t), y1: T, y2: H - B, class: "chart-mark" });
+    mark.appendChild(svg("title", {}, m.label));
+    root.appendChild(mark);
+  }
+  lines.forEach((l, i) => {
+    const colour = COLOURS[i % COLOURS.length];
+    if (points.length) {
+      root.appendChild(svg("polyline", { fill: "none", stroke: colour, "stroke-width": 1.5,
+        class: "chart-line", points: points.map((p) => `${x(p.t).toFixed(1)},${y(l.value(p) || 0).toFixed(1)}`).join(" ") }));
+    }
+    root.appendChild(svg("text", { x: L + 6 + i * 110, y: H - 6, fill: colour,
+      class: "chart-legend" }, l.label));
+  });
+  box.replaceChildren(root);
+}
+
+async function drawTopicCharts(name) {
+  const s = await api(`/topics/${encodeURIComponent(name)}/series`);
+  drawChart("topic-records-chart", "records/s", s.points, [
+    { label: "produced", value: (p) => p.records_in_per_s },
+    { label: "consumed", value: (p) => p.records_out_per_s }]);
+  drawChart("topic-bytes-chart", "bytes/s", s.points, [
+    { label: "in", value: (p) => p.bytes_in_per_s },
+    { label: "out (fetched)", value: (p) => p.bytes_out_per_s }]);
+}
+
+async function drawGroupCharts(name) {
+  const s = await api(`/groups/${encodeURIComponent(name)}/series`);
+  const parts = new Set();
+  for (const p of s.points) for (const k of Object.keys(p.partitions)) parts.add(k);
+  const marks = s.marks.map((m) => ({ t: m.t, label: `rebalance: generation ${m.generation}` }));
+  drawChart("group-lag-chart", "lag (records), rebalances marked", s.points,
+    [{ label: "total", value: (p) => p.lag }], marks);
+  drawChart("group-partition-chart", "lag per partition", s.points,
+    [...parts].sort().slice(0, 8).map((k) => ({ label: k, value: (p) => p.partitions[k] })),
+    marks);
+}
+
+async function drawNodeCharts() {
+  const s = await api("/nodes/series");
+  const marks = [];
+  for (const [node, n] of Object.entries(s.nodes)) {
+    for (const m of n.marks) marks.push({ t: m.t, label: `node ${node}: ${m.kind}` });
+  }
+  drawChart("nodes-requests-chart", "requests/s (all nodes), stops/starts marked",
+    s.process.points, [{ label: "requests/s", value: (p) => p.requests_per_s }], marks);
+  drawChart("nodes-latency-chart", "mean latency (ms)", s.process.points,
+    [{ label: "latency ms", value: (p) => p.latency_ms }], marks);
+}
+
 async function drawCluster() {
   const c = await api("/cluster");
   document.getElementById("cluster").textContent =
@@ -87,6 +185,13 @@ async function drawTopics() {
     }));
     sel.dataset.topic = t.name;
   }
+  if (state.browse) {
+    // A deep link names the partition (and offset) to browse: applied once.
+    sel.value = state.browse.partition;
+    document.getElementById("browse-offset").value = state.browse.offset ?? "";
+    state.browse = null;
+  }
+  await drawTopicCharts(t.name);
   await drawMessages();
 }
 
@@ -131,6 +236,7 @@ async function drawGroups() {
   }
   detail.hidden = false;
   document.getElementById("group-name").textContent = g.group_id;
+  await drawGroupCharts(g.group_id);
   const share = document.getElementById("share-detail");
   share.hidden = g.type !== "share";
   if (g.type === "share") { drawShareGroup(g); return; }
@@ -211,6 +317,7 @@ async function drawFaults() {
 // the API refuses and says why.
 async function drawBrokers() {
   const { brokers } = await api("/brokers");
+  await drawNodeCharts();
   const err = document.getElementById("brokers-error");
   fill("brokers", brokers.map((b) => {
     const buttons = el("span");
@@ -309,10 +416,12 @@ async function refresh() {
 }
 
 function route() {
-  const [view, name] = (location.hash.slice(1) || "topics").split("/", 2);
+  const [view, name, partition, offset] = (location.hash.slice(1) || "topics").split("/");
   state.view = VIEWS.includes(view) ? view : "topics";
   const picked = name === undefined ? null : decodeURIComponent(name);
   if (state.view === "topics") state.topic = picked;
+  state.browse = state.view === "topics" && partition !== undefined
+    ? { partition, offset } : null;
   if (state.view === "groups") state.group = picked;
   if (state.view === "schemas") state.subject = picked;
   if (state.view === "clients") state.client = picked;
@@ -326,7 +435,13 @@ function route() {
 }
 
 document.getElementById("browse").addEventListener("submit", (e) => {
-  e.preventDefault(); drawMessages();
+  e.preventDefault();
+  // The browsed partition and offset become the page's address.
+  const partition = document.getElementById("browse-partition").value || 0;
+  const offset = document.getElementById("browse-offset").value;
+  const hash = `#topics/${encodeURIComponent(state.topic)}/${partition}${offset === "" ? "" : `/${offset}`}`;
+  history.replaceState(null, "", hash);
+  drawMessages();
 });
 document.getElementById("browse-format").addEventListener("change", drawMessages);
 document.getElementById("browse-partition").addEventListener("change", drawMessages);
