@@ -3,7 +3,9 @@ consumer group over TCP, read back from /api/v1/.../series."""
 
 from __future__ import annotations
 
+import time
 import urllib.error
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -59,3 +61,38 @@ def test_topic_group_and_node_series_follow_real_clients(
         with pytest.raises(urllib.error.HTTPError) as e:
             get(broker, path)
         assert e.value.code == 404
+
+
+def _post(broker: BrokerThread, path: str) -> None:
+    req = urllib.request.Request(f"{broker.admin_url}/api/v1{path}", data=b"{}",
+                                 method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 200
+
+
+def _marks(broker: BrokerThread, node: str) -> list[str]:
+    return [m["kind"] for m in get(broker, "/nodes/series")["nodes"][node]["marks"]]
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.3)
+
+
+def test_node_series_mark_a_stop_an_isolation_and_the_starts(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    broker = make_broker(admin=True, nodes=3)
+    _wait(lambda: len(get(broker, "/nodes/series")["nodes"]) == 3, "series of three nodes")
+    _post(broker, "/brokers/2/stop")
+    _wait(lambda: _marks(broker, "2") == ["stopped"], "stop mark")
+    _post(broker, "/brokers/2/start")
+    _post(broker, "/brokers/3/isolate")
+    _wait(lambda: _marks(broker, "2") == ["stopped", "running"]
+          and _marks(broker, "3") == ["isolated"], "start and isolation marks")
+    _post(broker, "/brokers/3/heal")
+    _wait(lambda: _marks(broker, "3") == ["isolated", "running"], "heal mark")
+    nodes = get(broker, "/nodes/series")["nodes"]
+    assert _marks(broker, "1") == []
+    assert {p["status"] for p in nodes["2"]["points"]} >= {"stopped", "running"}
