@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import Producer
 
 from kafkalite.broker.series.sampler import SAMPLE_MS
 from kafkalite.broker.testing.fixtures import BrokerThread
@@ -96,3 +97,22 @@ def test_node_series_mark_a_stop_an_isolation_and_the_starts(
     nodes = get(broker, "/nodes/series")["nodes"]
     assert _marks(broker, "1") == []
     assert {p["status"] for p in nodes["2"]["points"]} >= {"stopped", "running"}
+
+
+def test_the_manual_clock_moves_the_series(make_broker: Callable[..., BrokerThread]) -> None:
+    """No sample is taken while the manual clock stands still; each advance takes one, at
+    the clock's time, and the rate is over the clock's interval."""
+    broker = make_broker(admin=True, manual_clock=True)
+    create_topic(broker, "series-manual", 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    start = broker.advance(SAMPLE_MS)  # the baseline sample
+    for i in range(40):
+        p.produce("series-manual", value=b"v%d" % i)
+    assert p.flush(10) == 0
+    time.sleep(1.0)  # wall time passes; the broker's clock does not
+    assert get(broker, "/topics/series-manual/series")["points"] == []
+    broker.advance(SAMPLE_MS)
+    broker.advance(SAMPLE_MS)
+    points = get(broker, "/topics/series-manual/series")["points"]
+    assert [pt["t"] for pt in points] == [start + SAMPLE_MS, start + 2 * SAMPLE_MS]
+    assert [pt["records_in_per_s"] for pt in points] == [40 / (SAMPLE_MS / 1000), 0.0]
