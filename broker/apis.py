@@ -213,6 +213,8 @@ class KafkaApis:
             conn.peer_port,
             conn.listener_name,
             conn.connection_id,
+            0,
+            conn,
         )
         if reg.acl is not None:
             authorizer = self.access.authorizer

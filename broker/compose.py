@@ -435,7 +435,15 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     runtime, groups = build_coordinator(config, storage, scheduler, dynamic.groups)
     txn = build_transactions(config, storage, runtime, groups)
     control = build_control(config, cluster, storage, runtime, scheduler)
-    security, authorizer = build_security(config)
+    security, authorizer = build_security(config, scheduler.clock.now_ms)
+    tokens = security.tokens
+    if tokens is not None:
+        def expire_tokens(now: int) -> None:
+            tokens.expire_due(now)
+
+        scheduler.every("delegation-token-expiry",
+                        lambda: config.int("delegation.token.expiry.check.interval.ms"),
+                        expire_tokens)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
     share = build_share(config, storage, runtime, groups, dynamic.groups, access, control)

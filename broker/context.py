@@ -33,6 +33,8 @@ class RequestContext:
     connection_id: int
     #: A throttle the handler found (a controller mutation quota), for the response.
     throttle_ms: int = 0
+    #: The connection the request came in on (its listener security and SASL state).
+    peer: Peer | None = None
 
     @property
     def api_version(self) -> int:

@@ -28,6 +28,7 @@ from .handlers import (
     config_resources,
     configs,
     consumer_groups,
+    delegation_tokens,
     describe_topics,
     features,
     fetch,
@@ -317,4 +318,20 @@ def routes(
                partial(scram_credentials.handle_describe, security.scram, access)),
         _route(scram_credentials.ALTER_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,
                partial(scram_credentials.handle_alter, security.scram, access)),
+        *_token_routes(security, access),
+    ]
+
+
+def _token_routes(security: SecurityState, access: Access) -> list[Route]:
+    tokens = security.tokens
+    if tokens is None:
+        return []
+    v = delegation_tokens.VERSIONS
+    return [
+        _route(delegation_tokens.CREATE, v, partial(delegation_tokens.handle_create, tokens,
+                                                    access)),
+        _route(delegation_tokens.RENEW, v, partial(delegation_tokens.handle_renew, tokens)),
+        _route(delegation_tokens.EXPIRE, v, partial(delegation_tokens.handle_expire, tokens)),
+        _route(delegation_tokens.DESCRIBE, v, partial(delegation_tokens.handle_describe,
+                                                      tokens, access)),
     ]

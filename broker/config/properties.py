@@ -184,6 +184,11 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "listener.security.protocol.map": (
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str),
     "connections.max.reauth.ms": ("0", int),
+    # Delegation tokens (broker/security/delegation_tokens.py); no secret key: disabled.
+    "delegation.token.secret.key": (None, str),
+    "delegation.token.max.lifetime.ms": ("604800000", int),
+    "delegation.token.expiry.time.ms": ("86400000", int),
+    "delegation.token.expiry.check.interval.ms": ("3600000", int),
     "sasl.server.max.receive.size": ("524288", int),
     "ssl.client.auth": ("none", str),
     "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", str),

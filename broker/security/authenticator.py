@@ -75,6 +75,7 @@ class SaslAuthenticator:
         self.clock_ms = clock_ms
         self.state = State.HANDSHAKE
         self.principal = "User:ANONYMOUS"
+        self.token_authenticated = False
         self.mechanism: str | None = None
         self._server: SaslServer | None = None
         #: Epoch ms after which the session is over (0: never).
@@ -194,6 +195,7 @@ class SaslAuthenticator:
                               f"Cannot change principals during re-authentication from "
                               f"{self.principal}: {principal}", server.user)
         self.principal = principal
+        self.token_authenticated = server.token_authenticated
         self.state = State.AUTHENTICATED
         now = self.clock_ms()
         expiry = 0

@@ -40,6 +40,9 @@ class SaslServer(ABC):
         self.user: str | None = None
         #: Absolute expiry of the credential in epoch ms (OAUTHBEARER tokens), else None.
         self.credential_expiry_ms: int | None = None
+        #: Authenticated with a delegation token (SCRAM ``tokenauth=true``): such a
+        #: principal may not create, renew, expire or describe tokens.
+        self.token_authenticated = False
 
     @abstractmethod
     def evaluate(self, token: bytes) -> bytes:

@@ -19,11 +19,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.storage.fsutil import atomic_write
 
 from .sasl import SaslFailure, SaslServer
+
+if TYPE_CHECKING:
+    from .delegation_tokens import TokenStore
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 #: Kafka's wire codes for ScramMechanism (AlterUserScramCredentials and Describe...).
@@ -79,6 +82,10 @@ class ScramStore:
         self.path = data_dir / FILE_NAME
         self._users: dict[str, dict[str, ScramCredential]] = {}
         self._stamp: tuple[int, int] | None = None
+        #: Delegation tokens, for clients authenticating with SCRAM ``tokenauth=true``.
+        self.tokens: TokenStore | None = None
+        #: (token id, mechanism) -> the token's SCRAM credential (its HMAC as password).
+        self._token_credentials: dict[tuple[str, str, bytes], ScramCredential] = {}
         self.reload()
 
     def _file_stamp(self) -> tuple[int, int] | None:
@@ -134,10 +141,35 @@ class ScramStore:
     def save(self) -> None:
         self._save()
 
+    def token_credential(self, token_id: str, mechanism: str
+                         ) -> tuple[ScramCredential, str, int] | None:
+        """(credential, owner principal, expiry ms) of a live delegation token: as Kafka,
+        the password is the base64 HMAC, at the mechanism's minimum iterations."""
+        info = self.tokens.live(token_id) if self.tokens is not None else None
+        if info is None:
+            return None
+        key = (token_id, mechanism, info.hmac)
+        cred = self._token_credentials.get(key)
+        if cred is None:
+            password = base64.b64encode(info.hmac).decode()
+            cred = credential_from_password(mechanism, password, MIN_ITERATIONS,
+                                            salt=os.urandom(32))
+            self._token_credentials = {k: v for k, v in self._token_credentials.items()
+                                       if k[0] != token_id}
+            self._token_credentials[key] = cred
+        return cred, info.owner, info.expiry_ms
+
 
 def _saslname(name: str) -> str:
     """RFC 5802 saslname: ``=2C`` is ',' and ``=3D`` is '='."""
     return name.replace("=2C", ",").replace("=3D", "=")
+
+
+def _token_extension(client_first: str) -> bool:
+    """Kafka's SCRAM extension ``tokenauth=true`` after the nonce of client-first
+    (``n,,n=<token id>,r=<nonce>,tokenauth=true``)."""
+    attrs = client_first.split(",")[3:]
+    return any(a.lower() == "tokenauth=true" for a in attrs)
 
 
 class ScramServer(SaslServer):
@@ -156,6 +188,16 @@ class ScramServer(SaslServer):
     def _credentials(self, raw_user: str) -> tuple[bytes, bytes, bytes, int]:
         user = _saslname(raw_user)
         self.user = user
+        if self.token_authenticated:
+            found = self.store.token_credential(user, self.mechanism)
+            if found is None:
+                self._unknown = True
+                raise KeyError(user)
+            token_cred, owner, self.credential_expiry_ms = found
+            # The principal is the token's owner (``User:name``).
+            self.user = owner.split(":", 1)[1]
+            return (token_cred.salt, token_cred.stored_key, token_cred.server_key,
+                    token_cred.iterations)
         cred = self.store.get(user, self.mechanism)
         if cred is None:
             # As Kafka's ScramSaslServer: refused at the client-first message, with the
@@ -176,6 +218,14 @@ class ScramServer(SaslServer):
         if theirs != ours and theirs.endswith(ours):
             server.nonce = nonce
 
+    def _set_token_client_first(self, text: str) -> None:
+        """scramp refuses attribute names longer than a letter: it parses the message
+        without the extension, and the proof covers the message as the client sent it."""
+        parts = text.split(",")
+        self._server.set_client_first(",".join(parts[:4]))
+        server: Any = self._server
+        server.client_first_bare = ",".join(parts[2:])
+
     def evaluate(self, token: bytes) -> bytes:
         from scramp import ScramException
 
@@ -187,7 +237,11 @@ class ScramServer(SaslServer):
             if self._step == 0:
                 self._step = 1
                 self.store.refresh()
-                self._server.set_client_first(text)
+                self.token_authenticated = _token_extension(text)
+                if self.token_authenticated:
+                    self._set_token_client_first(text)
+                else:
+                    self._server.set_client_first(text)
                 return str(self._server.get_server_first()).encode()
             if self._step == 1:
                 self._step = 2

@@ -13,6 +13,7 @@ import structlog
 
 from ..auth import Authorizer
 from ..config.properties import DEFAULT_VALUES, Config, ConfigError
+from .delegation_tokens import TokenConfig, TokenStore
 from .listeners import (
     DEFAULT_PROTOCOL_MAP,
     ListenerProps,
@@ -37,15 +38,27 @@ class SecurityState:
 
     scram: ScramStore
     acls: AclStore | None = None
+    #: Delegation tokens (``scram.tokens`` too, for SCRAM ``tokenauth``).
+    tokens: TokenStore | None = None
 
     @classmethod
     def empty(cls, data_dir: Path) -> SecurityState:
         return cls(ScramStore(data_dir))
 
 
-def build_security(config: Config) -> tuple[SecurityState, Authorizer | None]:
+def build_security(config: Config, now_ms: Callable[[], int]
+                   ) -> tuple[SecurityState, Authorizer | None]:
     authorizer, acls = build_authorizer(config, config.data_dir)
-    return SecurityState(ScramStore(config.data_dir), acls), authorizer
+    scram = ScramStore(config.data_dir)
+    tokens = TokenStore(config.data_dir, token_config(config), now_ms)
+    scram.tokens = tokens
+    return SecurityState(scram, acls, tokens), authorizer
+
+
+def token_config(config: Config) -> TokenConfig:
+    return TokenConfig(config.values.get("delegation.token.secret.key") or "",
+                       config.int("delegation.token.max.lifetime.ms"),
+                       config.int("delegation.token.expiry.time.ms"))
 
 
 @dataclass(frozen=True)

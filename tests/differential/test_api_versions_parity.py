@@ -12,10 +12,6 @@ from .harness import Target
 
 #: api key -> (kafkalite's newest version, None: not advertised; why).
 NOT_SERVED: dict[int, tuple[int | None, str]] = {
-    38: (None, "CreateDelegationToken: delegation tokens are not implemented yet"),
-    39: (None, "RenewDelegationToken: delegation tokens are not implemented yet"),
-    40: (None, "ExpireDelegationToken: delegation tokens are not implemented yet"),
-    41: (None, "DescribeDelegationToken: delegation tokens are not implemented yet"),
     64: (None, "UnregisterBroker: kafkalite's nodes have no registration a broker could "
                "drop and renew (no controller quorum)"),
     80: (None, "AddRaftVoter: kafkalite has no KRaft quorum to change"),

@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     authz_cases_share,
     authz_cases_share_offsets,
     authz_cases_streams,
+    authz_cases_tokens,
 )
 from .authz_harness import CASES, UNAUTHORIZED_APIS, Api
 
