@@ -1,4 +1,5 @@
-"""Scenarios: quotas, SCRAM credentials, partition leadership, log dirs, SASL, quorum."""
+"""Scenarios: quotas, SCRAM credentials, delegation tokens, partition leadership, log dirs,
+SASL, quorum."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ from .registry import (
     ALTER_PARTITION_REASSIGNMENTS,
     ALTER_REPLICA_LOG_DIRS,
     ALTER_USER_SCRAM_CREDENTIALS,
+    CREATE_DELEGATION_TOKEN,
     DESCRIBE_CLIENT_QUOTAS,
     DESCRIBE_CONFIGS,
+    DESCRIBE_DELEGATION_TOKEN,
     DESCRIBE_LOG_DIRS,
     DESCRIBE_QUORUM,
     DESCRIBE_USER_SCRAM_CREDENTIALS,
     ELECT_LEADERS,
+    EXPIRE_DELEGATION_TOKEN,
     INCREMENTAL_ALTER_CONFIGS,
     LIST_CONFIG_RESOURCES,
     LIST_PARTITION_REASSIGNMENTS,
+    RENEW_DELEGATION_TOKEN,
     SASL_HANDSHAKE,
     UPDATE_FEATURES,
     WRITE_TXN_MARKERS,
@@ -62,6 +67,23 @@ def scram_credentials(run: Run) -> None:
                users=[{"name": user}])
     run.call("delete", ALTER_USER_SCRAM_CREDENTIALS, upsertions=[],
              deletions=[{"name": user, "mechanism": 1}])
+
+
+@scenario("delegation-tokens-refused")
+def delegation_tokens_refused(run: Run) -> None:
+    """Neither broker has ``delegation.token.secret.key``: on PLAINTEXT a token request
+    is DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, over SASL DELEGATION_TOKEN_AUTH_DISABLED.
+    (Create, Renew and Expire refused on PLAINTEXT answer -1 timestamps, which kio
+    cannot decode: only Describe is sent there.)"""
+    run.call("describe_plaintext", DESCRIBE_DELEGATION_TOKEN, owners=None)
+    alice = run.wire(sasl_user="alice")
+    run.call("create", CREATE_DELEGATION_TOKEN, wire=alice, owner_principal_type=None,
+             owner_principal_name=None, renewers=[], max_lifetime=-1)
+    run.call("renew", RENEW_DELEGATION_TOKEN, wire=alice, hmac=b"nope", renew_period=-1)
+    run.call("expire", EXPIRE_DELEGATION_TOKEN, wire=alice, hmac=b"nope",
+             expiry_time_period=-1)
+    run.call("describe", DESCRIBE_DELEGATION_TOKEN, wire=alice, owners=None)
+    run.call("describe_none", DESCRIBE_DELEGATION_TOKEN, wire=alice, owners=[])
 
 
 @scenario("elect-leaders")
