@@ -72,3 +72,25 @@ async def _cleaner_done(broker: object) -> None:
     task = broker.log_cleaner._task  # type: ignore[attr-defined]
     if task is not None:
         await asyncio.wait_for(task, 30)
+
+
+async def test_expired_delegation_tokens_removed_on_the_broker_clock(tmp_path: Path) -> None:
+    """``delegation.token.expiry.check.interval.ms`` drops a token once the broker's
+    clock passes its expiry timestamp, and not before."""
+    clock = ManualClock(START)
+    h = Handlers(tmp_path, {"delegation.token.secret.key": "key",
+                            "delegation.token.expiry.time.ms": str(HOUR),
+                            "delegation.token.expiry.check.interval.ms": str(CHECK)}, clock)
+    await h.open()
+    broker = h.broker
+    try:
+        tokens = broker.security.tokens
+        assert tokens is not None
+        token = tokens.create("User:alice", "User:alice", (), -1)
+        assert token.expiry_ms == START + HOUR
+        broker.scheduler.advance(HOUR)
+        assert tokens.get(token.token_id) is not None
+        broker.scheduler.advance(CHECK)
+        assert tokens.get(token.token_id) is None
+    finally:
+        await h.close()
