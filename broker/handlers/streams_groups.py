@@ -62,14 +62,17 @@ def _heartbeat_response(version: int, res: StreamsHeartbeatResult) -> Any:
     if res.active_tasks is not None:
         active = _task_ids(task_t, res.active_tasks)
         standby = warmup = ()
-    status = None if res.status is None else tuple(
+    status = () if res.status is None else tuple(
         status_t(status_code=s.code, status_detail=s.detail) for s in res.status)
+    ok = res.error is NO_ERROR and res.member_epoch >= 0  # not an error, nor a leave
+    # v0's acceptable recovery lag is its legacy int32 field, which Kafka 4.4 leaves 0 (it
+    # sets v1's int64 one); an error answer has Kafka's defaults.
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
                  error_message=res.error_message, member_id=res.member_id,
                  member_epoch=res.member_epoch,
                  heartbeat_interval=res.heartbeat_interval_ms * _MS,
-                 acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
-                 task_offset_interval=TASK_OFFSET_INTERVAL_MS * _MS,
+                 acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG if version >= 1 else 0,
+                 task_offset_interval=(TASK_OFFSET_INTERVAL_MS if ok else 0) * _MS,
                  status=status, active_tasks=active, standby_tasks=standby,
                  warmup_tasks=warmup,
                  endpoint_information_epoch=res.endpoint_information_epoch,
@@ -183,8 +186,15 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
         return build(assignment_t, active_tasks=_task_ids(task_t, tasks), standby_tasks=(),
                      warmup_tasks=())
 
+    topics = runtime.groups.query(lambda g: g.topics)
+
+    def partitions(name: str, asked: int) -> int:
+        """An internal topic's partitions as configured: the topic's own once it exists."""
+        found = topics.by_name.get(name)
+        return asked if found is None else found.num_partitions
+
     def infos(ts: Any) -> tuple[Any, ...]:
-        return tuple(build(info_t, name=i.name, partitions=i.partitions,
+        return tuple(build(info_t, name=i.name, partitions=partitions(i.name, i.partitions),
                            replication_factor=i.replication_factor,
                            topic_configs=tuple(build(kv_t, key=k, value=v)
                                                for k, v in i.configs)) for i in ts)

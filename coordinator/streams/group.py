@@ -214,9 +214,11 @@ def reconcile(group: StreamsGroup, member: StreamsMember, owned: Tasks | None
 
 
 def remove_member(group: StreamsGroup, member_id: str) -> None:
+    """The member leaves: a new group epoch, and its target at once, as Kafka computes it."""
     if group.members.pop(member_id, None) is not None:
         group.target.pop(member_id, None)
         group.group_epoch += 1
+        compute_target(group)
 
 
 def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, int],
@@ -286,7 +288,7 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
             member.process_id, member.user_endpoint, member.rack_id, member.client_tags,
             member.topology_epoch):
         bump = True
-        if updated.user_endpoint != member.user_endpoint or new_member:
+        if updated.user_endpoint != member.user_endpoint:
             group.endpoint_information_epoch += 1
     group.members[mid] = updated
     if check_metadata(group, topics) or bump:

@@ -154,16 +154,19 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
                         if r.partitions <= 0:
                             repartition[r.name] = n
     task_counts: dict[str, int] = {}
+    # Kafka's order: every repartition topic, then every changelog topic.
     wanted: list[TopicInfo] = []
+    changelogs: list[TopicInfo] = []
     for s in topology.subtopologies:
         n = max([topics[t] for t in s.source_topics]
                 + [repartition[t.name] for t in s.repartition_source_topics] + [0])
         task_counts[s.subtopology_id] = n
         wanted.extend(TopicInfo(t.name, repartition[t.name], t.replication_factor, t.configs)
                       for t in s.repartition_source_topics)
-        wanted.extend(TopicInfo(t.name, t.partitions if t.partitions > 0 else n,
-                                t.replication_factor, t.configs)
-                      for t in s.state_changelog_topics)
+        changelogs.extend(TopicInfo(t.name, t.partitions if t.partitions > 0 else n,
+                                    t.replication_factor, t.configs)
+                          for t in s.state_changelog_topics)
+    wanted.extend(changelogs)
     to_create: dict[str, TopicInfo] = {}
     wrong: list[str] = []
     for t in wanted:
@@ -178,7 +181,7 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
             f"Internal topics {', '.join(sorted(set(wrong)))} have the wrong number of "
             "partitions."),))
     if to_create:
-        names = sorted(to_create)
-        return Configured(to_create=tuple(to_create[n] for n in names), status=(Status(
-            MISSING_INTERNAL_TOPICS, f"Internal topics are missing: [{', '.join(names)}]"),))
+        names = list(to_create)  # in the order above, as Kafka lists them
+        return Configured(to_create=tuple(to_create.values()), status=(Status(
+            MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {', '.join(names)}"),))
     return Configured(task_counts=task_counts)

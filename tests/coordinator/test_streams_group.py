@@ -82,10 +82,10 @@ def ready(h: Harness) -> None:
 def test_topology_sizes_internal_topics_from_their_sources() -> None:
     c = configure(WORD_COUNT, {"lines": 3})
     assert [(t.name, t.partitions) for t in c.to_create] == [
-        ("app-counts-changelog", 3), ("app-words-repartition", 3)]
+        ("app-words-repartition", 3), ("app-counts-changelog", 3)]
     assert [s.code for s in c.status] == [MISSING_INTERNAL_TOPICS]
     assert c.status[0].detail == ("Internal topics are missing: "
-                                  "[app-counts-changelog, app-words-repartition]")
+                                  "app-words-repartition, app-counts-changelog")
     done = configure(WORD_COUNT, {"lines": 3, "app-words-repartition": 3,
                                   "app-counts-changelog": 3})
     assert done.ready and done.task_counts == {"0": 3, "1": 3}

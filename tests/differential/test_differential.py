@@ -27,6 +27,7 @@ from . import (  # noqa: F401  (registers the scenarios)
     scenarios_quotas,
     scenarios_share,
     scenarios_share_fetch,
+    scenarios_streams,
     scenarios_txn,
 )
 from .allowlist import load
