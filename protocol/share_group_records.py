@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from .consumer_group_records import TopicIdPartitions
 from .errors import ProtocolError
+from .group_record_keys import GroupKeyCodec
 from .schema_io import Reader, Writer
 
 SHARE_GROUP_MEMBER_METADATA = 10
@@ -101,27 +102,16 @@ MEMBER_KEY_CLASSES = (
     ShareGroupCurrentMemberAssignmentKey,
 )
 
-_BY_TYPE: dict[int, type[ShareGroupKey]] = {k.record_type: k for k in KEY_CLASSES}
+_KEYS: GroupKeyCodec[ShareGroupKey] = GroupKeyCodec("share group", KEY_CLASSES, MEMBER_KEY_CLASSES)
 
 
 def encode_key(key: ShareGroupKey) -> bytes:
-    w = Writer()
-    w.i16(key.record_type)
-    w.string(key.group)
-    if isinstance(key, MEMBER_KEY_CLASSES):
-        w.string(key.member_id)
-    return bytes(w.buf)
+    return _KEYS.encode(key)
 
 
 def decode_key_fields(record_type: int, r: Reader) -> ShareGroupKey:
     """The key of ``record_type`` (one of :data:`KEY_TYPES`), read after its type."""
-    cls = _BY_TYPE.get(record_type)
-    if cls is None:
-        raise ProtocolError(f"not a share group record type: {record_type}")
-    group = r.req_string()
-    if cls in MEMBER_KEY_CLASSES:
-        return cls(group, r.req_string())  # type: ignore[call-arg]
-    return cls(group)  # type: ignore[call-arg]
+    return _KEYS.decode_fields(record_type, r)
 
 
 # --- values -------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .errors import ProtocolError
+from .group_record_keys import GroupKeyCodec
 from .schema_io import Reader, Writer
 
 STREAMS_GROUP_METADATA = 17
@@ -101,27 +102,17 @@ MEMBER_KEY_CLASSES = (
     StreamsGroupCurrentMemberAssignmentKey,
 )
 
-_BY_TYPE: dict[int, type[StreamsGroupKey]] = {k.record_type: k for k in KEY_CLASSES}
+_KEYS: GroupKeyCodec[StreamsGroupKey] = GroupKeyCodec("streams group", KEY_CLASSES,
+                                                      MEMBER_KEY_CLASSES)
 
 
 def encode_key(key: StreamsGroupKey) -> bytes:
-    w = Writer()
-    w.i16(key.record_type)
-    w.string(key.group)
-    if isinstance(key, MEMBER_KEY_CLASSES):
-        w.string(key.member_id)
-    return bytes(w.buf)
+    return _KEYS.encode(key)
 
 
 def decode_key_fields(record_type: int, r: Reader) -> StreamsGroupKey:
     """The key of ``record_type`` (one of :data:`KEY_TYPES`), read after its type."""
-    cls = _BY_TYPE.get(record_type)
-    if cls is None:
-        raise ProtocolError(f"not a streams group record type: {record_type}")
-    group = r.req_string()
-    if cls in MEMBER_KEY_CLASSES:
-        return cls(group, r.req_string())  # type: ignore[call-arg]
-    return cls(group)  # type: ignore[call-arg]
+    return _KEYS.decode_fields(record_type, r)
 
 
 # --- values -------------------------------------------------------------------------------
