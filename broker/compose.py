@@ -42,7 +42,12 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime, OnDemand
 from kafkalite.coordinator.state_topics import StateTopic
 from kafkalite.coordinator.topics_image import TopicChange, TopicEvent
 from kafkalite.protocol.features import TRANSACTION_VERSION
-from kafkalite.protocol.names import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.names import (
+    OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    CoordinatorType,
+)
 from kafkalite.protocol.releases import release
 from kafkalite.storage import meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
@@ -518,7 +523,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
     from .cluster.selector import selector_for
 
     def state_partition(key_type: int, key: str) -> tuple[str, int]:
-        if key_type == 1:
+        if key_type == CoordinatorType.TRANSACTION:
             return TRANSACTION_STATE_TOPIC, txn_core.partition_for(key)
         return OFFSETS_TOPIC, groups.core.partition_for(key)
 

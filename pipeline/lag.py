@@ -14,19 +14,19 @@ micro-batch runs when a commit or a log end offset changed since the last one.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.errors import ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
+from kafkalite.timekeeping.clock import wall_ms
 
 from . import segments as sg
 from .fs import LogFs, open_log_fs
 
-LIST_OFFSETS, OFFSET_FETCH, LIST_GROUPS = 2, 9, 16
 LATEST = -1
 
 
@@ -68,10 +68,6 @@ class Snapshot:
         return out
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class BrokerLag:
     """Snapshots over the Kafka protocol (a new connection each time: brokers restart)."""
 
@@ -88,14 +84,14 @@ class BrokerLag:
             ends = self._ends(conn, {(t, p) for _g, t, p in commits})
         finally:
             conn.close()
-        return Snapshot(commits, ends, _now_ms())
+        return Snapshot(commits, ends, wall_ms())
 
     @staticmethod
     def _groups(conn: Any) -> list[str]:
         from kafkalite.client.kafka import request
 
-        v = conn.version(LIST_GROUPS, 4)
-        resp = conn.call(request(LIST_GROUPS, v, states_filter=()))
+        v = conn.version(ApiKey.LIST_GROUPS, 4)
+        resp = conn.call(request(ApiKey.LIST_GROUPS, v, states_filter=()))
         if int(resp.error_code):
             raise RuntimeError(f"ListGroups failed with error {int(resp.error_code)}")
         return sorted(g.group_id for g in resp.groups)
@@ -108,17 +104,17 @@ class BrokerLag:
         out: dict[tuple[str, str, int], int] = {}
         if not groups:
             return out
-        v = conn.version(OFFSET_FETCH, 8)
+        v = conn.version(ApiKey.OFFSET_FETCH, 8)
         if v >= 8:
-            group_t = request_class(OFFSET_FETCH, v, "OffsetFetchRequestGroup")
-            resp = conn.call(request(OFFSET_FETCH, v, require_stable=False, groups=tuple(
+            group_t = request_class(ApiKey.OFFSET_FETCH, v, "OffsetFetchRequestGroup")
+            resp = conn.call(request(ApiKey.OFFSET_FETCH, v, require_stable=False, groups=tuple(
                 build(group_t, group_id=g, member_id=None, member_epoch=-1, topics=None)
                 for g in groups)))
             answers = [(g.group_id, g.topics) for g in resp.groups]
         else:
             answers = []
             for g in groups:
-                resp = conn.call(request(OFFSET_FETCH, v, group_id=g, topics=None,
+                resp = conn.call(request(ApiKey.OFFSET_FETCH, v, group_id=g, topics=None,
                                          require_stable=False))
                 answers.append((g, resp.topics))
         for g, topics in answers:
@@ -134,14 +130,14 @@ class BrokerLag:
 
         if not tps:
             return {}
-        v = conn.version(LIST_OFFSETS, 6)
-        topic_t = request_class(LIST_OFFSETS, v, "ListOffsetsTopic")
-        part_t = request_class(LIST_OFFSETS, v, "ListOffsetsPartition")
+        v = conn.version(ApiKey.LIST_OFFSETS, 6)
+        topic_t = request_class(ApiKey.LIST_OFFSETS, v, "ListOffsetsTopic")
+        part_t = request_class(ApiKey.LIST_OFFSETS, v, "ListOffsetsPartition")
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(tps):
             by_topic.setdefault(t, []).append(p)
         resp = conn.call(request(
-            LIST_OFFSETS, v, replica_id=-1, isolation_level=0,
+            ApiKey.LIST_OFFSETS, v, replica_id=-1, isolation_level=0,
             topics=tuple(topic_t(name=t, partitions=tuple(
                 part_t(partition_index=p, current_leader_epoch=-1, timestamp=LATEST)
                 for p in ps)) for t, ps in by_topic.items())))
@@ -189,4 +185,4 @@ class LogDirLag:
         topics = {t for _g, t, _p in self.commits}
         ends = {(p.topic, p.partition): sg.next_offset(p)
                 for p in sg.list_partitions(self.lfs, topics)} if topics else {}
-        return Snapshot(dict(self.commits), ends, _now_ms())
+        return Snapshot(dict(self.commits), ends, wall_ms())

@@ -72,7 +72,7 @@ CHUNK_BYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
+class SegmentFile:
     topic: str
     partition: int
     base_offset: int
@@ -152,24 +152,24 @@ def list_partitions(
     return out
 
 
-def _segments(part: PartitionDir, entries: Iterable[tuple[str, bool, int]]) -> list[Segment]:
+def _segments(part: PartitionDir, entries: Iterable[tuple[str, bool, int]]) -> list[SegmentFile]:
     segs = []
     for path, is_dir, size in entries:
         m = _SEGMENT.match(path.rsplit("/", 1)[-1])
         if m and not is_dir:
-            segs.append(Segment(part.topic, part.partition, int(m.group("base")), path, size,
+            segs.append(SegmentFile(part.topic, part.partition, int(m.group("base")), path, size,
                                 None if part.lfs.local else part.lfs))
     segs.sort(key=lambda s: s.base_offset)
     return segs
 
 
 def segments_of(part: PartitionDir, entries: Iterable[tuple[str, bool, int]]
-                ) -> list[Segment]:
+                ) -> list[SegmentFile]:
     """The segments among a partition directory's entries, by base offset."""
     return _segments(part, entries)
 
 
-def list_segments(part: PartitionDir) -> list[Segment]:
+def list_segments(part: PartitionDir) -> list[SegmentFile]:
     return _segments(part, _listing(part.lfs, part.path, False))
 
 
@@ -177,7 +177,7 @@ def list_all_segments(
     log_dir: str | os.PathLike[str] | LogFs,
     topics: Iterable[str] | None = None,
     topic_pattern: str | None = None,
-) -> list[Segment]:
+) -> list[SegmentFile]:
     """Every segment of the chosen partitions, from one listing (one request on S3)."""
     lfs = _as_lfs(log_dir)
     if lfs.local:
@@ -203,7 +203,7 @@ def list_all_segments(
 class _Reader:
     """Byte ranges of one segment file, local (mmap) or remote (ranged reads)."""
 
-    def __init__(self, seg: Segment) -> None:
+    def __init__(self, seg: SegmentFile) -> None:
         self.seg = seg
         self._mm: mmap.mmap | None = None
         self._raf: Any = None
@@ -244,7 +244,7 @@ class _Reader:
         self.close()
 
 
-def _batches(seg: Segment, reader: _Reader) -> Iterator[tuple[tuple[int, ...], bytes, int]]:
+def _batches(seg: SegmentFile, reader: _Reader) -> Iterator[tuple[tuple[int, ...], bytes, int]]:
     """(header, window, position in window) of each complete batch of the segment."""
     size = seg.size
     pos = 0
@@ -268,7 +268,7 @@ def _batches(seg: Segment, reader: _Reader) -> Iterator[tuple[tuple[int, ...], b
         pos += w
 
 
-def scan_positions(seg: Segment) -> Iterator[tuple[int, tuple[int, ...]]]:
+def scan_positions(seg: SegmentFile) -> Iterator[tuple[int, tuple[int, ...]]]:
     """(position, raw header tuple) of each complete batch in the first ``seg.size`` bytes."""
     if seg.size < HEADER_SIZE:
         return
@@ -289,13 +289,13 @@ def scan_positions(seg: Segment) -> Iterator[tuple[int, tuple[int, ...]]]:
             pos += h[1] + LOG_OVERHEAD
 
 
-def scan_headers(seg: Segment) -> Iterator[tuple[int, ...]]:
+def scan_headers(seg: SegmentFile) -> Iterator[tuple[int, ...]]:
     """The raw header tuple of each complete batch in the first ``seg.size`` bytes."""
     for _pos, h in scan_positions(seg):
         yield h
 
 
-def read_range(seg: Segment, position: int, size: int) -> bytes:
+def read_range(seg: SegmentFile, position: int, size: int) -> bytes:
     with _Reader(seg) as r:
         return r.read(position, size)
 
@@ -324,7 +324,7 @@ def _ms_to_ts(values: list[int]) -> pa.Array:
 
 
 def read_segment(
-    seg: Segment,
+    seg: SegmentFile,
     start_offset: int = 0,
     end_offset: int | None = None,
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
@@ -377,7 +377,7 @@ def _in_aborted(aborted: dict[int, list[tuple[int, int]]], pid: int, base: int) 
     return any(first <= base <= last for first, last in aborted.get(pid, ()))
 
 
-def read_batch_headers(seg: Segment, start_offset: int = 0,
+def read_batch_headers(seg: SegmentFile, start_offset: int = 0,
                        end_offset: int | None = None) -> pa.RecordBatch:
     """One row per batch of the segment, from headers only."""
     stop = end_offset if end_offset is not None else 1 << 62

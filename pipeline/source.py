@@ -46,7 +46,7 @@ class SegmentPartition(InputPartition):  # type: ignore[misc]
     """One segment file and the offset range to read from it (with, under read_committed,
     the aborted transactions that have batches in it)."""
 
-    def __init__(self, seg: sg.Segment, start: int = 0, end: int | None = None,
+    def __init__(self, seg: sg.SegmentFile, start: int = 0, end: int | None = None,
                  aborted: tuple[Aborted, ...] = ()) -> None:
         super().__init__((seg.path, start, end))
         self.seg = seg
@@ -116,7 +116,7 @@ def _read(opts: dict[str, Any], part: SegmentPartition) -> Iterator[pa.RecordBat
                                columns)
 
 
-def _committed_parts(segs: list[sg.Segment], view: TxnView, lo: int = 0,
+def _committed_parts(segs: list[sg.SegmentFile], view: TxnView, lo: int = 0,
                      hi: int | None = None) -> list[SegmentPartition]:
     """Input partitions for one partition's segments under read_committed: up to the
     last stable offset (and ``hi``), each with the aborted transactions it holds data of."""

@@ -25,7 +25,7 @@ from kafkalite.storage.txn_index import decode_entries
 from .fs import LogDirError, explain
 from .segments import (
     PartitionDir,
-    Segment,
+    SegmentFile,
     list_files,
     read_range,
     scan_positions,
@@ -102,7 +102,7 @@ def transaction_view(part: PartitionDir) -> TxnView:
     return TxnView(lso, tuple(aborted))
 
 
-def _scan(segs: list[Segment], start: int, open_txns: dict[int, int],
+def _scan(segs: list[SegmentFile], start: int, open_txns: dict[int, int],
           aborted: list[Aborted]) -> int:
     """Follow transactions through the batches at or after ``start``; return the end."""
     bases = [s.base_offset for s in segs]

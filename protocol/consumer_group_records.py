@@ -169,7 +169,7 @@ class PartitionRacks:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicMetadata:
+class PartitionMetadataTopic:
     topic_id: uuid.UUID
     topic_name: str
     num_partitions: int
@@ -179,7 +179,7 @@ class TopicMetadata:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupPartitionMetadataValue:
-    topics: tuple[TopicMetadata, ...]
+    topics: tuple[PartitionMetadataTopic, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,7 +401,7 @@ def decode_value(key: ConsumerGroupKey, data: bytes) -> ConsumerGroupValue:
         )
         return out
     if isinstance(key, ConsumerGroupPartitionMetadataKey):
-        topics: list[TopicMetadata] = []
+        topics: list[PartitionMetadataTopic] = []
         for _ in range(r.array_len()):
             topic_id = r.uuid()
             name = r.req_string()
@@ -412,7 +412,7 @@ def decode_value(key: ConsumerGroupKey, data: bytes) -> ConsumerGroupValue:
                 racks.append(PartitionRacks(partition, _read_strings(r)))
                 r.tags()
             r.tags()
-            topics.append(TopicMetadata(topic_id, name, num_partitions, tuple(racks)))
+            topics.append(PartitionMetadataTopic(topic_id, name, num_partitions, tuple(racks)))
         out = ConsumerGroupPartitionMetadataValue(tuple(topics))
     elif isinstance(key, ConsumerGroupMemberMetadataKey):
         instance_id = r.string()

@@ -162,7 +162,7 @@ class TopicPartitionsInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicInfo:
+class TopicIdAndName:
     topic_id: uuid.UUID
     topic_name: str
 
@@ -171,7 +171,7 @@ class TopicInfo:
 class ShareGroupStatePartitionMetadataValue:
     initializing_topics: tuple[TopicPartitionsInfo, ...]
     initialized_topics: tuple[TopicPartitionsInfo, ...]
-    deleting_topics: tuple[TopicInfo, ...]
+    deleting_topics: tuple[TopicIdAndName, ...]
 
 
 ShareGroupValue = (
@@ -308,12 +308,12 @@ def decode_value(key: ShareGroupKey, data: bytes) -> ShareGroupValue:
     else:
         initializing = _read_infos(r)
         initialized = _read_infos(r)
-        deleting: list[TopicInfo] = []
+        deleting: list[TopicIdAndName] = []
         for _ in range(r.array_len()):
             topic_id = r.uuid()
             name = r.req_string()
             r.tags()
-            deleting.append(TopicInfo(topic_id, name))
+            deleting.append(TopicIdAndName(topic_id, name))
         out = ShareGroupStatePartitionMetadataValue(initializing, initialized, tuple(deleting))
     r.tags()
     return out

@@ -2,7 +2,7 @@
 class built from two or more project classes, no inheritance chain in ``coordinator/``
 deeper than two), and request handlers reach the coordinators only through the runtime's
 entry points (no handler or admin HTTP module names a core, the timers or the scheduler),
-and production code does not import the test support."""
+production code does not import the test support, and API keys are named, not numbered."""
 
 from __future__ import annotations
 
@@ -230,3 +230,45 @@ def test_the_consumer_group_parts_import_one_way() -> None:
         offences += [f"{mod.name} imports {n}" for n in _imported(mod)
                      if n in above or any(n.startswith(a + ".") for a in above)]
     assert not offences, "\n".join(offences)
+
+
+def _constant_assignments(tree: ast.Module) -> Iterator[tuple[int, str, object]]:
+    """(line, name, value) of every name given a literal, one by one or in a tuple
+    (``A, B = 1, 2``), at any depth."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        else:
+            continue
+        while pairs:
+            target, value = pairs.pop()
+            if isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List):
+                pairs += zip(target.elts, value.elts, strict=False)
+            elif isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+                yield node.lineno, target.id, value.value
+
+
+def test_api_keys_are_spelled_only_in_the_generated_enum() -> None:
+    """Production code names an API by ``ApiKey``, never by its number."""
+    from kafkalite.protocol.api_keys import ApiKey
+
+    keys = {k.name: k.value for k in ApiKey}
+    mods = _modules()
+    raw = [f"{mod.path.relative_to(ROOT)}:{line} {name} = {value}; use ApiKey.{key}"
+           for mod in mods.values() if mod.path.name != "api_keys.py"
+           for line, name, value in _constant_assignments(mod.tree)
+           if (key := name.lstrip("_")) in keys and keys[key] == value]
+    assert not raw, "API keys spelled as numbers:\n" + "\n".join(raw)
+
+
+def test_no_error_has_one_spelling() -> None:
+    """``NO_ERROR``, not ``ErrorCode.none`` (defined once, in ``protocol/errors.py``)."""
+    mods = _modules()
+    found = [f"{mod.path.relative_to(ROOT)}:{node.lineno}"
+             for name, mod in mods.items() if name != "kafkalite.protocol.errors"
+             for node in ast.walk(mod.tree)
+             if isinstance(node, ast.Attribute) and node.attr == "none"
+             and isinstance(node.value, ast.Name) and node.value.id in ("ErrorCode", "E")]
+    assert not found, "ErrorCode.none spelled out (use NO_ERROR):\n" + "\n".join(found)

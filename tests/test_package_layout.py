@@ -65,19 +65,3 @@ def test_the_protocol_package_opens_no_sockets() -> None:
         imported = _imports(path, ["kafkalite", "protocol"])
         assert not imported & {"socket", "selectors", "asyncio"}, path
 
-
-def test_api_keys_are_spelled_only_in_the_generated_enum() -> None:
-    from kafkalite.protocol.api_keys import ApiKey
-
-    keys = {k.name: k.value for k in ApiKey}
-    for top in TOP_LEVEL:
-        for path in (ROOT / top).rglob("*.py"):
-            if path.name == "api_keys.py":
-                continue
-            for node in ast.parse(path.read_text()).body:
-                if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                        and isinstance(node.targets[0], ast.Name)
-                        and isinstance(node.value, ast.Constant)):
-                    name = node.targets[0].id.lstrip("_")
-                    assert keys.get(name) != node.value.value, (
-                        f"{path}: {name} = {node.value.value}; use ApiKey.{name}")

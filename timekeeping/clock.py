@@ -14,11 +14,14 @@ class Clock(Protocol):
     def now_ms(self) -> int: ...
 
 
+def wall_ms() -> int:
+    """The wall clock in milliseconds since the epoch: the one place it is read."""
+    return time.time_ns() // 1_000_000
+
+
 class SystemClock:
     manual = False
-
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
+    now_ms = staticmethod(wall_ms)
 
 
 class ManualClock:
@@ -27,7 +30,7 @@ class ManualClock:
     manual = True
 
     def __init__(self, start_ms: int | None = None) -> None:
-        self._now = int(time.time() * 1000) if start_ms is None else start_ms
+        self._now = wall_ms() if start_ms is None else start_ms
 
     def now_ms(self) -> int:
         return self._now

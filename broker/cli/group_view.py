@@ -20,22 +20,21 @@ from typing import Any
 
 from kafkalite.client.kafka import RawConnection, request, request_class
 from kafkalite.protocol import consumer_offsets as co
+from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build
 from kafkalite.protocol.errors import ErrorCode, ProtocolError
+from kafkalite.protocol.names import CoordinatorType
 
-FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, OFFSET_FETCH = 10, 15, 16, 9
-METADATA, LIST_OFFSETS, CONSUMER_GROUP_DESCRIBE = 3, 2, 69
-SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 77, 90
 LATEST = -1
 CLIENT_ID = "kafkalite-groups"
 
 
-class GroupError(Exception):
+class GroupLookupError(Exception):
     pass
 
 
 @dataclass
-class Member:
+class MemberRow:
     member_id: str
     instance_id: str | None
     client_id: str
@@ -56,7 +55,7 @@ class PartitionLag:
     #: The committed offset (the share-partition start offset for a share group).
     committed: int | None
     log_end: int | None
-    owner: Member | None
+    owner: MemberRow | None
     #: The lag the broker reported (DescribeShareGroupOffsets v1), else computed here.
     reported_lag: int | None = None
 
@@ -79,7 +78,7 @@ class GroupView:
     #: The assignment strategy of a classic group, the server assignor of a consumer group.
     assignor: str
     coordinator: tuple[int, str, int]
-    members: list[Member]
+    members: list[MemberRow]
     #: Consumer groups only: the group epoch and the epoch of its target assignment.
     group_epoch: int | None = None
     assignment_epoch: int | None = None
@@ -104,7 +103,7 @@ class Connections:
             try:
                 conn = self._open[address] = RawConnection(address, CLIENT_ID)
             except OSError as e:
-                raise GroupError(f"cannot connect to {address}: {e}") from None
+                raise GroupLookupError(f"cannot connect to {address}: {e}") from None
         return conn
 
     def close(self) -> None:
@@ -121,18 +120,20 @@ class Connections:
 
 def _check(code: Any, what: str) -> None:
     if int(code) != 0:
-        raise GroupError(f"{what}: {ErrorCode(int(code)).name.upper()}")
+        raise GroupLookupError(f"{what}: {ErrorCode(int(code)).name.upper()}")
 
 
 def find_coordinator(conns: Connections, group_id: str) -> tuple[int, str, int]:
     conn = conns.get()
-    v = conn.version(FIND_COORDINATOR, 4)
+    v = conn.version(ApiKey.FIND_COORDINATOR, 4)
     if v >= 4:
-        resp = conn.call(request(FIND_COORDINATOR, v, key_type=0, coordinator_keys=(group_id,)))
+        resp = conn.call(request(ApiKey.FIND_COORDINATOR, v, key_type=CoordinatorType.GROUP,
+                                 coordinator_keys=(group_id,)))
         c = resp.coordinators[0]
         _check(c.error_code, "FindCoordinator")
         return int(c.node_id), c.host, int(c.port)
-    resp = conn.call(request(FIND_COORDINATOR, v, key=group_id, key_type=0))
+    resp = conn.call(request(ApiKey.FIND_COORDINATOR, v, key=group_id,
+                             key_type=CoordinatorType.GROUP))
     _check(resp.error_code, "FindCoordinator")
     return int(resp.node_id), resp.host, int(resp.port)
 
@@ -148,7 +149,7 @@ def describe_consumer_group(conn: RawConnection, group_id: str,
                             coordinator: tuple[int, str, int]) -> GroupView | None:
     """A KIP-848 consumer group (ConsumerGroupDescribe); None when the broker does not
     serve the API or the group is not a consumer group."""
-    g = _describe_one(conn, CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", group_id)
+    g = _describe_one(conn, ApiKey.CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", group_id)
     return None if g is None else consumer_group_view(g, coordinator)
 
 
@@ -172,10 +173,10 @@ def describe_share_group(conn: RawConnection, group_id: str,
                          coordinator: tuple[int, str, int]) -> GroupView | None:
     """A KIP-932 share group (ShareGroupDescribe); None when the broker does not serve
     the API or the group is not a share group."""
-    g = _describe_one(conn, SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", group_id)
+    g = _describe_one(conn, ApiKey.SHARE_GROUP_DESCRIBE, "ShareGroupDescribe", group_id)
     if g is None:
         return None
-    members = [Member(
+    members = [MemberRow(
         member_id=m.member_id, instance_id=None, client_id=m.client_id,
         host=m.client_host, epoch=int(m.member_epoch),
         assignment={tp.topic_name: sorted(int(p) for p in tp.partitions)
@@ -191,12 +192,12 @@ def share_offsets(conn: RawConnection, group_id: str
                   ) -> dict[tuple[str, int], tuple[int, int | None]]:
     """(start offset, lag) of every share-partition the share group has state for; the
     lag is None before DescribeShareGroupOffsets v1."""
-    if not _supports(conn, DESCRIBE_SHARE_GROUP_OFFSETS):
+    if not _supports(conn, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS):
         return {}
-    v = conn.version(DESCRIBE_SHARE_GROUP_OFFSETS, 1)
-    group_t = request_class(DESCRIBE_SHARE_GROUP_OFFSETS, v,
+    v = conn.version(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1)
+    group_t = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, v,
                             "DescribeShareGroupOffsetsRequestGroup")
-    resp = conn.call(request(DESCRIBE_SHARE_GROUP_OFFSETS, v, groups=(
+    resp = conn.call(request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, v, groups=(
         build(group_t, group_id=group_id, topics=None),)))
     g = resp.groups[0]
     _check(g.error_code, "DescribeShareGroupOffsets")
@@ -212,7 +213,7 @@ def consumer_group_view(g: Any, coordinator: tuple[int, str, int]) -> GroupView:
         return {tp.topic_name: sorted(int(p) for p in tp.partitions)
                 for tp in assignment.topic_partitions}
 
-    members = [Member(
+    members = [MemberRow(
         member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
         host=m.client_host, assignment=parts(m.assignment), epoch=int(m.member_epoch),
         target=parts(m.target_assignment),
@@ -228,8 +229,8 @@ def consumer_group_view(g: Any, coordinator: tuple[int, str, int]) -> GroupView:
 def describe_classic_group(conn: RawConnection, group_id: str,
                            coordinator: tuple[int, str, int]) -> GroupView | None:
     """A classic group (DescribeGroups); consumer-protocol assignments are decoded."""
-    v = conn.version(DESCRIBE_GROUPS, 5)
-    resp = conn.call(request(DESCRIBE_GROUPS, v, groups=(group_id,),
+    v = conn.version(ApiKey.DESCRIBE_GROUPS, 5)
+    resp = conn.call(request(ApiKey.DESCRIBE_GROUPS, v, groups=(group_id,),
                              include_authorized_operations=False))
     g = resp.groups[0]
     _check(g.error_code, "DescribeGroups")
@@ -248,7 +249,7 @@ def describe_classic_group(conn: RawConnection, group_id: str,
                     subscription = list(co.decode_subscription(m.member_metadata).topics)
             except (ProtocolError, UnicodeDecodeError):
                 pass  # a consumer-protocol payload this client cannot read
-        members.append(Member(member_id=m.member_id,
+        members.append(MemberRow(member_id=m.member_id,
                               instance_id=getattr(m, "group_instance_id", None),
                               client_id=m.client_id, host=m.client_host,
                               assignment=assignment, subscription=subscription))
@@ -267,15 +268,15 @@ DESCRIBERS: tuple[Describer, ...] = (describe_share_group, describe_consumer_gro
 
 
 def committed_offsets(conn: RawConnection, group_id: str) -> dict[tuple[str, int], int]:
-    v = conn.version(OFFSET_FETCH, 8)
+    v = conn.version(ApiKey.OFFSET_FETCH, 8)
     if v >= 8:
-        group_t = request_class(OFFSET_FETCH, v, "OffsetFetchRequestGroup")
-        resp = conn.call(request(OFFSET_FETCH, v, require_stable=False, groups=(
+        group_t = request_class(ApiKey.OFFSET_FETCH, v, "OffsetFetchRequestGroup")
+        resp = conn.call(request(ApiKey.OFFSET_FETCH, v, require_stable=False, groups=(
             build(group_t, group_id=group_id, member_id=None, member_epoch=-1, topics=None),)))
         _check(resp.groups[0].error_code, "OffsetFetch")
         topics = resp.groups[0].topics
     else:
-        resp = conn.call(request(OFFSET_FETCH, v, group_id=group_id, topics=None,
+        resp = conn.call(request(ApiKey.OFFSET_FETCH, v, group_id=group_id, topics=None,
                                  require_stable=False))
         _check(getattr(resp, "error_code", 0), "OffsetFetch")
         topics = resp.topics
@@ -291,9 +292,9 @@ def log_end_offsets(conns: Connections, tps: Iterable[tuple[str, int]]
     if not wanted:
         return {}
     conn = conns.get()
-    v = conn.version(METADATA, 12)
-    topic_t = request_class(METADATA, v, "MetadataRequestTopic")
-    meta = conn.call(request(METADATA, v, allow_auto_topic_creation=False,
+    v = conn.version(ApiKey.METADATA, 12)
+    topic_t = request_class(ApiKey.METADATA, v, "MetadataRequestTopic")
+    meta = conn.call(request(ApiKey.METADATA, v, allow_auto_topic_creation=False,
                              include_topic_authorized_operations=False,
                              include_cluster_authorized_operations=False,
                              topics=tuple(build(topic_t, name=t, topic_id=None)
@@ -310,13 +311,13 @@ def log_end_offsets(conns: Connections, tps: Iterable[tuple[str, int]]
         if leader not in addresses:
             continue
         lconn = conns.get(addresses[leader])
-        lv = lconn.version(LIST_OFFSETS, 7)
-        ltopic_t = request_class(LIST_OFFSETS, lv, "ListOffsetsTopic")
-        lpart_t = request_class(LIST_OFFSETS, lv, "ListOffsetsPartition")
+        lv = lconn.version(ApiKey.LIST_OFFSETS, 7)
+        ltopic_t = request_class(ApiKey.LIST_OFFSETS, lv, "ListOffsetsTopic")
+        lpart_t = request_class(ApiKey.LIST_OFFSETS, lv, "ListOffsetsPartition")
         topics: dict[str, list[int]] = {}
         for t, p in tps_of:
             topics.setdefault(t, []).append(p)
-        resp = lconn.call(request(LIST_OFFSETS, lv, replica_id=-1, isolation_level=0,
+        resp = lconn.call(request(ApiKey.LIST_OFFSETS, lv, replica_id=-1, isolation_level=0,
                                   topics=tuple(build(ltopic_t, name=t, partitions=tuple(
                                       build(lpart_t, partition_index=p, current_leader_epoch=-1,
                                             timestamp=LATEST) for p in ps))
@@ -357,29 +358,29 @@ def describe_group(bootstrap: str, group_id: str) -> GroupView:
 
 
 @dataclass
-class ListedGroup:
+class GroupListing:
     group_id: str
     group_type: str
     state: str
     protocol_type: str
 
 
-def list_groups(bootstrap: str) -> list[ListedGroup]:
+def list_groups(bootstrap: str) -> list[GroupListing]:
     """Every group the broker (each broker, for a cluster) coordinates."""
     with Connections(bootstrap) as conns:
         conn = conns.get()
-        v = conn.version(METADATA, 12)
-        meta = conn.call(request(METADATA, v, topics=(), allow_auto_topic_creation=False,
+        v = conn.version(ApiKey.METADATA, 12)
+        meta = conn.call(request(ApiKey.METADATA, v, topics=(), allow_auto_topic_creation=False,
                                  include_topic_authorized_operations=False,
                                  include_cluster_authorized_operations=False))
-        out: dict[str, ListedGroup] = {}
+        out: dict[str, GroupListing] = {}
         for b in meta.brokers:
             bconn = conns.get(f"{b.host}:{b.port}")
-            lv = bconn.version(LIST_GROUPS, 5)
-            resp = bconn.call(request(LIST_GROUPS, lv, states_filter=(), types_filter=()))
+            lv = bconn.version(ApiKey.LIST_GROUPS, 5)
+            resp = bconn.call(request(ApiKey.LIST_GROUPS, lv, states_filter=(), types_filter=()))
             _check(resp.error_code, "ListGroups")
             for g in resp.groups:
-                out[g.group_id] = ListedGroup(
+                out[g.group_id] = GroupListing(
                     g.group_id, getattr(g, "group_type", "") or "classic",
                     getattr(g, "group_state", ""), g.protocol_type)
         return sorted(out.values(), key=lambda g: g.group_id)

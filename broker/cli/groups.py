@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from .group_view import GroupError, GroupView, Member, describe_group, list_groups
+from .group_view import GroupLookupError, GroupView, MemberRow, describe_group, list_groups
 
 BOOTSTRAP_ENV = "KAFKALITE_BOOTSTRAP"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
                               g.protocol_type or "-"] for g in groups]))
             return 0
         view = describe_group(args.bootstrap, args.group)
-    except (GroupError, RuntimeError, OSError) as e:
+    except (GroupLookupError, RuntimeError, OSError) as e:
         print(f"kafkalite groups: {e}", file=sys.stderr)
         return 1
     if not view.exists:
@@ -95,7 +95,7 @@ def render(view: GroupView) -> str:
     return "\n".join(out)
 
 
-def _owner(m: Member | None) -> list[str]:
+def _owner(m: MemberRow | None) -> list[str]:
     return ["-", "-", "-"] if m is None else [m.member_id, m.host, m.client_id]
 
 

@@ -13,6 +13,7 @@ import struct
 import sys
 
 from kafkalite.protocol.api_keys import ApiKey
+from kafkalite.protocol.errors import NO_ERROR
 
 API_VERSIONS = ApiKey.API_VERSIONS
 
@@ -36,7 +37,7 @@ def check(host: str, port: int, timeout: float) -> str | None:
     corr, error = struct.unpack_from(">ih", frame)
     if corr != 1:
         return f"unexpected correlation id {corr}"
-    if error != 0:
+    if error != NO_ERROR:
         return f"ApiVersions error code {error}"
     return None
 

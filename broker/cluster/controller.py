@@ -26,7 +26,7 @@ NO_LEADER = -1
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionState:
+class LeaderAndIsr:
     replicas: tuple[int, ...]
     leader: int
     isr: tuple[int, ...]
@@ -50,7 +50,7 @@ class Controller:
         self._ids = tuple(m.node_id for m in self._members)
         self._replicas = replicas
         self._epoch = leader_epoch
-        self._states: dict[tuple[str, int], PartitionState] = {}
+        self._states: dict[tuple[str, int], LeaderAndIsr] = {}
         self._store = store
         self._saved: dict[str, tuple[int, list[int]]] = {}
         if store is not None and store.exists():
@@ -89,7 +89,7 @@ class Controller:
     def coordinator(self, key_type: int, key: str) -> int:
         return self.leader(*self._state_partition(key_type, key))
 
-    def state(self, topic: str, partition: int) -> PartitionState:
+    def state(self, topic: str, partition: int) -> LeaderAndIsr:
         key = (topic, partition)
         found = self._states.get(key)
         if found is None:
@@ -98,7 +98,7 @@ class Controller:
                 # A topic not created yet (FindCoordinator before the internal topic):
                 # where its first replica will go.
                 lead = self._ids[(zlib.crc32(topic.encode()) + partition) % len(self._ids)]
-                return PartitionState((lead,), lead, (lead,), 0)
+                return LeaderAndIsr((lead,), lead, (lead,), 0)
             # A new partition's replicas on stopped or fenced nodes join the ISR once
             # they have caught up, as in Kafka.
             isr = sorted(r for r in replicas if self.alive(r))
@@ -107,29 +107,29 @@ class Controller:
             if saved is not None and saved[0] in replicas:
                 leader = saved[0]
                 isr = [r for r in saved[1] if r in replicas] or [leader]
-            found = self._states[key] = PartitionState(
+            found = self._states[key] = LeaderAndIsr(
                 replicas, leader, tuple(isr), self._epoch(topic, partition))
         return found
 
-    def placement(self, topic: str, partition: int) -> PartitionState:
+    def placement(self, topic: str, partition: int) -> LeaderAndIsr:
         return self.state(topic, partition)
 
-    def states(self) -> list[tuple[str, int, PartitionState]]:
+    def states(self) -> list[tuple[str, int, LeaderAndIsr]]:
         return [(t, p, s) for (t, p), s in self._states.items()]
 
-    def set_replicas(self, topic: str, partition: int, replicas: Iterable[int]) -> PartitionState:
+    def set_replicas(self, topic: str, partition: int, replicas: Iterable[int]) -> LeaderAndIsr:
         """A reassignment's replica list (the catalogue keeps it)."""
         st = replace(self.state(topic, partition), replicas=tuple(replicas))
         self._put(topic, partition, st)
         return st
 
-    def set_isr(self, topic: str, partition: int, isr: Iterable[int]) -> PartitionState:
+    def set_isr(self, topic: str, partition: int, isr: Iterable[int]) -> LeaderAndIsr:
         st = replace(self.state(topic, partition), isr=tuple(sorted(set(isr))))
         self._put(topic, partition, st)
         return st
 
     def elect(self, topic: str, partition: int, unclean: bool,
-              prefer: int | None = None) -> PartitionState:
+              prefer: int | None = None) -> LeaderAndIsr:
         """A new leader (and epoch) from the live in-sync replicas, ``prefer`` first when
         it is one of them; with ``unclean``, any live replica when no in-sync one is."""
         st = self.state(topic, partition)
@@ -145,12 +145,12 @@ class Controller:
             new = replace(st, leader=NO_LEADER, leader_epoch=st.leader_epoch + 1,
                           isr=st.isr if not isr else tuple(isr))
         else:
-            new = PartitionState(st.replicas, leader, tuple(sorted(set(isr))),
+            new = LeaderAndIsr(st.replicas, leader, tuple(sorted(set(isr))),
                                  st.leader_epoch + 1)
         self._put(topic, partition, new)
         return new
 
-    def _put(self, topic: str, partition: int, st: PartitionState) -> None:
+    def _put(self, topic: str, partition: int, st: LeaderAndIsr) -> None:
         self._states[(topic, partition)] = st
         self._saved[f"{topic}\t{partition}"] = (st.leader, list(st.isr))
         if self._store is not None:

@@ -23,7 +23,7 @@ from kafkalite.storage.log import PartitionLog
 
 from ..handlers.leader_epochs import NO_EPOCH
 from ..topic_store import Storage
-from .controller import PartitionState
+from .controller import LeaderAndIsr
 from .identity import Cluster
 from .replication import ReplicaManager
 from .selector import ReplicaSelector, ReplicaView
@@ -60,7 +60,7 @@ class FetchReplicas:
         return consumer and self._follower_log(topic, partition, st) is not None
 
     def _follower_log(self, topic: str, partition: int,
-                      st: PartitionState) -> PartitionLog | None:
+                      st: LeaderAndIsr) -> PartitionLog | None:
         me = self.node_id
         if me not in st.replicas or not self.manager.controller.alive(me):
             return None
@@ -88,7 +88,7 @@ class FetchReplicas:
         err = _epoch_error(lead.leader_epoch, leader_epoch)
         return (plog, E_NONE, -1) if err == E_NONE else (None, err, -1)
 
-    def preferred(self, topic: str, partition: int, st: PartitionState, lead: PartitionLog,
+    def preferred(self, topic: str, partition: int, st: LeaderAndIsr, lead: PartitionLog,
                   offset: int, rack: str) -> int:
         """Kafka's ``findPreferredReadReplica``: the selector's choice among the leader
         and the live in-sync followers holding ``offset``; -1 for the leader."""

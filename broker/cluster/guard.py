@@ -31,6 +31,7 @@ from typing import Any
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.names import ZERO_UUID, CoordinatorType
 from kafkalite.storage.catalog import TopicCatalog
 
 from ..apis import Route
@@ -56,8 +57,7 @@ from ..handlers.fetch_session import replica_id
 from .follower_fetch import FetchReplicas
 from .identity import Cluster
 
-GROUP, TRANSACTION = 0, 1
-NULL_UUID = uuid.UUID(int=0)
+GROUP, TRANSACTION = CoordinatorType.GROUP, CoordinatorType.TRANSACTION
 
 Partitions = Callable[[Any, TopicCatalog], Iterator[tuple[str, int]]]
 Keys = Callable[[Any], list[str]]
@@ -68,7 +68,7 @@ def _topic_name(t: Any, catalog: TopicCatalog) -> str:
     if name:
         return str(name)
     tid = getattr(t, "topic_id", None)
-    info = catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
+    info = catalog.by_id(tid) if tid not in (None, ZERO_UUID) else None
     # An unknown id: the handler answers UNKNOWN_TOPIC_ID.
     return info.name if info is not None else ""
 

@@ -75,7 +75,7 @@ class Reassigner(Protocol):
 
 
 class Placement(Protocol):
-    """A partition's replicas, leader and in-sync replicas (``controller.PartitionState``)."""
+    """A partition's replicas, leader and in-sync replicas (``controller.LeaderAndIsr``)."""
 
     @property
     def replicas(self) -> tuple[int, ...]: ...

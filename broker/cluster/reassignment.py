@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .replication import ReplicaManager
 
@@ -79,7 +79,7 @@ class Reassignments:
         log.info("replica.reassigning", topic=topic, partition=partition,
                  target=list(wanted), replicas=list(union))
         self.advance()
-        return ErrorCode.none
+        return NO_ERROR
 
     def advance(self) -> None:
         """Finish every reassignment whose target replicas are all in sync."""

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.storage.catalog import TopicInfo
 from kafkalite.storage.errors import OffsetOutOfRangeError
 from kafkalite.storage.log import PartitionLog
 
 from ..topic_store import Storage
-from .controller import NO_LEADER, Controller, PartitionState
+from .controller import NO_LEADER, Controller, LeaderAndIsr
 from .nodes import replica_dir
 
 log = structlog.get_logger("kafkalite.replication")
@@ -54,7 +54,7 @@ class ReplicaSet:
         self.waiters: list[tuple[int, asyncio.Future[ErrorCode]]] = []
 
     @property
-    def state(self) -> PartitionState:
+    def state(self) -> LeaderAndIsr:
         return self.manager.controller.state(self.topic, self.partition)
 
     @property
@@ -94,7 +94,7 @@ class ReplicaSet:
                 fut.set_result(ErrorCode.not_leader_or_follower)
             elif hw > offset:
                 fut.set_result(ErrorCode.not_enough_replicas_after_append
-                               if self.in_sync < need else ErrorCode.none)
+                               if self.in_sync < need else NO_ERROR)
             else:
                 keep.append((offset, fut))
         self.waiters = keep
@@ -262,7 +262,7 @@ class ReplicaManager:
             if lead.log_end_offset > fresh.log_end_offset:
                 self._copy(rs, node, lead, fresh)
 
-    def _advance(self, rs: ReplicaSet, st: PartitionState, lead: PartitionLog) -> None:
+    def _advance(self, rs: ReplicaSet, st: LeaderAndIsr, lead: PartitionLog) -> None:
         """Grow the ISR with caught-up followers, then move the high watermark."""
         isr = set(st.isr)
         hw = lead.high_watermark
@@ -282,7 +282,7 @@ class ReplicaManager:
         self._tell_followers(rs, st, lead)
         rs.release()
 
-    def _tell_followers(self, rs: ReplicaSet, st: PartitionState, lead: PartitionLog) -> None:
+    def _tell_followers(self, rs: ReplicaSet, st: LeaderAndIsr, lead: PartitionLog) -> None:
         """Each replicating follower learns the leader's high watermark, as a Kafka
         follower does from its fetch responses (capped at its own log end); consumers
         reading from it (KIP-392) read below that. A cut-off follower keeps what it knew."""
@@ -350,7 +350,7 @@ class ReplicaManager:
         self.replicate(rs)
 
     def elect(self, topic: str, partition: int, prefer: int | None = None,
-              unclean: bool | None = None) -> PartitionState:
+              unclean: bool | None = None) -> LeaderAndIsr:
         """A new leader for the partition (controller), then its logs follow."""
         old = self.controller.state(topic, partition)
         use = self._unclean(topic) if unclean is None else unclean
@@ -358,8 +358,8 @@ class ReplicaManager:
         self._lead(topic, partition, old, st)
         return st
 
-    def _lead(self, topic: str, partition: int, old: PartitionState,
-              st: PartitionState) -> None:
+    def _lead(self, topic: str, partition: int, old: LeaderAndIsr,
+              st: LeaderAndIsr) -> None:
         rs = self.sets.get((topic, partition))
         loader = self.coordinators().get(topic)
         log.info("replica.leader_elected", topic=topic, partition=partition,
@@ -415,11 +415,11 @@ class ReplicaManager:
             if preferred not in st.isr or not self.controller.alive(preferred):
                 return ErrorCode.preferred_leader_not_available
             self.elect(topic, partition, prefer=preferred, unclean=False)
-            return ErrorCode.none
+            return NO_ERROR
         if st.leader != NO_LEADER and self.controller.alive(st.leader):
             return ErrorCode.election_not_needed
         new = self.elect(topic, partition, unclean=True)
-        return (ErrorCode.none if new.leader != NO_LEADER
+        return (NO_ERROR if new.leader != NO_LEADER
                 else ErrorCode.eligible_leaders_not_available)
 
     def rebalance_leaders(self) -> int:
@@ -430,7 +430,7 @@ class ReplicaManager:
         moved = 0
         for t, p, st in self.controller.states():
             if st.leader != st.replicas[0] and self.replicating(st.replicas[0]):
-                moved += self.elect_leader(t, p, unclean=False) is ErrorCode.none
+                moved += self.elect_leader(t, p, unclean=False) is NO_ERROR
         return moved
 
     def leaderless(self, node: int) -> list[tuple[str, int]]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,13 +25,13 @@ from typing import Any
 
 from kafkalite.protocol.apis import API_NAMES
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import CoordinatorType
+from kafkalite.timekeeping.clock import wall_ms
+
+GROUP = CoordinatorType.GROUP
 
 #: ms on the clock rule durations are measured on (the broker's clock).
 Clock = Callable[[], int]
-
-
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class FaultError(ValueError):
@@ -158,10 +157,10 @@ def request_groups(request: Any) -> Iterator[str]:
         return
     key = getattr(request, "key", None)
     if isinstance(key, str):
-        if getattr(request, "key_type", 0) == 0:
+        if getattr(request, "key_type", GROUP) == GROUP:
             yield key
         return
-    if getattr(request, "key_type", 0) != 0:
+    if getattr(request, "key_type", GROUP) != GROUP:
         return  # FindCoordinator for transactional ids
     for name in ("coordinator_keys", "groups", "groups_names", "group_ids"):
         items = getattr(request, name, None)
@@ -285,7 +284,7 @@ class FaultRules:
     looks ``api_key`` up in ``index`` first, so an API no rule names costs one dict
     lookup."""
 
-    def __init__(self, clock: Clock = _wall_ms,
+    def __init__(self, clock: Clock = wall_ms,
                  on_fire: Callable[[FaultRule], None] | None = None) -> None:
         self.clock = clock
         self._rules: dict[int, FaultRule] = {}

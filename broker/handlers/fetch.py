@@ -27,6 +27,7 @@ import structlog
 
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import ZERO_UUID
 from kafkalite.protocol.records import LAST_OFFSET_DELTA_POS, LOG_OVERHEAD
 from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.errors import OffsetOutOfRangeError
@@ -209,7 +210,7 @@ class FetchPlan:
             tid = getattr(t, "topic_id", None)
             if version >= 13:
                 info = catalog.by_id(tid) if tid is not None else None
-                key: str | uuid.UUID = tid if tid is not None else uuid.UUID(int=0)
+                key: str | uuid.UUID = tid if tid is not None else ZERO_UUID
                 missing = E_UNKNOWN_TOPIC_ID
                 if info is not None and may_read is not None and not may_read(info.name):
                     info, missing = None, E_TOPIC_AUTHORIZATION

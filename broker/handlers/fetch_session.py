@@ -27,7 +27,7 @@ from typing import Any
 
 import structlog
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.storage.log import PartitionLog
 
 log = structlog.get_logger("kafkalite.fetch")
@@ -80,14 +80,14 @@ class CachedPartition:
                      has_records: bool) -> bool:
         """Whether an incremental response includes the partition; records what it says
         (Kafka's CachedPartition.maybeUpdateResponseData)."""
-        changed = has_records or error != 0
+        changed = has_records or error != NO_ERROR
         if high_watermark != self.high_watermark:
             changed = True
             self.high_watermark = high_watermark
         if log_start != self.log_start:
             changed = True
             self.log_start = log_start
-        if error != 0:
+        if error != NO_ERROR:
             # Sent again once the error is gone.
             self.high_watermark = -1
         return changed

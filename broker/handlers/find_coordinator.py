@@ -13,7 +13,12 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkalite.protocol.names import (
+    NO_THROTTLE,
+    SHARE_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    CoordinatorType,
+)
 
 from ..auth import CLUSTER_NAME, DENIED_ERROR, Access, Operation, ResourceType
 from ..cluster import BoundListener, Cluster
@@ -26,9 +31,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     FIND_COORDINATOR: (0, 6),
 }
 
-
-#: FindCoordinator key types: Kafka's CoordinatorType.
-GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 def _share_key_valid(key: str) -> bool:
@@ -45,16 +47,16 @@ def _share_key_valid(key: str) -> bool:
 
 def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
             ) -> tuple[ErrorCode, str | None]:
-    if key_type == TRANSACTION_KEY:
+    if key_type == CoordinatorType.TRANSACTION:
         runtime.ensure_topic(TRANSACTION_STATE_TOPIC)
         return NO_ERROR, None
-    if key_type == SHARE_KEY:
+    if key_type == CoordinatorType.SHARE:
         # The share coordinator (KIP-932): ``group:topic id:partition`` keys.
         if not _share_key_valid(key):
             return ErrorCode.invalid_request, f"invalid share coordinator key {key}"
         runtime.ensure_topic(SHARE_STATE_TOPIC)
         return NO_ERROR, None
-    if key_type != GROUP_KEY:
+    if key_type != CoordinatorType.GROUP:
         return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
     if key:
         runtime.ensure_topic()
@@ -71,12 +73,13 @@ def _answer(runtime: CoordinatorRuntime, key_type: int, key: str
 def find_coordinator(cluster: Cluster, runtime: CoordinatorRuntime, access: Access,
                      ctx: RequestContext, req: Any) -> Any:
     resp_t = codecs.codec(FIND_COORDINATOR, ctx.api_version).response_type
-    key_type = getattr(req, "key_type", 0)
-    rtype = {GROUP_KEY: ResourceType.GROUP,
-             TRANSACTION_KEY: ResourceType.TRANSACTIONAL_ID}.get(key_type)
+    key_type: int = getattr(req, "key_type", CoordinatorType.GROUP)
+    rtypes: dict[int, ResourceType] = {CoordinatorType.GROUP: ResourceType.GROUP,
+                                       CoordinatorType.TRANSACTION: ResourceType.TRANSACTIONAL_ID}
+    rtype = rtypes.get(key_type)
 
     def answer(key: str) -> tuple[ErrorCode, str | None]:
-        if key_type == SHARE_KEY:
+        if key_type == CoordinatorType.SHARE:
             # Only brokers look share coordinators up: ClusterAction, as KafkaApis asks.
             if ctx.api_version < 6:
                 return ErrorCode.invalid_request, "share keys need FindCoordinator v6"
@@ -119,6 +122,7 @@ def _coordinator(cluster: Cluster, key_type: int, key: str, listener: str
     """The coordinator's node id and its endpoint on the client's listener."""
     if cluster.view is None:
         return cluster.node_id, cluster.endpoint(listener)
-    node = cluster.coordinator(key_type if key_type == TRANSACTION_KEY else GROUP_KEY, key)
+    node = cluster.coordinator(
+        key_type if key_type == CoordinatorType.TRANSACTION else CoordinatorType.GROUP, key)
     member = cluster.member(node) or cluster
     return node, member.endpoint(listener)

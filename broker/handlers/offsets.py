@@ -21,7 +21,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, ZERO_UUID
 
 from ..auth import Access, Action, Operation, ResourceType
 from ..context import RequestContext
@@ -49,7 +49,6 @@ def _known(topic: str, parts: Sequence[PartitionCommitView], count: int,
     return [p for p in parts if 0 <= p.partition_index < count]
 
 
-_NO_TOPIC_ID = uuid.UUID(int=0)
 
 
 class _ById(NamedTuple):
@@ -65,7 +64,7 @@ class _ById(NamedTuple):
 def _by_id(storage: Storage, topics: Any) -> list[_ById]:
     out = []
     for t in topics:
-        tid = t.topic_id or _NO_TOPIC_ID  # kio reads the zero UUID as None
+        tid = t.topic_id or ZERO_UUID  # kio reads the zero UUID as None
         info = storage.catalog.by_id(tid)
         out.append(_ById(info.name if info is not None else f"\x00{tid}", tid,
                          t.partitions, info is not None))
@@ -214,9 +213,9 @@ def _offset_fetch_by_id(storage: Storage, runtime: CoordinatorRuntime, access: A
         if g.topics is not None:
             named = []
             for t in g.topics:
-                info = storage.catalog.by_id(t.topic_id or _NO_TOPIC_ID)
+                info = storage.catalog.by_id(t.topic_id or ZERO_UUID)
                 if info is None:
-                    missing.append((t.topic_id or _NO_TOPIC_ID, [
+                    missing.append((t.topic_id or ZERO_UUID, [
                         (p, -1, -1, "", int(ErrorCode.unknown_topic_id))
                         for p in t.partition_indexes]))
                 else:

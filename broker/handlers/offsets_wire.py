@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkalite.coordinator.offsets.store import OffsetRow
+from kafkalite.protocol.errors import NO_ERROR
 from kafkalite.protocol.varint import put_uvarint
 
 _I16 = struct.Struct(">h")
@@ -112,7 +113,7 @@ def _put_fetch_topics(out: bytearray, version: int,
                 out += empty
             else:
                 _put_str(out, metadata, flexible)
-            if error == 0:
+            if error == NO_ERROR:
                 out += no_error
             else:
                 out += _I16.pack(error)

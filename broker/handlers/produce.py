@@ -354,7 +354,7 @@ async def _after_replication(resp_t: type[Any], topics_out: list[Any],
                                     for _t, _p, rs, last in waiting))
     topics = list(topics_out)
     for (t, p, _rs, _last), err in zip(waiting, errors, strict=True):
-        if err is ErrorCode.none:
+        if err is NO_ERROR:
             continue
         parts = list(topics[t].partition_responses)
         parts[p] = dataclasses.replace(parts[p], error_code=err, base_offset=-1)

@@ -10,7 +10,6 @@ election writes (docs/compatibility.md).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import ZERO_UUID
 
 from ..cluster import Cluster
 from ..context import RequestContext
@@ -32,8 +32,6 @@ METADATA_TOPIC = "__cluster_metadata"
 #: The epoch of the quorum's first election, and the offset after its leader-change record.
 QUORUM_EPOCH = 1
 HIGH_WATERMARK = 1
-#: Kafka's ReplicaKey.NO_DIRECTORY_ID: voters of a static quorum have no directory id.
-NO_DIRECTORY_ID = uuid.UUID(int=0)
 _UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
 
 
@@ -56,7 +54,7 @@ def describe_quorum(cluster: Cluster, now_ms: Callable[[], int], ctx: RequestCon
                          for p in t.partitions)) for t in req.topics))
     now = now_ms()
     me = cluster.node_id
-    voter = build(replica_t, replica_id=me, replica_directory_id=NO_DIRECTORY_ID,
+    voter = build(replica_t, replica_id=me, replica_directory_id=ZERO_UUID,
                   log_end_offset=HIGH_WATERMARK, last_fetch_timestamp=now,
                   last_caught_up_timestamp=now)
     partition = build(part_t, partition_index=0, error_code=NO_ERROR,

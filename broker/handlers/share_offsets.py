@@ -19,7 +19,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, ZERO_UUID
 
 from ..auth import Access, Operation, ResourceType
 from ..context import RequestContext
@@ -120,7 +120,7 @@ def describe_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
                 if access.open or visible(t.topic_name):
                     allowed.append((t.topic_name, tuple(t.partitions)))
                 else:
-                    refused.append(oa.TopicResult(t.topic_name, oa.ZERO_UUID, tuple(
+                    refused.append(oa.TopicResult(t.topic_name, ZERO_UUID, tuple(
                         oa.PartitionOffset(p, error=ErrorCode.topic_authorization_failed,
                                            message=TOPIC_AUTH_MESSAGE) for p in t.partitions)))
             topics = oa.describe(gid, allowed, states, by_name, names, store.high_watermark)
@@ -156,7 +156,7 @@ def alter_share_group_offsets(runtime: CoordinatorRuntime, access: Access,
         return build(resp_t, throttle_time=NO_THROTTLE, error_code=err, error_message=message,
                      responses=tuple(build(
                          topic_t, topic_name=t.name,
-                         topic_id=t.topic_id if t.topic_id is not None else oa.ZERO_UUID,
+                         topic_id=t.topic_id if t.topic_id is not None else ZERO_UUID,
                          partitions=tuple(build(part_t, partition_index=p.partition,
                                                 error_code=p.error, error_message=p.message)
                                           for p in t.partitions)) for t in topics))

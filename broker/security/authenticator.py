@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import enum
 import struct
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,6 +24,7 @@ from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode, ProtocolError
 from kafkalite.protocol.headers import encode_response_header, parse_request_header, peek_api
+from kafkalite.timekeeping.clock import wall_ms
 
 from .sasl import SaslFailure, SaslServer, generic_message
 
@@ -67,7 +67,7 @@ class SaslAuthenticator:
     def __init__(self, mechanisms: Mapping[str, MechanismFactory],
                  reauth_ms: int | Mapping[str, int] = 0,
                  peer: str = "", listener: str = "",
-                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+                 clock_ms: Callable[[], int] = wall_ms) -> None:
         self.mechanisms = mechanisms
         self.reauth_ms = reauth_ms
         self.peer = peer

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.storage.fsutil import atomic_write
 
 FILE_NAME = "__delegation_tokens.json"
@@ -150,7 +150,7 @@ class TokenStore:
         expiry = min(found.max_ms, now + period)
         self._tokens[found.token_id] = replace(found, expiry_ms=expiry)
         self._save()
-        return ErrorCode.none, expiry
+        return NO_ERROR, expiry
 
     def expire(self, principal: str, mac: bytes, period_ms: int) -> tuple[ErrorCode, int]:
         """(error, new expiry timestamp; 0 on an error); a negative period removes the
@@ -164,13 +164,13 @@ class TokenStore:
         if period_ms < 0:
             del self._tokens[found.token_id]
             self._save()
-            return ErrorCode.none, now
+            return NO_ERROR, now
         if found.max_ms < now or found.expiry_ms < now:
             return ErrorCode.delegation_token_expired, 0
         expiry = min(found.max_ms, now + period_ms)
         self._tokens[found.token_id] = replace(found, expiry_ms=expiry)
         self._save()
-        return ErrorCode.none, expiry
+        return NO_ERROR, expiry
 
     def expire_due(self, now: int | None = None) -> list[str]:
         """Drop the tokens past their expiry (or max) timestamp; their ids."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from kafkalite.timekeeping.clock import wall_ms
 
 from .sasl import SaslFailure, SaslServer
 
@@ -88,7 +89,7 @@ class OAuthBearerServer(SaslServer):
     mechanism = "OAUTHBEARER"
 
     def __init__(self, options: Mapping[str, str],
-                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+                 clock_ms: Callable[[], int] = wall_ms) -> None:
         super().__init__()
         self.options = options
         self.clock_ms = clock_ms

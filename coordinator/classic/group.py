@@ -1,4 +1,4 @@
-"""Classic group state: GroupMetadata and MemberMetadata, as Kafka's ClassicGroup keeps them.
+"""Classic group state: GroupMetadata and ClassicGroupMember, as Kafka's ClassicGroup keeps them.
 
 Fields are public for the other request families (offsets, DescribeGroups, ListGroups).
 """
@@ -13,7 +13,7 @@ from .states import GroupState, check_transition
 
 
 @dataclass(eq=False, slots=True)
-class MemberMetadata:
+class ClassicGroupMember:
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -62,7 +62,7 @@ class GroupMetadata:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
-    members: dict[str, MemberMetadata] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     #: KIP-394 members given an id but not yet joined with it.
     pending_members: set[str] = field(default_factory=set)
     #: Members that must still send SyncGroup for this generation.
@@ -145,7 +145,7 @@ class GroupMetadata:
 
     # --- changes ----------------------------------------------------------------------
 
-    def add(self, member: MemberMetadata) -> None:
+    def add(self, member: ClassicGroupMember) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
@@ -154,7 +154,7 @@ class GroupMetadata:
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
 
-    def remove(self, member_id: str) -> MemberMetadata | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         self.pending_sync.discard(member_id)
         if member is not None and member.group_instance_id is not None:

@@ -22,7 +22,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..partitions import PartitionState, hb_key, join_key, sync_key
 from ..results import JoinResult, LeaveResult, Outcome, SyncResult, Write
-from .group import GroupMetadata, MemberMetadata
+from .group import ClassicGroupMember, GroupMetadata
 from .rebalance import Rebalancing, log
 from .records import group_from_record, group_record
 from .states import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
@@ -182,7 +182,7 @@ class Membership(Rebalancing):
         return out.add(self._update_member_and_rebalance(group, member, now, req, waiter))
 
     def replace_static_member(
-        self, group: GroupMetadata, member: MemberMetadata, new_id: str, now: int
+        self, group: GroupMetadata, member: ClassicGroupMember, new_id: str, now: int
     ) -> list[tuple[Any, Any]]:
         """Re-key a static member; its parked requests are answered FENCED_INSTANCE_ID."""
         old_id = member.member_id
@@ -212,7 +212,7 @@ class Membership(Rebalancing):
     def _add_member_and_rebalance(
         self, group: GroupMetadata, now: int, member_id: str, req: JoinRequest, waiter: Any
     ) -> Outcome:
-        member = MemberMetadata(
+        member = ClassicGroupMember(
             member_id, req.group_instance_id, req.client_id, req.client_host,
             req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
             list(req.protocols),
@@ -231,7 +231,7 @@ class Membership(Rebalancing):
         return out.add(self._try_complete_join(group, now))
 
     def _update_member_and_rebalance(
-        self, group: GroupMetadata, member: MemberMetadata, now: int, req: JoinRequest,
+        self, group: GroupMetadata, member: ClassicGroupMember, now: int, req: JoinRequest,
         waiter: Any
     ) -> Outcome:
         out = Outcome()

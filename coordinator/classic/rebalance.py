@@ -12,7 +12,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..partitions import GroupPartitions, hb_key, join_key, sync_key
 from ..results import JoinResult, Outcome, SyncResult, Write
-from .group import GroupMetadata, MemberMetadata
+from .group import ClassicGroupMember, GroupMetadata
 from .records import group_record
 from .states import CAN_REBALANCE, COMPLETING, EMPTY, PREPARING, STABLE
 
@@ -133,7 +133,7 @@ class Rebalancing:
                 m.sync_waiter = None
         return out
 
-    def remove_member(self, group: GroupMetadata, member: MemberMetadata, now: int,
+    def remove_member(self, group: GroupMetadata, member: ClassicGroupMember, now: int,
                        reason: str) -> Outcome:
         """Kafka's removeMemberAndUpdateGroup."""
         out = Outcome()
@@ -216,7 +216,7 @@ class Rebalancing:
 
     # --- JoinGroup answers ------------------------------------------------------------
 
-    def _join_info(self, group: GroupMetadata, member: MemberMetadata, leader: bool,
+    def _join_info(self, group: GroupMetadata, member: ClassicGroupMember, leader: bool,
                    skip_assignment: bool = False) -> JoinResult:
         return JoinResult(
             NO_ERROR,

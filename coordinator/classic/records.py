@@ -10,7 +10,7 @@ from kafkalite.protocol.consumer_offsets import (
 )
 from kafkalite.protocol.consumer_offsets import MemberMetadata as MemberRecord
 
-from .group import GroupMetadata, MemberMetadata
+from .group import ClassicGroupMember, GroupMetadata
 from .states import GroupState
 
 
@@ -54,7 +54,7 @@ def group_from_record(group_id: str, partition: int, v: GroupMetadataValue) -> G
         current_state_timestamp=v.current_state_timestamp,
     )
     for r in v.members:
-        m = MemberMetadata(
+        m = ClassicGroupMember(
             r.member_id, r.group_instance_id, r.client_id, r.client_host,
             r.rebalance_timeout, r.session_timeout, v.protocol_type,
             [(v.protocol or "", r.subscription)], r.assignment,

@@ -48,7 +48,7 @@ def subscription_metadata_record(group_id: str,
     Kafka 4.0 writes it: no racks."""
     return (cg.ConsumerGroupPartitionMetadataKey(group_id),
             cg.ConsumerGroupPartitionMetadataValue(tuple(
-                cg.TopicMetadata(metadata[n].topic_id, metadata[n].name,
+                cg.PartitionMetadataTopic(metadata[n].topic_id, metadata[n].name,
                                  metadata[n].num_partitions)
                 for n in sorted(metadata))))
 

@@ -6,7 +6,7 @@ to append (``(key, value)`` pairs; value ``None`` is a tombstone) and the per-pa
 errors. State only changes through ``apply`` (the replay of an offset commit record), for
 live writes and log loading alike.
 
-The group is seen through ``GroupView`` so this module does not depend on the group state
+The group is seen through ``GroupForOffsets`` so this module does not depend on the group state
 machine's classes; ``None`` stands for a group that does not exist.
 """
 
@@ -34,7 +34,7 @@ TopicPartition = tuple[str, int]
 OffsetRow = tuple[int, int, int, str, int]
 
 
-class GroupView(Protocol):
+class GroupForOffsets(Protocol):
     """What offset handling reads of a group (``GroupMetadata`` is one)."""
 
     @property
@@ -133,7 +133,7 @@ def subscribed_topics_of(protocol_type: str | None, protocol_name: str | None,
     return topics
 
 
-def _is_subscribed(group: GroupView, topic: str) -> bool:
+def _is_subscribed(group: GroupForOffsets, topic: str) -> bool:
     subscribed = group.subscribed_topics()
     if subscribed is None:
         return group.protocol_type == "consumer"
@@ -182,7 +182,7 @@ class OffsetStore:
 
     # --- OffsetCommit -------------------------------------------------------------------
 
-    def validate_commit(self, group: GroupView | None, req: CommitRequest,
+    def validate_commit(self, group: GroupForOffsets | None, req: CommitRequest,
                         transactional: bool = False) -> ErrorCode:
         """As OffsetMetadataManager.validateOffsetCommit (ClassicGroup.validateOffsetCommit;
         ``transactional``: a TxnOffsetCommit, which is not held to the group's state). A
@@ -216,7 +216,7 @@ class OffsetStore:
             return ErrorCode.rebalance_in_progress
         return NO_ERROR
 
-    def commit(self, group: GroupView | None, req: CommitRequest, now: int) -> CommitResult:
+    def commit(self, group: GroupForOffsets | None, req: CommitRequest, now: int) -> CommitResult:
         """Validate a commit and return its records (not yet applied: replay them once
         appended) and per-partition errors."""
         result = CommitResult()
@@ -266,7 +266,7 @@ class OffsetStore:
 
     def fetch(
         self,
-        group: GroupView | None,
+        group: GroupForOffsets | None,
         group_id: str,
         topics: Sequence[tuple[str, Sequence[int]]] | None,
     ) -> list[tuple[str, list[OffsetRow]]]:
@@ -298,7 +298,7 @@ class OffsetStore:
     # --- OffsetDelete -------------------------------------------------------------------
 
     def delete_offsets(
-        self, group: GroupView | None, group_id: str,
+        self, group: GroupForOffsets | None, group_id: str,
         topics: Sequence[tuple[str, Sequence[int]]],
     ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]], list[Record]]:
         """(group error, per topic [(partition, error)], tombstones)."""
@@ -321,7 +321,7 @@ class OffsetStore:
     # --- DeleteGroups -------------------------------------------------------------------
 
     @staticmethod
-    def validate_delete_group(group: GroupView | None) -> ErrorCode:
+    def validate_delete_group(group: GroupForOffsets | None) -> ErrorCode:
         if group is None or group.state is DEAD:
             return ErrorCode.group_id_not_found
         if group.state in (STABLE, PREPARING, COMPLETING):
@@ -337,7 +337,7 @@ class OffsetStore:
 
     # --- retention ----------------------------------------------------------------------
 
-    def _expiry_base(self, group: GroupView) -> str | None:
+    def _expiry_base(self, group: GroupForOffsets) -> str | None:
         """ClassicGroup.offsetExpirationCondition: which timestamp offsets expire from."""
         if group.protocol_type is None or group.protocol_type == "":
             return "commit"  # a simple group: from each commit
@@ -348,7 +348,7 @@ class OffsetStore:
             return "commit"  # topics no member subscribes to any more
         return None
 
-    def expire(self, group_id: str, group: GroupView | None, now: int
+    def expire(self, group_id: str, group: GroupForOffsets | None, now: int
                ) -> tuple[list[Record], bool]:
         """Tombstones for expired offsets of a group and whether the group, now without
         offsets, is to be removed too (only an Empty one)."""

@@ -98,7 +98,7 @@ class ShareHeartbeatResult:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicInfo:
+class AssignableTopic:
     """What the assignor needs of a topic: its id and partition count."""
 
     topic_id: uuid.UUID
@@ -141,7 +141,7 @@ def _assigned(tps: tuple[TopicIdPartitions, ...]) -> Assigned:
 
 
 def _target(group: ShareGroup, members: Mapping[str, ShareMember],
-            topics: Mapping[str, TopicInfo]) -> dict[str, Assigned]:
+            topics: Mapping[str, AssignableTopic]) -> dict[str, Assigned]:
     names = {info.topic_id: name for name, info in topics.items()}
     current = {m: frozenset((names[t], p) for t, p in group.target.get(m, frozenset())
                             if t in names) for m in members}
@@ -150,7 +150,7 @@ def _target(group: ShareGroup, members: Mapping[str, ShareMember],
     return {m: frozenset((topics[t].topic_id, p) for t, p in ps) for m, ps in got.items()}
 
 
-def metadata_hash(names: Iterable[str], topics: Mapping[str, TopicInfo]) -> int:
+def metadata_hash(names: Iterable[str], topics: Mapping[str, AssignableTopic]) -> int:
     """A hash of the subscribed topics that exist: their names, ids and partition counts."""
     h = hashlib.blake2b(digest_size=8)
     for name in sorted(set(names)):
@@ -161,7 +161,7 @@ def metadata_hash(names: Iterable[str], topics: Mapping[str, TopicInfo]) -> int:
 
 
 def _epoch_and_target(group: ShareGroup, members: Mapping[str, ShareMember],
-                      topics: Mapping[str, TopicInfo], records: list[Record]
+                      topics: Mapping[str, AssignableTopic], records: list[Record]
                       ) -> tuple[int, dict[str, Assigned]]:
     """The records of a new group epoch and the target assignment at it."""
     epoch = group.group_epoch + 1
@@ -185,7 +185,7 @@ def _member_records(gid: str, m: ShareMember) -> list[Record]:
                                               m.subscribed_topic_names))]
 
 
-def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str, TopicInfo],
+def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str, AssignableTopic],
               heartbeat_interval_ms: int, max_size: int) -> tuple[list[Record],
                                                                   ShareHeartbeatResult]:
     """The records a heartbeat writes and its answer. ``group`` is None for a group id
@@ -253,7 +253,7 @@ def heartbeat(group: ShareGroup | None, req: ShareHeartbeat, topics: Mapping[str
         _tps(assigned) if full or changed else None)
 
 
-def leave(group: ShareGroup, member_id: str, topics: Mapping[str, TopicInfo]) -> list[Record]:
+def leave(group: ShareGroup, member_id: str, topics: Mapping[str, AssignableTopic]) -> list[Record]:
     """The records removing a member (it left, or its session timed out) and giving the
     others a new target assignment."""
     gid = group.group_id
@@ -357,5 +357,5 @@ def state_partition_metadata(gid: str, initialized: Mapping[uuid.UUID, tuple[str
             sg.ShareGroupStatePartitionMetadataValue(
                 initializing_topics=infos(initializing),
                 initialized_topics=infos(initialized),
-                deleting_topics=tuple(sg.TopicInfo(tid, name) for tid, name in
+                deleting_topics=tuple(sg.TopicIdAndName(tid, name) for tid, name in
                                       sorted(deleting.items(), key=lambda kv: kv[1]))))

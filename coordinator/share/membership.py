@@ -24,11 +24,11 @@ from ..partitions import GroupPartitions, PartitionState, share_session_key
 from ..results import AFTER_WRITE, Outcome, Write
 from . import group as share
 from .group import (
+    AssignableTopic,
     DescribedShareGroup,
     ShareGroup,
     ShareHeartbeat,
     ShareHeartbeatResult,
-    TopicInfo,
 )
 
 log = structlog.get_logger("kafkalite.coordinator")
@@ -55,8 +55,8 @@ class ShareMembership:
         #: A member that leaves itself closes its share session first, as Kafka's do.
         self.member_expired: list[Callable[[str, str], None]] = []
 
-    def _topics(self) -> dict[str, TopicInfo]:
-        return {name: TopicInfo(t.topic_id, t.num_partitions)
+    def _topics(self) -> dict[str, AssignableTopic]:
+        return {name: AssignableTopic(t.topic_id, t.num_partitions)
                 for name, t in self.registry.topics.by_name.items()}
 
     # --- ShareGroupHeartbeat ----------------------------------------------------------

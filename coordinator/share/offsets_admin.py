@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from kafkalite.protocol import share_group_records as sg
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import ZERO_UUID
 
 from .group import Record, ShareGroup
 from .partition import RecordState
@@ -41,7 +42,6 @@ from .state_store import ShareKey, ShareState
 UNINITIALIZED_START_OFFSET = -1
 DEFAULT_LEADER_EPOCH = 0
 NO_LAG = -1
-ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 NO_OFFSETS_MESSAGE = "There is no offset information to delete."
 

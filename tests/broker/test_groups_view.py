@@ -3,7 +3,7 @@ consumer groups) read into the group view, and the tables printed for it."""
 
 from __future__ import annotations
 
-from kafkalite.broker.cli.group_view import Member, PartitionLag, consumer_group_view
+from kafkalite.broker.cli.group_view import MemberRow, PartitionLag, consumer_group_view
 from kafkalite.broker.cli.groups import as_json, assignment_text, render, table
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import nested
@@ -59,4 +59,4 @@ def test_helpers() -> None:
     assert assignment_text({}) == "-"
     assert table(["A", "BB"], [["xxx", "y"]]) == "A   BB\nxxx y"
     assert PartitionLag("t", 0, 12, 10, None).lag == 0  # a commit past the end: no lag
-    assert PartitionLag("t", 0, 3, -1, Member("m", None, "c", "h", {})).lag is None
+    assert PartitionLag("t", 0, 3, -1, MemberRow("m", None, "c", "h", {})).lag is None

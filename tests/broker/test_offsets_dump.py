@@ -64,7 +64,7 @@ def test_dump_consumer_group_records(tmp_path: Path) -> None:
     recs = [
         (cg.ConsumerGroupMetadataKey("g"), cg.ConsumerGroupMetadataValue(4)),
         (cg.ConsumerGroupPartitionMetadataKey("g"),
-         cg.ConsumerGroupPartitionMetadataValue((cg.TopicMetadata(t, "foo", 2),))),
+         cg.ConsumerGroupPartitionMetadataValue((cg.PartitionMetadataTopic(t, "foo", 2),))),
         (cg.ConsumerGroupMemberMetadataKey("g", "m1"), cg.ConsumerGroupMemberMetadataValue(
             None, None, "cli", "/127.0.0.1", ("foo",), "", 45000, "uniform")),
         (cg.ConsumerGroupTargetAssignmentMemberKey("g", "m1"),

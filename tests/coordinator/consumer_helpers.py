@@ -37,7 +37,7 @@ def sub(member: str, names: Iterable[str] = (), regex: str = "", *, group: str =
 def metadata(topics: Mapping[str, int], *, group: str = GROUP) -> tuple[object, object]:
     return (cg.ConsumerGroupPartitionMetadataKey(group),
             cg.ConsumerGroupPartitionMetadataValue(tuple(
-                cg.TopicMetadata(topic_id(n), n, c) for n, c in sorted(topics.items()))))
+                cg.PartitionMetadataTopic(topic_id(n), n, c) for n, c in sorted(topics.items()))))
 
 
 def epoch(e: int, *, group: str = GROUP) -> tuple[object, object]:

@@ -27,7 +27,7 @@ DAY = 86_400_000
 
 @dataclass
 class FakeGroup:
-    """A ``GroupView``: the part of a group the offset logic reads."""
+    """A ``GroupForOffsets``: the part of a group the offset logic reads."""
 
     state: GroupState = STABLE
     generation: int = 3

@@ -220,7 +220,7 @@ def test_record_helpers_exact_values() -> None:
             (cg.TopicIdPartitions(T1, (2,)),)))
     assert cr.subscription_metadata_record("g", META) == (
         cg.ConsumerGroupPartitionMetadataKey("g"), cg.ConsumerGroupPartitionMetadataValue((
-            cg.TopicMetadata(T1, "t1", 4), cg.TopicMetadata(T2, "t2", 2))))
+            cg.PartitionMetadataTopic(T1, "t1", 4), cg.PartitionMetadataTopic(T2, "t2", 2))))
     assert cr.regular_expression_record(
         "g", "t.*", ResolvedRegularExpression(frozenset({"t2", "t1"}), 5, 6)) == (
         cg.ConsumerGroupRegularExpressionKey("g", "t.*"),

@@ -218,7 +218,7 @@ def test_state_partition_metadata_names_initializing_and_deleting_in_between() -
     group = again.core.share_group("sg")
     assert group is not None and group.initializing == {tid: ("t", frozenset({1}))}
     again.runtime.groups.write(lambda g, now: g.share.state_deleting(now, None, {tid}))
-    assert again.written[-1][0][1] == value((), (), (sg.TopicInfo(tid, "t"),))
+    assert again.written[-1][0][1] == value((), (), (sg.TopicIdAndName(tid, "t"),))
     group = again.reload().core.share_group("sg")
     assert group is not None and group.deleting == {tid: "t"} and group.initialized == {}
     again.runtime.groups.write(lambda g, now: g.share.state_deleted(now, None, {tid}))

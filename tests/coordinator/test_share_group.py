@@ -7,9 +7,9 @@ from __future__ import annotations
 import uuid
 
 from kafkalite.coordinator.share.group import (
+    AssignableTopic,
     ShareGroup,
     ShareHeartbeat,
-    TopicInfo,
     heartbeat,
     leave,
     replay,
@@ -20,7 +20,7 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.schema_io import Reader
 
 T, U = uuid.UUID(int=1), uuid.UUID(int=2)
-TOPICS = {"t": TopicInfo(T, 4), "u": TopicInfo(U, 1)}
+TOPICS = {"t": AssignableTopic(T, 4), "u": AssignableTopic(U, 1)}
 HB = 5000
 
 
@@ -150,12 +150,12 @@ def test_new_partitions_move_the_group_epoch() -> None:
     c.hb("a", 0, ("t",))
     c.hb("b", 0, ("t",))
     assert c.hb("a", 1).member_epoch == 2  # type: ignore[attr-defined]
-    c.topics["t"] = TopicInfo(T, 6)
+    c.topics["t"] = AssignableTopic(T, 6)
     r = c.hb("a", 2)
     assert r.member_epoch == 3 and len(parts(r)) == 3  # type: ignore[attr-defined]
     assert c.groups["g"].group_epoch == 3
     # A topic nobody subscribes to changes nothing.
-    c.topics["other"] = TopicInfo(uuid.UUID(int=3), 1)
+    c.topics["other"] = AssignableTopic(uuid.UUID(int=3), 1)
     assert c.hb("b", 2).member_epoch == 3  # type: ignore[attr-defined]
 
 

@@ -10,6 +10,7 @@ from kafkalite.coordinator.share.group import ShareGroup, ShareMember
 from kafkalite.coordinator.share.state_store import ShareState
 from kafkalite.protocol import share_state_records as ss
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
+from kafkalite.protocol.names import ZERO_UUID
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 BY_NAME = {"a": oa.TopicMeta(T1, 2), "b": oa.TopicMeta(T2, 1)}
@@ -36,7 +37,7 @@ def test_lag_counts_records_not_yet_acknowledged_or_archived() -> None:
 def test_describe_named_topics_unknown_topic_and_missing_state_answer_minus_one() -> None:
     states = {("g", T1, 0): state(4)}
     got = oa.describe("g", [("a", (0, 1)), ("nope", (0,))], states, BY_NAME, NAMES, hwm)
-    assert [(t.name, t.topic_id) for t in got] == [("a", T1), ("nope", oa.ZERO_UUID)]
+    assert [(t.name, t.topic_id) for t in got] == [("a", T1), ("nope", ZERO_UUID)]
     assert [(p.partition, p.start_offset, p.leader_epoch, p.lag, p.error)
             for p in got[0].partitions] == [(0, 4, 3, 6, NO_ERROR), (1, -1, 0, -1, NO_ERROR)]
     assert [(p.partition, p.start_offset) for p in got[1].partitions] == [(0, -1)]

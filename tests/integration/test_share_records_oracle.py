@@ -44,7 +44,7 @@ GROUP_RECORDS: dict[str, tuple[sg.ShareGroupKey, sg.ShareGroupValue]] = {
         sg.ShareGroupStatePartitionMetadataValue(
             (sg.TopicPartitionsInfo(T1, "a", (0, 1)),),
             (sg.TopicPartitionsInfo(T2, "b", (3,)),),
-            (sg.TopicInfo(T1, "gone"),))),
+            (sg.TopicIdAndName(T1, "gone"),))),
 }
 
 STATE_RECORDS: dict[str, tuple[ss.ShareStateKey, ss.ShareStateValue]] = {

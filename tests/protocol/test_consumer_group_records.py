@@ -71,7 +71,7 @@ def test_group_epoch_value_with_kafka_41_metadata_hash() -> None:
 
 
 def test_partition_metadata_value_bytes() -> None:
-    value = cg.ConsumerGroupPartitionMetadataValue((cg.TopicMetadata(T1, "foo", 3),))
+    value = cg.ConsumerGroupPartitionMetadataValue((cg.PartitionMetadataTopic(T1, "foo", 3),))
     raw = _h(
         "0000",
         "02",  # one topic
@@ -93,7 +93,7 @@ def test_partition_metadata_with_racks_written_by_kafka_37() -> None:
         "00", "00",
     )
     value = co.decode_value(cg.ConsumerGroupPartitionMetadataKey("g"), raw)
-    assert value == cg.ConsumerGroupPartitionMetadataValue((cg.TopicMetadata(
+    assert value == cg.ConsumerGroupPartitionMetadataValue((cg.PartitionMetadataTopic(
         T1, "x", 2, (cg.PartitionRacks(0, ("r1", "r2")), cg.PartitionRacks(1, ("r3",)))),))
     assert co.encode_value(value) == raw
 
@@ -188,7 +188,7 @@ _values = st.one_of(
     st.builds(cg.ConsumerGroupMetadataValue, st.integers(-(2**31), 2**31 - 1),
               st.integers(-(2**63), 2**63 - 1), st.integers(-(2**63), 2**63 - 1)),
     st.builds(cg.ConsumerGroupPartitionMetadataValue, st.lists(st.builds(
-        cg.TopicMetadata, _uuids, _names, st.integers(0, 1000),
+        cg.PartitionMetadataTopic, _uuids, _names, st.integers(0, 1000),
         st.lists(st.builds(cg.PartitionRacks, st.integers(0, 9),
                            st.lists(_names, max_size=2).map(tuple)), max_size=2).map(tuple)),
         max_size=3).map(tuple)),

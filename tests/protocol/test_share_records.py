@@ -41,7 +41,7 @@ _group_records = st.one_of(
                         st.integers(-128, 127), _tps)),
     st.tuples(st.builds(sg.ShareGroupStatePartitionMetadataKey, _names),
               st.builds(sg.ShareGroupStatePartitionMetadataValue, _infos, _infos,
-                        st.lists(st.builds(sg.TopicInfo, st.uuids(), _names),
+                        st.lists(st.builds(sg.TopicIdAndName, st.uuids(), _names),
                                  max_size=2).map(tuple))),
 )
 
