@@ -19,7 +19,6 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from kafkalite.protocol.records import (
     increment_sequence,
     set_log_append_time,
 )
+from kafkalite.timekeeping.clock import wall_ms
 
 from . import log_search
 from .errors import (
@@ -64,14 +64,10 @@ from .validation import check_batch, check_size, validate_client_batch
 
 log = structlog.get_logger("kafkalite.storage")
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class PartitionLog:
     def __init__(
         self, directory: Path, topic: str, partition: int, config: LogConfig,
-        log_start_offset: int = 0, clock: Callable[[], int] = now_ms, lead: bool = True,
+        log_start_offset: int = 0, clock: Callable[[], int] = wall_ms, lead: bool = True,
         epoch_floor: int = 0,
     ) -> None:
         """``epoch_floor``: the least leader epoch to lead in once loaded (the epoch already

@@ -32,10 +32,11 @@ from kafkalite.protocol.records import (
     COMPRESSION_SNAPPY,
     COMPRESSION_ZSTD,
 )
+from kafkalite.timekeeping.clock import wall_ms
 
 from .fsutil import DirLock, atomic_write, fsync_dir
 from .leader_epoch import LeaderEpochCache
-from .log import PartitionLog, now_ms
+from .log import PartitionLog
 from .log_config import NEVER, LogConfig
 from .producer_state import ProducerIdAllocator
 from .validation import RecordRules
@@ -102,7 +103,7 @@ class LogManager:
         topic_config: ConfigSource,
         *,
         durable: bool = False,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] = wall_ms,
     ) -> None:
         self.data_dir = data_dir
         self.topic_config = topic_config

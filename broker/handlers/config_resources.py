@@ -15,7 +15,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, ConfigResourceType
 
 from ..cluster import Cluster
 from ..config.groups import GroupConfigs
@@ -29,8 +29,9 @@ LIST_CONFIG_RESOURCES = ApiKey.LIST_CONFIG_RESOURCES
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     LIST_CONFIG_RESOURCES: (0, 1),
 }
-#: ConfigResource.Type ids.
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = (
+    ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER,
+    ConfigResourceType.CLIENT_METRICS, ConfigResourceType.GROUP)
 SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 
 

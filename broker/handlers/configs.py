@@ -20,7 +20,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE
+from kafkalite.protocol.names import NO_THROTTLE, ConfigResourceType
 from kafkalite.storage.topic_config import (
     DEFAULT_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -66,11 +66,11 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
 DESCRIBE_CLUSTER = ApiKey.DESCRIBE_CLUSTER
 
 #: Kafka's ConfigResource.Type codes.
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
-RESOURCE_BROKER_LOGGER = 8
-RESOURCE_CLIENT_METRICS = 16
-RESOURCE_GROUP = 32
+RESOURCE_TOPIC = ConfigResourceType.TOPIC
+RESOURCE_BROKER = ConfigResourceType.BROKER
+RESOURCE_BROKER_LOGGER = ConfigResourceType.BROKER_LOGGER
+RESOURCE_CLIENT_METRICS = ConfigResourceType.CLIENT_METRICS
+RESOURCE_GROUP = ConfigResourceType.GROUP
 #: Kafka's ConfigSource.CLIENT_METRICS_CONFIG.
 CLIENT_METRICS_CONFIG = 7
 

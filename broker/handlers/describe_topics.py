@@ -8,14 +8,13 @@ answered TOPIC_AUTHORIZATION_FAILED without saying whether it exists.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
+from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE, ZERO_UUID
 from kafkalite.protocol.varint import write_uvarint
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
@@ -31,14 +30,13 @@ DESCRIBE_TOPIC_PARTITIONS = ApiKey.DESCRIBE_TOPIC_PARTITIONS
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
-NULL_UUID = uuid.UUID(int=0)
 
 
 def _error_response(resp_t: type[Any], req: Any, err: ErrorCode) -> Any:
     """Kafka's answer to a request it cannot serve: each named topic with the error."""
     topic_t = nested(resp_t, "DescribeTopicPartitionsResponseTopic")
     return build(resp_t, throttle_time=NO_THROTTLE, next_cursor=None, topics=tuple(
-        build(topic_t, error_code=err, name=t.name, topic_id=NULL_UUID, is_internal=False,
+        build(topic_t, error_code=err, name=t.name, topic_id=ZERO_UUID, is_internal=False,
               partitions=()) for t in req.topics))
 
 
@@ -71,7 +69,7 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
             if not fetch_all:
                 denied.append(encoded.encode(build(
                     topic_t, error_code=ErrorCode.topic_authorization_failed, name=name,
-                    topic_id=NULL_UUID, is_internal=False, partitions=())))
+                    topic_id=ZERO_UUID, is_internal=False, partitions=())))
             continue
         if remaining == 0:
             # Every partition of the topics before fitted: the next page starts here.
@@ -83,7 +81,7 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
                 # Kafka's handler fills every described topic's authorized operations,
                 # an unknown one's too.
                 topics.append(encoded.encode(build(
-                    topic_t, error_code=_missing_error(name), name=name, topic_id=NULL_UUID,
+                    topic_t, error_code=_missing_error(name), name=name, topic_id=ZERO_UUID,
                     is_internal=name in INTERNAL_TOPICS, partitions=(),
                     topic_authorized_operations=access.operations_for(
                         ctx, ResourceType.TOPIC, name))))

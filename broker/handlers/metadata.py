@@ -18,7 +18,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
+from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED, ZERO_UUID
 from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topic_name
 
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
@@ -35,7 +35,6 @@ METADATA = ApiKey.METADATA
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     METADATA: (0, 13),
 }
-NULL_UUID = uuid.UUID(int=0)
 
 
 def leader_epoch(storage: Storage, topic: str, partition: int) -> int:
@@ -105,7 +104,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
     def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None,
                 ops: int = OPS_OMITTED) -> bytes:
         return encoded.encode(build(topic_t, error_code=err, name=name,
-                                    topic_id=tid or NULL_UUID, is_internal=False,
+                                    topic_id=tid or ZERO_UUID, is_internal=False,
                                     partitions=(), topic_authorized_operations=ops))
 
     topics_out: list[bytes] = []
@@ -118,7 +117,7 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
             name = getattr(t, "name", None)
             tid = getattr(t, "topic_id", None)
             if name is None:
-                info = catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
+                info = catalog.by_id(tid) if tid not in (None, ZERO_UUID) else None
                 if info is None:
                     topics_out.append(errored(ErrorCode.unknown_topic_id, None, tid))
                     continue

@@ -16,7 +16,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
-from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE
+from kafkalite.protocol.names import INTERNAL_TOPICS, NO_THROTTLE, ZERO_UUID
 from kafkalite.storage.catalog import InvalidTopicName, validate_topic_name
 from kafkalite.storage.topic_config import InvalidConfig, validate
 
@@ -46,7 +46,6 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
     CREATE_PARTITIONS: (0, 3),
 }
 
-NULL_UUID = uuid.UUID(int=0)
 #: The first versions answering THROTTLING_QUOTA_EXCEEDED (KIP-599); older ones are
 #: throttled without refusing.
 STRICT_MUTATION_SINCE: dict[int, int] = {CREATE_TOPICS: 6, DELETE_TOPICS: 5, CREATE_PARTITIONS: 3}
@@ -222,7 +221,7 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access,
             ))
         except TopicError as e:
             results.append(build(
-                result_t, name=name, topic_id=NULL_UUID, error_code=e.code,
+                result_t, name=name, topic_id=ZERO_UUID, error_code=e.code,
                 error_message=e.message, num_partitions=-1, replication_factor=-1,
                 configs=(),
             ))
@@ -233,23 +232,23 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access,
 def _delete_one(storage: Storage, access: Access, quota: ControllerMutationQuota,
                 ctx: RequestContext, name: str | None, tid: uuid.UUID | None
                 ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
-    if name is not None and tid not in (None, NULL_UUID):
-        return name, tid or NULL_UUID, ErrorCode.invalid_request, \
+    if name is not None and tid not in (None, ZERO_UUID):
+        return name, tid or ZERO_UUID, ErrorCode.invalid_request, \
             "Topic name and topic id cannot both be specified."
     if name is None:
-        info = storage.catalog.by_id(tid) if tid not in (None, NULL_UUID) else None
+        info = storage.catalog.by_id(tid) if tid not in (None, ZERO_UUID) else None
         if info is None:
-            return None, tid or NULL_UUID, ErrorCode.unknown_topic_id, \
+            return None, tid or ZERO_UUID, ErrorCode.unknown_topic_id, \
                 "This server does not host this topic ID."
     else:
         # A name is authorized before it is looked up, so a denied principal cannot
         # learn which topics exist (Kafka's ControllerApis.deleteTopics).
         if not access.permits(ctx, Operation.DELETE, ResourceType.TOPIC, name):
-            return name, NULL_UUID, ErrorCode.topic_authorization_failed, \
+            return name, ZERO_UUID, ErrorCode.topic_authorization_failed, \
                 "Authorization failed."
         info = storage.catalog.get(name)
         if info is None:
-            return name, NULL_UUID, ErrorCode.unknown_topic_or_partition, \
+            return name, ZERO_UUID, ErrorCode.unknown_topic_or_partition, \
                 "This server does not host this topic-partition."
     if not access.permits(ctx, Operation.DELETE, ResourceType.TOPIC, info.name):
         return info.name, info.topic_id, ErrorCode.topic_authorization_failed, \
