@@ -36,6 +36,11 @@ def _default_for(tp: Any, meta: Any) -> Any:
         import datetime
 
         return datetime.timedelta(0)
+    if kafka_type == "datetime_i64":
+        import datetime
+
+        # The epoch: kio cannot write Kafka's -1 "no timestamp" (delegation token errors).
+        return datetime.datetime.fromtimestamp(0, datetime.UTC)
     if kafka_type == "float64":
         return 0.0
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
