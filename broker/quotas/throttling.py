@@ -174,24 +174,8 @@ class Throttling:
                 _err, session = _SESSION.unpack_from(body, 4)
             return _patch(encode_fetch(version, [], session_id=session), 0, ms)
 
-        if asyncio.iscoroutine(result):
-            result = asyncio.ensure_future(result)
-        if isinstance(result, asyncio.Future):
-            out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-            def done(fut: asyncio.Future[Any]) -> None:
-                if out.done():
-                    return
-                if fut.cancelled():
-                    out.cancel()
-                elif fut.exception() is not None:
-                    out.set_exception(fut.exception())  # type: ignore[arg-type]
-                else:
-                    out.set_result(sized(fut.result()))
-
-            result.add_done_callback(done)
-            return finish(out)
-        return finish(sized(result))
+        later = _then(result, sized)
+        return finish(later if later is not None else sized(result))
 
 
 def throttle_offset(c: codecs.ApiCodec) -> int | None:
@@ -207,6 +191,29 @@ def throttle_offset(c: codecs.ApiCodec) -> int | None:
     return None
 
 
+def _then(result: Any, fn: Callable[[Any], Any]) -> asyncio.Future[Any] | None:
+    """Where ``result`` is still to come (a coroutine or future), a future of ``fn`` of it;
+    None where it is already here."""
+    if asyncio.iscoroutine(result):
+        result = asyncio.ensure_future(result)
+    if not isinstance(result, asyncio.Future):
+        return None
+    out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def done(fut: asyncio.Future[Any]) -> None:
+        if out.done():
+            return
+        if fut.cancelled():
+            out.cancel()
+        elif fut.exception() is not None:
+            out.set_exception(fut.exception())  # type: ignore[arg-type]
+        else:
+            out.set_result(fn(fut.result()))
+
+    result.add_done_callback(done)
+    return out
+
+
 def _patch(body: bytes, offset: int, ms: int) -> bytes:
     return body[:offset] + _I32.pack(ms) + body[offset + 4:]
 
@@ -214,23 +221,9 @@ def _patch(body: bytes, offset: int, ms: int) -> bytes:
 def _with_throttle(c: codecs.ApiCodec, result: Any, ms: int) -> Any:
     """``result`` (an entity, encoded bytes or a future of either) with ``ms`` in its
     ``throttle_time_ms``, or as it is where the response has none."""
-    if asyncio.iscoroutine(result):
-        result = asyncio.ensure_future(result)
-    if isinstance(result, asyncio.Future):
-        out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        def done(fut: asyncio.Future[Any]) -> None:
-            if out.done():
-                return
-            if fut.cancelled():
-                out.cancel()
-            elif fut.exception() is not None:
-                out.set_exception(fut.exception())  # type: ignore[arg-type]
-            else:
-                out.set_result(_with_throttle(c, fut.result(), ms))
-
-        result.add_done_callback(done)
-        return out
+    later = _then(result, lambda r: _with_throttle(c, r, ms))
+    if later is not None:
+        return later
     if isinstance(result, bytes | bytearray):
         offset = throttle_offset(c)
         return bytes(result) if offset is None else _patch(bytes(result), offset, ms)
