@@ -400,7 +400,7 @@ def build_control(config: Config, cluster: Cluster, storage: Storage,
 
         # Sampled only for a broker that serves the console.
         sampler = Sampler(metrics, view)
-        scheduler.every("series-sample", sampler.interval_ms, lambda now: sampler.sample(now))
+        scheduler.every("series-sample", sampler.interval_ms, sampler.sample)
         admin = AdminServer(where.host, where.port, view, faults, metrics, clock, scenarios,
                             sampler)
     return Control(clock, scenarios, metrics, faults, view, admin)
@@ -444,6 +444,7 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     tokens = security.tokens
     if tokens is not None:
         def expire_tokens(now: int) -> None:
+            # Not ``expire_due`` itself: what a task returns is read as its next delay.
             tokens.expire_due(now)
 
         scheduler.every("delegation-token-expiry",
@@ -583,10 +584,7 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         return max(min(config.int("replica.lag.time.max.ms"),
                        config.int("broker.session.timeout.ms")) // 2, 1)
 
-    def check_lag(now: int) -> None:
-        manager.check_lag(now)
-
-    scheduler.every("replica-lag", lag_interval, check_lag)
+    scheduler.every("replica-lag", lag_interval, manager.check_lag)
 
     def rebalance(_now: int) -> None:
         if config.bool("auto.leader.rebalance.enable"):
