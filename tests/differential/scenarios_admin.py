@@ -236,6 +236,15 @@ def client_metrics_configs_scenario(run: Run) -> None:
     run.note("listed", sub in {r.resource_name for r in listed.config_resources})
     alter_client_metrics(run, "delete_all", sub, [("metrics", 1, None), ("interval.ms", 1, None),
                                                   ("match", 1, None)])
-    listed = run.call("list_after", LIST_CONFIG_RESOURCES, record=False, resource_types=[16])
-    run.note("listed_after_delete", sub in {r.resource_name for r in listed.config_resources})
+    # Kafka's brokers see the deletion once the metadata log reaches them: asked again for
+    # up to 5 s, as a client waiting for it would.
+    deadline = time.monotonic() + 5
+    while True:
+        listed = run.call("list_after", LIST_CONFIG_RESOURCES, record=False,
+                          resource_types=[16])
+        still = sub in {r.resource_name for r in listed.config_resources}
+        if not still or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    run.note("listed_after_delete", still)
     client_metrics_configs(run, "describe_deleted", sub)
