@@ -4,6 +4,7 @@ SASL, quorum."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .registry import (
@@ -211,6 +212,15 @@ def alter_client_metrics(run: Run, step: str, name: str,
         validate_only=False)
 
 
+def _client_metrics_until(run: Run, step: str, name: str,
+                          settled: Callable[[dict[str, str | None]], bool]) -> Any:
+    # Kafka's brokers apply the change when their metadata log reaches it.
+    return call_until(run, step, DESCRIBE_CONFIGS, lambda r: settled(
+        {c.name: c.value for res in r.results for c in res.configs}), resources=[{
+            "resource_type": CLIENT_METRICS, "resource_name": name, "configuration_keys": None}],
+        include_synonyms=True, include_documentation=False)
+
+
 @scenario("client-metrics-configs")
 def client_metrics_configs_scenario(run: Run) -> None:
     # KIP-714 subscriptions (resource type CLIENT_METRICS): served by Kafka without a
@@ -218,11 +228,11 @@ def client_metrics_configs_scenario(run: Run) -> None:
     sub = run.group("sub")
     client_metrics_configs(run, "describe_missing", sub)
     alter_client_metrics(run, "set", sub, [("metrics", 0, "*"), ("interval.ms", 0, "1000")])
-    client_metrics_configs(run, "describe_set", sub)
+    _client_metrics_until(run, "describe_set", sub, lambda v: v.get("interval.ms") == "1000")
     client_metrics_configs(run, "describe_one", sub, ["interval.ms"])
     alter_client_metrics(run, "append", sub, [("metrics", 2, "org.apache.kafka.producer."),
                                               ("match", 0, "client_id=app.*")])
-    client_metrics_configs(run, "describe_appended", sub)
+    _client_metrics_until(run, "describe_appended", sub, lambda v: bool(v.get("match")))
     alter_client_metrics(run, "subtract", sub, [("metrics", 3, "*")])
     alter_client_metrics(run, "interval_too_short", sub, [("interval.ms", 0, "50")])
     alter_client_metrics(run, "interval_not_int", sub, [("interval.ms", 0, "soon")])

@@ -14,6 +14,7 @@ from .registry import (
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
     Run,
+    call_until,
     create_topic,
     produce,
     scenario,
@@ -202,6 +203,11 @@ def alter_group_configs(run: Run, step: str, group: str, configs: dict[str, str]
         validate_only=False)
 
 
+def _configs_set(resp: Any) -> bool:
+    values = {c.name: c.value for r in resp.results for c in r.configs}
+    return values.get("share.auto.offset.reset") == "earliest"
+
+
 @scenario("group-configs")
 def group_configs_scenario(run: Run) -> None:
     g = run.group()
@@ -211,7 +217,9 @@ def group_configs_scenario(run: Run) -> None:
     group_configs(run, "describe_every", g, None)
     alter_group_configs(run, "set", g, {"share.auto.offset.reset": "earliest",
                                         "consumer.session.timeout.ms": "50000"})
-    group_configs(run, "describe_set", g, names)
+    call_until(run, "describe_set", DESCRIBE_CONFIGS, _configs_set, resources=[{
+        "resource_type": GROUP_RESOURCE, "resource_name": g, "configuration_keys": names}],
+        include_synonyms=False, include_documentation=False)
     alter_group_configs(run, "out_of_range", g, {"share.record.lock.duration.ms": "10"})
     alter_group_configs(run, "bad_value", g, {"share.auto.offset.reset": "sometime"})
     alter_group_configs(run, "unknown", g, {"no.such.group.config": "1"})
