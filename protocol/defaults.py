@@ -54,7 +54,9 @@ def build_default(entity_type: type[Any], error_code: ErrorCode) -> Any:
     for f in dataclasses.fields(entity_type):
         if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
             continue
-        if f.metadata.get("kafka_type") == "error_code":
+        kind = f.metadata.get("kafka_type")
+        # A generated codec whose codes outgrow kio's enum carries a plain int16.
+        if kind == "error_code" or (kind == "int16" and f.name == "error_code"):
             kwargs[f.name] = error_code
             continue
         kwargs[f.name] = _default_for(hints[f.name], f.metadata)

@@ -28,7 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "protocol" / "generated"
 
 #: Spec names (without Request/Response) whose versions kio lacks are generated.
-WANTED = ("ApiVersions", "TxnOffsetCommit", "DeleteGroups")
+WANTED = ("ApiVersions", "TxnOffsetCommit", "DeleteGroups", "UnregisterController")
+#: APIs answering error codes newer than kio's ``ErrorCode`` enum (UnregisterController's
+#: CONTROLLER_ID_NOT_REGISTERED, 136): their error codes are plain int16s, so that both
+#: ends of the wire can carry every code the API answers.
+PLAIN_ERROR_CODES = ("UnregisterController",)
 
 _PRIMITIVES = {
     "int8": ("i8", "int8"), "int16": ("i16", "int16"), "int32": ("i32", "int32"),
@@ -117,6 +121,8 @@ class Generator:
         self.version = version
         self.flexible = versions_in(spec.get("flexibleVersions"), version)
         self.kind = spec["type"]  # request or response
+        self.plain_errors = spec["name"].removesuffix("Request").removesuffix(
+            "Response") in PLAIN_ERROR_CODES
         self.common = {s["name"]: s for s in spec.get("commonStructs", ())}
         self.classes: list[str] = []
         self.imports = Imports()
@@ -179,7 +185,7 @@ class Generator:
                 ann, kafka_type, name = "i32Timedelta", "timedelta_i32", name[:-3]
             elif inner == "int64" and f["name"].endswith("Ms"):
                 raise SystemExit(f"{f['name']}: an int64 duration or time; no rule for it yet")
-            if inner == "int16" and f["name"] == "ErrorCode":
+            if inner == "int16" and f["name"] == "ErrorCode" and not self.plain_errors:
                 ann, kafka_type = "ErrorCode", "error_code"
                 self.imports.add("kio.schema.errors", "ErrorCode")
             elif ann == "uuid.UUID":

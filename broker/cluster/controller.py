@@ -62,6 +62,9 @@ class Controller:
         #: Nodes that are stopped, and nodes the controller has fenced (cut off).
         self.stopped: set[int] = set()
         self.fenced: set[int] = set()
+        #: Stopped or fenced nodes whose registration UnregisterBroker dropped; a node
+        #: registers again when it starts or its fence is lifted.
+        self.unregistered: set[int] = set()
 
     @property
     def members(self) -> Sequence[Cluster]:
@@ -82,6 +85,17 @@ class Controller:
     def alive(self, node: int) -> bool:
         """Registered and unfenced: may lead and be in an ISR."""
         return node not in self.stopped and node not in self.fenced
+
+    def registered(self, node: int) -> bool:
+        return node in self._ids and node not in self.unregistered
+
+    def unregister(self, node: int) -> bool:
+        if not self.registered(node):
+            return False
+        # A running node's registration comes back with its next heartbeat, as in Kafka.
+        if not self.alive(node):
+            self.unregistered.add(node)
+        return True
 
     def leader(self, topic: str, partition: int) -> int:
         return self.state(topic, partition).leader

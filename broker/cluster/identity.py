@@ -40,6 +40,10 @@ class ClusterView(Protocol):
 
     def alive(self, node: int) -> bool: ...
 
+    def registered(self, node: int) -> bool: ...
+
+    def unregister(self, node: int) -> bool: ...
+
 
 class Elections(Protocol):
     """ElectLeaders across the nodes (``replication.ReplicaManager``)."""
@@ -139,6 +143,17 @@ class Cluster:
         """Those of ``replicas`` on nodes that are stopped or fenced."""
         view = self.view
         return () if view is None else tuple(r for r in replicas if not view.alive(r))
+
+    def registered(self, node_id: int) -> bool:
+        """Whether ``node_id`` has a broker registration (UnregisterBroker drops one)."""
+        return node_id == self.node_id if self.view is None else self.view.registered(node_id)
+
+    def unregister(self, node_id: int) -> bool:
+        """UnregisterBroker: False when ``node_id`` has no registration."""
+        if self.view is None:
+            # One running node: it registers again at once, as a live Kafka broker does.
+            return node_id == self.node_id
+        return self.view.unregister(node_id)
 
     def member(self, node_id: int) -> Cluster | None:
         for m in self.members():

@@ -478,6 +478,7 @@ class ReplicaManager:
         was in sync for get it as leader."""
         self.controller.stopped.discard(node)
         self.controller.fenced.discard(node)
+        self.controller.unregistered.discard(node)
         self.fence_due.pop(node, None)
         for (t, p), rs in self.sets.items():
             st = rs.state
@@ -510,6 +511,7 @@ class ReplicaManager:
         self.isolated.discard(node)
         self.fence_due.pop(node, None)
         self.controller.fenced.discard(node)
+        self.controller.unregistered.discard(node)
         self._rejoin(node)
 
     def fence(self, node: int) -> None:

@@ -63,11 +63,12 @@ def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
 
 def broker_entries(cluster: Cluster, broker_t: type[Any], listener: str,
                    id_field: str = "node_id", **extra: Any) -> tuple[Any, ...]:
-    """Every node's endpoint on the listener the client connected through."""
+    """Every registered node's endpoint on the listener the client connected through."""
     return tuple(
         build(broker_t, **{id_field: m.node_id}, host=b.advertised_host,
               port=b.advertised_port, rack=m.rack, **extra)
         for m in cluster.members()
+        if cluster.registered(m.node_id)
         for b in m.listeners
         if b.name == listener
     )

@@ -9,10 +9,13 @@ VERSIONS: dict[tuple[int, int], tuple[str, str, str]] = {
               "TxnOffsetCommitRequest", "TxnOffsetCommitResponse"),
     (42, 3): ("kafkalite.protocol.generated.delete_groups.v3",
               "DeleteGroupsRequest", "DeleteGroupsResponse"),
+    (94, 0): ("kafkalite.protocol.generated.unregister_controller.v0",
+              "UnregisterControllerRequest", "UnregisterControllerResponse"),
 }
 
 API_NAMES: dict[int, str] = {
     18: "api_versions",
     28: "txn_offset_commit",
     42: "delete_groups",
+    94: "unregister_controller",
 }

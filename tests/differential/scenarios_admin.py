@@ -14,6 +14,7 @@ from .registry import (
     ALTER_USER_SCRAM_CREDENTIALS,
     CREATE_DELEGATION_TOKEN,
     DESCRIBE_CLIENT_QUOTAS,
+    DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
     DESCRIBE_DELEGATION_TOKEN,
     DESCRIBE_LOG_DIRS,
@@ -26,6 +27,8 @@ from .registry import (
     LIST_PARTITION_REASSIGNMENTS,
     RENEW_DELEGATION_TOKEN,
     SASL_HANDSHAKE,
+    UNREGISTER_BROKER,
+    UNREGISTER_CONTROLLER,
     UPDATE_FEATURES,
     WRITE_TXN_MARKERS,
     Run,
@@ -219,6 +222,18 @@ def _client_metrics_until(run: Run, step: str, name: str,
         {c.name: c.value for res in r.results for c in res.configs}), resources=[{
             "resource_type": CLIENT_METRICS, "resource_name": name, "configuration_keys": None}],
         include_synonyms=True, include_documentation=False)
+
+
+@scenario("unregister-nodes")
+def unregister_nodes(run: Run) -> None:
+    # Kafka's own broker (a combined node, its quorum's one voter) is not unregistered
+    # here: a live broker registers again, but its partitions would move meanwhile.
+    me = run.call("cluster", DESCRIBE_CLUSTER, record=False,
+                  include_cluster_authorized_operations=False,
+                  include_fenced_brokers=False).brokers[0].broker_id
+    run.call("broker_unknown", UNREGISTER_BROKER, broker_id=4242)
+    run.call("controller_unknown", UNREGISTER_CONTROLLER, controller_id=4242)
+    run.call("controller_voter", UNREGISTER_CONTROLLER, controller_id=me)
 
 
 @scenario("client-metrics-configs")

@@ -12,8 +12,6 @@ from .harness import Target
 
 #: api key -> (kafkalite's newest version, None: not advertised; why).
 NOT_SERVED: dict[int, tuple[int | None, str]] = {
-    64: (None, "UnregisterBroker: kafkalite's nodes have no registration a broker could "
-               "drop and renew (no controller quorum)"),
     80: (None, "AddRaftVoter: kafkalite has no KRaft quorum to change"),
     81: (None, "RemoveRaftVoter: kafkalite has no KRaft quorum to change"),
     83: (None, "InitializeShareGroupState: share coordinator RPC between brokers; "
@@ -25,7 +23,6 @@ NOT_SERVED: dict[int, tuple[int | None, str]] = {
     88: (0, "StreamsGroupHeartbeat v1 (KIP-1331 topology descriptions) is not served"),
     89: (0, "StreamsGroupDescribe v1 (KIP-1331 topology descriptions) is not served"),
     93: (None, "StreamsGroupTopologyDescriptionUpdate (KIP-1331) is not served"),
-    94: (None, "UnregisterController: kafkalite has no controller quorum to leave"),
 }
 #: api key -> (kafkalite's newest version; why): served by kafkalite, not by a Kafka
 #: without a metrics-reporter plugin.

@@ -281,3 +281,16 @@ async def push_telemetry(a: Api) -> None:
                         subscription_id=got.subscription_id, terminating=False,
                         compression_type=0, metrics=b"")
     assert resp.error_code == 0
+
+
+@case(64)
+async def unregister_broker(a: Api) -> None:
+    # The broker's own id: registered and running, so allowed it answers no error.
+    await cluster_op(a, 64, 0, O.ALTER, broker_id=1)
+
+
+@case(94)
+async def unregister_controller(a: Api) -> None:
+    assert (await a.call(94, 0, controller_id=7)).error_code == CLUSTER_DENIED
+    a.allow(C, "kafka-cluster", O.ALTER)
+    assert (await a.call(94, 0, controller_id=7)).error_code == 136  # not registered
