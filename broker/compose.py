@@ -205,6 +205,12 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
         streams_session_timeout_ms=int(broker_value(config, "group.streams.session.timeout.ms")),
         streams_heartbeat_interval_ms=int(
             broker_value(config, "group.streams.heartbeat.interval.ms")),
+        streams_num_standby_replicas_default=int(
+            broker_value(config, "group.streams.num.standby.replicas")),
+        streams_num_warmup_replicas_default=int(
+            broker_value(config, "group.streams.num.warmup.replicas")),
+        streams_acceptable_recovery_lag_default=int(
+            broker_value(config, "group.streams.acceptable.recovery.lag")),
         group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)

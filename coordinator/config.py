@@ -63,6 +63,12 @@ class CoreConfig:
     streams_heartbeat_interval_ms: int = 5000
     #: group.streams.max.size
     streams_max_size: int = 2147483647
+    #: group.streams.num.standby.replicas
+    streams_num_standby_replicas_default: int = 0
+    #: group.streams.num.warmup.replicas
+    streams_num_warmup_replicas_default: int = 2
+    #: group.streams.acceptable.recovery.lag
+    streams_acceptable_recovery_lag_default: int = 10000
     #: The group configs (consumer.session.timeout.ms, ...), where the broker has them.
     group_overrides: GroupOverrides | None = None
 
@@ -101,6 +107,24 @@ class CoreConfig:
         o = self.group_overrides
         v = o.int_value(group, "streams.heartbeat.interval.ms") if o is not None else None
         return self.streams_heartbeat_interval_ms if v is None else v
+
+    def streams_num_standby_replicas(self, group: str) -> int:
+        """streams.num.standby.replicas of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "streams.num.standby.replicas") if o is not None else None
+        return self.streams_num_standby_replicas_default if v is None else v
+
+    def streams_num_warmup_replicas(self, group: str) -> int:
+        """streams.num.warmup.replicas of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "streams.num.warmup.replicas") if o is not None else None
+        return self.streams_num_warmup_replicas_default if v is None else v
+
+    def streams_acceptable_recovery_lag(self, group: str) -> int:
+        """streams.acceptable.recovery.lag of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "streams.acceptable.recovery.lag") if o is not None else None
+        return self.streams_acceptable_recovery_lag_default if v is None else v
 
     @property
     def upgrade_enabled(self) -> bool:

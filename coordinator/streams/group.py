@@ -90,6 +90,29 @@ class StreamsGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class AssignmentConfigs:
+    """The group's assignor settings (streams.num.standby.replicas and the warm-up ones)."""
+
+    num_standby_replicas: int = 0
+    num_warmup_replicas: int = 2
+    acceptable_recovery_lag: int = 10000
+
+
+def copy_group(group: StreamsGroup) -> StreamsGroup:
+    """A copy a heartbeat may change (members are immutable; their maps are copied)."""
+    return replace(group, members=dict(group.members), target=dict(group.target))
+
+
+def keep_caches(live: StreamsGroup, changed: StreamsGroup) -> None:
+    """What no record carries, from the changed copy once its records are in: the
+    topology as configured against the topics and the endpoints' epoch (Kafka keeps both
+    in memory only)."""
+    if live.topology == changed.topology:
+        live.configured = changed.configured
+    live.endpoint_information_epoch = changed.endpoint_information_epoch
+
+
+@dataclass(frozen=True, slots=True)
 class StreamsHeartbeat:
     group_id: str
     member_id: str
@@ -181,7 +204,7 @@ def check_metadata(group: StreamsGroup, topics: Mapping[str, int]) -> bool:
     return changed
 
 
-def compute_target(group: StreamsGroup) -> None:
+def compute_target(group: StreamsGroup, configs: AssignmentConfigs) -> None:
     """The target assignment of the group's epoch."""
     tasks = [] if group.configured is None else group.configured.tasks()
     members = [AssignorMember(m.member_id, m.process_id, m.active)
@@ -213,18 +236,19 @@ def reconcile(group: StreamsGroup, member: StreamsMember, owned: Tasks | None
                    member_epoch=epoch, previous_member_epoch=previous)
 
 
-def remove_member(group: StreamsGroup, member_id: str) -> None:
+def remove_member(group: StreamsGroup, member_id: str, configs: AssignmentConfigs) -> None:
     """The member leaves: a new group epoch, and its target at once, as Kafka computes it."""
     if group.members.pop(member_id, None) is not None:
         group.target.pop(member_id, None)
         group.group_epoch += 1
-        compute_target(group)
+        compute_target(group, configs)
 
 
 def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, int],
-              heartbeat_interval_ms: int, max_size: int) -> StreamsHeartbeatResult:
-    """One heartbeat on ``group`` (created for a join by the caller): the group changes in
-    place; the result is the answer."""
+              heartbeat_interval_ms: int, max_size: int,
+              configs: AssignmentConfigs = AssignmentConfigs()) -> StreamsHeartbeatResult:
+    """One heartbeat on ``group`` (a copy of the live group, or a new one for a join): the
+    copy changes; the caller writes the records taking the live group to it."""
     mid = req.member_id
     member = group.members.get(mid)
     if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
@@ -232,7 +256,7 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
             return StreamsHeartbeatResult(
                 ErrorCode.unknown_member_id,
                 f"Member {mid} is not a member of group {group.group_id}.")
-        remove_member(group, mid)
+        remove_member(group, mid, configs)
         return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
     if req.member_epoch == 0:
         if member is None and len(group.members) >= max_size:
@@ -294,7 +318,7 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     if check_metadata(group, topics) or bump:
         group.group_epoch += 1
     if group.target_epoch != group.group_epoch:
-        compute_target(group)
+        compute_target(group, configs)
     before = updated
     after = reconcile(group, updated, req.active_tasks)
     group.members[mid] = after

@@ -9,12 +9,13 @@ GROUP_ID_NOT_FOUND, as Kafka's do.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
+from kafkalite.protocol.consumer_offsets import GroupMetadataKey
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..partitions import GroupPartitions, PartitionState
@@ -24,8 +25,12 @@ from ..results import AFTER_WRITE, Outcome, Write
 from . import group as streams
 from . import records
 from .group import StreamsGroup, StreamsHeartbeat, StreamsHeartbeatResult
+from .topology import configure
 
 log = structlog.get_logger("kafkalite.coordinator")
+
+#: A timer whose records could not be written runs again after this (Kafka's 500 ms).
+TIMER_RETRY_BACKOFF_MS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,65 +63,96 @@ class StreamsMembership:
             if not (kind == "classic" and _empty_classic(ps, gid) and req.member_epoch == 0):
                 return Outcome(StreamsHeartbeatResult(
                     ErrorCode.group_id_not_found, f"Group {gid} is not a streams group."))
-        group = ps.streams_groups.get(gid)
-        if group is None:
-            if req.member_epoch != 0:
-                return Outcome(StreamsHeartbeatResult(
-                    ErrorCode.group_id_not_found, f"Streams group {gid} not found."))
-            ps.groups.pop(gid, None)  # an empty classic (offsets-only) group turns streams
-            group = StreamsGroup(gid)
-            ps.streams_groups[gid] = group
+        live = ps.streams_groups.get(gid)
+        if live is None and req.member_epoch != 0:
+            return Outcome(StreamsHeartbeatResult(
+                ErrorCode.group_id_not_found, f"Streams group {gid} not found."))
+        extra: list[records.Record] = []
+        if live is None and gid in ps.groups:
+            # An empty classic (offsets-only) group turns streams: its record goes.
+            extra.append((GroupMetadataKey(gid), None))
+        # The heartbeat runs on a copy; the live group moves only by the replay of the
+        # records it writes (and its caches once they are in).
+        group = StreamsGroup(gid) if live is None else streams.copy_group(live)
         known = mid in group.members
-        before = records.snapshot(group) if group.group_epoch or group.members else None
         result = streams.heartbeat(group, req, self._topics(),
                                    self.config.streams_heartbeat_interval(gid),
-                                   self.config.streams_max_size)
+                                   self.config.streams_max_size, self._assignment_configs(gid))
         if result.error is not NO_ERROR:
-            if not group.members and group.group_epoch == 0:
-                ps.streams_groups.pop(gid, None)
             return Outcome(result)
-        if req.member_epoch in (streams.LEAVE_EPOCH, streams.LEAVE_STATIC_EPOCH):
-            self.timers.cancel(session_key(gid, mid))
-            self.timers.cancel(rebalance_key(gid, mid))
-            log.info("streams_group.member_left", group=gid, member=mid)
-            return self._written(ps.partition, before, group, now, result)
-        if not known:
-            log.info("streams_group.member_joined", group=gid, member=mid,
-                     group_epoch=group.group_epoch)
-        self.timers.schedule(session_key(gid, mid),
-                             now + self.config.streams_session_timeout(gid))
-        member = group.members[mid]
-        rkey = rebalance_key(gid, mid)
-        if member.state == streams.UNREVOKED_TASKS:
-            if self.timers.deadline(rkey) is None:
-                self.timers.schedule(rkey, now + member.rebalance_timeout_ms)
-        else:
-            self.timers.cancel(rkey)
-        return self._written(ps.partition, before, group, now, result)
+        leaving = req.member_epoch in (streams.LEAVE_EPOCH, streams.LEAVE_STATIC_EPOCH)
 
-    def _written(self, partition: int, before: records.Snapshot | None, group: StreamsGroup,
-                 now: int, result: StreamsHeartbeatResult | None) -> Outcome:
-        """The group's changes written before the answer, as Kafka's coordinator does. The
-        group itself changed already (in place, as classic membership does): their replay
-        sets what it has; a failed append is answered with its error."""
-        written = records.changes(before, group, now)
+        def after(t: int) -> None:
+            if leaving:
+                self.timers.cancel(session_key(gid, mid))
+                self.timers.cancel(rebalance_key(gid, mid))
+                log.info("streams_group.member_left", group=gid, member=mid)
+                return
+            if not known:
+                log.info("streams_group.member_joined", group=gid, member=mid,
+                         group_epoch=group.group_epoch)
+            self.timers.schedule(session_key(gid, mid),
+                                 t + self.config.streams_session_timeout(gid))
+            member = group.members[mid]
+            rkey = rebalance_key(gid, mid)
+            if member.state == streams.UNREVOKED_TASKS:
+                if self.timers.deadline(rkey) is None:
+                    self.timers.schedule(rkey, t + member.rebalance_timeout_ms)
+            else:
+                self.timers.cancel(rkey)
+
+        return self._written(ps, live, group, now, result, after, extra)
+
+    def _assignment_configs(self, gid: str) -> streams.AssignmentConfigs:
+        c = self.config
+        return streams.AssignmentConfigs(c.streams_num_standby_replicas(gid),
+                                         c.streams_num_warmup_replicas(gid),
+                                         c.streams_acceptable_recovery_lag(gid))
+
+    def _written(self, ps: PartitionState, live: StreamsGroup | None, group: StreamsGroup,
+                 now: int, result: StreamsHeartbeatResult | None,
+                 after: Callable[[int], None] | None = None,
+                 extra: Sequence[records.Record] = (),
+                 failed: Callable[[int], None] | None = None) -> Outcome:
+        """The records taking ``live`` to ``group`` (the changed copy), written before the
+        answer, as Kafka's coordinator does: the live group becomes ``group`` by their
+        replay; a failed append leaves it as it was and is answered with its error."""
+        gid = group.group_id
+        before = None if live is None else records.snapshot(live)
+        written = [*extra, *records.changes(before, group, now)]
+
+        def done(t: int) -> Outcome:
+            applied = ps.streams_groups.get(gid)
+            if applied is not None:
+                streams.keep_caches(applied, group)
+            if after is not None:
+                after(t)
+            return Outcome(result)
+
         if not written:
-            return Outcome(result)
+            return done(now)
 
-        def then(append_err: ErrorCode, _now: int) -> Outcome:
-            if append_err is not NO_ERROR and result is not None:
-                return Outcome(StreamsHeartbeatResult(append_err))
-            return Outcome(result)
+        def then(append_err: ErrorCode, t: int) -> Outcome:
+            if append_err is not NO_ERROR:
+                if failed is not None:
+                    failed(t)
+                return Outcome(None if result is None else StreamsHeartbeatResult(append_err))
+            return done(t)
 
         return Outcome(AFTER_WRITE if result is not None else None,
-                       writes=[Write(partition, group.group_id, written, then)])
+                       writes=[Write(ps.partition, gid, written, then)])
 
     def replay(self, ps: PartitionState, key: Any, value: Any) -> None:
         records.replay(ps.streams_groups, key, value)
 
     def schedule_loaded(self, ps: PartitionState, now: int) -> None:
-        """A loaded partition's members get a full session to heartbeat again."""
+        """A loaded partition's members get a full session to heartbeat again; each
+        group's topology is configured against the topics (its metadata hash, from its
+        record, says on the next heartbeat whether they changed)."""
+        topics = self._topics()
         for gid, group in ps.streams_groups.items():
+            if group.topology is not None:
+                group.configured = configure(group.topology, topics)
             for mid in group.members:
                 self.timers.schedule(session_key(gid, mid),
                                      now + self.config.streams_session_timeout(gid))
@@ -128,11 +164,18 @@ class StreamsMembership:
         if ps is None or group is None or mid not in group.members:
             return Outcome(None)
         log.info(why, group=gid, member=mid)
-        before = records.snapshot(group)
-        streams.remove_member(group, mid)
-        self.timers.cancel(session_key(gid, mid))
-        self.timers.cancel(rebalance_key(gid, mid))
-        return self._written(ps.partition, before, group, now, None)
+        changed = streams.copy_group(group)
+        streams.remove_member(changed, mid, self._assignment_configs(gid))
+
+        def after(_t: int) -> None:
+            self.timers.cancel(session_key(gid, mid))
+            self.timers.cancel(rebalance_key(gid, mid))
+
+        def retry(t: int) -> None:
+            # Kafka retries a timer whose write failed after its backoff.
+            self.timers.schedule(key, t + TIMER_RETRY_BACKOFF_MS)
+
+        return self._written(ps, group, changed, now, None, after, failed=retry)
 
     def on_session_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
                          ) -> Outcome:

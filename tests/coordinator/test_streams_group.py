@@ -315,3 +315,43 @@ def test_a_restarted_coordinator_resumes_the_group_from_its_records() -> None:
     hb(again, "a", -1)
     assert again.runtime.groups.write(lambda g, now: g.delete_group(now, APP)) is E.none
     assert again.reload().core.streams_group(APP) is None
+
+
+def _persisted(group: Any) -> tuple[Any, ...]:
+    return (group.group_epoch, group.metadata_hash, group.topology, group.target_epoch,
+            dict(group.members), dict(group.target))
+
+
+def test_a_failed_append_leaves_the_group_as_its_records_say() -> None:
+    h = make()
+    h.fail_with = E.not_coordinator
+    assert hb(h, "a", 0).error is E.not_coordinator
+    assert h.core.streams_group(APP) is None  # the join wrote nothing: no group
+    h.fail_with = None
+    hb(h, "a", 0)
+    ready(h)
+    hb(h, "a", 1, frozenset())
+    group = h.core.streams_group(APP)
+    assert group is not None
+    before = _persisted(group)
+    # A second member's join, then a's revocation, each failing: nothing moves.
+    h.fail_with = E.not_coordinator
+    assert hb(h, "b", 0).error is E.not_coordinator
+    assert _persisted(group) == before and "b" not in group.members
+    h.fail_with = None
+    b = hb(h, "b", 0)
+    assert b.member_epoch == 3
+    at_join = _persisted(group)
+    h.fail_with = E.not_coordinator
+    assert hb(h, "a", 2, tasks("0_0", "0_1", "1_0", "1_1")).error is E.not_coordinator
+    assert _persisted(group) == at_join
+    # A session expiring while appends fail keeps the member until one succeeds.
+    h.advance(SESSION)
+    assert "b" in group.members
+    h.fail_with = None
+    h.advance(499)
+    assert "b" in group.members
+    h.advance(1)  # the timer's retry, after Kafka's backoff
+    assert "b" not in group.members
+    # What the live group holds is what its records rebuild.
+    assert _persisted(h.reload().core.streams_group(APP)) == _persisted(group)
