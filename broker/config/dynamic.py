@@ -74,6 +74,10 @@ class DynamicBrokerConfig:
         self.groups = GroupConfigs(config, data_dir)
         #: The client-metrics subscriptions (resource type CLIENT_METRICS), in that file too.
         self.client_metrics = Subscriptions(data_dir)
+        #: The dynamic levels of the process's other nodes (``kafkalite.nodes``), by id:
+        #: each node's own, as each Kafka broker has its own. The components of the
+        #: process are shared and run with the first node's values (``config``).
+        self.other_nodes: dict[int, dict[str, str]] = {}
 
     def load(self) -> None:
         """Read the persisted levels into ``config`` (at build time, before the
@@ -85,16 +89,32 @@ class DynamicBrokerConfig:
             return
         self.config.set_dynamic(default=_valid_subset(store.default, False),
                                 broker=_valid_subset(store.level(self.node_id), True))
+        self.other_nodes = {int(b): _valid_subset(v, True) for b, v in store.brokers.items()
+                            if b.isdigit() and int(b) != self.node_id}
         self.groups.load(store)
         self.client_metrics.load(store)
 
-    def current(self, per_broker: bool) -> dict[str, str]:
+    def current(self, per_broker: bool, node_id: int | None = None) -> dict[str, str]:
+        if per_broker and node_id is not None and node_id != self.node_id:
+            return dict(self.other_nodes.get(node_id, {}))
         return dict(self.config.dynamic_broker if per_broker else self.config.dynamic_default)
 
-    def alter(self, per_broker: bool, new: Mapping[str, str], validate_only: bool) -> None:
-        """Replace one level with ``new``: validate, persist, apply. Raises
-        ``DynamicConfigError`` with Kafka's message when refused."""
+    def node_config(self, node_id: int, own: Mapping[str, str]) -> Config:
+        """The properties as node ``node_id`` holds them: ``own`` (its per-node static
+        values), the cluster-wide defaults and its own dynamic level."""
+        if node_id == self.node_id and not own:
+            return self.config
+        return self.config.for_node(own, self.current(True, node_id))
+
+    def alter(self, per_broker: bool, new: Mapping[str, str], validate_only: bool,
+              node_id: int | None = None) -> None:
+        """Replace one level with ``new`` (``node_id``'s own level, the first node's when
+        None): validate, persist, apply. Raises ``DynamicConfigError`` with Kafka's
+        message when refused."""
         validate_dynamic(new, per_broker)
+        if per_broker and node_id is not None and node_id != self.node_id:
+            self._alter_other(node_id, new, validate_only)
+            return
         cfg = self.config
         old_default, old_broker = cfg.dynamic_default, cfg.dynamic_broker
         old_values = dict(cfg.values)
@@ -128,6 +148,22 @@ class DynamicBrokerConfig:
         log.info("broker.dynamic_configs_altered",
                  level=str(self.node_id) if per_broker else "<default>",
                  configs=redacted(new), changed=sorted(changed))
+
+
+    def _alter_other(self, node_id: int, new: Mapping[str, str], validate_only: bool) -> None:
+        """Another node's own level: validated and persisted, then described as that
+        node's; the shared components keep the first node's values."""
+        if validate_only:
+            return
+        store = DynamicStore.read(self.data_dir)
+        store.set_level(node_id, new)
+        store.write(self.data_dir)
+        if new:
+            self.other_nodes[node_id] = dict(new)
+        else:
+            self.other_nodes.pop(node_id, None)
+        log.info("broker.dynamic_configs_altered", level=str(node_id),
+                 configs=redacted(new))
 
 
 class LogDefaults:

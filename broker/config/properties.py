@@ -291,6 +291,16 @@ class Config:
             self.dynamic_broker = dict(broker)
         self._merge()
 
+    def for_node(self, own: Mapping[str, str], dynamic_broker: Mapping[str, str]) -> Config:
+        """Another node's view of these properties (several nodes in one process): its
+        own static values (``per_node.node_values``) over these, the same cluster-wide
+        dynamic defaults, and its own dynamic level."""
+        view = Config(sources=dict(self.sources), static={**self.static, **own},
+                      dynamic_default=dict(self.dynamic_default),
+                      dynamic_broker=dict(dynamic_broker))
+        view._merge()
+        return view
+
     def _merge(self) -> None:
         merged = dict(self.static)
         for layer in (self.dynamic_default, self.dynamic_broker):

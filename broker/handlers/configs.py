@@ -154,21 +154,21 @@ def broker_synonym_chain(cfg: Config, name: str) -> list[tuple[str, str, int]]:
 
 def _describe_broker(
     cfg: Config, resp_t: type[Any], per_broker: bool, keys: Iterable[str] | None,
-    include_synonyms: bool, own: Mapping[str, str],
+    include_synonyms: bool,
 ) -> tuple[Any, ...]:
-    """``own``: this node's values of the per-node properties (``config.per_node``)."""
+    """``cfg``: the properties as the node described holds them (``node_config``)."""
     entry_t = nested(resp_t, "DescribeConfigsResourceResult")
     syn_t = nested(resp_t, "DescribeConfigsSynonym")
     wanted = set(keys) if keys else None
     # This broker: every property; the cluster level: only the defaults set dynamically.
-    items: Mapping[str, str | None] = ({**cfg.all_items(), **own} if per_broker
+    items: Mapping[str, str | None] = (cfg.all_items() if per_broker
                                        else dict(cfg.dynamic_default))
     out = []
     for key, value in sorted(items.items()):
         if wanted is not None and key not in wanted:
             continue
         sensitive = is_sensitive(key)
-        chain = [(n, None if sensitive else own.get(n, v), s)
+        chain = [(n, None if sensitive else v, s)
                  for n, v, s in broker_synonym_chain(cfg, key)
                  if per_broker or s == DYNAMIC_DEFAULT_BROKER_CONFIG]
         source = chain[0][2] if chain else DEFAULT_CONFIG
@@ -274,11 +274,11 @@ def _alter_broker(node_id: int, dynamic: DynamicBrokerConfig, name: str, res: An
     if per_broker:
         _broker_id(node_id, name, describe=False)
     if incremental:
-        new = _incremental(dynamic.current(per_broker), res.configs, _BROKER_KNOWN)
+        new = _incremental(dynamic.current(per_broker, node_id), res.configs, _BROKER_KNOWN)
     else:
         new = {c.name: c.value for c in res.configs}
     try:
-        dynamic.alter(per_broker, new, validate_only)
+        dynamic.alter(per_broker, new, validate_only, node_id)
     except DynamicConfigError as e:
         raise ConfigRequestError(ErrorCode.invalid_request, str(e)) from e
 
@@ -426,9 +426,10 @@ def describe_configs(cluster: Cluster, storage: Storage, dynamic: DynamicBrokerC
             elif rtype == RESOURCE_BROKER:
                 if rname:
                     _broker_id(cluster.node_id, rname, describe=True)
-                configs = _describe_broker(storage.config, resp_t, rname != "", keys,
-                                           include_synonyms,
-                                           node_values(storage.config, cluster))
+                node_cfg = dynamic.node_config(cluster.node_id,
+                                               node_values(storage.config, cluster))
+                configs = _describe_broker(node_cfg, resp_t, rname != "", keys,
+                                           include_synonyms)
             elif rtype == RESOURCE_GROUP:
                 configs = _describe_group(storage.config, dynamic.groups, resp_t, rname, keys,
                                           include_synonyms)
