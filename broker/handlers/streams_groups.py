@@ -58,10 +58,19 @@ def _heartbeat_response(version: int, res: StreamsHeartbeatResult) -> Any:
     resp_t = codecs.codec(STREAMS_GROUP_HEARTBEAT, version).response_type
     task_t = nested(resp_t, "TaskIds")
     status_t = nested(resp_t, "Status")
+    ep_t = nested(resp_t, "EndpointToPartitions")
+    endpoint_t = nested(resp_t, "Endpoint")
+    tp_t = nested(resp_t, "TopicPartition")
     active = standby = warmup = None
     if res.active_tasks is not None:
         active = _task_ids(task_t, res.active_tasks)
-        standby = warmup = ()
+        standby = _task_ids(task_t, res.standby_tasks or frozenset())
+        warmup = _task_ids(task_t, res.warmup_tasks or frozenset())
+    iq = None if res.endpoints is None else tuple(build(
+        ep_t, user_endpoint=build(endpoint_t, host=e.endpoint[0], port=e.endpoint[1]),
+        active_partitions=tuple(build(tp_t, topic=t, partitions=ps) for t, ps in e.active),
+        standby_partitions=tuple(build(tp_t, topic=t, partitions=ps) for t, ps in e.standby))
+        for e in res.endpoints)
     status = () if res.status is None else tuple(
         status_t(status_code=s.code, status_detail=s.detail) for s in res.status)
     ok = res.error is NO_ERROR and res.member_epoch >= 0  # not an error, nor a leave
@@ -76,7 +85,7 @@ def _heartbeat_response(version: int, res: StreamsHeartbeatResult) -> Any:
                  status=status, active_tasks=active, standby_tasks=standby,
                  warmup_tasks=warmup,
                  endpoint_information_epoch=res.endpoint_information_epoch,
-                 partitions_by_user_endpoint=None)
+                 partitions_by_user_endpoint=iq)
 
 
 def _topology(req: Any) -> Topology | None:
@@ -135,6 +144,8 @@ def streams_group_heartbeat(runtime: CoordinatorRuntime, storage: Storage, acces
         user_endpoint=None if ep is None else (ep.host, int(ep.port)),
         client_tags=None if req.client_tags is None else tuple(
             (kv.key, kv.value) for kv in req.client_tags),
+        task_offsets=None if req.task_offsets is None else {
+            (o.subtopology_id, int(o.partition)): int(o.offset) for o in req.task_offsets},
         shutdown_application=bool(req.shutdown_application),
         client_id=ctx.client_id, client_host="/" + ctx.client_host)
     res: StreamsHeartbeatResult = runtime.groups.write(
@@ -176,15 +187,17 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
     info_t = nested(resp_t, "TopicInfo")
     kv_t = nested(resp_t, "KeyValue")
     ep_t = nested(resp_t, "Endpoint")
+    from kafkalite.coordinator.streams.topology import TaskTuple
 
     def failed(gid: str, err: ErrorCode, message: str | None = None) -> Any:
         return build(group_t, error_code=err, error_message=message, group_id=gid,
                      group_state="", group_epoch=0, assignment_epoch=0, topology=None,
                      members=(), authorized_operations=OPS_OMITTED)
 
-    def assignment(tasks: Tasks) -> Any:
-        return build(assignment_t, active_tasks=_task_ids(task_t, tasks), standby_tasks=(),
-                     warmup_tasks=())
+    def assignment(tasks: TaskTuple) -> Any:
+        return build(assignment_t, active_tasks=_task_ids(task_t, tasks.active),
+                     standby_tasks=_task_ids(task_t, tasks.standby),
+                     warmup_tasks=_task_ids(task_t, tasks.warmup))
 
     topics = runtime.groups.query(lambda g: g.topics)
 
@@ -230,8 +243,8 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
             user_endpoint=None if m.user_endpoint is None else build(
                 ep_t, host=m.user_endpoint[0], port=m.user_endpoint[1]),
             client_tags=tuple(build(kv_t, key=k, value=v) for k, v in m.client_tags),
-            task_offsets=(), task_end_offsets=(), assignment=assignment(m.active),
-            target_assignment=assignment(group.target.get(m.member_id, frozenset())),
+            task_offsets=(), task_end_offsets=(), assignment=assignment(m.assigned),
+            target_assignment=assignment(group.target.get(m.member_id, TaskTuple())),
             is_classic=False) for m in group.members.values())
         out.append(build(group_t, error_code=NO_ERROR, error_message=None,
                          group_id=d.group_id, group_state=group.state,

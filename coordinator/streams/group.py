@@ -1,15 +1,11 @@
 """A streams group (KIP-1071) as Kafka 4.4's ``GroupMetadataManager`` runs it, in a pure
 form over the manual clock's ``now``: StreamsGroupHeartbeat's validation, the member's
-join, its topology, the group epoch, the target assignment (``assignor``) and each member's
-reconciliation toward it, as Kafka's streams ``CurrentAssignmentBuilder`` does:
+join (static members by their instance id), its topology, the group epoch, the target
+assignment (``assignor``: active and standby tasks) and each member's reconciliation
+toward it (``reconcile``), and the Interactive Queries endpoints' partitions.
 
-- a member whose current tasks are all in its target takes the target epoch at once, with
-  the target's tasks that no other member still owns; those others come on a later
-  heartbeat (state UNRELEASED_TASKS);
-- a member that must give tasks up keeps its epoch and is sent only the tasks it keeps
-  (UNREVOKED_TASKS) until a heartbeat reports that it owns none of the revoked ones.
-
-Timers and records are the membership part's (``streams.membership``).
+Timers and records are the membership part's (``streams.membership``): a heartbeat runs on
+a copy of the group and the records taking the group to the copy are written.
 """
 
 from __future__ import annotations
@@ -21,16 +17,34 @@ from dataclasses import dataclass, field, replace
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .assignor import AssignorMember, assign
-from .topology import STALE_TOPOLOGY, Configured, Status, Tasks, Topology, configure
+from .reconcile import STABLE, UNRELEASED_TASKS, UNREVOKED_TASKS, Holders, reconcile
+from .topology import (
+    NO_TASK_TUPLE,
+    NO_TASKS,
+    STALE_TOPOLOGY,
+    Configured,
+    Status,
+    Task,
+    Tasks,
+    TaskTuple,
+    Topology,
+    configure,
+)
+
+__all__ = ["NO_TASKS", "STABLE", "UNRELEASED_TASKS", "UNREVOKED_TASKS"]
 
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
 
-STABLE = "STABLE"
-UNREVOKED_TASKS = "UNREVOKED_TASKS"
-UNRELEASED_TASKS = "UNRELEASED_TASKS"
+#: An endpoint's partitions (Interactive Queries): topic -> partitions.
+TopicPartitions = tuple[tuple[str, tuple[int, ...]], ...]
 
-NO_TASKS: Tasks = frozenset()
+
+@dataclass(frozen=True, slots=True)
+class EndpointPartitions:
+    endpoint: tuple[str, int]
+    active: TopicPartitions
+    standby: TopicPartitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +63,20 @@ class StreamsMember:
     user_endpoint: tuple[str, int] | None = None
     client_tags: tuple[tuple[str, str], ...] = ()
     active: Tasks = NO_TASKS
-    #: Active tasks the member must give up before it moves on (UNREVOKED_TASKS).
+    standby: Tasks = NO_TASKS
+    warmup: Tasks = NO_TASKS
+    #: Tasks the member must give up before it moves on (UNREVOKED_TASKS).
     revoking: Tasks = NO_TASKS
+    revoking_standby: Tasks = NO_TASKS
+    revoking_warmup: Tasks = NO_TASKS
+
+    @property
+    def assigned(self) -> TaskTuple:
+        return TaskTuple(self.active, self.standby, self.warmup)
+
+    @property
+    def pending(self) -> TaskTuple:
+        return TaskTuple(self.revoking, self.revoking_standby, self.revoking_warmup)
 
 
 @dataclass(slots=True)
@@ -63,9 +89,12 @@ class StreamsGroup:
     metadata_hash: int = 0
     configured: Configured | None = None
     target_epoch: int = 0
-    target: dict[str, Tasks] = field(default_factory=dict)
+    target: dict[str, TaskTuple] = field(default_factory=dict)
     members: dict[str, StreamsMember] = field(default_factory=dict)
     endpoint_information_epoch: int = 0
+    #: Each member's last reported changelog offset sums per task (memory only, as
+    #: Kafka's MemberTaskOffsets): the assignor's weaker standby candidates.
+    task_offsets: dict[str, dict[Task, int]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -81,12 +110,28 @@ class StreamsGroup:
             return "Reconciling"
         return "Stable"
 
-    def owned_by_others(self, member_id: str) -> Tasks:
-        out: set[tuple[str, int]] = set()
+    def static_member(self, instance_id: str | None) -> StreamsMember | None:
+        if instance_id is None:
+            return None
         for m in self.members.values():
-            if m.member_id != member_id:
-                out |= m.active | m.revoking
-        return frozenset(out)
+            if m.instance_id == instance_id:
+                return m
+        return None
+
+    def holders(self) -> Holders:
+        """Who holds each task now, by process (assigned or being revoked)."""
+        active: dict[Task, str] = {}
+        standby: dict[Task, set[str]] = {}
+        warmup: dict[Task, set[str]] = {}
+        for m in self.members.values():
+            for t in m.active | m.revoking:
+                active[t] = m.process_id
+            for t in m.standby | m.revoking_standby:
+                standby.setdefault(t, set()).add(m.process_id)
+            for t in m.warmup | m.revoking_warmup:
+                warmup.setdefault(t, set()).add(m.process_id)
+        return Holders(active.get, lambda t: frozenset(standby.get(t, ())),
+                       lambda t: frozenset(warmup.get(t, ())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +145,18 @@ class AssignmentConfigs:
 
 def copy_group(group: StreamsGroup) -> StreamsGroup:
     """A copy a heartbeat may change (members are immutable; their maps are copied)."""
-    return replace(group, members=dict(group.members), target=dict(group.target))
+    return replace(group, members=dict(group.members), target=dict(group.target),
+                   task_offsets=dict(group.task_offsets))
 
 
 def keep_caches(live: StreamsGroup, changed: StreamsGroup) -> None:
     """What no record carries, from the changed copy once its records are in: the
-    topology as configured against the topics and the endpoints' epoch (Kafka keeps both
-    in memory only)."""
+    topology as configured against the topics, the endpoints' epoch and the members' task
+    offsets (Kafka keeps them in memory only)."""
     if live.topology == changed.topology:
         live.configured = changed.configured
     live.endpoint_information_epoch = changed.endpoint_information_epoch
+    live.task_offsets = {m: o for m, o in changed.task_offsets.items() if m in live.members}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +169,15 @@ class StreamsHeartbeat:
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
     topology: Topology | None = None
-    #: The active tasks the member owns; None: unchanged since its last heartbeat.
+    #: The tasks the member owns; None: unchanged since its last heartbeat.
     active_tasks: Tasks | None = None
     standby_tasks: Tasks | None = None
     warmup_tasks: Tasks | None = None
     process_id: str | None = None
     user_endpoint: tuple[str, int] | None = None
     client_tags: tuple[tuple[str, str], ...] | None = None
+    #: The changelog offset sums of the tasks whose state the member has; None: not sent.
+    task_offsets: Mapping[Task, int] | None = None
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
@@ -142,11 +191,16 @@ class StreamsHeartbeatResult:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     status: tuple[Status, ...] | None = None
-    #: The member's active tasks, when they are sent; None: unchanged.
+    #: The member's tasks, when they are sent; None: unchanged.
     active_tasks: Tasks | None = None
     endpoint_information_epoch: int = 0
     #: Internal topics the coordinator must create (MISSING_INTERNAL_TOPICS).
     to_create: tuple[object, ...] = ()
+    standby_tasks: Tasks | None = None
+    warmup_tasks: Tasks | None = None
+    #: Every member's IQ endpoint with its partitions, when the member's endpoint epoch
+    #: is behind the group's; None: not sent.
+    endpoints: tuple[EndpointPartitions, ...] | None = None
 
 
 def _invalid(msg: str) -> StreamsHeartbeatResult:
@@ -205,43 +259,124 @@ def check_metadata(group: StreamsGroup, topics: Mapping[str, int]) -> bool:
 
 
 def compute_target(group: StreamsGroup, configs: AssignmentConfigs) -> None:
-    """The target assignment of the group's epoch."""
-    tasks = [] if group.configured is None else group.configured.tasks()
-    members = [AssignorMember(m.member_id, m.process_id, m.active)
+    """The target assignment of the group's epoch, from each member's previous target."""
+    c = group.configured
+    members = [AssignorMember(m.member_id, m.process_id,
+                              group.target.get(m.member_id, NO_TASK_TUPLE),
+                              group.task_offsets.get(m.member_id, {}))
                for m in group.members.values()]
-    group.target = assign(members, tasks)
+    if c is None or not c.ready:
+        counts: dict[str, int] = {}
+        stateful: frozenset[str] = frozenset()
+    else:
+        counts, stateful = c.task_counts, c.stateful
+    group.target = assign(members, counts, stateful, configs.num_standby_replicas)
     group.target_epoch = group.group_epoch
-
-
-def reconcile(group: StreamsGroup, member: StreamsMember, owned: Tasks | None
-              ) -> StreamsMember:
-    """The member's next current assignment toward its target."""
-    target = group.target.get(member.member_id, NO_TASKS)
-    epoch = group.target_epoch
-    if member.state == UNREVOKED_TASKS:
-        if owned is None or owned & member.revoking:
-            return member
-    elif member.member_epoch == epoch and member.state == STABLE:
-        return member
-    revoked = member.active - target
-    if revoked:
-        return replace(member, state=UNREVOKED_TASKS, active=member.active & target,
-                       revoking=revoked)
-    others = group.owned_by_others(member.member_id)
-    active = member.active | frozenset(t for t in target if t not in others)
-    state = UNRELEASED_TASKS if active != target else STABLE
-    previous = member.member_epoch if member.member_epoch != epoch else \
-        member.previous_member_epoch
-    return replace(member, state=state, active=active, revoking=NO_TASKS,
-                   member_epoch=epoch, previous_member_epoch=previous)
 
 
 def remove_member(group: StreamsGroup, member_id: str, configs: AssignmentConfigs) -> None:
     """The member leaves: a new group epoch, and its target at once, as Kafka computes it."""
     if group.members.pop(member_id, None) is not None:
         group.target.pop(member_id, None)
+        group.task_offsets.pop(member_id, None)
         group.group_epoch += 1
         compute_target(group, configs)
+
+
+def _unknown(group: StreamsGroup, mid: str) -> StreamsHeartbeatResult:
+    return StreamsHeartbeatResult(ErrorCode.unknown_member_id,
+                                  f"Member {mid} is not a member of group {group.group_id}.")
+
+
+def _fenced(member: StreamsMember, req: StreamsHeartbeat) -> StreamsHeartbeatResult | None:
+    """Kafka's ``throwIfStreamsGroupMemberEpochIsInvalid``: an epoch ahead of the member's
+    is fenced; one behind only as its previous epoch, owning no task it lacks."""
+    epoch = req.member_epoch
+    bad = epoch > member.member_epoch
+    if epoch < member.member_epoch:
+        bad = (epoch != member.previous_member_epoch or req.active_tasks is None
+               or not req.active_tasks <= member.active
+               or not (req.standby_tasks or NO_TASKS) <= member.standby
+               or not (req.warmup_tasks or NO_TASKS) <= member.warmup)
+    if not bad:
+        return None
+    return StreamsHeartbeatResult(
+        ErrorCode.fenced_member_epoch,
+        f"The streams group member has a invalid member epoch. The member epoch "
+        f"{epoch} does not match the current member epoch {member.member_epoch}.")
+
+
+def _static(group: StreamsGroup, req: StreamsHeartbeat
+            ) -> tuple[StreamsMember | None, StreamsHeartbeatResult | None]:
+    """Kafka's ``getOrMaybeCreateStaticStreamsGroupMember``: (the member, or an error)."""
+    iid, mid = req.instance_id, req.member_id
+    existing = group.static_member(iid)
+    if req.member_epoch == 0:
+        if existing is None:
+            return group.members.get(mid) or StreamsMember(mid), None
+        if existing.member_epoch != LEAVE_STATIC_EPOCH:
+            return None, StreamsHeartbeatResult(
+                ErrorCode.unreleased_instance_id,
+                f"Static member {mid} with instance id {iid} cannot join the group because "
+                f"the instance id is owned by {existing.member_id} member.")
+        # The new member takes the old one's place: its tasks and its target.
+        target = group.target.pop(existing.member_id, None)
+        group.members.pop(existing.member_id)
+        group.task_offsets.pop(existing.member_id, None)
+        if target is not None:
+            group.target[mid] = target
+        return replace(existing, member_id=mid, member_epoch=0, previous_member_epoch=0), None
+    if existing is None:
+        return None, StreamsHeartbeatResult(ErrorCode.unknown_member_id,
+                                            f"Instance id {iid} is unknown.")
+    if existing.member_id != mid:
+        return None, StreamsHeartbeatResult(
+            ErrorCode.fenced_instance_id,
+            f"Static member {mid} with instance id {iid} was fenced by member "
+            f"{existing.member_id}.")
+    return existing, _fenced(existing, req)
+
+
+def _leave(group: StreamsGroup, req: StreamsHeartbeat, configs: AssignmentConfigs
+           ) -> StreamsHeartbeatResult:
+    """Kafka's ``streamsGroupLeave``: a member leaving with epoch -2 (static) stays with
+    its tasks until its session ends; any other leave removes it at once."""
+    mid = req.member_id
+    if req.instance_id is None:
+        if mid not in group.members:
+            return _unknown(group, mid)
+        remove_member(group, mid, configs)
+        return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
+    member, err = _static(group, replace(req, member_epoch=1))
+    if err is not None and err.error is not ErrorCode.fenced_member_epoch:
+        return err
+    assert member is not None
+    if req.member_epoch == LEAVE_STATIC_EPOCH:
+        group.members[mid] = replace(member, member_epoch=LEAVE_STATIC_EPOCH,
+                                     revoking=NO_TASKS, revoking_standby=NO_TASKS,
+                                     revoking_warmup=NO_TASKS)
+    else:
+        remove_member(group, mid, configs)
+    return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
+
+
+def endpoints(group: StreamsGroup, topics: Mapping[str, int]
+              ) -> tuple[EndpointPartitions, ...]:
+    """Kafka's ``EndpointToPartitionsManager``: each member with an IQ endpoint and the
+    partitions of its active and standby tasks' source topics."""
+    c = group.configured
+    sources = {} if c is None else c.sources
+
+    def parts(tasks: Tasks) -> TopicPartitions:
+        out: dict[str, set[int]] = {}
+        for s, p in tasks:
+            for t in sources.get(s, ()):
+                if p < topics.get(t, 0):
+                    out.setdefault(t, set()).add(p)
+        return tuple((t, tuple(sorted(ps))) for t, ps in sorted(out.items()))
+
+    return tuple(EndpointPartitions(m.user_endpoint, parts(m.active), parts(m.standby))
+                 for m in group.members.values() if m.user_endpoint is not None)
 
 
 def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, int],
@@ -250,41 +385,30 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     """One heartbeat on ``group`` (a copy of the live group, or a new one for a join): the
     copy changes; the caller writes the records taking the live group to it."""
     mid = req.member_id
-    member = group.members.get(mid)
     if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
-        if member is None:
-            return StreamsHeartbeatResult(
-                ErrorCode.unknown_member_id,
-                f"Member {mid} is not a member of group {group.group_id}.")
-        remove_member(group, mid, configs)
-        return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
-    if req.member_epoch == 0:
-        if member is None and len(group.members) >= max_size:
-            return StreamsHeartbeatResult(
-                ErrorCode.group_max_size_reached,
-                f"The streams group has reached its maximum capacity of {max_size} members.")
-        if member is None:
-            member = StreamsMember(mid)
-        else:
-            member = replace(member, active=NO_TASKS, revoking=NO_TASKS, state=STABLE,
-                             member_epoch=0)
+        return _leave(group, req, configs)
+    member = group.members.get(mid)
+    # A static member taking an old one's place is not new: it has its metadata.
+    new_member = member is None and group.static_member(req.instance_id) is None
+    if req.member_epoch == 0 and member is None and len(group.members) >= max_size \
+            and group.static_member(req.instance_id) is None:
+        return StreamsHeartbeatResult(
+            ErrorCode.group_max_size_reached,
+            f"The streams group has reached its maximum capacity of {max_size} members.")
+    if req.instance_id is not None:
+        member, err = _static(group, req)
+        if err is not None:
+            return err
+        assert member is not None
+    elif req.member_epoch == 0:
+        member = member or StreamsMember(mid)
     else:
         if member is None:
-            return StreamsHeartbeatResult(
-                ErrorCode.unknown_member_id,
-                f"Member {mid} is not a member of group {group.group_id}.")
-        if req.member_epoch > member.member_epoch or (
-                req.member_epoch < member.member_epoch
-                and (req.member_epoch != member.previous_member_epoch
-                     or req.active_tasks is None
-                     or not req.active_tasks <= member.active)):
-            return StreamsHeartbeatResult(
-                ErrorCode.fenced_member_epoch,
-                f"The streams group member has a invalid member epoch. The member epoch "
-                f"{req.member_epoch} does not match the current member epoch "
-                f"{member.member_epoch}.")
+            return _unknown(group, mid)
+        err = _fenced(member, req)
+        if err is not None:
+            return err
     status: list[Status] = []
-    new_member = mid not in group.members
     # Kafka bumps the group epoch once for everything a heartbeat changes.
     bump = False
     if req.topology is not None:
@@ -314,13 +438,19 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
         bump = True
         if updated.user_endpoint != member.user_endpoint:
             group.endpoint_information_epoch += 1
+    if req.task_offsets is not None:
+        group.task_offsets[mid] = dict(req.task_offsets)
     group.members[mid] = updated
     if check_metadata(group, topics) or bump:
         group.group_epoch += 1
     if group.target_epoch != group.group_epoch:
         compute_target(group, configs)
     before = updated
-    after = reconcile(group, updated, req.active_tasks)
+    owned = None if req.active_tasks is None else TaskTuple(
+        req.active_tasks, req.standby_tasks or NO_TASKS, req.warmup_tasks or NO_TASKS)
+    holders = group.holders()
+    after = reconcile(updated, group.target_epoch, group.target.get(mid, NO_TASK_TUPLE),
+                      owned, holders)
     group.members[mid] = after
     if group.topology is not None and after.topology_epoch != group.topology.epoch:
         status.append(Status(STALE_TOPOLOGY, (
@@ -329,9 +459,13 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     if group.configured is not None:
         status.extend(group.configured.status)
     send = (req.member_epoch == 0 or req.active_tasks is not None
-            or after.active != before.active or after.member_epoch != before.member_epoch
+            or after.assigned != before.assigned or after.member_epoch != before.member_epoch
             or req.member_epoch != after.member_epoch)
+    iq = None
+    if req.endpoint_information_epoch != group.endpoint_information_epoch:
+        iq = endpoints(group, topics)
     return StreamsHeartbeatResult(
         NO_ERROR, None, mid, after.member_epoch, heartbeat_interval_ms,
         tuple(status), after.active if send else None, group.endpoint_information_epoch,
-        tuple(group.configured.to_create) if group.configured is not None else ())
+        tuple(group.configured.to_create) if group.configured is not None else (),
+        after.standby if send else None, after.warmup if send else None, iq)

@@ -84,9 +84,13 @@ class StreamsMembership:
 
         def after(t: int) -> None:
             if leaving:
-                self.timers.cancel(session_key(gid, mid))
+                # A static member leaving with epoch -2 keeps its tasks until its
+                # session ends, as Kafka keeps it.
+                if req.member_epoch != streams.LEAVE_STATIC_EPOCH:
+                    self.timers.cancel(session_key(gid, mid))
                 self.timers.cancel(rebalance_key(gid, mid))
-                log.info("streams_group.member_left", group=gid, member=mid)
+                log.info("streams_group.member_left", group=gid, member=mid,
+                         static=req.member_epoch == streams.LEAVE_STATIC_EPOCH)
                 return
             if not known:
                 log.info("streams_group.member_joined", group=gid, member=mid,

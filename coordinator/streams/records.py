@@ -12,15 +12,9 @@ from typing import Any
 from kafkalite.protocol import streams_group_records as st
 
 from .assignor import by_subtopology
-from .group import (
-    NO_TASKS,
-    STABLE,
-    UNRELEASED_TASKS,
-    UNREVOKED_TASKS,
-    StreamsGroup,
-    StreamsMember,
-)
-from .topology import CopartitionGroup, Subtopology, Tasks, TopicInfo, Topology
+from .group import StreamsGroup, StreamsMember
+from .reconcile import STABLE, UNRELEASED_TASKS, UNREVOKED_TASKS
+from .topology import CopartitionGroup, Subtopology, Tasks, TaskTuple, TopicInfo, Topology
 
 Record = tuple[Any, Any]
 
@@ -35,7 +29,7 @@ class Snapshot:
     topology: Topology | None
     target_epoch: int
     members: dict[str, StreamsMember]
-    target: dict[str, Tasks]
+    target: dict[str, TaskTuple]
 
 
 def snapshot(group: StreamsGroup | None) -> Snapshot | None:
@@ -59,7 +53,7 @@ def _metadata(m: StreamsMember) -> tuple[Any, ...]:
 
 
 def _current(m: StreamsMember) -> tuple[Any, ...]:
-    return (m.member_epoch, m.previous_member_epoch, m.state, m.active, m.revoking)
+    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned, m.pending)
 
 
 def topology_value(t: Topology) -> st.StreamsGroupTopologyValue:
@@ -120,7 +114,9 @@ def changes(before: Snapshot | None, group: StreamsGroup, now: int) -> list[Reco
     for mid, tasks in group.target.items():
         if old_target.get(mid) != tasks:
             out.append((st.StreamsGroupTargetAssignmentMemberKey(gid, mid),
-                        st.StreamsGroupTargetAssignmentMemberValue(_tasks(tasks))))
+                        st.StreamsGroupTargetAssignmentMemberValue(
+                            _tasks(tasks.active), _tasks(tasks.standby),
+                            _tasks(tasks.warmup))))
     if before is None or before.target_epoch != group.target_epoch:
         out.append((st.StreamsGroupTargetAssignmentMetadataKey(gid),
                     st.StreamsGroupTargetAssignmentMetadataValue(group.target_epoch, now)))
@@ -130,8 +126,9 @@ def changes(before: Snapshot | None, group: StreamsGroup, now: int) -> list[Reco
             out.append((st.StreamsGroupCurrentMemberAssignmentKey(gid, mid),
                         st.StreamsGroupCurrentMemberAssignmentValue(
                             m.member_epoch, m.previous_member_epoch, _STATE_BYTE[m.state],
-                            _tasks(m.active),
-                            active_tasks_pending_revocation=_tasks(m.revoking))))
+                            _tasks(m.active), _tasks(m.standby), _tasks(m.warmup),
+                            _tasks(m.revoking), _tasks(m.revoking_standby),
+                            _tasks(m.revoking_warmup))))
     return out
 
 
@@ -177,7 +174,9 @@ def replay(groups: dict[str, StreamsGroup], key: st.StreamsGroupKey,
             group.target.pop(key.member_id, None)
         else:
             assert isinstance(value, st.StreamsGroupTargetAssignmentMemberValue)
-            group.target[key.member_id] = _tasks_of(value.active_tasks)
+            group.target[key.member_id] = TaskTuple(_tasks_of(value.active_tasks),
+                                                    _tasks_of(value.standby_tasks),
+                                                    _tasks_of(value.warmup_tasks))
     elif isinstance(key, st.StreamsGroupMemberMetadataKey):
         if value is None:
             group.members.pop(key.member_id, None)
@@ -199,4 +198,7 @@ def replay(groups: dict[str, StreamsGroup], key: st.StreamsGroupKey,
             member, member_epoch=value.member_epoch,
             previous_member_epoch=value.previous_member_epoch,
             state=_STATE_OF.get(value.state, STABLE), active=_tasks_of(value.active_tasks),
-            revoking=_tasks_of(value.active_tasks_pending_revocation) or NO_TASKS)
+            standby=_tasks_of(value.standby_tasks), warmup=_tasks_of(value.warmup_tasks),
+            revoking=_tasks_of(value.active_tasks_pending_revocation),
+            revoking_standby=_tasks_of(value.standby_tasks_pending_revocation),
+            revoking_warmup=_tasks_of(value.warmup_tasks_pending_revocation))

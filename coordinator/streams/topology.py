@@ -24,6 +24,26 @@ SHUTDOWN_APPLICATION = 4
 Task = tuple[str, int]
 Tasks = frozenset[Task]
 
+NO_TASKS: Tasks = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTuple:
+    """A member's tasks in their three roles (Kafka's ``TasksTuple``)."""
+
+    active: Tasks = NO_TASKS
+    standby: Tasks = NO_TASKS
+    warmup: Tasks = NO_TASKS
+
+    def all(self) -> Tasks:
+        return self.active | self.standby | self.warmup
+
+    def __bool__(self) -> bool:
+        return bool(self.active or self.standby or self.warmup)
+
+
+NO_TASK_TUPLE = TaskTuple()
+
 
 @dataclass(frozen=True, slots=True)
 class TopicInfo:
@@ -71,6 +91,10 @@ class Configured:
 
     #: subtopology id -> number of tasks (ready topologies only).
     task_counts: dict[str, int] = field(default_factory=dict)
+    #: The subtopologies with state (changelog topics): only their tasks get standbys.
+    stateful: frozenset[str] = frozenset()
+    #: subtopology id -> its source and repartition source topics (IQ endpoints).
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: Internal topics to create: (name, partitions, replication factor, configs).
     to_create: tuple[TopicInfo, ...] = ()
     status: tuple[Status, ...] = ()
@@ -184,4 +208,10 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
         names = list(to_create)  # in the order above, as Kafka lists them
         return Configured(to_create=tuple(to_create.values()), status=(Status(
             MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {', '.join(names)}"),))
-    return Configured(task_counts=task_counts)
+    return Configured(
+        task_counts=task_counts,
+        stateful=frozenset(s.subtopology_id for s in topology.subtopologies
+                           if s.state_changelog_topics),
+        sources={s.subtopology_id: (*s.source_topics,
+                                    *(t.name for t in s.repartition_source_topics))
+                 for s in topology.subtopologies})

@@ -21,6 +21,7 @@ from kafkalite.coordinator.streams.topology import (
     MISSING_INTERNAL_TOPICS,
     MISSING_SOURCE_TOPICS,
     Subtopology,
+    TaskTuple,
     TopicInfo,
     Topology,
     configure,
@@ -48,21 +49,29 @@ def tasks(*names: str) -> frozenset[tuple[str, int]]:
     return frozenset((n.split("_")[0], int(n.split("_")[1])) for n in names)
 
 
+NONE: frozenset[tuple[str, int]] = frozenset()
+
+
 def make(**kw: Any) -> Harness:
     return Harness.make(topics={"lines": 2}, streams_session_timeout_ms=SESSION,
                         streams_heartbeat_interval_ms=5000, **kw)
 
 
 def hb(h: Harness, member: str, epoch: int, owned: frozenset[tuple[str, int]] | None = None,
-       group: str = APP, process: str | None = None, topology: Topology | None = None
+       group: str = APP, process: str | None = None, topology: Topology | None = None,
+       standby: frozenset[tuple[str, int]] | None = None, instance: str | None = None,
+       endpoint: tuple[str, int] | None = None, endpoint_epoch: int = 0,
        ) -> StreamsHeartbeatResult:
     join = epoch == 0
     req = StreamsHeartbeat(
         group, member, epoch, rebalance_timeout_ms=REBALANCE if join else -1,
         topology=(topology or WORD_COUNT) if join else None,
         active_tasks=frozenset() if join else owned,
-        standby_tasks=frozenset() if join else None,
-        warmup_tasks=frozenset() if join else None,
+        standby_tasks=frozenset() if join else (
+            None if owned is None else standby or frozenset()),
+        warmup_tasks=frozenset() if join else (None if owned is None else frozenset()),
+        instance_id=instance, user_endpoint=endpoint,
+        endpoint_information_epoch=endpoint_epoch,
         process_id=(process or f"p-{member}") if join else None,
         client_id="client", client_host="/127.0.0.1")
     res: StreamsHeartbeatResult = h.runtime.groups.write(
@@ -100,24 +109,68 @@ def test_topology_sizes_internal_topics_from_their_sources() -> None:
 # --- the assignor ---------------------------------------------------------------------
 
 
+def _members(*specs: tuple[str, str, frozenset[tuple[str, int]]]) -> list[AssignorMember]:
+    return [AssignorMember(m, p, TaskTuple(active)) for m, p, active in specs]
+
+
 def test_assignor_balances_and_keeps_tasks_where_they_are() -> None:
-    all_tasks = sorted(tasks("0_0", "0_1", "0_2", "1_0", "1_1", "1_2"))
-    one = assign([AssignorMember("a", "p1", frozenset())], all_tasks)
-    assert one == {"a": frozenset(all_tasks)}
-    two = assign([AssignorMember("a", "p1", frozenset(all_tasks)),
-                  AssignorMember("b", "p2", frozenset())], all_tasks)
-    assert len(two["a"]) == len(two["b"]) == 3
-    assert two["a"] | two["b"] == frozenset(all_tasks)
+    counts = {"0": 3, "1": 3}
+    all_tasks = tasks("0_0", "0_1", "0_2", "1_0", "1_1", "1_2")
+    one = assign(_members(("a", "p1", NONE)), counts)
+    assert one == {"a": TaskTuple(all_tasks)}
+    two = assign(_members(("a", "p1", all_tasks), ("b", "p2", NONE)), counts)
+    assert len(two["a"].active) == len(two["b"].active) == 3
+    assert two["a"].active | two["b"].active == all_tasks
     # Sticky: a third member takes from both, and nobody's kept task moves.
-    three = assign([AssignorMember("a", "p1", two["a"]), AssignorMember("b", "p2", two["b"]),
-                    AssignorMember("c", "p3", frozenset())], all_tasks)
-    assert [len(three[m]) for m in "abc"] == [2, 2, 2]
-    assert three["a"] <= two["a"] and three["b"] <= two["b"]
+    three = assign(_members(("a", "p1", two["a"].active), ("b", "p2", two["b"].active),
+                            ("c", "p3", NONE)), counts)
+    assert [len(three[m].active) for m in "abc"] == [2, 2, 2]
+    assert three["a"].active <= two["a"].active and three["b"].active <= two["b"].active
     # A process with two members takes twice the tasks of a process with one.
-    procs = assign([AssignorMember("a", "p1", frozenset()), AssignorMember("b", "p1", frozenset()),
-                    AssignorMember("c", "p2", frozenset())], all_tasks)
-    assert sorted(len(v) for v in procs.values()) == [2, 2, 2]
-    assert assign([], all_tasks) == {}
+    procs = assign(_members(("a", "p1", NONE), ("b", "p1", NONE), ("c", "p2", NONE)), counts)
+    assert sorted(len(v.active) for v in procs.values()) == [2, 2, 2]
+    assert assign([], counts) == {}
+    # No standby without the setting, and none for stateless subtopologies.
+    assert all(not v.standby and not v.warmup for v in procs.values())
+
+
+def test_assignor_places_standbys_on_other_processes() -> None:
+    counts = {"0": 2, "1": 2}  # subtopology 1 has state
+    first = assign(_members(("a", "p1", NONE), ("b", "p2", NONE)), counts,
+                   frozenset({"1"}), num_standby_replicas=1)
+    stateful = tasks("1_0", "1_1")
+    for m in ("a", "b"):
+        # Every stateful task has one standby, never where its active task runs.
+        assert first[m].standby <= stateful
+        assert not first[m].standby & first[m].active
+    assert first["a"].standby | first["b"].standby == stateful
+    assert first["a"].standby == first["b"].active & stateful
+    # Two members of one process cannot hold a task twice: no process to put it on.
+    same = assign(_members(("a", "p1", NONE), ("b", "p1", NONE)), counts, frozenset({"1"}), 1)
+    assert not same["a"].standby and not same["b"].standby
+    # The active owner leaves: the member that had its standby takes it as active.
+    three = assign(_members(("a", "p1", NONE), ("b", "p2", NONE), ("c", "p3", NONE)),
+                   {"1": 3}, frozenset({"1"}), 1)
+    a_task = next(iter(three["a"].active))
+    holder = next(m for m in "bc" if a_task in three[m].standby)
+    after = assign([AssignorMember(m, f"p-{m}", three[m]) for m in "bc"], {"1": 3},
+                   frozenset({"1"}), 1)
+    assert a_task in after[holder].active
+    assert three["b"].active <= after["b"].active and three["c"].active <= after["c"].active
+    # Stickiness of standbys: with the targets unchanged the assignment is the same.
+    again = assign([AssignorMember(m, p, first[m]) for m, p in (("a", "p1"), ("b", "p2"))],
+                   counts, frozenset({"1"}), 1)
+    assert again == first
+
+
+def test_assignor_uses_reported_offsets_for_a_new_member() -> None:
+    """A member rejoining with a new id and no target, whose task offsets show the
+    state of a task on its disk, gets that task back (Kafka's weaker standby candidate)."""
+    counts = {"0": 4}
+    fresh = [AssignorMember("new", "p1", TaskTuple(), {("0", 3): 500, ("0", 2): 10}),
+             AssignorMember("other", "p2", TaskTuple())]
+    out = assign(fresh, counts, frozenset({"0"}))
+    assert tasks("0_2", "0_3") <= out["new"].active
 
 
 # --- members and reconciliation --------------------------------------------------------
@@ -355,3 +408,124 @@ def test_a_failed_append_leaves_the_group_as_its_records_say() -> None:
     assert "b" not in group.members
     # What the live group holds is what its records rebuild.
     assert _persisted(h.reload().core.streams_group(APP)) == _persisted(group)
+
+
+# --- standby tasks ----------------------------------------------------------------------
+
+
+def test_standby_tasks_through_the_heartbeat() -> None:
+    h = make(streams_num_standby_replicas_default=1)
+    hb(h, "a", 0)
+    ready(h)
+    a = hb(h, "a", 1, frozenset())
+    all4 = tasks("0_0", "0_1", "1_0", "1_1")
+    # One process: nowhere to put a standby (a process never holds a task twice).
+    assert (a.active_tasks, a.standby_tasks) == (all4, frozenset())
+    b = hb(h, "b", 0)
+    # b's standby is a stateful task a keeps: granted at once; its active tasks wait.
+    assert b.active_tasks == frozenset() and b.standby_tasks is not None
+    assert len(b.standby_tasks) == 1 and b.standby_tasks <= tasks("1_0", "1_1")
+    a = hb(h, "a", 2, all4)
+    kept = a.active_tasks
+    assert kept is not None and len(kept) == 2 and b.standby_tasks <= kept
+    # a demotes the stateful task going to b to a standby in the same heartbeat, while
+    # it revokes the active ones.
+    moving_stateful = (all4 - kept) & tasks("1_0", "1_1")
+    assert a.standby_tasks == moving_stateful and a.member_epoch == 2
+    group = h.core.streams_group(APP)
+    assert group is not None and group.members["a"].state == UNREVOKED_TASKS
+    a = hb(h, "a", 2, kept, standby=moving_stateful)
+    assert (a.member_epoch, a.active_tasks, a.standby_tasks) == (3, kept, moving_stateful)
+    b = hb(h, "b", 3, frozenset(), standby=b.standby_tasks)
+    assert b.active_tasks == all4 - kept
+    assert group.state == "Stable"
+    for m in group.members.values():
+        assert not m.active & m.standby
+    # Described and reloaded with them.
+    again = h.reload().core.streams_group(APP)
+    assert again is not None and again.members == group.members
+    assert again.target == group.target
+
+
+def test_num_standby_replicas_group_config_wins() -> None:
+    from kafkalite.coordinator.config import CoreConfig
+
+    cfg = CoreConfig(streams_num_standby_replicas_default=2)
+    assert cfg.streams_num_standby_replicas("g") == 2
+
+    class Overrides:
+        def int_value(self, group: str, name: str) -> int | None:
+            return 0 if name == "streams.num.standby.replicas" else None
+
+    cfg.group_overrides = Overrides()
+    assert cfg.streams_num_standby_replicas("g") == 0
+
+
+# --- static membership ------------------------------------------------------------------
+
+
+def test_static_member_replaced_takes_the_tasks_of_the_one_it_replaces() -> None:
+    h = make()
+    hb(h, "a", 0, instance="i1", process="p1")
+    ready(h)
+    a = hb(h, "a", 1, frozenset(), instance="i1")
+    all4 = tasks("0_0", "0_1", "1_0", "1_1")
+    assert a.active_tasks == all4 and a.member_epoch == 2
+    # The instance id is held: another member cannot join with it.
+    taken = hb(h, "a2", 0, instance="i1", process="p1")
+    assert taken.error is E.unreleased_instance_id
+    assert hb(h, "zz", 2, frozenset(), instance="nope").error is E.unknown_member_id
+    assert hb(h, "a2", 2, frozenset(), instance="i1").error is E.fenced_instance_id
+    # Leaving with epoch -2 keeps the member and its tasks.
+    left = hb(h, "a", -2, instance="i1")
+    assert (left.error, left.member_epoch) == (E.none, -2)
+    group = h.core.streams_group(APP)
+    assert group is not None and group.members["a"].active == all4
+    assert group.members["a"].member_epoch == -2
+    # The same instance comes back under a new member id: it takes a's place, its tasks
+    # and its target, with no new group epoch (nothing the assignment uses changed).
+    epoch = group.group_epoch
+    back = hb(h, "a2", 0, instance="i1", process="p1")
+    assert (back.error, back.member_epoch, back.active_tasks) == (E.none, epoch, all4)
+    assert set(group.members) == {"a2"} and group.group_epoch == epoch
+    assert group.target["a2"].active == all4 and "a" not in group.target
+    assert h.reload().core.streams_group(APP).members == group.members  # type: ignore[union-attr]
+
+
+def test_static_member_left_is_removed_when_its_session_ends() -> None:
+    h = make()
+    hb(h, "a", 0, instance="i1")
+    ready(h)
+    hb(h, "a", 1, frozenset(), instance="i1")
+    hb(h, "b", 0)
+    group = h.core.streams_group(APP)
+    assert group is not None
+    h.advance(SESSION - 10)
+    hb(h, "b", 3, frozenset())
+    hb(h, "a", -2, instance="i1")
+    h.advance(9)
+    hb(h, "b", 3, frozenset())
+    assert group.members["a"].member_epoch == -2  # still there, its tasks kept
+    h.advance(1)  # a's session, from its last heartbeat before the leave
+    assert set(group.members) == {"b"}
+    b = hb(h, "b", group.members["b"].member_epoch, frozenset())
+    assert b.active_tasks == tasks("0_0", "0_1", "1_0", "1_1")
+
+
+# --- Interactive Queries endpoints -------------------------------------------------------
+
+
+def test_endpoints_and_their_partitions_in_the_heartbeat() -> None:
+    h = make()
+    first = hb(h, "a", 0, endpoint=("host-a", 7001))
+    assert first.endpoint_information_epoch == 1
+    ready(h)
+    a = hb(h, "a", 1, frozenset(), endpoint_epoch=1)
+    assert a.endpoints is None  # the member is up to date
+    b = hb(h, "b", 0, endpoint=("host-b", 7002), endpoint_epoch=1)
+    assert b.endpoint_information_epoch == 2 and b.endpoints is not None
+    by_host = {e.endpoint: e for e in b.endpoints}
+    # a owns every task: the partitions of the source and repartition topics.
+    assert by_host[("host-a", 7001)].active == (("app-words-repartition", (0, 1)),
+                                                 ("lines", (0, 1)))
+    assert by_host[("host-b", 7002)].active == ()
