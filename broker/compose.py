@@ -70,6 +70,7 @@ from .control.scenarios import CoordinatorScenarios
 from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
+from .quotas.accept_rate import AcceptRateConfigs, AcceptRates
 from .quotas.managers import QuotaManagers
 from .quotas.throttling import Throttling
 from .routes import routes
@@ -468,7 +469,11 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         config.int("controller.quota.window.num"),
         config.int("controller.quota.window.size.seconds"), scheduler.clock.now_ms)
     apis.quota_managers = quota_managers
-    apis.throttling = Throttling(quota_managers, scheduler)
+    accepts = AcceptRates(scheduler, config.int("quota.window.size.seconds") * 1000,
+                          config.int("quota.window.num"))
+    accepts.configure(config.values)
+    dynamic.reconfigurables.append(AcceptRateConfigs(accepts))
+    apis.throttling = Throttling(quota_managers, scheduler, accepts)
     clients = ClientRegistry(Instances(dynamic.client_metrics, scheduler.clock.now_ms,
                                        partial(config.int, "telemetry.max.bytes")))
     apis.disconnect_listeners.append(clients.disconnected)

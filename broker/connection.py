@@ -82,6 +82,9 @@ class KafkaConnection(asyncio.Protocol):
         self.partial_since: float | None = None
         #: When the connection was accepted, ms on the broker's clock (set by the listener).
         self.connected_at = 0
+        #: Bytes read while the listener's acceptor waits (max.connection.creation.rate);
+        #: None once the connection is accepted.
+        self._unaccepted: list[bytes] | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------
 
@@ -90,6 +93,32 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer_host, self.peer_port = peer[0], peer[1]
+        throttling = self.apis.throttling
+        if throttling is not None and not throttling.arrive(
+                self, self.apis.node_id or 0, self.listener_name):
+            # The listener's acceptor waits (max.connection.creation.rate): unread till then
+            # (what arrives before the pause takes hold waits too).
+            self._unaccepted = []
+            self.transport.pause_reading()
+            self._reading_paused = True
+            return
+        self._accept()
+
+    def accept_now(self) -> None:
+        """The listener's acceptor takes this connection after its wait."""
+        held, self._unaccepted = self._unaccepted or [], None
+        if self.transport is None or self.transport.is_closing():
+            return  # the client gave up meanwhile
+        self._accept()
+        if self.closed:
+            return
+        for data in held:
+            self.data_received(data)
+        self._update_reading()
+
+    def _accept(self) -> None:
+        assert self.transport is not None
+        transport = self.transport
         if self._quotas is not None:
             refused = self._quotas.admit(self.peer_host)
             if refused is not None:
@@ -100,7 +129,8 @@ class KafkaConnection(asyncio.Protocol):
                 return
             self._counted = True
         throttling = self.apis.throttling
-        if throttling is not None and not throttling.admit(self, self.peer_host):
+        if throttling is not None and not throttling.admit(
+                self, self.peer_host, self.apis.node_id or 0, self.listener_name):
             # Over its IP's connection_creation_rate: held unread, closed later, uncounted.
             if self._counted and self._quotas is not None:
                 self._counted = False
@@ -152,6 +182,11 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.clear()
 
     def data_received(self, data: bytes) -> None:
+        if self._unaccepted is not None:
+            self._unaccepted.append(data)
+            if self.transport is not None:
+                self.transport.pause_reading()
+            return
         self.last_active = self.received_at = now = time.monotonic()
         try:
             frames = self.decoder.feed(data)

@@ -32,6 +32,7 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "log.dirs": ("./kafkalite-data", str),
     "socket.request.max.bytes": ("104857600", int),
     "max.connections": ("2147483647", int),
+    "max.connection.creation.rate": ("2147483647", int),
     "max.connections.per.ip": ("2147483647", int),
     "max.connections.per.ip.overrides": ("", str),
     "connections.max.idle.ms": ("600000", int),

@@ -30,6 +30,7 @@ from kafkalite.timekeeping.scheduler import Scheduler
 from ..context import RequestContext
 from ..handlers.fetch import encode_response as encode_fetch
 from ..handlers.fetch_session import replica_id
+from .accept_rate import AcceptRates, Waiting
 from .managers import QuotaManagers, user_of
 
 log = structlog.get_logger("kafkalite.throttling")
@@ -60,9 +61,12 @@ class Mutable(Protocol):
 
 
 class Throttling:
-    def __init__(self, managers: QuotaManagers, scheduler: Scheduler) -> None:
+    def __init__(self, managers: QuotaManagers, scheduler: Scheduler,
+                 accepts: AcceptRates | None = None) -> None:
         self.managers = managers
         self.scheduler = scheduler
+        #: ``max.connection.creation.rate``, broker-wide and per listener.
+        self.accepts = accepts
         self._muted: dict[int, Mutable] = {}
         self._held: dict[int, Mutable] = {}
         scheduler.handle(_MUTE, self._unmute)
@@ -85,7 +89,13 @@ class Throttling:
         if conn is not None and not conn.closed:
             conn.unmute()
 
-    def admit(self, conn: Mutable, host: str) -> bool:
+    def arrive(self, conn: Waiting, node: int, listener: str) -> bool:
+        """A connection its listener accepted: True to take it now, False when the
+        listener's acceptor waits under ``max.connection.creation.rate`` first
+        (``conn.accept_now()`` follows)."""
+        return self.accepts is None or self.accepts.arrive(conn, node, listener)
+
+    def admit(self, conn: Mutable, host: str, node: int = 0, listener: str = "") -> bool:
         """A new connection under ``connection_creation_rate``: False when its IP is over
         the rate; the connection is then held, unread, and closed when the throttle
         time has passed (Kafka's acceptor closes it then)."""
@@ -95,6 +105,8 @@ class Throttling:
         ms = rates.admit(host, self.now())
         if ms <= 0:
             return True
+        if self.accepts is not None:
+            self.accepts.unrecord(node, listener)
         log.info("connection.throttled", host=host, throttle_ms=ms)
         self._held[conn.connection_id] = conn
         self.scheduler.timers.schedule((_HOLD, conn.connection_id), self.now() + ms)

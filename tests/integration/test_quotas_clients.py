@@ -271,3 +271,80 @@ def test_kafka_configs_sets_the_quota_a_producer_is_throttled_by(make_broker: Fa
     elapsed = produce_all({"bootstrap.servers": b.bootstrap, "client.id": "slowpoke"}, "s",
                           40, 1024, stats)
     assert stats.throttle_max > 0 and elapsed >= 2.0
+
+
+def test_max_connection_creation_rate_holds_the_acceptor(make_broker: Factory) -> None:
+    """``listener.name.<l>.max.connection.creation.rate`` and the broker-wide
+    ``max.connection.creation.rate``, set with confluent-kafka's AdminClient: past the rate
+    the listener's acceptor waits the throttle time on the broker's clock, then takes the
+    connection (it is served, not closed), and the connections behind it wait their turn."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    from .test_limits import connect, served
+
+    b = make_broker(WINDOWS, manual_clock=True)
+
+    def alter(**values: str | None) -> None:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        res = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry(name.replace("_", "."), value, incremental_operation=(
+                AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE))
+            for name, value in values.items()])
+        [(_r, future)] = admin.incremental_alter_configs([res]).items()
+        future.result(15)
+
+    def waiting(s: socket.socket) -> bool:
+        s.settimeout(0.3)
+        try:
+            s.recv(1)
+        except TimeoutError:
+            return True
+        return False
+
+    alter(listener_name_plaintext_max_connection_creation_rate="2")
+    b.advance(5000)  # the admin client's connection out of the rate's windows
+    first, second = connect(b), connect(b)
+    held = [connect(b), connect(b)]
+    try:
+        assert served(first) and served(second)
+        for s in held:
+            s.sendall(api_versions_frame())
+        # The third in the first second against 2/s: (3 - 2) / 2 * 1 s; the fourth,
+        # recorded when the acceptor is free again, 4 over 1.5 s: another 500 ms.
+        b.advance(499)
+        assert waiting(held[0]) and waiting(held[1])
+        b.advance(1)
+        held[0].settimeout(5)
+        assert len(held[0].recv(4)) == 4
+        assert waiting(held[1])
+        b.advance(500)
+        held[1].settimeout(5)
+        assert len(held[1].recv(4)) == 4
+    finally:
+        for s in (first, second, *held):
+            s.close()
+
+    # The broker-wide rate, the listener's removed: 1/s, a wait capped at one window.
+    b.advance(5000)
+    alter(listener_name_plaintext_max_connection_creation_rate=None,
+          max_connection_creation_rate="1")
+    b.advance(5000)
+    first = connect(b)
+    second = connect(b)
+    try:
+        assert served(first)
+        second.sendall(api_versions_frame())
+        b.advance(999)
+        assert waiting(second)
+        b.advance(1)
+        second.settimeout(5)
+        assert len(second.recv(4)) == 4
+    finally:
+        first.close()
+        second.close()

@@ -1,0 +1,178 @@
+"""``max.connection.creation.rate``, broker-wide and per listener
+(``listener.name.<l>.max.connection.creation.rate``), as Kafka's ``ConnectionQuotas``
+applies it: every accepted connection is recorded in its broker's and its listener's
+rate; when either is past its bound, the listener's acceptor waits the throttle time
+(capped at one quota window) before accepting the connection, and accepts the next ones
+only after that. asyncio has accepted the socket already, so the connection is held
+unread instead, and the connections behind it queue in order; what the client sees is
+Kafka's: the connection opens and its first request is answered only after the wait.
+Times are the broker clock's, so a manual clock moves through the wait.
+
+An IP over its ``connection_creation_rate`` (``managers.IpConnectionRates``) takes its
+connection back out of these rates, as Kafka un-records it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Mapping
+from typing import Protocol
+
+import structlog
+
+from kafkalite.timekeeping.scheduler import Scheduler
+
+from ..config.definitions import LISTENER_CONFIG
+from ..config.properties import Config
+from .rates import RateSensor, Window
+
+log = structlog.get_logger("kafkalite.throttling")
+
+NAME = "max.connection.creation.rate"
+INT_MAX = 2**31 - 1
+_ACCEPT = "connection-accept"
+
+
+class Waiting(Protocol):
+    """A connection held until its listener's acceptor may take it."""
+
+    connection_id: int
+
+    def accept_now(self) -> None: ...
+
+
+def listener_rates(values: Mapping[str, str]) -> tuple[int, dict[str, int]]:
+    """The broker-wide rate and each listener's (by upper-case listener name) in
+    ``values``; a rate below 1 is refused as Kafka refuses it."""
+    broker = int(values.get(NAME, INT_MAX))
+    per_listener: dict[str, int] = {}
+    for key, value in values.items():
+        m = LISTENER_CONFIG.match(key)
+        if m and m.group(1) == NAME:
+            per_listener[key.split(".")[2].upper()] = int(value)
+    for rate in (broker, *per_listener.values()):
+        if rate <= 0:
+            raise ValueError(f"Invalid {NAME} {rate}")
+    return broker, per_listener
+
+
+class _Acceptor:
+    """One listener of one node: its rate, the connections waiting, when it is free."""
+
+    __slots__ = ("key", "queue", "sensor")
+
+    def __init__(self, key: tuple[int, str], sensor: RateSensor) -> None:
+        self.key = key
+        self.sensor = sensor
+        self.queue: deque[Waiting] = deque()
+
+
+class AcceptRates:
+    """Every node's and listener's connection creation rate, and the acceptors they
+    hold back."""
+
+    def __init__(self, scheduler: Scheduler, window_ms: int, samples: int) -> None:
+        self.scheduler = scheduler
+        self.window_ms = window_ms
+        self.samples = samples
+        self.broker_rate = INT_MAX
+        self.listener_rate: dict[str, int] = {}
+        self._brokers: dict[int, RateSensor] = {}
+        self._acceptors: dict[tuple[int, str], _Acceptor] = {}
+        #: (count, total ms) of the waits, by (node, listener): Kafka's
+        #: connection-accept-throttle-time, on /metrics.
+        self.throttled: dict[tuple[int, str], tuple[int, int]] = {}
+        scheduler.handle(_ACCEPT, self._release)
+
+    def configure(self, values: Mapping[str, str]) -> None:
+        """New bounds (a dynamic change): the rates recorded so far stay."""
+        self.broker_rate, self.listener_rate = listener_rates(values)
+        for sensor in self._brokers.values():
+            sensor.window = self._window(self.broker_rate)
+        for (_node, listener), acc in self._acceptors.items():
+            acc.sensor.window = self._window(self.listener_rate.get(listener, INT_MAX))
+
+    def _window(self, bound: int) -> Window:
+        return Window(self.window_ms, self.samples, bound)
+
+    def _broker(self, node: int) -> RateSensor:
+        sensor = self._brokers.get(node)
+        if sensor is None:
+            sensor = self._brokers[node] = RateSensor(self._window(self.broker_rate),
+                                                      self.window_ms, self.scheduler.now())
+        return sensor
+
+    def _acceptor(self, node: int, listener: str) -> _Acceptor:
+        key = (node, listener.upper())
+        acc = self._acceptors.get(key)
+        if acc is None:
+            rate = self.listener_rate.get(key[1], INT_MAX)
+            acc = self._acceptors[key] = _Acceptor(key, RateSensor(
+                self._window(rate), self.window_ms, self.scheduler.now()))
+        return acc
+
+    def arrive(self, conn: Waiting, node: int, listener: str) -> bool:
+        """A connection accepted by ``node``'s ``listener``: True to take it now, False
+        when it waits (``conn.accept_now()`` is called when its turn comes)."""
+        acc = self._acceptor(node, listener)
+        if acc.queue:
+            acc.queue.append(conn)  # the acceptor is still waiting for an earlier one
+            return False
+        ms = self._record(acc, self.scheduler.now())
+        if ms <= 0:
+            return True
+        acc.queue.append(conn)
+        self._wait(acc, ms)
+        return False
+
+    def unrecord(self, node: int, listener: str) -> None:
+        """Take a connection refused for its IP's rate back out (Kafka's
+        ``updateListenerMetrics``)."""
+        now = self.scheduler.now()
+        self._broker(node).record(-1.0, now, check=False)
+        self._acceptor(node, listener).sensor.record(-1.0, now, check=False)
+
+    def _record(self, acc: _Acceptor, now: int) -> int:
+        node = acc.key[0]
+        ms = max(self._broker(node).record(1.0, now), acc.sensor.record(1.0, now))
+        if ms > 0:
+            count, total = self.throttled.get(acc.key, (0, 0))
+            self.throttled[acc.key] = (count + 1, total + ms)
+            log.info("connection.accept_throttled", node=node, listener=acc.key[1],
+                     throttle_ms=ms)
+        return ms
+
+    def _wait(self, acc: _Acceptor, ms: int) -> None:
+        self.scheduler.timers.schedule((_ACCEPT, *acc.key), self.scheduler.now() + ms)
+        self.scheduler.rearm()
+
+    def _release(self, key: tuple[Hashable, ...], _deadline: int, now: int) -> None:
+        acc = self._acceptors.get((int(key[1]), str(key[2])))  # type: ignore[call-overload]
+        if acc is None or not acc.queue:
+            return
+        # The one the acceptor waited for, then those behind it while the rates allow.
+        acc.queue.popleft().accept_now()
+        while acc.queue:
+            ms = self._record(acc, now)
+            if ms > 0:
+                self._wait(acc, ms)
+                return
+            acc.queue.popleft().accept_now()
+
+
+class AcceptRateConfigs:
+    """The rates as dynamic broker configs change them (Kafka's SocketServer and
+    ListenerConnectionQuota reconfigure): new bounds for the next connections."""
+
+    def __init__(self, rates: AcceptRates) -> None:
+        self.rates = rates
+
+    def reconfigurable(self, name: str) -> bool:
+        m = LISTENER_CONFIG.match(name)
+        return name == NAME or bool(m and m.group(1) == NAME)
+
+    def validate_reconfiguration(self, config: Config) -> None:
+        listener_rates(config.values)
+
+    def reconfigure(self, config: Config) -> None:
+        self.rates.configure(config.values)
