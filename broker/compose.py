@@ -72,6 +72,7 @@ from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .quotas.accept_rate import AcceptRateConfigs, AcceptRates
 from .quotas.managers import QuotaManagers
+from .quotas.metrics import quota_families
 from .quotas.throttling import Throttling
 from .routes import routes
 from .security.setup import SecurityState, build_security
@@ -513,6 +514,8 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     clients.connections = lambda: broker.connections
     control.view.clients_registry = clients
     control.metrics.clients = clients.families
+    control.metrics.quotas = partial(quota_families, quota_managers, accepts,
+                                     scheduler.clock.now_ms)
     return broker
 
 

@@ -88,6 +88,8 @@ class BrokerMetrics:
         self.share: Callable[[], Mapping[str, int]] | None = None
         #: The connected clients and their pushed metrics (``telemetry.clients``).
         self.clients: Callable[[], Iterable[Metric]] | None = None
+        #: The quotas' rates and throttle times (``quotas.metrics``).
+        self.quotas: Callable[[], Iterable[Metric]] | None = None
 
     # --- the request path -----------------------------------------------------------------
 
@@ -220,6 +222,8 @@ def _collect(m: BrokerMetrics) -> Iterator[Metric]:
         yield from _share_families(m.share())
     if m.clients is not None:
         yield from m.clients()
+    if m.quotas is not None:
+        yield from m.quotas()
 
     rows = m.group_rows()
     by_state = dict.fromkeys(GROUP_STATES, 0)

@@ -24,7 +24,7 @@ from kafkalite.timekeeping.scheduler import Scheduler
 
 from ..config.definitions import LISTENER_CONFIG
 from ..config.properties import Config
-from .rates import RateSensor, Window
+from .rates import Avg, RateSensor, Window
 
 log = structlog.get_logger("kafkalite.throttling")
 
@@ -79,9 +79,9 @@ class AcceptRates:
         self.listener_rate: dict[str, int] = {}
         self._brokers: dict[int, RateSensor] = {}
         self._acceptors: dict[tuple[int, str], _Acceptor] = {}
-        #: (count, total ms) of the waits, by (node, listener): Kafka's
-        #: connection-accept-throttle-time, on /metrics.
-        self.throttled: dict[tuple[int, str], tuple[int, int]] = {}
+        #: The waits, ms, by (node, listener): Kafka's connection-accept-throttle-time
+        #: (the mean of those in the quota's windows), on /metrics.
+        self.throttle_times: dict[tuple[int, str], Avg] = {}
         scheduler.handle(_ACCEPT, self._release)
 
     def configure(self, values: Mapping[str, str]) -> None:
@@ -136,8 +136,10 @@ class AcceptRates:
         node = acc.key[0]
         ms = max(self._broker(node).record(1.0, now), acc.sensor.record(1.0, now))
         if ms > 0:
-            count, total = self.throttled.get(acc.key, (0, 0))
-            self.throttled[acc.key] = (count + 1, total + ms)
+            avg = self.throttle_times.get(acc.key)
+            if avg is None:
+                avg = self.throttle_times[acc.key] = Avg()
+            avg.record(self._window(INT_MAX), float(ms), now)
             log.info("connection.accept_throttled", node=node, listener=acc.key[1],
                      throttle_ms=ms)
         return ms

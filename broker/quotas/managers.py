@@ -22,7 +22,7 @@ from typing import Any
 
 from kafkalite.protocol.errors import ErrorCode
 
-from .rates import MutationSensor, RateSensor, Window
+from .rates import Avg, MutationSensor, RateSensor, Window
 from .store import CLIENT_ID, IP, USER, ClientQuotaStore, Entity
 
 PRODUCE = "producer_byte_rate"
@@ -54,12 +54,16 @@ _EXPIRE_MS = 3_600_000
 _EXPIRE_EVERY = 1024
 
 
-def expire(sensors: dict[Any, Any], now: int) -> None:
+def expire(sensors: dict[Any, Any], now: int,
+           throttles: dict[Any, Any] | None = None) -> None:
     """Drop the sensors unused for an hour, once in ``_EXPIRE_EVERY`` additions."""
     if not sensors or len(sensors) % _EXPIRE_EVERY:
         return
     for key in [k for k, s in sensors.items() if now - s.last_ms >= _EXPIRE_MS]:
         del sensors[key]
+    if throttles is not None:
+        for key in [k for k in throttles if k not in sensors]:
+            del throttles[key]
 
 
 def user_of(principal: str) -> str:
@@ -83,6 +87,9 @@ class ClientQuotaManager:
         self.overrides: dict[tuple[Part, Part], float] = {}
         self.types = 0
         self.sensors: dict[Tags, RateSensor | MutationSensor] = {}
+        #: Throttle times given for this quota, by the sensor's tags (Kafka's
+        #: throttle-time metric), over the quota's windows.
+        self.throttle_times: dict[Tags, Avg] = {}
 
     @property
     def enabled(self) -> bool:
@@ -159,7 +166,7 @@ class ClientQuotaManager:
         tags = self.metric_tags(user, client_id)
         s = self.sensors.get(tags)
         if s is None:
-            expire(self.sensors, now)
+            expire(self.sensors, now, self.throttle_times)
             s = self.sensors[tags] = RateSensor(self._window(tags), self.max_throttle_ms, now)
         assert isinstance(s, RateSensor)
         return s
@@ -169,6 +176,17 @@ class ClientQuotaManager:
         if not self.types:
             return 0
         return self.sensor(user, client_id, now).record(value, now)
+
+    def throttled(self, user: str, client_id: str, ms: int, now: int) -> None:
+        """This quota set the request's throttle time (Kafka's ``throttle``, called for
+        the quota that gave the longest)."""
+        tags = self.metric_tags(user, client_id)
+        avg = self.throttle_times.get(tags)
+        if avg is None:
+            if tags not in self.sensors:
+                return  # expired meanwhile
+            avg = self.throttle_times[tags] = Avg()
+        avg.record(Window(self.window_ms, self.samples, _LONG_MAX), float(ms), now)
 
     def unrecord(self, user: str, client_id: str, value: float, now: int) -> None:
         self.sensor(user, client_id, now).record(-value, now, check=False)
@@ -232,7 +250,7 @@ class MutationQuotaManager(ClientQuotaManager):
         tags = self.metric_tags(user, client_id)
         s = self.sensors.get(tags)
         if s is None:
-            expire(self.sensors, now)
+            expire(self.sensors, now, self.throttle_times)
             s = self.sensors[tags] = MutationSensor(self._window(tags), now)
         assert isinstance(s, MutationSensor)
         return s

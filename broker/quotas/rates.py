@@ -88,9 +88,31 @@ class Rate:
         return max(elapsed, 1)
 
     def measure(self, w: Window, now: int) -> float:
+        return self.total(w, now) / (self.window_size(w, now) / 1000.0)
+
+    def total(self, w: Window, now: int) -> float:
+        """The sum of the retained samples (Kafka's WindowedSum)."""
         self._purge(w, now)
-        total = sum(s.value for s in self._samples)
-        return total / (self.window_size(w, now) / 1000.0)
+        return sum(s.value for s in self._samples)
+
+
+class Avg:
+    """Kafka's ``Avg`` over the same windows: the mean of the values recorded in the
+    retained samples, NaN when there are none (a quota's throttle-time)."""
+
+    __slots__ = ("_counts", "_values")
+
+    def __init__(self) -> None:
+        self._values = Rate()
+        self._counts = Rate()
+
+    def record(self, w: Window, value: float, now: int) -> None:
+        self._values.record(w, value, now)
+        self._counts.record(w, 1.0, now)
+
+    def measure(self, w: Window, now: int) -> float:
+        count = self._counts.total(w, now)
+        return self._values.total(w, now) / count if count else math.nan
 
 
 class TokenBucket:

@@ -31,7 +31,7 @@ from ..context import RequestContext
 from ..handlers.fetch import encode_response as encode_fetch
 from ..handlers.fetch_session import replica_id
 from .accept_rate import AcceptRates, Waiting
-from .managers import QuotaManagers, user_of
+from .managers import ClientQuotaManager, QuotaManagers, user_of
 
 log = structlog.get_logger("kafkalite.throttling")
 
@@ -144,21 +144,36 @@ class Throttling:
         now = self.now()
         if follower or api in _EXEMPT:
             return finish(result)
-        throttle = ctx.throttle_ms
+        # The controller mutation quota's (set by the topic handlers), else Produce's.
+        other: ClientQuotaManager = m.mutation
+        other_ms = ctx.throttle_ms
         if api == _PRODUCE:
-            throttle = max(throttle, m.produce.record(user, client_id, size, now))
+            other, other_ms = m.produce, m.produce.record(user, client_id, size, now)
             if request.acks == 0:
+                throttle = max(ctx.throttle_ms, other_ms)
+                if other_ms > 0:
+                    m.produce.throttled(user, client_id, other_ms, now)
                 if throttle > 0:
                     self.mute(conn, throttle)
                 return finish(result)
-        throttle = max(throttle, m.request.record(user, client_id,
-                                                  spent * _NANOS_TO_PERCENT, now))
+        request_ms = m.request.record(user, client_id, spent * _NANOS_TO_PERCENT, now)
+        throttle = max(ctx.throttle_ms, other_ms, request_ms)
         if api == _FETCH and (throttle > 0 or m.fetch.enabled):
-            return self._fetch(conn, c, user, client_id, result, throttle, finish)
+            return self._fetch(conn, c, user, client_id, result, request_ms, finish)
+        self._count(user, client_id, now, request_ms, other, other_ms)
         if throttle > 0:
             self.mute(conn, throttle)
             result = _with_throttle(c, result, throttle)
         return finish(result)
+
+    def _count(self, user: str, client_id: str, now: int, request_ms: int,
+               other: ClientQuotaManager, other_ms: int) -> None:
+        """The throttle time goes to the metrics of the quota that gave the longer one,
+        the request quota's on a tie (KafkaApis)."""
+        if other_ms > request_ms:
+            other.throttled(user, client_id, other_ms, now)
+        elif request_ms > 0:
+            self.managers.request.throttled(user, client_id, request_ms, now)
 
     def _fetch(self, conn: Mutable, c: codecs.ApiCodec, user: str, client_id: str,
                result: Any, throttle: int, finish: Callable[[Any], Any]) -> Any:
@@ -169,11 +184,11 @@ class Throttling:
                 return body
             now = self.now()
             fetch = self.managers.fetch
-            ms = throttle
             # Kafka counts the response with its correlation id (FetchResponse.sizeOf).
             size = len(body) + 4
-            if fetch.enabled:
-                ms = max(ms, fetch.record(user, client_id, size, now))
+            fetch_ms = fetch.record(user, client_id, size, now) if fetch.enabled else 0
+            ms = max(throttle, fetch_ms)
+            self._count(user, client_id, now, throttle, fetch, fetch_ms)
             if ms <= 0:
                 return body
             self.mute(conn, ms)

@@ -5,6 +5,7 @@ Rate/TokenBucket/QuotaUtils work them)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from kafkalite.broker.quotas.managers import (
     QuotaManagers,
     ThrottlingQuotaExceeded,
 )
-from kafkalite.broker.quotas.rates import Rate, RateSensor, Window
+from kafkalite.broker.quotas.metrics import quota_families
+from kafkalite.broker.quotas.rates import Avg, Rate, RateSensor, Window
 from kafkalite.timekeeping.clock import ManualClock
 
 T0 = 1_000_000
@@ -185,3 +187,38 @@ def test_each_quota_key_has_its_own_entities(tmp_path: Path) -> None:
     assert m.mutation.quota("alice", "app") == 2.0 and m.mutation.quota("", "other") is None
     assert m.produce.quota("alice", "app") is None and not m.produce.enabled
     assert m.connections.rate_for("10.1.1.1") == 10
+
+
+def test_throttle_time_metric_is_the_mean_of_the_throttles_in_the_windows() -> None:
+    w = Window(1000, 2, 1e18)
+    avg = Avg()
+    assert math.isnan(avg.measure(w, T0))
+    avg.record(w, 100.0, T0)
+    avg.record(w, 300.0, T0 + 1500)
+    assert avg.measure(w, T0 + 1500) == pytest.approx(200.0)
+    # Both samples older than the two windows: none left.
+    assert math.isnan(avg.measure(w, T0 + 5000))
+
+
+def test_quota_metrics_families(tmp_path: Path) -> None:
+    """The scrape's families: Kafka's names, a byte rate per client id under a client-id
+    quota, and the throttle time only where a throttle was given."""
+    from prometheus_client.core import Metric
+
+    store = ClientQuotaStore(tmp_path)
+    m = QuotaManagers(store, 2, 1)
+    assert list(quota_families(m, None, lambda: T0)) == []
+    store.alter([Alteration({"client-id": "slow"}, (("producer_byte_rate", 100.0),))],
+                validate_only=False)
+    assert m.produce.record("", "slow", 300, T0) == 2000
+    m.produce.throttled("", "slow", 2000, T0)
+    assert m.produce.record("", "other", 50, T0) == 0
+    families: dict[str, Metric] = {f.name: f for f in quota_families(m, None, lambda: T0)}
+    assert sorted(families) == ["kafka_server_produce_byte_rate",
+                                "kafka_server_produce_throttle_time"]
+    rates = {s.labels["client_id"]: s.value
+             for s in families["kafka_server_produce_byte_rate"].samples}
+    assert rates == {"slow": pytest.approx(300.0), "other": pytest.approx(50.0)}
+    throttles = {s.labels["client_id"]: s.value
+                 for s in families["kafka_server_produce_throttle_time"].samples}
+    assert throttles["slow"] == 2000.0 and math.isnan(throttles["other"])

@@ -9,6 +9,7 @@ throttled at once and each test runs in a few seconds."""
 from __future__ import annotations
 
 import json
+import math
 import socket
 import struct
 import time
@@ -23,6 +24,8 @@ from kafkalite.broker.quotas import Alteration
 from kafkalite.broker.security.fixture import SecuritySetup
 from kafkalite.broker.testing.fixtures import BrokerThread
 from kafkalite.client.kafka import RawConnection, request, request_class
+
+from .test_metrics import scrape, value
 
 Factory = Callable[..., BrokerThread]
 ALTER_CLIENT_QUOTAS, CREATE_TOPICS = 49, 19
@@ -288,7 +291,7 @@ def test_max_connection_creation_rate_holds_the_acceptor(make_broker: Factory) -
 
     from .test_limits import connect, served
 
-    b = make_broker(WINDOWS, manual_clock=True)
+    b = make_broker(WINDOWS, manual_clock=True, admin=True)
 
     def alter(**values: str | None) -> None:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -326,6 +329,10 @@ def test_max_connection_creation_rate_holds_the_acceptor(make_broker: Factory) -
         b.advance(500)
         held[1].settimeout(5)
         assert len(held[1].recv(4)) == 4
+        # Both waits on /metrics, as Kafka's socket-server-metrics show them.
+        assert value(scrape(b), "kafka_network_socket_server_metrics_"
+                     "connection_accept_throttle_time", listener="PLAINTEXT",
+                     node="1") == 500.0
     finally:
         for s in (first, second, *held):
             s.close()
@@ -348,3 +355,30 @@ def test_max_connection_creation_rate_holds_the_acceptor(make_broker: Factory) -
     finally:
         first.close()
         second.close()
+
+
+def test_quota_metrics_on_the_metrics_endpoint(make_broker: Factory) -> None:
+    """Kafka's per-client quota metrics, scraped: none before a quota is set; then the
+    byte rate of every client id and the throttle time of the one over its quota."""
+    b = make_broker(WINDOWS, admin=True)
+    conf = {"bootstrap.servers": b.bootstrap}
+    produce_all({**conf, "client.id": "quick"}, "m", 5, 1024, Stats())
+    before = scrape(b)
+    assert not [k for k in before if k[0].startswith("kafka_server_produce_")]
+    set_quota(b.bootstrap, {"client-id": "slowpoke"}, "producer_byte_rate", 10240)
+    slow = Stats()
+    produce_all({**conf, "client.id": "slowpoke"}, "m", 40, 1024, slow)
+    produce_all({**conf, "client.id": "quick"}, "m", 5, 1024, Stats())
+    assert slow.throttle_max > 0
+    after = scrape(b)
+    rate = value(after, "kafka_server_produce_byte_rate", user="", client_id="slowpoke")
+    # 40 KB in two windows of one second, held to about 10 KB/s.
+    assert 2000 < rate < 3 * 10240
+    throttle = value(after, "kafka_server_produce_throttle_time", user="",
+                     client_id="slowpoke")
+    assert 0 < throttle <= 2000
+    assert value(after, "kafka_server_produce_byte_rate", user="", client_id="quick") > 0
+    assert math.isnan(value(after, "kafka_server_produce_throttle_time", user="",
+                            client_id="quick"))
+    # The request quota's sensors exist only once a request quota is set.
+    assert not [k for k in after if k[0].startswith("kafka_server_request_")]
