@@ -9,7 +9,7 @@ import time
 import uuid
 from typing import Any
 
-from .registry import Run, create_topic, scenario
+from .registry import Run, call_until, create_topic, scenario
 
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 CONSUMER_GROUP_HEARTBEAT = 68
@@ -34,38 +34,43 @@ def topology(app: str, source: str) -> dict[str, Any]:
 
 def heartbeat(run: Run, step: str, group: str, member: str, epoch: int, *,
               topo: dict[str, Any] | None = None, owned: list[Any] | None = None,
-              join_fields: bool = False, record: bool = True) -> Any:
+              join_fields: bool = False, record: bool = True,
+              instance: str | None = None, process: int = 1,
+              standby: list[Any] | None = None) -> Any:
     fields: dict[str, Any] = dict(group_id=group, member_id=member, member_epoch=epoch,
-                                  endpoint_information_epoch=0)
+                                  endpoint_information_epoch=0, instance_id=instance)
     if join_fields:
         fields.update(rebalance_timeout=datetime.timedelta(milliseconds=30000),
-                      process_id=str(uuid.UUID(int=1)), active_tasks=(), standby_tasks=(),
+                      process_id=str(uuid.UUID(int=process)), active_tasks=(), standby_tasks=(),
                       warmup_tasks=(), client_tags=())
     else:
         # The client sends its three task lists together when they changed.
         fields.update(active_tasks=None if owned is None else [
             dict(subtopology_id=s, partitions=ps) for s, ps in owned],
-            standby_tasks=None if owned is None else [],
+            standby_tasks=None if owned is None else [
+                dict(subtopology_id=s, partitions=ps) for s, ps in standby or []],
             warmup_tasks=None if owned is None else [], client_tags=None)
     fields.update(topology=topo, task_offsets=None, task_end_offsets=None)
     return run.call(step, STREAMS_GROUP_HEARTBEAT, record=record, **fields)
 
 
-def tasks_of(resp: Any) -> list[Any]:
+def tasks_of(resp: Any, field: str = "active_tasks") -> list[Any]:
     return sorted((t.subtopology_id, sorted(int(p) for p in t.partitions))
-                  for t in resp.active_tasks or ())
+                  for t in getattr(resp, field) or ())
 
 
-def joined(run: Run, group: str, member: str, source: str) -> tuple[int, list[Any]]:
+def joined(run: Run, group: str, member: str, source: str,
+           instance: str | None = None) -> tuple[int, list[Any]]:
     """Join, then heartbeat until the coordinator has created the internal topics and the
     member has its tasks; its epoch and tasks."""
     resp = heartbeat(run, "join", group, member, 0, topo=topology(group, source),
-                     join_fields=True)
+                     join_fields=True, instance=instance)
     epoch, owned = int(resp.member_epoch), tasks_of(resp)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not owned:
         time.sleep(0.3)
-        resp = heartbeat(run, "steady", group, member, epoch, owned=owned, record=False)
+        resp = heartbeat(run, "steady", group, member, epoch, owned=owned, record=False,
+                         instance=instance)
         if int(resp.error_code) != 0:
             run.note("steady_error", [int(resp.error_code), resp.error_message])
             break
@@ -111,3 +116,96 @@ def streams_group_describe(run: Run) -> None:
     heartbeat(run, "leave", g, member, -1, record=False)
     run.call("describe_empty", STREAMS_GROUP_DESCRIBE, group_ids=[g],
              include_authorized_operations=False)
+
+
+@scenario("streams-group-static-member")
+def streams_group_static_member(run: Run) -> None:
+    """Static membership (KIP-1071 as Kafka 4.4 runs it): the instance id is held while
+    its member is in the group; a member leaving with epoch -2 keeps its tasks, and a new
+    member with the same instance id takes its place, its epoch and its tasks."""
+    source = run.topic()
+    create_topic(run, source, partitions=2)
+    g, m1, m2 = run.group(), str(uuid.uuid4()), str(uuid.uuid4())
+    epoch, owned = joined(run, g, m1, source, instance="i1")
+    run.note("tasks", owned)
+    heartbeat(run, "unreleased_instance", g, m2, 0, topo=topology(g, source),
+              join_fields=True, instance="i1")
+    heartbeat(run, "unknown_instance", g, m2, epoch, owned=owned, instance="i2")
+    heartbeat(run, "fenced_instance", g, m2, epoch, owned=owned, instance="i1")
+    heartbeat(run, "static_leave", g, m1, -2, instance="i1")
+    d = run.call("describe_after_leave", STREAMS_GROUP_DESCRIBE, group_ids=[g],
+                 include_authorized_operations=False, record=False)
+    (member,) = d.groups[0].members
+    run.note("left_member", [member.member_id == m1, int(member.member_epoch),
+                             sorted((t.subtopology_id, sorted(t.partitions))
+                                    for t in member.assignment.active_tasks)])
+    back = heartbeat(run, "replaced", g, m2, 0, topo=topology(g, source), join_fields=True,
+                     instance="i1", record=False)
+    run.note("replaced", [int(back.error_code), int(back.member_epoch) == epoch,
+                          tasks_of(back)])
+    d = run.call("describe_replaced", STREAMS_GROUP_DESCRIBE, group_ids=[g],
+                 include_authorized_operations=False, record=False)
+    run.note("members_after_replace", [(m.member_id == m2, m.instance_id)
+                                       for m in d.groups[0].members])
+    heartbeat(run, "leave", g, m2, -1, instance="i1")
+
+
+def _flat(tasks: list[Any]) -> set[tuple[str, int]]:
+    return {(s, p) for s, ps in tasks for p in ps}
+
+
+@scenario("streams-group-standby")
+def streams_group_standby(run: Run) -> None:
+    """streams.num.standby.replicas 1 (a group config): two members of two processes
+    each run half the tasks and hold the other's stateful task as a standby; reached
+    through the heartbeats (revocation, demotion to standby) until the group is Stable."""
+    source = run.topic()
+    create_topic(run, source, partitions=2)
+    g, m1, m2 = run.group(), str(uuid.uuid4()), str(uuid.uuid4())
+    config = dict(resource_type=32, resource_name=g, configs=[dict(
+        name="streams.num.standby.replicas", config_operation=0, value="1")])
+    run.call("set_standby_replicas", 44, resources=[config], validate_only=False)
+    call_until(run, "described_config", 32, lambda r: any(
+        c.value == "1" for res in r.results for c in res.configs),
+        resources=[dict(resource_type=32, resource_name=g,
+                        configuration_keys=["streams.num.standby.replicas"])],
+        include_synonyms=False, include_documentation=False)
+    epoch, owned = joined(run, g, m1, source)
+    run.note("alone", [owned, "no standby on one process"])
+    state = {m1: [epoch, owned, []], m2: [0, [], []]}
+    resp = heartbeat(run, "second_join", g, m2, 0, topo=topology(g, source),
+                     join_fields=True, process=2, record=False)
+    state[m2] = [int(resp.member_epoch), tasks_of(resp), tasks_of(resp, "standby_tasks")]
+    deadline = time.monotonic() + 30
+    described = None
+    while time.monotonic() < deadline:
+        for mid in (m1, m2):
+            ep, act, sb = state[mid]
+            r = heartbeat(run, "steady", g, mid, ep, owned=act, standby=sb, record=False)
+            if int(r.error_code) != 0:
+                run.note("steady_error", [int(r.error_code)])
+                return
+            state[mid][0] = int(r.member_epoch)
+            if r.active_tasks is not None:
+                state[mid][1] = tasks_of(r)
+                state[mid][2] = tasks_of(r, "standby_tasks")
+        d = run.call("describe", STREAMS_GROUP_DESCRIBE, group_ids=[g],
+                     include_authorized_operations=False, record=False)
+        if d.groups[0].group_state == "Stable" and all(
+                m.assignment == m.target_assignment for m in d.groups[0].members):
+            described = d
+            break
+        time.sleep(0.3)
+    run.note("stable", described is not None)
+    shapes = []
+    for mid in (m1, m2):
+        _ep, act, sb = state[mid]
+        a, s = _flat(act), _flat(sb)
+        shapes.append([len(a), len(s), sorted({t[0] for t in s}), not a & s])
+    run.note("members", sorted(shapes))
+    every = _flat(state[m1][1]) | _flat(state[m2][1])
+    run.note("active_cover", sorted(every))
+    run.note("standby_of_other", [_flat(state[m1][2]) <= _flat(state[m2][1]),
+                                  _flat(state[m2][2]) <= _flat(state[m1][1])])
+    heartbeat(run, "leave_2", g, m2, -1, record=False)
+    heartbeat(run, "leave_1", g, m1, -1, record=False)

@@ -26,7 +26,7 @@ Tasks = list[tuple[str, list[int]]]
 
 
 def _hb(conn: RawConnection, member: str, epoch: int, owned: Tasks | None = None,
-        process: int = 1) -> Any:
+        process: int = 1, standby: Tasks | None = None) -> Any:
     fields: dict[str, Any] = dict(group_id=APP, member_id=member, member_epoch=epoch,
                                   endpoint_information_epoch=0, task_offsets=None,
                                   task_end_offsets=None, topology=None)
@@ -38,7 +38,8 @@ def _hb(conn: RawConnection, member: str, epoch: int, owned: Tasks | None = None
     else:
         listed = None if owned is None else [dict(subtopology_id=s, partitions=ps)
                                              for s, ps in owned]
-        fields.update(active_tasks=listed, standby_tasks=None if owned is None else [],
+        fields.update(active_tasks=listed, standby_tasks=None if owned is None else [
+            dict(subtopology_id=s, partitions=ps) for s, ps in standby or []],
                       warmup_tasks=None if owned is None else [], client_tags=None)
     resp = conn.call(make(codec(HEARTBEAT, 0).request_type, fields))
     assert resp.error_code == 0, resp
@@ -117,5 +118,47 @@ def test_streams_group_resumes_from_its_records_after_a_restart(
         assert flat == [("0", 0), ("0", 1), ("1", 0), ("1", 1)]
         state, group_epoch, *_ = _described(conn)
         assert (state, group_epoch) == ("Stable", joined.member_epoch)
+    finally:
+        conn.close()
+
+
+def test_broker_default_standby_replicas_gives_members_standby_tasks(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """``group.streams.num.standby.replicas`` on the server: two processes each get the
+    other's stateful task as a standby, described with the assignment."""
+    broker = make_broker({"group.streams.num.standby.replicas": "1"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.create_topics([NewTopic("restart-lines", 2, 1)]).values():
+        f.result(10)
+    conn = RawConnection(broker.bootstrap)
+    try:
+        epoch = _hb(conn, "a", 0).member_epoch
+
+        def got_tasks() -> Any:
+            nonlocal epoch
+            r = _hb(conn, "a", epoch, [])
+            epoch = r.member_epoch
+            return _tasks(r)
+
+        owned_a = _until(got_tasks, "a never got its tasks")
+        b = _hb(conn, "b", 0, process=2)
+        a = _hb(conn, "a", epoch, owned_a)
+        kept = _tasks(a)
+        standby_a = sorted((t.subtopology_id, sorted(t.partitions)) for t in a.standby_tasks)
+        a = _hb(conn, "a", epoch, kept, standby=standby_a)
+        b = _hb(conn, "b", b.member_epoch, [], standby=sorted(
+            (t.subtopology_id, sorted(t.partitions)) for t in b.standby_tasks))
+        d = conn.call(make(codec(DESCRIBE, 0).request_type,
+                           dict(group_ids=[APP], include_authorized_operations=False)))
+        (g,) = d.groups
+        assert g.group_state == "Stable"
+        for m in g.members:
+            active = {(t.subtopology_id, p) for t in m.assignment.active_tasks
+                      for p in t.partitions}
+            standby = {(t.subtopology_id, p) for t in m.assignment.standby_tasks
+                       for p in t.partitions}
+            # Subtopology 1 (the counts, with a changelog) has state: one standby each.
+            assert len(standby) == 1 and standby <= {("1", 0), ("1", 1)}
+            assert not active & standby and len(active) == 2
     finally:
         conn.close()
