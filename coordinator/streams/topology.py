@@ -107,6 +107,13 @@ class Configured:
         return [(s, p) for s, n in sorted(self.task_counts.items()) for p in range(n)]
 
 
+def _summary(names: list[str]) -> str:
+    """Kafka's ``summarizeTopics``: the first three names, then how many more."""
+    head = ", ".join(names[:3])
+    more = len(names) - 3
+    return head + (f" and {more} additional topics" if more > 0 else "")
+
+
 def relevant_topics(topology: Topology) -> set[str]:
     """Every topic whose partition count the configuration depends on."""
     out: set[str] = set()
@@ -150,7 +157,7 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
                               if t not in topics})
     if missing_sources:
         return Configured(status=(Status(
-            MISSING_SOURCE_TOPICS, f"Source topics {', '.join(missing_sources)} are missing."),))
+            MISSING_SOURCE_TOPICS, f"Source topics {_summary(missing_sources)} are missing."),))
     repartition = _repartition_counts(topology, topics)
     unresolved = sorted({t.name for s in topology.subtopologies
                          for t in s.repartition_source_topics} - repartition.keys())
@@ -192,22 +199,20 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
                           for t in s.state_changelog_topics)
     wanted.extend(changelogs)
     to_create: dict[str, TopicInfo] = {}
-    wrong: list[str] = []
     for t in wanted:
         have = topics.get(t.name)
         if have is None:
             to_create.setdefault(t.name, t)
         elif have != t.partitions:
-            wrong.append(t.name)
-    if wrong:
-        return Configured(status=(Status(
-            INCORRECTLY_PARTITIONED_TOPICS,
-            f"Internal topics {', '.join(sorted(set(wrong)))} have the wrong number of "
-            "partitions."),))
+            # Kafka stops at the first existing internal topic of the wrong size.
+            return Configured(status=(Status(
+                INCORRECTLY_PARTITIONED_TOPICS,
+                f"Existing topic {t.name} has different number of partitions: expected "
+                f"{t.partitions}, found {have}"),))
     if to_create:
         names = list(to_create)  # in the order above, as Kafka lists them
         return Configured(to_create=tuple(to_create.values()), status=(Status(
-            MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {', '.join(names)}"),))
+            MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {_summary(names)}"),))
     return Configured(
         task_counts=task_counts,
         stateful=frozenset(s.subtopology_id for s in topology.subtopologies

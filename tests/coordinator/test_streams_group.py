@@ -18,6 +18,7 @@ from kafkalite.coordinator.streams.group import (
     StreamsHeartbeatResult,
 )
 from kafkalite.coordinator.streams.topology import (
+    INCORRECTLY_PARTITIONED_TOPICS,
     MISSING_INTERNAL_TOPICS,
     MISSING_SOURCE_TOPICS,
     Subtopology,
@@ -104,6 +105,13 @@ def test_topology_sizes_internal_topics_from_their_sources() -> None:
     wrong = configure(WORD_COUNT, {"lines": 3, "app-words-repartition": 2,
                                    "app-counts-changelog": 3})
     assert not wrong.ready and not wrong.task_counts
+    assert [(x.code, x.detail) for x in wrong.status] == [(
+        INCORRECTLY_PARTITIONED_TOPICS, "Existing topic app-words-repartition has different "
+        "number of partitions: expected 3, found 2")]
+    # Kafka names three topics, then counts the rest.
+    many = Topology(1, tuple(Subtopology(str(i), source_topics=(f"in{i}",)) for i in range(5)))
+    assert configure(many, {}).status[0].detail == (
+        "Source topics in0, in1, in2 and 2 additional topics are missing.")
 
 
 # --- the assignor ---------------------------------------------------------------------

@@ -209,3 +209,40 @@ def streams_group_standby(run: Run) -> None:
                                   _flat(state[m2][2]) <= _flat(state[m1][1])])
     heartbeat(run, "leave_2", g, m2, -1, record=False)
     heartbeat(run, "leave_1", g, m1, -1, record=False)
+
+
+def _statuses(resp: Any) -> list[Any]:
+    """The status codes and details, without Kafka's initial rebalance delay (5), which
+    kafkalite does not apply (allow-listed for the join)."""
+    return [[int(s.status_code), s.status_detail] for s in resp.status or ()
+            if int(s.status_code) != 5]
+
+
+@scenario("streams-group-status")
+def streams_group_status(run: Run) -> None:
+    """The group's status as Kafka reports it in the heartbeat: missing source topics,
+    then an internal topic that exists with the wrong number of partitions."""
+    source = run.topic()
+    g, member = run.group(), str(uuid.uuid4())
+    topo = topology(g, source)
+    resp = heartbeat(run, "join_missing_source", g, member, 0, topo=topo, join_fields=True,
+                     record=False)
+    run.note("missing_source", _statuses(resp))
+    epoch = int(resp.member_epoch)
+    create_topic(run, source, partitions=2)
+    create_topic(run, f"{g}-counts-changelog", partitions=3)
+    seen: list[Any] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        resp = heartbeat(run, "steady", g, member, epoch, owned=[], record=False)
+        if int(resp.error_code) != 0:
+            run.note("steady_error", [int(resp.error_code)])
+            break
+        epoch = int(resp.member_epoch)
+        seen = _statuses(resp)
+        if seen and seen[0][0] == 2:  # INCORRECTLY_PARTITIONED_TOPICS
+            break
+    run.note("wrong_partitions", seen)
+    run.note("no_tasks", tasks_of(resp))
+    heartbeat(run, "leave", g, member, -1, record=False)
