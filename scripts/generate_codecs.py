@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "protocol" / "generated"
 
 #: Spec names (without Request/Response) whose versions kio lacks are generated.
-WANTED = ("ApiVersions", "TxnOffsetCommit", "DeleteGroups", "UnregisterController")
+WANTED = ("ApiVersions", "TxnOffsetCommit", "DeleteGroups", "UnregisterController",
+          "StreamsGroupHeartbeat", "StreamsGroupDescribe", "StreamsGroupTopologyDescriptionUpdate")
 #: APIs answering error codes newer than kio's ``ErrorCode`` enum (UnregisterController's
 #: CONTROLLER_ID_NOT_REGISTERED, 136): their error codes are plain int16s, so that both
 #: ends of the wire can carry every code the API answers.
@@ -104,8 +105,10 @@ class Imports:
         out = []
         for m in sorted(modules):
             # Constants, then classes, then the rest (isort's order-by-type).
+            # Numbers in names in numeric order (i8 before i16), as isort's natural sort.
             names = sorted(self.by_module[m], key=lambda n: (
-                0 if n.isupper() else 1 if n[0].isupper() else 2, n))
+                0 if n.isupper() else 1 if n[0].isupper() else 2,
+                [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", n)]))
             line = f"from {m} import {', '.join(names)}"
             if len(line) > 100:
                 line = "\n".join([f"from {m} import (", *(f"    {n}," for n in names), ")"])
@@ -235,6 +238,10 @@ class Generator:
             return json.dumps(given or "")
         if base in _INTS or base == "ErrorCode":
             return f"{base}({int(str(given or 0), 0)})"
+        if base == "i32Timedelta":
+            self.imports.add("", "datetime")
+            ms = int(str(given or 0), 0)
+            return f"i32Timedelta.parse(datetime.timedelta(milliseconds={ms}))"
         raise SystemExit(f"{f['name']}: no default rule for {ann}")
 
 
@@ -281,7 +288,9 @@ def render(specs: dict[str, dict[str, Any]]) -> dict[Path, str]:
             index.append((req["apiKey"], v, name, api))
     rows = "\n".join(
         f'    ({key}, {v}): ("kafkalite.protocol.generated.{name}.v{v}",\n'
-        f'              "{api}Request", "{api}Response"),'
+        + (f'              "{api}Request", "{api}Response"),'
+           if len(api) * 2 + 36 <= 100 else
+           f'              "{api}Request",\n              "{api}Response"),')
         for key, v, name, api in sorted(index))
     names = "\n".join(f'    {key}: "{name}",'
                       for key, name in sorted({(r[0], r[2]) for r in index}))

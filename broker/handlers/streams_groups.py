@@ -1,6 +1,12 @@
-"""StreamsGroupHeartbeat v0 and StreamsGroupDescribe v0 (KIP-1071 streams groups),
-authorized as KafkaApis does: Read on the group and Describe on the topology's source
-topics for a heartbeat, Describe on each group for StreamsGroupDescribe.
+"""StreamsGroupHeartbeat and StreamsGroupDescribe v0-1 (KIP-1071 streams groups) and
+StreamsGroupTopologyDescriptionUpdate v0, authorized as KafkaApis does: Read on the group
+and Describe on the topology's source topics for a heartbeat, Describe on each group for
+StreamsGroupDescribe, Read on the group for a topology description push.
+
+Version 1 (KIP-1331) is about topology descriptions kept by a broker plugin
+(``group.streams.topology.description.plugin.class``). kafkalite has none, as a Kafka
+without that setting: a heartbeat never asks for a push, a push answers
+UNSUPPORTED_VERSION and a v1 describe reports each group's description as not stored.
 
 A heartbeat whose group misses internal topics (repartition and changelog topics) answers
 MISSING_INTERNAL_TOPICS and the coordinator creates them, as Kafka 4.4's does, when the
@@ -33,12 +39,18 @@ if TYPE_CHECKING:
 STREAMS_GROUP_HEARTBEAT = ApiKey.STREAMS_GROUP_HEARTBEAT
 STREAMS_GROUP_DESCRIBE = ApiKey.STREAMS_GROUP_DESCRIBE
 
-#: The versions served: (lowest, highest). Kafka 4.4 serves v0-1 (v1: KIP-1331's topology
-#: descriptions); kafkalite serves v0 (docs/compatibility.md).
+STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE
+
+#: The versions served: (lowest, highest), Kafka 4.4's.
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
-    STREAMS_GROUP_HEARTBEAT: (0, 0),
-    STREAMS_GROUP_DESCRIBE: (0, 0),
+    STREAMS_GROUP_HEARTBEAT: (0, 1),
+    STREAMS_GROUP_DESCRIBE: (0, 1),
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (0, 0),
 }
+#: StreamsGroupDescribe v1's TopologyDescriptionStatus without a description plugin.
+TOPOLOGY_DESCRIPTION_NOT_STORED = 1
+#: The assignor a streams group's tasks come from (Kafka's StickyTaskAssignor).
+ASSIGNOR_NAME = "sticky"
 
 _MS = datetime.timedelta(milliseconds=1)
 #: Kafka's defaults of streams.group.* that the heartbeat reports.
@@ -75,17 +87,19 @@ def _heartbeat_response(version: int, res: StreamsHeartbeatResult) -> Any:
         status_t(status_code=s.code, status_detail=s.detail) for s in res.status)
     ok = res.error is NO_ERROR and res.member_epoch >= 0  # not an error, nor a leave
     # v0's acceptable recovery lag is its legacy int32 field, which Kafka 4.4 leaves 0 (it
-    # sets v1's int64 one); an error answer has Kafka's defaults.
+    # sets v1's int64 one); an error or leave answer has Kafka's defaults (v1's is -1).
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
                  error_message=res.error_message, member_id=res.member_id,
                  member_epoch=res.member_epoch,
                  heartbeat_interval=res.heartbeat_interval_ms * _MS,
-                 acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG if version >= 1 else 0,
+                 acceptable_recovery_lag=(0 if version < 1 else
+                                          ACCEPTABLE_RECOVERY_LAG if ok else -1),
                  task_offset_interval=(TASK_OFFSET_INTERVAL_MS if ok else 0) * _MS,
                  status=status, active_tasks=active, standby_tasks=standby,
                  warmup_tasks=warmup,
                  endpoint_information_epoch=res.endpoint_information_epoch,
-                 partitions_by_user_endpoint=iq)
+                 partitions_by_user_endpoint=iq,
+                 **({"topology_description_required": False} if version >= 1 else {}))
 
 
 def _topology(req: Any) -> Topology | None:
@@ -220,6 +234,12 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
         else:
             out.append(failed(gid, ErrorCode.group_authorization_failed))
     want_ops = bool(req.include_authorized_operations)
+    v1_fields: dict[str, Any] = {}
+    if ctx.api_version >= 1:
+        # Not asked for: NOT_REQUESTED (0), the field's default.
+        v1_fields = dict(topology_description=None, assignor_name=ASSIGNOR_NAME,
+                         topology_description_status=TOPOLOGY_DESCRIPTION_NOT_STORED
+                         if req.include_topology_description else 0)
     for d in runtime.groups.query(lambda g: g.describe_streams_groups(authorized)):
         group = d.group
         if group is None:
@@ -249,5 +269,19 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
         out.append(build(group_t, error_code=NO_ERROR, error_message=None,
                          group_id=d.group_id, group_state=group.state,
                          group_epoch=group.group_epoch, assignment_epoch=group.target_epoch,
-                         topology=topology, members=members, authorized_operations=ops))
+                         topology=topology, members=members, authorized_operations=ops,
+                         **v1_fields))
     return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(out))
+
+
+def streams_group_topology_description_update(access: Access, ctx: RequestContext,
+                                              req: Any) -> Any:
+    """KIP-1331's push of a topology description: Kafka without a description plugin
+    refuses it, after the group's Read check."""
+    resp_t = codecs.codec(STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+                          ctx.api_version).response_type
+    if not access.permits(ctx, Operation.READ, ResourceType.GROUP, req.group_id):
+        return build(resp_t, throttle_time=NO_THROTTLE,
+                     error_code=ErrorCode.group_authorization_failed, error_message=None)
+    return build(resp_t, throttle_time=NO_THROTTLE, error_code=ErrorCode.unsupported_version,
+                 error_message="No topology description plugin is configured.")

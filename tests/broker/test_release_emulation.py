@@ -83,12 +83,15 @@ def test_default_is_the_newest_release(kafkalite_factory: Callable[..., BrokerTh
 
 def test_as_4_3_keeps_the_versions_4_4_added(
         kafkalite_factory: Callable[..., BrokerThread]) -> None:
-    """ApiVersions v5, TxnOffsetCommit v6 and DeleteGroups v3 are 4.4's: a 4.3 broker
-    advertises the versions before them; 4.4 (the default) advertises them."""
+    """ApiVersions v5, TxnOffsetCommit v6, DeleteGroups v3, StreamsGroupHeartbeat and
+    StreamsGroupDescribe v1 and StreamsGroupTopologyDescriptionUpdate are 4.4's: a 4.3
+    broker advertises the versions before them; 4.4 (the default) advertises them."""
     older, _ = advertised(kafkalite_factory(as_version="4.3"))
     newer, _ = advertised(kafkalite_factory())
-    assert {k: older[k][1] for k in (18, 28, 42)} == {18: 4, 28: 5, 42: 2}
-    assert {k: newer[k][1] for k in (18, 28, 42)} == {18: 5, 28: 6, 42: 3}
+    keys = (18, 28, 42, 88, 89)
+    assert {k: older[k][1] for k in keys} == {18: 4, 28: 5, 42: 2, 88: 0, 89: 0}
+    assert {k: newer[k][1] for k in keys} == {18: 5, 28: 6, 42: 3, 88: 1, 89: 1}
+    assert 93 not in older and newer[93] == (0, 0)
 
 
 def test_a_version_the_release_lacks_is_refused(

@@ -12,6 +12,7 @@ from typing import Any
 from .registry import Run, call_until, create_topic, scenario
 
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
+STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
 CONSUMER_GROUP_HEARTBEAT = 68
 
 
@@ -109,9 +110,22 @@ def streams_group_describe(run: Run) -> None:
     source = run.topic()
     create_topic(run, source, partitions=2)
     g, member = run.group(), str(uuid.uuid4())
-    joined(run, g, member, source)
+    epoch, _ = joined(run, g, member, source)
     run.call("describe", STREAMS_GROUP_DESCRIBE, group_ids=[g, run.group("missing")],
              include_authorized_operations=False)
+    # v1 (KIP-1331): the description a broker plugin stores, asked for or not.
+    run.call("describe_with_description", STREAMS_GROUP_DESCRIBE, group_ids=[g],
+             include_authorized_operations=False, include_topology_description=True)
+    if STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE in run.common:
+        push: dict[str, Any] = dict(group_id=g, topology_epoch=1, topology_description=dict(
+            subtopologies=[dict(subtopology_id="0", nodes=[dict(
+                name="KSTREAM-SOURCE-0000000000", node_type=1, source_topics=[source],
+                sink_topic=None, stores=[], successors=[])])], global_stores=[]))
+        run.call("push_description", STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+                 member_id=member, **push)
+        run.call("push_description_unknown_member", STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+                 member_id=str(uuid.uuid4()), **push)
+    run.note("epoch_positive", epoch > 0)
     run.call("list", 16, states_filter=[], types_filter=["streams"])
     heartbeat(run, "leave", g, member, -1, record=False)
     run.call("describe_empty", STREAMS_GROUP_DESCRIBE, group_ids=[g],

@@ -20,9 +20,6 @@ NOT_SERVED: dict[int, tuple[int | None, str]] = {
     85: (None, "WriteShareGroupState: share coordinator RPC between brokers"),
     86: (None, "DeleteShareGroupState: share coordinator RPC between brokers"),
     87: (None, "ReadShareGroupStateSummary: share coordinator RPC between brokers"),
-    88: (0, "StreamsGroupHeartbeat v1 (KIP-1331 topology descriptions) is not served"),
-    89: (0, "StreamsGroupDescribe v1 (KIP-1331 topology descriptions) is not served"),
-    93: (None, "StreamsGroupTopologyDescriptionUpdate (KIP-1331) is not served"),
 }
 #: api key -> (kafkalite's newest version; why): served by kafkalite, not by a Kafka
 #: without a metrics-reporter plugin.

@@ -1,5 +1,6 @@
 """Authorization cases: KIP-1071 streams groups (Read on the group, then Describe on each
-source topic, for a heartbeat; Describe on the group for StreamsGroupDescribe)."""
+source topic, for a heartbeat; Describe on the group for StreamsGroupDescribe; Read on the
+group for a topology description push)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from .authz_harness import GROUP_DENIED, TOPIC_DENIED, Api, G, O, T, case, codes_of, group_read
 
 GROUP_ID_NOT_FOUND = 69
+UNSUPPORTED_VERSION = 35
 
 
 @case(88)
@@ -35,3 +37,13 @@ async def streams_group_describe(a: Api) -> None:
     assert codes_of(await a.call(89, 0, **fields), *path) == [GROUP_DENIED]
     a.allow(G, "g", O.DESCRIBE)
     assert codes_of(await a.call(89, 0, **fields), *path) == [GROUP_ID_NOT_FOUND]
+
+
+@case(93)
+async def streams_group_topology_description_update(a: Api) -> None:
+    # Read on the group; past it, no description plugin: UNSUPPORTED_VERSION, as Kafka.
+    desc = a.n(93, 0, "TopologyDescription", subtopologies=(), global_stores=())
+    fields: dict[str, Any] = dict(group_id="g", member_id="m1", topology_epoch=1,
+                                  topology_description=desc)
+    await group_read(a, 93, 0, **fields)
+    assert (await a.call(93, 0, **fields)).error_code == UNSUPPORTED_VERSION
