@@ -34,12 +34,12 @@ def _words(lines: list[str]) -> Counter[str]:
 
 
 class _Instance:
-    def __init__(self, bootstrap: str, folder: Path, name: str) -> None:
+    def __init__(self, bootstrap: str, folder: Path, name: str, app: str = APP) -> None:
         folder.mkdir()
         self.stop = folder / "stop"
         self.out = open(folder / "stdout", "w+")  # closed in close()
         log = tools_log_config(folder)
-        cmd = java_command("StreamsGroupWordCount", bootstrap, APP, IN, OUT,
+        cmd = java_command("StreamsGroupWordCount", bootstrap, app, IN, OUT,
                            str(folder / "state"), str(self.stop), cp=full_classpath(),
                            jvm_args=(f"-Dlog4j2.configurationFile={log}",))
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
@@ -51,11 +51,11 @@ class _Instance:
         self.out.seek(0)
         return self.out.read().splitlines()
 
-    def tasks(self) -> set[str] | None:
-        last = [ln for ln in self.lines() if ln.startswith("tasks=")]
+    def tasks(self, kind: str = "tasks") -> set[str] | None:
+        last = [ln for ln in self.lines() if ln.startswith(f"{kind}=")]
         if not last:
             return None
-        inner = last[-1].removeprefix("tasks=[").removesuffix("]")
+        inner = last[-1].removeprefix(f"{kind}=[").removesuffix("]")
         return {t.strip() for t in inner.split(",") if t.strip()}
 
     def close(self) -> list[str]:
@@ -178,3 +178,65 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
     assert {w: sorted(by_word[w]) for w in expected} == {
         w: list(range(1, n + 1)) for w, n in expected.items()}
     assert set(by_word) == set(expected)
+
+
+@pytest.mark.timeout(600)
+def test_standby_replicas_follow_and_take_over_exactly_once(
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    """``group.streams.num.standby.replicas`` 1 on the server: each of two instances runs
+    half the tasks and keeps a standby of the other's counting tasks (the stateful ones);
+    when one leaves, the other runs every task and the counts go on exactly."""
+    broker = make_broker({"group.streams.num.standby.replicas": "1"})
+    bootstrap = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(IN, 4, 1), NewTopic(OUT, 2, 1)]).values():
+        f.result(10)
+    instances = [_Instance(bootstrap, tmp_path / "a", "a"),
+                 _Instance(bootstrap, tmp_path / "b", "b")]
+    a, b = instances
+    try:
+        def split() -> bool:
+            return all(len(i.tasks() or ()) == 4 and len(i.tasks("standby") or ()) == 2
+                       for i in instances)
+
+        _wait(split, 180, "the instances did not get their active and standby tasks",
+              instances)
+        for i, other in ((a, b), (b, a)):
+            standby = i.tasks("standby") or set()
+            # Standbys of the counting subtopology only, the other instance's tasks.
+            assert {t.split("_")[0] for t in standby} == {"1"}
+            assert standby <= (other.tasks() or set())
+        p = Producer({"bootstrap.servers": bootstrap})
+        for n, line in enumerate(LINES):
+            p.produce(IN, key=f"k{n}".encode(), value=line.encode())
+        assert p.flush(10) == 0
+        expected = dict(_words(LINES))
+
+        def counted() -> bool:
+            latest: dict[str, int] = {}
+            for word, n in _read_all(bootstrap, OUT):
+                latest[word] = n
+            return latest == expected
+
+        _wait(counted, 120, "the counts did not reach the expected ones", instances)
+        out_a = a.close()
+        assert "closed=true" in out_a, "\n".join(out_a[-80:])
+        instances.remove(a)
+        _wait(lambda: len(b.tasks() or ()) == 8, 180, "b did not take every task", [b])
+        more = LINES[:10]
+        for n, line in enumerate(more, len(LINES)):
+            p.produce(IN, key=f"k{n}".encode(), value=line.encode())
+        assert p.flush(10) == 0
+        expected = dict(_words(LINES + more))
+        _wait(counted, 120, "the counts after the takeover are wrong", [b])
+    finally:
+        outs = [i.close() for i in instances]
+    for i, out in zip(instances, outs, strict=True):
+        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
+        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for word, n in _read_all(bootstrap, OUT):
+        by_word[word].append(n)
+    # Exactly once: each word's counts are 1, 2, ..., N with nothing twice.
+    assert {w: sorted(by_word[w]) for w in expected} == {
+        w: list(range(1, n + 1)) for w, n in expected.items()}

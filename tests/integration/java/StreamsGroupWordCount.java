@@ -23,8 +23,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * repartition topic), counted in the store "counts" and written to OUTPUT.
  *
  * Args: bootstrap application.id input output state.dir stop.file. Prints state=RUNNING
- * once running, tasks=[...] each time its active tasks change, then, once stop.file exists,
- * closed=true after a clean close (which commits).
+ * once running, tasks=[...] each time its active tasks change, standby=[...] each time its
+ * standby tasks change, then, once stop.file exists, closed=true after a clean close (which
+ * commits).
  */
 public class StreamsGroupWordCount {
     public static void main(String[] args) throws Exception {
@@ -64,6 +65,7 @@ public class StreamsGroupWordCount {
         long deadline = System.currentTimeMillis() + 240_000;
         boolean running = false;
         String last = null;
+        String lastStandby = null;
         while (!stop.exists()) {
             if (System.currentTimeMillis() > deadline) {
                 System.out.println("error=timeout");
@@ -79,10 +81,19 @@ public class StreamsGroupWordCount {
                 System.out.println("state=RUNNING");
             }
             TreeSet<String> tasks = new TreeSet<>();
+            TreeSet<String> standby = new TreeSet<>();
             for (ThreadMetadata t : streams.metadataForLocalThreads()) {
                 for (TaskMetadata task : t.activeTasks()) {
                     tasks.add(task.taskId().toString());
                 }
+                for (TaskMetadata task : t.standbyTasks()) {
+                    standby.add(task.taskId().toString());
+                }
+            }
+            String nowStandby = standby.toString();
+            if (st == KafkaStreams.State.RUNNING && !nowStandby.equals(lastStandby)) {
+                lastStandby = nowStandby;
+                System.out.println("standby=" + nowStandby);
             }
             String now = tasks.toString();
             if (st == KafkaStreams.State.RUNNING && !now.equals(last)) {
