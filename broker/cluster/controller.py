@@ -89,6 +89,11 @@ class Controller:
     def registered(self, node: int) -> bool:
         return node in self._ids and node not in self.unregistered
 
+    def is_fenced(self, node: int) -> bool:
+        """Fenced as Kafka's controller fences: at a controlled stop's end, or when the
+        session timeout passes after a crash (a crashed node stays unfenced till then)."""
+        return node in self.fenced
+
     def unregister(self, node: int) -> bool:
         if not self.registered(node):
             return False

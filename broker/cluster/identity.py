@@ -42,6 +42,8 @@ class ClusterView(Protocol):
 
     def registered(self, node: int) -> bool: ...
 
+    def is_fenced(self, node: int) -> bool: ...
+
     def unregister(self, node: int) -> bool: ...
 
 
@@ -147,6 +149,12 @@ class Cluster:
     def registered(self, node_id: int) -> bool:
         """Whether ``node_id`` has a broker registration (UnregisterBroker drops one)."""
         return node_id == self.node_id if self.view is None else self.view.registered(node_id)
+
+    def fenced(self, node_id: int) -> bool:
+        """Whether ``node_id``'s registration is fenced (a controlled stop, or the session
+        timeout after a crash): Metadata leaves it out, DescribeCluster v2 lists it only
+        when asked, with ``is_fenced``."""
+        return False if self.view is None else self.view.is_fenced(node_id)
 
     def unregister(self, node_id: int) -> bool:
         """UnregisterBroker: False when ``node_id`` has no registration."""

@@ -460,6 +460,8 @@ class ReplicaManager:
         self.controller.stopped.add(node)
         if controlled:
             self._move_off(node, True)
+            # A controlled shutdown ends with the controller fencing the broker.
+            self.controller.fenced.add(node)
         else:
             self.fence_due[node] = self.now()
         for (t, p), rs in self.sets.items():

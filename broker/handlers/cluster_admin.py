@@ -279,7 +279,8 @@ def describe_cluster(cluster: Cluster, access: Access, ctx: RequestContext, req:
                      f"we wanted an endpoint of type {endpoint_type}",
                      endpoint_type=endpoint_type, cluster_id=cluster.cluster_id,
                      controller_id=-1, brokers=(), cluster_authorized_operations=OPS_OMITTED)
-    brokers = broker_entries(cluster, broker_t, ctx.listener, "broker_id", is_fenced=False)
+    brokers = broker_entries(cluster, broker_t, ctx.listener, "broker_id",
+                             bool(getattr(req, "include_fenced_brokers", False)))
     # As Kafka, served to anyone: only the authorized operations need Describe.
     ops = OPS_OMITTED
     if req.include_cluster_authorized_operations:

@@ -62,16 +62,22 @@ def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
 
 
 def broker_entries(cluster: Cluster, broker_t: type[Any], listener: str,
-                   id_field: str = "node_id", **extra: Any) -> tuple[Any, ...]:
-    """Every registered node's endpoint on the listener the client connected through."""
-    return tuple(
-        build(broker_t, **{id_field: m.node_id}, host=b.advertised_host,
-              port=b.advertised_port, rack=m.rack, **extra)
-        for m in cluster.members()
-        if cluster.registered(m.node_id)
-        for b in m.listeners
-        if b.name == listener
-    )
+                   id_field: str = "node_id", fenced: bool | None = None) -> tuple[Any, ...]:
+    """The endpoint on the listener the client connected through of every registered
+    node that is not fenced, as Kafka's alive brokers; with ``fenced`` (DescribeCluster
+    v2's field: True includes fenced ones, False not) each entry carries ``is_fenced``."""
+    out: list[Any] = []
+    for m in cluster.members():
+        if not cluster.registered(m.node_id):
+            continue
+        is_fenced = cluster.fenced(m.node_id)
+        if is_fenced and not fenced:
+            continue
+        extra = {} if fenced is None else {"is_fenced": is_fenced}
+        out.extend(build(broker_t, **{id_field: m.node_id}, host=b.advertised_host,
+                         port=b.advertised_port, rack=m.rack, **extra)
+                   for b in m.listeners if b.name == listener)
+    return tuple(out)
 
 
 def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestContext,

@@ -239,3 +239,7 @@ def describe_configs_broker(run: Run) -> None:
 def describe_cluster(run: Run) -> None:
     run.call("describe", DESCRIBE_CLUSTER, include_cluster_authorized_operations=True,
              endpoint_type=1, include_fenced_brokers=False)
+    # KIP-1073: fenced brokers on request, each broker's is_fenced (none fenced here).
+    run.call("describe_fenced_included", DESCRIBE_CLUSTER,
+             include_cluster_authorized_operations=False, endpoint_type=1,
+             include_fenced_brokers=True)

@@ -1,6 +1,8 @@
 """UnregisterBroker and UnregisterController through Kafka 4.4's own ``kafka-cluster`` tool
 (``ClusterTool``) against a three-node kafkalite, with the brokers a client sees read by
-confluent-kafka's AdminClient."""
+confluent-kafka's AdminClient (Metadata) and ``kafka-cluster list-endpoints`` (DescribeCluster
+v2, fenced brokers included on request). A stopped node is fenced as Kafka's controller
+fences it: at once after a controlled stop, after broker.session.timeout.ms after a crash."""
 
 from __future__ import annotations
 
@@ -21,6 +23,14 @@ def brokers(bootstrap: str) -> set[int]:
     return set(admin.list_topics(timeout=10).brokers)
 
 
+def endpoints(text: str) -> dict[int, str]:
+    """``list-endpoints``'s table: node id -> its STATE column (fenced / unfenced)."""
+    rows = [line.split() for line in text.splitlines()[1:] if line.strip()]
+    header = text.splitlines()[0].split()
+    state = header.index("STATE")
+    return {int(r[0]): r[state] for r in rows}
+
+
 def test_unregister_a_stopped_broker_until_it_starts(
         make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
     broker = make_broker(nodes=3)
@@ -39,11 +49,19 @@ def test_unregister_a_stopped_broker_until_it_starts(
     assert tool("unregister", "--id", "2")[0] == 0
     assert brokers(b) == {1, 2, 3}
 
+    assert endpoints(tool("list-endpoints", "--include-fenced-brokers")[1]) == {
+        1: "unfenced", 2: "unfenced", 3: "unfenced"}
     broker.stop_node(3)
-    # Stopped, its registration kept: kafkalite still lists it (docs/compatibility.md).
-    assert brokers(b) == {1, 2, 3}
+    # A controlled stop ends fenced: registered, left out of Metadata and DescribeCluster
+    # unless fenced brokers are asked for.
+    assert brokers(b) == {1, 2}
+    assert endpoints(tool("list-endpoints")[1]) == {1: "unfenced", 2: "unfenced"}
+    assert endpoints(tool("list-endpoints", "--include-fenced-brokers")[1]) == {
+        1: "unfenced", 2: "unfenced", 3: "fenced"}
     assert tool("unregister", "--id", "3")[0] == 0
     assert brokers(b) == {1, 2}
+    assert endpoints(tool("list-endpoints", "--include-fenced-brokers")[1]) == {
+        1: "unfenced", 2: "unfenced"}
     code, text = tool("unregister", "--id", "3", check=False)
     assert code != 0 and "BrokerIdNotRegisteredException" in text, text
 
@@ -55,3 +73,26 @@ def test_unregister_a_stopped_broker_until_it_starts(
     assert code != 0 and "not currently registered" in text, text
     code, text = tool("unregister-controller", "--id", "1", check=False)
     assert code != 0 and "InvalidRequestException" in text, text
+
+
+def test_a_crashed_broker_is_fenced_after_the_session_timeout(
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    broker = make_broker({"broker.session.timeout.ms": "9000"}, nodes=3, manual_clock=True)
+    b = broker.bootstrap
+    log = tools_log_config(tmp_path)
+
+    def listed() -> dict[int, str]:
+        out = run_tool(CLUSTER, "list-endpoints", "--include-fenced-brokers",
+                       "--bootstrap-server", b, log_config=log)
+        return endpoints(out.stdout)
+
+    broker.stop_node(2, controlled=False)
+    # Unfenced until the controller misses its heartbeats for the session timeout.
+    assert brokers(b) == {1, 2, 3}
+    assert listed() == {1: "unfenced", 2: "unfenced", 3: "unfenced"}
+    broker.advance(10000)
+    assert brokers(b) == {1, 3}
+    assert listed() == {1: "unfenced", 2: "fenced", 3: "unfenced"}
+    broker.start_node(2)
+    assert brokers(b) == {1, 2, 3}
+    assert listed() == {1: "unfenced", 2: "unfenced", 3: "unfenced"}
