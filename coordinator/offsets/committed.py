@@ -12,6 +12,7 @@ timer, not persisted state).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -25,6 +26,9 @@ from ..partitions import GroupPartitions, PartitionState, hb_key
 from ..results import AFTER_WRITE, Outcome, Write
 from .pending import PendingTxnOffsets
 from .store import CommitRequest, CommitResult, OffsetRow, OffsetStore, Record, TopicPartition
+
+if TYPE_CHECKING:
+    from ..streams.group import StreamsGroup
 
 log = structlog.get_logger("kafkalite.offsets")
 
@@ -165,11 +169,15 @@ class CommittedOffsets:
         if err is not NO_ERROR:
             return Outcome((err, []))
         cgroup = self.registry.consumer_group(group_id)
+        sgroup = self.registry.streams_group(group_id)
         if cgroup is not None:
             from ..consumer import admin as consumer_admin
 
             group_err = NO_ERROR
             rows, records = consumer_admin.delete_offsets(self.offsets, cgroup, topics)
+        elif sgroup is not None:
+            group_err = NO_ERROR
+            rows, records = self._delete_streams_offsets(sgroup, topics)
         else:
             group_err, rows, records = self.offsets.delete_offsets(self.registry.group(group_id),
                                                                    group_id, topics)
@@ -188,6 +196,31 @@ class CommittedOffsets:
 
         return Outcome(AFTER_WRITE, writes=[
             Write(self.registry.partition_for(group_id), group_id, records, then)])
+
+    def _delete_streams_offsets(self, group: StreamsGroup,
+                                topics: Sequence[tuple[str, Sequence[int]]]
+                                ) -> tuple[list[tuple[str, list[tuple[int, ErrorCode]]]],
+                                           list[Record]]:
+        """OffsetDelete for a streams group: while it has members, the topics its topology
+        reads (source and repartition topics) are refused as subscribed, as Kafka's
+        ``StreamsGroup.isSubscribedToTopic``; an empty group's offsets all go."""
+        read: set[str] = set()
+        if group.members and group.topology is not None:
+            for s in group.topology.subtopologies:
+                read.update(s.source_topics)
+                read.update(t.name for t in s.repartition_source_topics)
+        gid = group.group_id
+        rows: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
+        records: list[Record] = []
+        for topic, partitions in topics:
+            if topic in read:
+                rows.append((topic, [(p, ErrorCode.group_subscribed_to_topic)
+                                     for p in partitions]))
+                continue
+            records.extend((co.OffsetCommitKey(gid, topic, p), None) for p in partitions
+                           if self.offsets.get(gid, topic, p) is not None)
+            rows.append((topic, [(p, NO_ERROR) for p in partitions]))
+        return rows, records
 
     def pending_tombstones(self, group_id: str, only: set[TopicPartition] | None,
                             written: list[Record]) -> list[Record]:

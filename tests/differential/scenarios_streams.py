@@ -14,6 +14,7 @@ from .registry import Run, call_until, create_topic, scenario
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
 CONSUMER_GROUP_HEARTBEAT = 68
+OFFSET_DELETE = 47
 
 
 def topology(app: str, source: str) -> dict[str, Any]:
@@ -127,9 +128,13 @@ def streams_group_describe(run: Run) -> None:
                  member_id=str(uuid.uuid4()), **push)
     run.note("epoch_positive", epoch > 0)
     run.call("list", 16, states_filter=[], types_filter=["streams"])
+    offset_delete: dict[str, Any] = dict(group_id=g, topics=[
+        dict(name=source, partitions=[dict(partition_index=0)])])
+    run.call("offset_delete_subscribed", OFFSET_DELETE, **offset_delete)
     heartbeat(run, "leave", g, member, -1, record=False)
     run.call("describe_empty", STREAMS_GROUP_DESCRIBE, group_ids=[g],
              include_authorized_operations=False)
+    run.call("offset_delete_empty", OFFSET_DELETE, **offset_delete)
 
 
 @scenario("streams-group-static-member")

@@ -1,0 +1,176 @@
+"""Kafka 4.4's ``kafka-streams-groups`` tool (StreamsGroupCommand, run as bin/ runs it)
+against a streams group on kafkalite: list, describe (state, members, offsets), delete
+offsets, reset offsets and delete. The tool works through the Java Admin's streams-group
+calls (listGroups with type streams, describeStreamsGroups, alterStreamsGroupOffsets,
+deleteStreamsGroupOffsets, deleteStreamsGroups). The group is one member driven by raw
+StreamsGroupHeartbeats over TCP (word count's topology: a repartition topic, a store); the
+expected output is what the same steps printed against Kafka 4.4 itself, with member and
+process ids, the coordinator's port and the epochs taken out (kafkalite's epochs are lower:
+docs/compatibility.md, "Streams groups")."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection
+from kafkalite.protocol.apis import codec
+
+from ..differential.harness import make
+from .java_support import run_tool, tools_log_config
+
+STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+APP, SOURCE = "wc", "words"
+
+
+def _topology() -> dict[str, Any]:
+    info: dict[str, Any] = dict(replication_factor=0, topic_configs=[])
+    return dict(epoch=1, subtopologies=[
+        dict(subtopology_id="0", source_topics=[SOURCE], source_topic_regex=[],
+             state_changelog_topics=[], repartition_sink_topics=[f"{APP}-rep"],
+             repartition_source_topics=[], copartition_groups=[]),
+        dict(subtopology_id="1", source_topics=[], source_topic_regex=[],
+             state_changelog_topics=[dict(name=f"{APP}-counts-changelog", partitions=0,
+                                          **info)],
+             repartition_sink_topics=[],
+             repartition_source_topics=[dict(name=f"{APP}-rep", partitions=0, **info)],
+             copartition_groups=[])])
+
+
+class _Member:
+    """One streams group member speaking StreamsGroupHeartbeat v1 itself."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.conn = RawConnection(bootstrap, "streams-member")
+        self.member_id, self.epoch = str(uuid.uuid4()), 0
+
+    def call(self, api_key: int, version: int, **fields: Any) -> Any:
+        return self.conn.call(make(codec(api_key, version).request_type, fields))
+
+    def heartbeat(self, epoch: int | None = None, **fields: Any) -> Any:
+        resp = self.call(88, 1, group_id=APP, member_id=self.member_id,
+                         member_epoch=self.epoch if epoch is None else epoch,
+                         endpoint_information_epoch=0, task_offsets=None,
+                         task_end_offsets=None, **fields)
+        assert int(resp.error_code) == 0, resp
+        self.epoch = int(resp.member_epoch)
+        return resp
+
+    def join(self) -> list[Any]:
+        """Join, then heartbeat until the coordinator has created the internal topics and
+        assigned the tasks; the tasks, acknowledged as owned."""
+        self.heartbeat(0, topology=_topology(), process_id=str(uuid.uuid4()),
+                       rebalance_timeout=datetime.timedelta(seconds=30), active_tasks=[],
+                       standby_tasks=[], warmup_tasks=[], client_tags=[])
+        deadline = time.monotonic() + 20
+        while True:
+            resp = self.heartbeat()
+            if resp.active_tasks:
+                tasks = [dict(subtopology_id=t.subtopology_id, partitions=list(t.partitions))
+                         for t in resp.active_tasks]
+                self.heartbeat(active_tasks=tasks, standby_tasks=[], warmup_tasks=[])
+                return tasks
+            assert time.monotonic() < deadline, "no tasks assigned"
+            time.sleep(0.1)
+
+
+def _normalised(text: str, member: _Member) -> list[str]:
+    text = text.replace(member.member_id, "<member>")
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<process>",
+                  text)
+    text = re.sub(r"127\.0\.0\.1:\d+", "<host>", text)
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+
+def test_streams_groups_tool(make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    b = make_broker().bootstrap
+    admin = AdminClient({"bootstrap.servers": b})
+    admin.create_topics([NewTopic(SOURCE, 2, 1)])[SOURCE].result(10)
+    producer = Producer({"bootstrap.servers": b})
+    for i in range(10):
+        producer.produce(SOURCE, value=b"hello", partition=i % 2)
+    producer.flush(10)
+    member = _Member(b)
+    assert member.join() == [dict(subtopology_id="0", partitions=[0, 1]),
+                             dict(subtopology_id="1", partitions=[0, 1])]
+    log = tools_log_config(tmp_path)
+
+    def tool(*args: str, code: int = 0) -> list[str]:
+        if member.epoch > 0:
+            member.heartbeat()  # the session stays alive across the tool's JVM starts
+        out = run_tool(STREAMS_GROUPS, "--bootstrap-server", b, *args, log_config=log,
+                       check=False)
+        assert out.returncode == code, out.stdout + out.stderr[-3000:]
+        return _normalised(out.stdout, member)
+
+    assert tool("--list") == [APP]
+    assert tool("--list", "--state") == ["GROUP STATE", f"{APP} Stable"]
+    assert tool("--describe", "--group", APP, "--state") == [
+        "GROUP COORDINATOR (ID) ASSIGNOR STATE #MEMBERS",
+        f"{APP} <host> (1) sticky Stable 1"]
+    assert tool("--describe", "--group", APP, "--members") == [
+        "GROUP MEMBER PROCESS CLIENT-ID ASSIGNMENTS",
+        f"{APP} <member> <process> streams-member ACTIVE: 0:[0,1]; 1:[0,1];"]
+    verbose = tool("--describe", "--group", APP, "--members", "--verbose")
+    assert verbose[0] == ("GROUP TARGET-ASSIGNMENT-EPOCH TOPOLOGY-EPOCH MEMBER MEMBER-PROTOCOL "
+                          "MEMBER-EPOCH PROCESS CLIENT-ID ASSIGNMENTS")
+    e = str(member.epoch)
+    assert verbose[1:] == [f"{APP} {e} 1 <member> streams {e} <process> streams-member "
+                           "ACTIVE: 0:[0,1]; 1:[0,1]; TARGET-ACTIVE: 0:[0,1]; 1:[0,1];"]
+    assert tool("--describe", "--group", APP) == [
+        "GROUP TOPIC PARTITION OFFSET-LAG", f"{APP} {APP}-rep 0 0", f"{APP} {APP}-rep 1 0",
+        f"{APP} {SOURCE} 1 5", f"{APP} {SOURCE} 0 5"]
+
+    # The member commits (its id and epoch checked), then the offsets and their lag.
+    commit = member.call(8, 9, group_id=APP, generation_id_or_member_epoch=member.epoch,
+                         member_id=member.member_id, group_instance_id=None,
+                         retention_time_ms=-1, topics=[dict(name=SOURCE, partitions=[
+                             dict(partition_index=p, committed_offset=o,
+                                  committed_leader_epoch=-1, committed_metadata="")
+                             for p, o in ((0, 2), (1, 4))])])
+    assert [int(p.error_code) for t in commit.topics for p in t.partitions] == [0, 0]
+    assert tool("--describe", "--group", APP, "--offsets", "--verbose") == [
+        "GROUP TOPIC PARTITION CURRENT-OFFSET LEADER-EPOCH LOG-END-OFFSET OFFSET-LAG",
+        f"{APP} {APP}-rep 0 - - 0 0", f"{APP} {APP}-rep 1 - - 0 0",
+        f"{APP} {SOURCE} 1 4 - 5 1", f"{APP} {SOURCE} 0 2 - 5 3"]
+    subscribed = ("Error: org.apache.kafka.common.errors.GroupSubscribedToTopicException: "
+                  "Deleting offsets of a topic is forbidden while the consumer group is "
+                  "actively subscribed to it.")
+    assert tool("--delete-offsets", "--group", APP, "--input-topic", SOURCE) == [
+        "Error: Encountered some partition-level error, see the follow-up details.",
+        "TOPIC PARTITION STATUS", f"{SOURCE} 0 {subscribed}", f"{SOURCE} 1 {subscribed}"]
+    assert tool("--describe", "--group", "nope", code=1)[0] == (
+        "Error: Executing streams group command failed due to "
+        "org.apache.kafka.common.errors.GroupIdNotFoundException: Group nope not found.")
+
+    # The member leaves: the group stays, Empty, with its offsets.
+    member.heartbeat(-1)
+    assert tool("--describe", "--group", APP, "--state") == [
+        f"Error: Streams group '{APP}' has no active members.",
+        "GROUP COORDINATOR (ID) ASSIGNOR STATE #MEMBERS", f"{APP} <host> (1) sticky Empty 0"]
+    assert tool("--reset-offsets", "--group", APP, "--to-offset", "1", "--input-topic",
+                f"{SOURCE}:0", "--dry-run") == [
+        "GROUP TOPIC PARTITION NEW-OFFSET", f"{APP} {SOURCE} 0 1"]
+    assert tool("--reset-offsets", "--group", APP, "--to-earliest", "--all-input-topics",
+                "--execute") == [
+        "GROUP TOPIC PARTITION NEW-OFFSET", f"{APP} {SOURCE} 1 0", f"{APP} {SOURCE} 0 0"]
+    fetched = member.call(9, 9, groups=[dict(group_id=APP, member_id=None, member_epoch=-1,
+                                             topics=None)], require_stable=False)
+    assert sorted((t.name, p.partition_index, p.committed_offset)
+                  for t in fetched.groups[0].topics for p in t.partitions) == [
+        (SOURCE, 0, 0), (SOURCE, 1, 0)]
+    assert tool("--delete-offsets", "--group", APP, "--input-topic", SOURCE) == [
+        f"Request succeeded for deleting offsets from group {APP}.",
+        "TOPIC PARTITION STATUS", f"{SOURCE} 0 Successful", f"{SOURCE} 1 Successful"]
+    assert tool("--delete", "--group", APP) == [
+        f"Deletion of requested streams groups ('{APP}') was successful."]
+    assert tool("--list") == []
