@@ -387,6 +387,7 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     mid = req.member_id
     if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
         return _leave(group, req, configs)
+    new_group = group.group_epoch == 0 and not group.members
     member = group.members.get(mid)
     # A static member taking an old one's place is not new: it has its metadata.
     new_member = member is None and group.static_member(req.instance_id) is None
@@ -436,8 +437,6 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
             member.process_id, member.user_endpoint, member.rack_id, member.client_tags,
             member.topology_epoch):
         bump = True
-        if updated.user_endpoint != member.user_endpoint:
-            group.endpoint_information_epoch += 1
     if req.task_offsets is not None:
         group.task_offsets[mid] = dict(req.task_offsets)
     group.members[mid] = updated
@@ -452,6 +451,11 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     after = reconcile(updated, group.target_epoch, group.target.get(mid, NO_TASK_TUPLE),
                       owned, holders)
     group.members[mid] = after
+    # Kafka's endpoint epoch moves when the member's endpoint changed, or its tasks did
+    # while it has one (the IQ partitions changed).
+    if after.user_endpoint != member.user_endpoint or (
+            after.user_endpoint is not None and after.assigned != member.assigned):
+        group.endpoint_information_epoch += 1
     if group.topology is not None and after.topology_epoch != group.topology.epoch:
         status.append(Status(STALE_TOPOLOGY, (
             f"The member's topology epoch {after.topology_epoch} is behind the group's "
@@ -464,8 +468,11 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     iq = None
     if req.endpoint_information_epoch != group.endpoint_information_epoch:
         iq = endpoints(group, topics)
+    # A group this heartbeat creates answers endpoint epoch 0, as Kafka's (it sets the
+    # field only for a group it already had).
     return StreamsHeartbeatResult(
         NO_ERROR, None, mid, after.member_epoch, heartbeat_interval_ms,
-        tuple(status), after.active if send else None, group.endpoint_information_epoch,
+        tuple(status), after.active if send else None,
+        0 if new_group else group.endpoint_information_epoch,
         tuple(group.configured.to_create) if group.configured is not None else (),
         after.standby if send else None, after.warmup if send else None, iq)

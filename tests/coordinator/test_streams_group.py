@@ -526,14 +526,19 @@ def test_static_member_left_is_removed_when_its_session_ends() -> None:
 def test_endpoints_and_their_partitions_in_the_heartbeat() -> None:
     h = make()
     first = hb(h, "a", 0, endpoint=("host-a", 7001))
-    assert first.endpoint_information_epoch == 1
+    # A group the heartbeat creates answers endpoint epoch 0, as Kafka's.
+    assert first.endpoint_information_epoch == 0
     ready(h)
-    a = hb(h, "a", 1, frozenset(), endpoint_epoch=1)
-    assert a.endpoints is None  # the member is up to date
-    b = hb(h, "b", 0, endpoint=("host-b", 7002), endpoint_epoch=1)
-    assert b.endpoint_information_epoch == 2 and b.endpoints is not None
-    by_host = {e.endpoint: e for e in b.endpoints}
+    a = hb(h, "a", 1, frozenset())
+    all4 = tasks("0_0", "0_1", "1_0", "1_1")
+    assert a.active_tasks == all4 and a.endpoints is not None
     # a owns every task: the partitions of the source and repartition topics.
-    assert by_host[("host-a", 7001)].active == (("app-words-repartition", (0, 1)),
-                                                 ("lines", (0, 1)))
-    assert by_host[("host-b", 7002)].active == ()
+    assert [(e.endpoint, e.active) for e in a.endpoints] == [(("host-a", 7001), (
+        ("app-words-repartition", (0, 1)), ("lines", (0, 1))))]
+    current = a.endpoint_information_epoch
+    assert current > 0
+    steady = hb(h, "a", 2, all4, endpoint_epoch=current)
+    assert steady.endpoints is None  # the member is up to date
+    b = hb(h, "b", 0, endpoint=("host-b", 7002), endpoint_epoch=current)
+    assert b.endpoint_information_epoch > current and b.endpoints is not None
+    assert {e.endpoint: e.active for e in b.endpoints}[("host-b", 7002)] == ()

@@ -38,9 +38,12 @@ def heartbeat(run: Run, step: str, group: str, member: str, epoch: int, *,
               topo: dict[str, Any] | None = None, owned: list[Any] | None = None,
               join_fields: bool = False, record: bool = True,
               instance: str | None = None, process: int = 1,
-              standby: list[Any] | None = None) -> Any:
-    fields: dict[str, Any] = dict(group_id=group, member_id=member, member_epoch=epoch,
-                                  endpoint_information_epoch=0, instance_id=instance)
+              standby: list[Any] | None = None, endpoint: tuple[str, int] | None = None,
+              endpoint_epoch: int = 0) -> Any:
+    fields: dict[str, Any] = dict(
+        group_id=group, member_id=member, member_epoch=epoch,
+        endpoint_information_epoch=endpoint_epoch, instance_id=instance,
+        user_endpoint=None if endpoint is None else dict(host=endpoint[0], port=endpoint[1]))
     if join_fields:
         fields.update(rebalance_timeout=datetime.timedelta(milliseconds=30000),
                       process_id=str(uuid.UUID(int=process)), active_tasks=(), standby_tasks=(),
@@ -61,12 +64,12 @@ def tasks_of(resp: Any, field: str = "active_tasks") -> list[Any]:
                   for t in getattr(resp, field) or ())
 
 
-def joined(run: Run, group: str, member: str, source: str,
-           instance: str | None = None) -> tuple[int, list[Any]]:
+def joined(run: Run, group: str, member: str, source: str, instance: str | None = None,
+           endpoint: tuple[str, int] | None = None) -> tuple[int, list[Any]]:
     """Join, then heartbeat until the coordinator has created the internal topics and the
     member has its tasks; its epoch and tasks."""
     resp = heartbeat(run, "join", group, member, 0, topo=topology(group, source),
-                     join_fields=True, instance=instance)
+                     join_fields=True, instance=instance, endpoint=endpoint)
     epoch, owned = int(resp.member_epoch), tasks_of(resp)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not owned:
@@ -264,4 +267,33 @@ def streams_group_status(run: Run) -> None:
             break
     run.note("wrong_partitions", seen)
     run.note("no_tasks", tasks_of(resp))
+    heartbeat(run, "leave", g, member, -1, record=False)
+
+
+def _iq(resp: Any) -> Any:
+    if resp.partitions_by_user_endpoint is None:
+        return None
+    return sorted([e.user_endpoint.port,
+                   sorted((t.topic, sorted(t.partitions)) for t in e.active_partitions),
+                   sorted((t.topic, sorted(t.partitions)) for t in e.standby_partitions)]
+                  for e in resp.partitions_by_user_endpoint)
+
+
+@scenario("streams-group-endpoints")
+def streams_group_endpoints(run: Run) -> None:
+    """Interactive Queries: a member with a user endpoint gets every member's endpoint and
+    the partitions of its tasks while its endpoint epoch is behind the group's."""
+    source = run.topic()
+    create_topic(run, source, partitions=2)
+    g, member = run.group(), str(uuid.uuid4())
+    # The endpoint comes after the join: Kafka 4.4 can fail a join with an endpoint
+    # (UNKNOWN_SERVER_ERROR) while its coordinator has not seen the new source topic yet.
+    epoch, owned = joined(run, g, member, source)
+    behind = heartbeat(run, "behind", g, member, epoch, owned=owned, record=False,
+                       endpoint=("localhost", 8080))
+    run.note("behind", [int(behind.endpoint_information_epoch), _iq(behind)])
+    current = heartbeat(run, "current", g, member, epoch, owned=owned, record=False,
+                        endpoint=("localhost", 8080),
+                        endpoint_epoch=int(behind.endpoint_information_epoch))
+    run.note("current", [int(current.endpoint_information_epoch), _iq(current)])
     heartbeat(run, "leave", g, member, -1, record=False)
