@@ -168,9 +168,12 @@ class Broker:
         #: The KIP-226 dynamic broker configs and what applies them.
         self.dynamic = dynamic or DynamicBrokerConfig(config, cluster.node_id, cluster.data_dir)
         self.listener_security = ListenerSecurityMap(config, self.scram)
-        self.quotas: ConnectionQuotas | None = None
-        self.dynamic.reconfigurables += [self.listener_security,
-                                         ConnectionLimitsConfigs(lambda: self.quotas)]
+        #: Each node's connection counts and limits, by node id.
+        self.quotas: dict[int, ConnectionQuotas] = {}
+        limits_configs = ConnectionLimitsConfigs(
+            lambda: self.quotas, lambda node: self.dynamic.node_config(node, {}))
+        self.dynamic.reconfigurables += [self.listener_security, limits_configs]
+        self.dynamic.node_reconfigurables.append(limits_configs)
         self._started: list[Service] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
@@ -284,15 +287,18 @@ class Broker:
         advertised = {a.name: a for a in parse_listeners(advertised_raw)} if advertised_raw else {}
         max_size = self.config.int("socket.request.max.bytes")
         limits = Limits.from_config(self.config)
-        if self.quotas is None:
-            self.quotas = ConnectionQuotas(limits)
+        if self._reaper is None:
             self._reaper = IdleReaper(limits, lambda: self._connections)
             await self._reaper.start()
             poll = BusyPoll(self.config.int("socket.busy.poll.us"), loop)
             # Off (0, or fewer than two CPUs): connections do not even call it.
             self._busy_poll = poll if poll.enabled else None
-        quotas, busy_poll = self.quotas, self._busy_poll
-        assert quotas is not None
+        quotas = self.quotas.get(node.node_id)
+        if quotas is None:
+            # The node's own limits: its own dynamic level over the cluster default.
+            quotas = self.quotas[node.node_id] = ConnectionQuotas(
+                Limits.from_config(self.dynamic.node_config(node.node_id, {})))
+        busy_poll = self._busy_poll
         # A new connection takes its listener's security as it is now: dynamic configs
         # may have replaced it (a rotated keystore, another JAAS config).
         current = self.listener_security
@@ -434,7 +440,7 @@ class Broker:
             await self._reaper.stop()
             self._reaper = None
         # A start after this one sets the connection limits up anew.
-        self.quotas = None
+        self.quotas = {}
         for server in self._servers:
             server.close()
         for conn in list(self._connections):

@@ -42,6 +42,20 @@ class Reconfigurable(Protocol):
     def reconfigure(self, config: Config) -> None: ...
 
 
+class NodeReconfigurable(Protocol):
+    """A component each node of the process has its own of (the connection limits):
+    told of another node's values when that node's own level changes. (As a
+    ``Reconfigurable`` too, it applies the first node's level and the cluster default,
+    which reaches every node, itself.)"""
+
+    def reconfigurable(self, name: str) -> bool: ...
+
+    def validate_node(self, node_id: int, config: Config) -> None:
+        """Raise if node ``node_id`` cannot run with ``config``."""
+
+    def reconfigure_node(self, node_id: int, config: Config) -> None: ...
+
+
 def redacted(values: Mapping[str, str]) -> dict[str, str]:
     return {k: "[hidden]" if is_sensitive(k) else v for k, v in values.items()}
 
@@ -70,13 +84,16 @@ class DynamicBrokerConfig:
         self.node_id = node_id
         self.data_dir = data_dir
         self.reconfigurables: list[Reconfigurable] = []
+        #: Components of which each node has its own, applied per node (the process's
+        #: other components are shared and run with the first node's values).
+        self.node_reconfigurables: list[NodeReconfigurable] = []
         #: The group configs (resource type GROUP), kept in the same file.
         self.groups = GroupConfigs(config, data_dir)
         #: The client-metrics subscriptions (resource type CLIENT_METRICS), in that file too.
         self.client_metrics = Subscriptions(data_dir)
         #: The dynamic levels of the process's other nodes (``kafkalite.nodes``), by id:
-        #: each node's own, as each Kafka broker has its own. The components of the
-        #: process are shared and run with the first node's values (``config``).
+        #: each node's own, as each Kafka broker has its own. The shared components of
+        #: the process run with the first node's values (``config``).
         self.other_nodes: dict[int, dict[str, str]] = {}
 
     def load(self) -> None:
@@ -150,9 +167,31 @@ class DynamicBrokerConfig:
                  configs=redacted(new), changed=sorted(changed))
 
 
+    def _reconfigure_node(self, node_id: int, changed: set[str]) -> None:
+        cfg = self.node_config(node_id, {})
+        for r in self.node_reconfigurables:
+            if any(r.reconfigurable(k) for k in changed):
+                try:
+                    r.reconfigure_node(node_id, cfg)
+                except Exception:  # persisted and valid: one component's trouble is logged
+                    log.exception("broker.reconfigure_failed", component=type(r).__name__,
+                                  node_id=node_id)
+
     def _alter_other(self, node_id: int, new: Mapping[str, str], validate_only: bool) -> None:
-        """Another node's own level: validated and persisted, then described as that
-        node's; the shared components keep the first node's values."""
+        """Another node's own level: validated, persisted and applied to the components
+        each node has its own of (``node_reconfigurables``); the shared components keep
+        the first node's values."""
+        old = self.other_nodes.get(node_id, {})
+        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        cfg = self.config.for_node({}, new)
+        try:
+            for r in self.node_reconfigurables:
+                if any(r.reconfigurable(k) for k in changed):
+                    r.validate_node(node_id, cfg)
+        except Exception as e:
+            log.warning("broker.dynamic_config_refused", reason=repr(e), node_id=node_id,
+                        configs=redacted(new))
+            raise DynamicConfigError("Invalid dynamic configuration") from e
         if validate_only:
             return
         store = DynamicStore.read(self.data_dir)
@@ -162,8 +201,9 @@ class DynamicBrokerConfig:
             self.other_nodes[node_id] = dict(new)
         else:
             self.other_nodes.pop(node_id, None)
+        self._reconfigure_node(node_id, changed)
         log.info("broker.dynamic_configs_altered", level=str(node_id),
-                 configs=redacted(new))
+                 configs=redacted(new), changed=sorted(changed))
 
 
 class LogDefaults:

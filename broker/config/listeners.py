@@ -5,7 +5,7 @@ theirs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..limits import ConnectionQuotas, Limits
 from ..security.scram import ScramStore
@@ -48,18 +48,31 @@ class ListenerSecurityMap:
 
 class ConnectionLimitsConfigs:
     """``max.connections``, ``max.connections.per.ip`` and its overrides, applied to the
-    next connections accepted."""
+    next connections accepted. Each node counts its own connections under its own
+    values (its own dynamic level over the cluster default), as each Kafka broker does."""
 
-    def __init__(self, quotas: Callable[[], ConnectionQuotas | None]) -> None:
+    def __init__(self, quotas: Callable[[], Mapping[int, ConnectionQuotas]],
+                 node_config: Callable[[int], Config]) -> None:
         self.quotas = quotas
+        self.node_config = node_config
 
     def reconfigurable(self, name: str) -> bool:
         return name in _LIMITS
 
     def validate_reconfiguration(self, config: Config) -> None:
         Limits.from_config(config)
+        for node in self.quotas():
+            Limits.from_config(self.node_config(node))
 
     def reconfigure(self, config: Config) -> None:
-        quotas = self.quotas()
+        # The first node's level or the cluster default: every node may take it.
+        for node, quotas in self.quotas().items():
+            quotas.limits = Limits.from_config(self.node_config(node))
+
+    def validate_node(self, node_id: int, config: Config) -> None:
+        Limits.from_config(config)
+
+    def reconfigure_node(self, node_id: int, config: Config) -> None:
+        quotas = self.quotas().get(node_id)
         if quotas is not None:
             quotas.limits = Limits.from_config(config)
