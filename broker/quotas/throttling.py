@@ -160,8 +160,8 @@ class Throttling:
         throttle = max(ctx.throttle_ms, other_ms, request_ms)
         if api == _FETCH and (throttle > 0 or m.fetch.enabled):
             return self._fetch(conn, c, user, client_id, result, request_ms, finish)
-        self._count(user, client_id, now, request_ms, other, other_ms)
         if throttle > 0:
+            self._count(user, client_id, now, request_ms, other, other_ms)
             self.mute(conn, throttle)
             result = _with_throttle(c, result, throttle)
         return finish(result)
@@ -188,9 +188,9 @@ class Throttling:
             size = len(body) + 4
             fetch_ms = fetch.record(user, client_id, size, now) if fetch.enabled else 0
             ms = max(throttle, fetch_ms)
-            self._count(user, client_id, now, throttle, fetch, fetch_ms)
             if ms <= 0:
                 return body
+            self._count(user, client_id, now, throttle, fetch, fetch_ms)
             self.mute(conn, ms)
             # Throttled: the records stay unsent (and uncounted), as Kafka's answer.
             if fetch.enabled:
