@@ -21,7 +21,7 @@ from .apis import KafkaApis
 from .busy_poll import BusyPoll
 from .cluster import BoundListener, Cluster
 from .config.dynamic import DynamicBrokerConfig
-from .config.listeners import ConnectionLimitsConfigs, ListenerSecurityMap
+from .config.listeners import ConnectionLimitsConfigs, ListenerSecurityMap, NodeListenerSecurity
 from .config.properties import Config, ConfigError, Listener, parse_listeners
 from .connection import KafkaConnection
 from .control.clock import ClockControl
@@ -172,8 +172,12 @@ class Broker:
         self.quotas: dict[int, ConnectionQuotas] = {}
         limits_configs = ConnectionLimitsConfigs(
             lambda: self.quotas, lambda node: self.dynamic.node_config(node, {}))
-        self.dynamic.reconfigurables += [self.listener_security, limits_configs]
-        self.dynamic.node_reconfigurables.append(limits_configs)
+        #: The other nodes' listeners' security, each from its node's own values.
+        self.node_security = NodeListenerSecurity(
+            lambda node: self.dynamic.node_config(node, {}), self.scram)
+        self.dynamic.reconfigurables += [self.listener_security, limits_configs,
+                                         self.node_security]
+        self.dynamic.node_reconfigurables += [limits_configs, self.node_security]
         self._started: list[Service] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[KafkaConnection] = set()
@@ -301,7 +305,8 @@ class Broker:
         busy_poll = self._busy_poll
         # A new connection takes its listener's security as it is now: dynamic configs
         # may have replaced it (a rotated keystore, another JAAS config).
-        current = self.listener_security
+        current = (self.listener_security if index == 0 else
+                   self.node_security.for_node(node.node_id, [lst.name for lst in configured]))
         # A node started again listens where it listened before.
         bound = list(node.listeners)
         node.listeners.clear()
@@ -439,8 +444,10 @@ class Broker:
         if self._reaper is not None:
             await self._reaper.stop()
             self._reaper = None
-        # A start after this one sets the connection limits up anew.
+        # A start after this one sets the connection limits and the other nodes'
+        # listeners' security up anew.
         self.quotas = {}
+        self.node_security.maps.clear()
         for server in self._servers:
             server.close()
         for conn in list(self._connections):

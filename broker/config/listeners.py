@@ -46,6 +46,49 @@ class ListenerSecurityMap:
             n: listener_security(config, n, self.scram) for n in self.by_name}
 
 
+class NodeListenerSecurity:
+    """The listeners' security of the process's other nodes (``kafkalite.nodes``), one
+    map per node built from that node's values, so that a node's own level (a keystore
+    of its own, ``kafka-configs --entity-name N``) reaches its listeners alone. The first
+    node's is the broker's ``ListenerSecurityMap``."""
+
+    def __init__(self, node_config: Callable[[int], Config], scram: ScramStore) -> None:
+        self.node_config = node_config
+        self.scram = scram
+        self.maps: dict[int, ListenerSecurityMap] = {}
+
+    def for_node(self, node_id: int, names: list[str]) -> ListenerSecurityMap:
+        """Node ``node_id``'s map, built (and its settings checked) on first use."""
+        m = self.maps.get(node_id)
+        if m is None:
+            m = ListenerSecurityMap(self.node_config(node_id), self.scram)
+            m.load(names)
+            self.maps[node_id] = m
+        return m
+
+    def reconfigurable(self, name: str) -> bool:
+        return name.startswith(("listener.name.", "ssl.", "sasl."))
+
+    # The first node's level or the cluster default: every node may take it.
+    def validate_reconfiguration(self, config: Config) -> None:
+        for node, m in self.maps.items():
+            m.validate_reconfiguration(self.node_config(node))
+
+    def reconfigure(self, config: Config) -> None:
+        for node, m in self.maps.items():
+            m.reconfigure(self.node_config(node))
+
+    def validate_node(self, node_id: int, config: Config) -> None:
+        m = self.maps.get(node_id)
+        if m is not None:
+            m.validate_reconfiguration(config)
+
+    def reconfigure_node(self, node_id: int, config: Config) -> None:
+        m = self.maps.get(node_id)
+        if m is not None:
+            m.reconfigure(config)
+
+
 class ConnectionLimitsConfigs:
     """``max.connections``, ``max.connections.per.ip`` and its overrides, applied to the
     next connections accepted. Each node counts its own connections under its own
