@@ -447,9 +447,11 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     before = updated
     owned = None if req.active_tasks is None else TaskTuple(
         req.active_tasks, req.standby_tasks or NO_TASKS, req.warmup_tasks or NO_TASKS)
-    holders = group.holders()
-    after = reconcile(updated, group.target_epoch, group.target.get(mid, NO_TASK_TUPLE),
-                      owned, holders)
+    if updated.state == STABLE and updated.member_epoch == group.target_epoch:
+        after = updated  # reconciled: no need to look at who holds what
+    else:
+        after = reconcile(updated, group.target_epoch, group.target.get(mid, NO_TASK_TUPLE),
+                          owned, group.holders())
     group.members[mid] = after
     # Kafka's endpoint epoch moves when the member's endpoint changed, or its tasks did
     # while it has one (the IQ partitions changed).

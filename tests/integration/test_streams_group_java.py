@@ -13,6 +13,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -34,13 +35,16 @@ def _words(lines: list[str]) -> Counter[str]:
 
 
 class _Instance:
-    def __init__(self, bootstrap: str, folder: Path, name: str, app: str = APP) -> None:
+    def __init__(self, bootstrap: str, folder: Path, name: str, app: str = APP,
+                 instance_id: str | None = None, state: Path | None = None) -> None:
         folder.mkdir()
         self.stop = folder / "stop"
         self.out = open(folder / "stdout", "w+")  # closed in close()
         log = tools_log_config(folder)
+        extra = () if instance_id is None else (instance_id,)
         cmd = java_command("StreamsGroupWordCount", bootstrap, app, IN, OUT,
-                           str(folder / "state"), str(self.stop), cp=full_classpath(),
+                           str(state or folder / "state"), str(self.stop), *extra,
+                           cp=full_classpath(),
                            jvm_args=(f"-Dlog4j2.configurationFile={log}",))
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
                                      text=True)
@@ -238,5 +242,91 @@ def test_standby_replicas_follow_and_take_over_exactly_once(
     for word, n in _read_all(bootstrap, OUT):
         by_word[word].append(n)
     # Exactly once: each word's counts are 1, 2, ..., N with nothing twice.
+    assert {w: sorted(by_word[w]) for w in expected} == {
+        w: list(range(1, n + 1)) for w, n in expected.items()}
+
+
+def _describe(bootstrap: str) -> Any:
+    conn = RawConnection(bootstrap)
+    try:
+        d = conn.call(request(89, 0, group_ids=(APP,), include_authorized_operations=False))
+    finally:
+        conn.close()
+    (g,) = d.groups
+    return g
+
+
+@pytest.mark.timeout(600)
+def test_static_member_restarted_takes_its_tasks_back_without_a_rebalance(
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    """Kafka Streams 4.4 static members (group.instance.id): one closes (it leaves with
+    epoch -2, keeping its tasks), a new instance with the same instance id and state
+    directory takes its tasks back, the other keeps its own throughout, the group epoch
+    does not move, and the counts stay exact."""
+    broker = make_broker()
+    bootstrap = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(IN, 4, 1), NewTopic(OUT, 2, 1)]).values():
+        f.result(10)
+    a = _Instance(bootstrap, tmp_path / "a", "a", instance_id="i-a")
+    b = _Instance(bootstrap, tmp_path / "b", "b", instance_id="i-b")
+    instances = [a, b]
+    try:
+        _wait(lambda: all(len(i.tasks() or ()) == 4 for i in instances), 180,
+              "the instances did not split the tasks", instances)
+        _wait(lambda: _describe(bootstrap).group_state == "Stable", 60,
+              "the group did not settle", instances)
+        ta, tb = a.tasks() or set(), b.tasks() or set()
+        before = _describe(bootstrap)
+        # Kafka Streams names its thread's member "<group.instance.id>-<thread>".
+        old_id = next(m.member_id for m in before.members if m.instance_id == "i-a-1")
+        p = Producer({"bootstrap.servers": bootstrap})
+        half = len(LINES) // 2
+        for n, line in enumerate(LINES[:half]):
+            p.produce(IN, key=f"k{n}".encode(), value=line.encode())
+        assert p.flush(10) == 0
+
+        def counted(lines: list[str]) -> Callable[[], bool]:
+            expected = dict(_words(lines))
+
+            def check() -> bool:
+                latest: dict[str, int] = {}
+                for word, n in _read_all(bootstrap, OUT):
+                    latest[word] = n
+                return latest == expected
+            return check
+
+        _wait(counted(LINES[:half]), 120, "the counts did not reach the expected ones",
+              instances)
+        out_a = a.close()
+        instances.remove(a)
+        assert "closed=true" in out_a, "\n".join(out_a[-80:])
+        # The static member left with epoch -2: still a member, its tasks kept.
+        left = _describe(bootstrap)
+        gone = [m for m in left.members if m.instance_id == "i-a-1"]
+        assert [(m.member_id, m.member_epoch) for m in gone] == [(old_id, -2)]
+        a2 = _Instance(bootstrap, tmp_path / "a2", "a2", instance_id="i-a",
+                       state=tmp_path / "a" / "state")
+        instances.append(a2)
+        _wait(lambda: (a2.tasks() or set()) == ta, 180,
+              "the restarted static member did not get its tasks back", instances)
+        assert b.tasks() == tb
+        after = _describe(bootstrap)
+        assert after.group_epoch == before.group_epoch
+        assert sorted(m.instance_id for m in after.members) == ["i-a-1", "i-b-1"]
+        assert old_id not in {m.member_id for m in after.members}
+        for n, line in enumerate(LINES[half:], half):
+            p.produce(IN, key=f"k{n}".encode(), value=line.encode())
+        assert p.flush(10) == 0
+        _wait(counted(LINES), 120, "the counts after the restart are wrong", instances)
+    finally:
+        outs = [i.close() for i in instances]
+    for i, out in zip(instances, outs, strict=True):
+        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
+        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    expected = _words(LINES)
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for word, n in _read_all(bootstrap, OUT):
+        by_word[word].append(n)
     assert {w: sorted(by_word[w]) for w in expected} == {
         w: list(range(1, n + 1)) for w, n in expected.items()}

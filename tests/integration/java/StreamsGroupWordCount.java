@@ -22,7 +22,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * KIP-1071), exactly once: lines from INPUT split into words, regrouped by word (a
  * repartition topic), counted in the store "counts" and written to OUTPUT.
  *
- * Args: bootstrap application.id input output state.dir stop.file. Prints state=RUNNING
+ * Args: bootstrap application.id input output state.dir stop.file [group.instance.id]
+ * (a static member when given). Prints state=RUNNING
  * once running, tasks=[...] each time its active tasks change, standby=[...] each time its
  * standby tasks change, then, once stop.file exists, closed=true after a clean close (which
  * commits).
@@ -42,6 +43,9 @@ public class StreamsGroupWordCount {
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
         p.put(StreamsConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        if (args.length > 6) {
+            p.put("group.instance.id", args[6]);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
