@@ -159,6 +159,7 @@ class GroupCoordinatorCore:
         self.describe_consumer_groups = self.admin.describe_consumer_groups
         self.overview = self.admin.overview
         self.session_deadlines = self.admin.session_deadlines
+        self.streams_session_deadlines = self.admin.streams_session_deadlines
         self.committed = self.committed_offsets.committed
         self.commit_txn_offsets = self.txn_offsets.commit_txn_offsets
         self.replay_transactional = self.txn_offsets.replay_transactional

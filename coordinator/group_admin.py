@@ -13,7 +13,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .classic.states import DEAD, STABLE
 from .offsets.committed import CommittedOffsets
-from .partitions import GroupPartitions, hb_key
+from .partitions import GroupPartitions, hb_key, streams_session_key
 from .results import (
     AFTER_WRITE,
     DescribedConsumerGroup,
@@ -150,6 +150,9 @@ class GroupAdmin:
                                  g.group_epoch, "share", "simple", len(g.members),
                                  registry.partition_for(g.group_id))
                    for g in registry.share_groups())
+        out.extend(GroupOverview(g.group_id, "streams", g.state, g.group_epoch, "streams",
+                                 "sticky", len(g.members), registry.partition_for(g.group_id))
+                   for g in registry.streams_groups())
         return sorted(out, key=lambda o: o.group_id)
 
     def session_deadlines(self, group_id: str) -> dict[str, int | None]:
@@ -160,6 +163,14 @@ class GroupAdmin:
             return {}
         deadline = self.registry.timers.deadline
         return {m: deadline(hb_key(group_id, m)) for m in g.members}
+
+    def streams_session_deadlines(self, group_id: str) -> dict[str, int | None]:
+        """A streams group's members' session deadlines, by member id."""
+        g = self.registry.streams_group(group_id)
+        if g is None:
+            return {}
+        deadline = self.registry.timers.deadline
+        return {m: deadline(streams_session_key(group_id, m)) for m in g.members}
 
     def describe_consumer_groups(self, group_ids: Sequence[str]) -> list[DescribedConsumerGroup]:
         """ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a missing or classic group."""

@@ -87,11 +87,11 @@ class DescribedGroup:
 
 @dataclass(frozen=True, slots=True)
 class GroupOverview:
-    """A group of any type in one line, for the admin views and ``/metrics`` (a consumer
-    or share group's generation is its group epoch)."""
+    """A group of any type in one line, for the admin views and ``/metrics`` (a consumer,
+    share or streams group's generation is its group epoch)."""
 
     group_id: str
-    #: "classic", "consumer" or "share".
+    #: "classic", "consumer", "share" or "streams".
     group_type: str
     state: str
     generation: int

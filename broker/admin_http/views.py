@@ -26,6 +26,7 @@ from ..cluster import Cluster
 from ..control.clock import ClockControl
 from ..metrics import GroupRow
 from ..topic_store import Storage
+from .streams_view import streams_group
 
 if TYPE_CHECKING:
     from ..telemetry.clients import ClientRegistry
@@ -246,10 +247,11 @@ class BrokerView:
 
     def group_rows(self) -> list[GroupRow]:
         """(group, state, members, generation) of every group, for ``/metrics`` (a KIP-848
-        consumer group's generation is its group epoch). Share groups are not among them:
-        Kafka counts them in share-group gauges of their own."""
+        consumer group's generation is its group epoch). Share and streams groups are not
+        among them: Kafka counts them in gauges of their own."""
         return [GroupRow(o.group_id, o.state, o.members, o.generation)
-                for o in self.groups_query(lambda g: g.overview()) if o.group_type != "share"]
+                for o in self.groups_query(lambda g: g.overview())
+                if o.group_type not in ("share", "streams")]
 
     def groups(self) -> list[dict[str, Any]]:
         return [{"group_id": o.group_id, "type": o.group_type, "state": o.state,
@@ -339,11 +341,17 @@ class BrokerView:
         return rows
 
     def _other_group(self, group_id: str) -> dict[str, Any]:
-        """A KIP-848 consumer group or a share group."""
+        """A KIP-848 consumer group, a streams group or a share group."""
         query = self.groups_query
         described = query(lambda c: c.describe_consumer_groups([group_id]))[0]
         if described.error is NO_ERROR:
             return self.consumer_group(described)
+        streams = query(lambda c: streams_group(c.streams_group(group_id),
+                                                c.streams_session_deadlines(group_id)))
+        if streams is not None:
+            streams["now_ms"] = self.clock.now_ms()
+            streams["lag"] = self.lag(group_id, streams["members"])
+            return streams
         sg = query(lambda c: c.share_group(group_id))
         if sg is not None:
             from .share_view import share_group

@@ -4,12 +4,13 @@ its members and their assignments, its committed offsets (OffsetFetch) and the l
 offsets of those partitions from their leaders (Metadata, ListOffsets).
 
 Members come from the first describer in ``DESCRIBERS`` that knows the group:
-ShareGroupDescribe (KIP-932 share groups) and ConsumerGroupDescribe (KIP-848 consumer
-groups: group, assignment and member epochs, target assignments) when the broker serves
-them, then DescribeGroups (classic groups, whose consumer-protocol assignments are
-decoded). A new group type adds its describer there. A share group has no committed
-offsets: its partitions' share-partition start offsets and lag come from
-DescribeShareGroupOffsets.
+ShareGroupDescribe (KIP-932 share groups), StreamsGroupDescribe (KIP-1071 streams groups:
+each member's process and its active, standby and warm-up tasks, now and target) and
+ConsumerGroupDescribe (KIP-848 consumer groups: group, assignment and member epochs, target
+assignments) when the broker serves them, then DescribeGroups (classic groups, whose
+consumer-protocol assignments are decoded). A new group type adds its describer there.
+A share group has no committed offsets: its partitions' share-partition start offsets and
+lag come from DescribeShareGroupOffsets.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ class MemberRow:
     #: topic -> partitions it is to own (consumer groups, while reconciling).
     target: dict[str, list[int]] | None = None
     subscription: list[str] | None = None
+    #: Streams groups: the member's process (Streams instance).
+    process_id: str | None = None
+    #: Streams groups: "active", "standby", "warmup" -> subtopology -> partitions, owned
+    #: now and to own (target).
+    tasks: dict[str, dict[str, list[int]]] | None = None
+    target_tasks: dict[str, dict[str, list[int]]] | None = None
 
 
 @dataclass
@@ -71,7 +78,7 @@ class PartitionLag:
 @dataclass
 class GroupView:
     group_id: str
-    #: "classic", "consumer" or "share".
+    #: "classic", "consumer", "share" or "streams".
     group_type: str
     state: str
     protocol_type: str
@@ -188,6 +195,41 @@ def describe_share_group(conn: RawConnection, group_id: str,
                      group_epoch=int(g.group_epoch), assignment_epoch=int(g.assignment_epoch))
 
 
+def _tasks(assignment: Any) -> dict[str, dict[str, list[int]]]:
+    return {kind: {t.subtopology_id: sorted(int(p) for p in t.partitions)
+                   for t in getattr(assignment, f"{kind}_tasks")}
+            for kind in ("active", "standby", "warmup")}
+
+
+def describe_streams_group(conn: RawConnection, group_id: str,
+                           coordinator: tuple[int, str, int]) -> GroupView | None:
+    """A KIP-1071 streams group (StreamsGroupDescribe); None when the broker does not
+    serve the API or the group is not a streams group. A member's assignment (for the lag
+    table's owners) is the input partitions of its active tasks: task (subtopology, p)
+    reads partition p of the subtopology's source and repartition topics."""
+    g = _describe_one(conn, ApiKey.STREAMS_GROUP_DESCRIBE, "StreamsGroupDescribe", group_id)
+    if g is None:
+        return None
+    inputs = {s.subtopology_id: [*s.source_topics,
+                                 *(t.name for t in s.repartition_source_topics)]
+              for s in (g.topology.subtopologies or ()) if g.topology is not None}
+    members = []
+    for m in g.members:
+        tasks = _tasks(m.assignment)
+        assignment: dict[str, list[int]] = {}
+        for sub, parts in tasks["active"].items():
+            for topic in inputs.get(sub, ()):
+                assignment[topic] = sorted({*assignment.get(topic, ()), *parts})
+        members.append(MemberRow(
+            member_id=m.member_id, instance_id=m.instance_id, client_id=m.client_id,
+            host=m.client_host, assignment=assignment, epoch=int(m.member_epoch),
+            process_id=m.process_id, tasks=tasks, target_tasks=_tasks(m.target_assignment)))
+    return GroupView(group_id=g.group_id, group_type="streams", state=g.group_state,
+                     protocol_type="streams", assignor=getattr(g, "assignor_name", None) or "",
+                     coordinator=coordinator, members=members,
+                     group_epoch=int(g.group_epoch), assignment_epoch=int(g.assignment_epoch))
+
+
 def share_offsets(conn: RawConnection, group_id: str
                   ) -> dict[tuple[str, int], tuple[int, int | None]]:
     """(start offset, lag) of every share-partition the share group has state for; the
@@ -260,8 +302,8 @@ def describe_classic_group(conn: RawConnection, group_id: str,
 
 Describer = Callable[[RawConnection, str, tuple[int, str, int]], GroupView | None]
 #: Tried in order; the first that returns a view describes the group.
-DESCRIBERS: tuple[Describer, ...] = (describe_share_group, describe_consumer_group,
-                                     describe_classic_group)
+DESCRIBERS: tuple[Describer, ...] = (describe_share_group, describe_streams_group,
+                                     describe_consumer_group, describe_classic_group)
 
 
 # --- offsets and lag --------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """``kafkalite groups list|describe``: consumer groups as ``kafka-consumer-groups`` shows
 them (``--list --state --type``; ``--describe`` with ``--state``, ``--members --verbose``
-and the offsets view in one), and share groups as ``kafka-share-groups`` does (members,
-assignments, each share-partition's start offset and lag), over the Kafka protocol
-(``group_view.py``)."""
+and the offsets view in one), share groups as ``kafka-share-groups`` does (members,
+assignments, each share-partition's start offset and lag) and streams groups as
+``kafka-streams-groups`` does (members with their processes and tasks), over the Kafka
+protocol (``group_view.py``)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,12 @@ def assignment_text(assignment: dict[str, list[int]]) -> str:
         or "-"
 
 
+def tasks_text(tasks: dict[str, list[int]]) -> str:
+    """``kafka-streams-groups``' ``0:[0,1]; 1:[0,1]`` form: subtopology, its partitions."""
+    return "; ".join(f"{s}:[{','.join(map(str, ps))}]" for s, ps in sorted(tasks.items())) \
+        or "-"
+
+
 def render(view: GroupView) -> str:
     node, host, port = view.coordinator
     out = [table(
@@ -77,7 +84,15 @@ def render(view: GroupView) -> str:
         [[view.group_id, f"{host}:{port} ({node})", view.group_type.capitalize(),
           _dash(view.assignor), view.state, _dash(view.group_epoch),
           _dash(view.assignment_epoch), str(len(view.members))]])]
-    if view.members:
+    if view.members and view.group_type == "streams":
+        out += ["", table(
+            ["MEMBER-ID", "PROCESS", "HOST", "CLIENT-ID", "EPOCH", "ACTIVE", "STANDBY",
+             "WARMUP", "TARGET-ACTIVE"],
+            [[m.member_id, _dash(m.process_id), m.host, m.client_id, _dash(m.epoch),
+              *(tasks_text((m.tasks or {}).get(k, {})) for k in ("active", "standby", "warmup")),
+              tasks_text((m.target_tasks or {}).get("active", {}))]
+             for m in view.members])]
+    elif view.members:
         out += ["", table(
             ["CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "EPOCH", "#PARTITIONS",
              "ASSIGNMENT", "TARGET-ASSIGNMENT"],

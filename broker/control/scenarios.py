@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkalite.coordinator.core import GroupCoordinatorCore
+from kafkalite.coordinator.partitions import streams_session_key
 from kafkalite.coordinator.results import Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
@@ -35,6 +36,18 @@ def _int(params: Mapping[str, Any], name: str, default: int | None = None) -> in
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ScenarioError(f"{name} is required (a non-negative integer)")
     return value
+
+
+def _expire_streams_member(g: GroupCoordinatorCore, now: int, group_id: str,
+                           member_id: str) -> Outcome:
+    """The member's session timer fires now: it leaves and the others get a new target,
+    written as its expiry writes them."""
+    group = g.streams_group(group_id)
+    if group is None or member_id not in group.members:
+        return Outcome(ErrorCode.unknown_member_id)
+    out = g.streams.on_session_timer(streams_session_key(group_id, member_id), now, now)
+    out.response = NO_ERROR
+    return out
 
 
 class CoordinatorScenarios:
@@ -69,9 +82,11 @@ class CoordinatorScenarios:
             mid = _text(params, "member_id")
 
             def op(g: GroupCoordinatorCore, now: int) -> Outcome:
-                # A share group member's session ends as its timer would end it.
+                # A share or streams group member's session ends as its timer would end it.
                 if g.share_group(group_id) is not None:
                     return g.share.expire_member(now, group_id, mid)
+                if g.streams_group(group_id) is not None:
+                    return _expire_streams_member(g, now, group_id, mid)
                 return g.expire_member(now, group_id, mid)
         elif name == "evict-member":
             mid = _text(params, "member_id")

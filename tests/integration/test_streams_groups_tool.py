@@ -10,80 +10,22 @@ docs/compatibility.md, "Streams groups")."""
 
 from __future__ import annotations
 
-import datetime
 import re
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.broker.testing.fixtures import BrokerThread
-from kafkalite.client.kafka import RawConnection
-from kafkalite.protocol.apis import codec
 
-from ..differential.harness import make
 from .java_support import run_tool, tools_log_config
+from .streams_member import APP, SOURCE, StreamsMember
 
 STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
-APP, SOURCE = "wc", "words"
 
 
-def _topology() -> dict[str, Any]:
-    info: dict[str, Any] = dict(replication_factor=0, topic_configs=[])
-    return dict(epoch=1, subtopologies=[
-        dict(subtopology_id="0", source_topics=[SOURCE], source_topic_regex=[],
-             state_changelog_topics=[], repartition_sink_topics=[f"{APP}-rep"],
-             repartition_source_topics=[], copartition_groups=[]),
-        dict(subtopology_id="1", source_topics=[], source_topic_regex=[],
-             state_changelog_topics=[dict(name=f"{APP}-counts-changelog", partitions=0,
-                                          **info)],
-             repartition_sink_topics=[],
-             repartition_source_topics=[dict(name=f"{APP}-rep", partitions=0, **info)],
-             copartition_groups=[])])
-
-
-class _Member:
-    """One streams group member speaking StreamsGroupHeartbeat v1 itself."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.conn = RawConnection(bootstrap, "streams-member")
-        self.member_id, self.epoch = str(uuid.uuid4()), 0
-
-    def call(self, api_key: int, version: int, **fields: Any) -> Any:
-        return self.conn.call(make(codec(api_key, version).request_type, fields))
-
-    def heartbeat(self, epoch: int | None = None, **fields: Any) -> Any:
-        resp = self.call(88, 1, group_id=APP, member_id=self.member_id,
-                         member_epoch=self.epoch if epoch is None else epoch,
-                         endpoint_information_epoch=0, task_offsets=None,
-                         task_end_offsets=None, **fields)
-        assert int(resp.error_code) == 0, resp
-        self.epoch = int(resp.member_epoch)
-        return resp
-
-    def join(self) -> list[Any]:
-        """Join, then heartbeat until the coordinator has created the internal topics and
-        assigned the tasks; the tasks, acknowledged as owned."""
-        self.heartbeat(0, topology=_topology(), process_id=str(uuid.uuid4()),
-                       rebalance_timeout=datetime.timedelta(seconds=30), active_tasks=[],
-                       standby_tasks=[], warmup_tasks=[], client_tags=[])
-        deadline = time.monotonic() + 20
-        while True:
-            resp = self.heartbeat()
-            if resp.active_tasks:
-                tasks = [dict(subtopology_id=t.subtopology_id, partitions=list(t.partitions))
-                         for t in resp.active_tasks]
-                self.heartbeat(active_tasks=tasks, standby_tasks=[], warmup_tasks=[])
-                return tasks
-            assert time.monotonic() < deadline, "no tasks assigned"
-            time.sleep(0.1)
-
-
-def _normalised(text: str, member: _Member) -> list[str]:
+def _normalised(text: str, member: StreamsMember) -> list[str]:
     text = text.replace(member.member_id, "<member>")
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<process>",
                   text)
@@ -99,7 +41,7 @@ def test_streams_groups_tool(make_broker: Callable[..., BrokerThread], tmp_path:
     for i in range(10):
         producer.produce(SOURCE, value=b"hello", partition=i % 2)
     producer.flush(10)
-    member = _Member(b)
+    member = StreamsMember(b)
     assert member.join() == [dict(subtopology_id="0", partitions=[0, 1]),
                              dict(subtopology_id="1", partitions=[0, 1])]
     log = tools_log_config(tmp_path)

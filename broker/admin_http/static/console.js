@@ -240,6 +240,7 @@ async function drawGroups() {
   const share = document.getElementById("share-detail");
   share.hidden = g.type !== "share";
   if (g.type === "share") { drawShareGroup(g); return; }
+  if (g.type === "streams") { drawStreamsGroup(g); return; }
   document.getElementById("group-summary").textContent =
     `${g.state} · generation ${g.generation} · ${g.protocol_type ?? ""} ${g.protocol ?? ""} · ` +
     `${g.members.length} members · leader ${g.leader ?? "none"}`;
@@ -275,6 +276,36 @@ function drawShareGroup(g) {
      p.in_flight.acquired, p.in_flight.acknowledged, p.in_flight.archived,
      p.log_end_offset ?? "—", p.lag ?? "—"])));
   fill("lag", []);
+  fill("history", []);
+}
+
+// A streams group: members with their processes, epochs and tasks (active, standby,
+// warm-up; the target when it differs), and the lag of the partitions its tasks read.
+function tasksText(tasks) {
+  return tasks.map((t) => `${t.subtopology}:[${t.partitions.join(",")}]`).join("; ") || "—";
+}
+
+function drawStreamsGroup(g) {
+  document.getElementById("group-summary").textContent =
+    `${g.state} · streams group · group epoch ${g.group_epoch} · ` +
+    `target assignment epoch ${g.assignment_epoch} · topology epoch ${g.topology_epoch ?? "—"} · ` +
+    `assignor ${g.assignor} · ${g.members.length} members`;
+  fill("members", g.members.map((m) => {
+    const lines = ["active", "standby", "warmup"].map((k) => `${k}: ${tasksText(m.tasks[k])}`);
+    if (m.target && tasksText(m.target.active) !== tasksText(m.tasks.active)) {
+      lines.push(`target active: ${tasksText(m.target.active)}`);
+    }
+    return row([
+      `${m.member_id} (process ${m.process_id})`, m.client_id, m.client_host,
+      el("pre", lines.join("\n")),
+      `epoch ${m.member_epoch} · ${m.state}`,
+      m.session_deadline_ms === null ? "—"
+        : `${new Date(m.session_deadline_ms).toISOString()} (in ${ms(m.session_deadline_ms - g.now_ms)})`,
+    ]);
+  }));
+  fill("lag", g.lag.map((l) => row(
+    [l.topic, l.partition, l.committed ?? "—", l.log_end_offset ?? "—", l.lag ?? "—",
+     l.owner ?? ""])));
   fill("history", []);
 }
 
