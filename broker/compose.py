@@ -70,7 +70,7 @@ from .control.scenarios import CoordinatorScenarios
 from .handlers.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
-from .quotas.accept_rate import AcceptRateConfigs, AcceptRates
+from .quotas.accept_rate import AcceptRateConfigs, AcceptRates, listener_rates
 from .quotas.managers import QuotaManagers
 from .quotas.metrics import quota_families
 from .quotas.throttling import Throttling
@@ -470,10 +470,16 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
         config.int("controller.quota.window.num"),
         config.int("controller.quota.window.size.seconds"), scheduler.clock.now_ms)
     apis.quota_managers = quota_managers
+    try:
+        listener_rates(config.values, check=False)
+    except ValueError as e:
+        raise ConfigError(f"{e}: Value must be at least 0") from None
     accepts = AcceptRates(scheduler, config.int("quota.window.size.seconds") * 1000,
-                          config.int("quota.window.num"))
-    accepts.configure(config.values)
-    dynamic.reconfigurables.append(AcceptRateConfigs(accepts))
+                          config.int("quota.window.num"),
+                          lambda node: dynamic.node_config(node, {}).values)
+    accept_configs = AcceptRateConfigs(accepts)
+    dynamic.reconfigurables.append(accept_configs)
+    dynamic.node_reconfigurables.append(accept_configs)
     apis.throttling = Throttling(quota_managers, scheduler, accepts)
     clients = ClientRegistry(Instances(dynamic.client_metrics, scheduler.clock.now_ms,
                                        partial(config.int, "telemetry.max.bytes")))

@@ -15,7 +15,7 @@ connection back out of these rates, as Kafka un-records it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Protocol
 
 import structlog
@@ -41,9 +41,11 @@ class Waiting(Protocol):
     def accept_now(self) -> None: ...
 
 
-def listener_rates(values: Mapping[str, str]) -> tuple[int, dict[str, int]]:
+def listener_rates(values: Mapping[str, str], check: bool = True
+                   ) -> tuple[int, dict[str, int]]:
     """The broker-wide rate and each listener's (by upper-case listener name) in
-    ``values``; a rate below 1 is refused as Kafka refuses it."""
+    ``values``; with ``check``, a rate below 1 is refused as Kafka refuses it in a
+    dynamic change (in server.properties Kafka takes 0: every connection waits)."""
     broker = int(values.get(NAME, INT_MAX))
     per_listener: dict[str, int] = {}
     for key, value in values.items():
@@ -51,7 +53,7 @@ def listener_rates(values: Mapping[str, str]) -> tuple[int, dict[str, int]]:
         if m and m.group(1) == NAME:
             per_listener[key.split(".")[2].upper()] = int(value)
     for rate in (broker, *per_listener.values()):
-        if rate <= 0:
+        if rate <= 0 and (check or rate < 0):
             raise ValueError(f"Invalid {NAME} {rate}")
     return broker, per_listener
 
@@ -67,16 +69,22 @@ class _Acceptor:
         self.queue: deque[Waiting] = deque()
 
 
+Bounds = tuple[int, dict[str, int]]
+
+
 class AcceptRates:
     """Every node's and listener's connection creation rate, and the acceptors they
-    hold back."""
+    hold back. Each node takes its own values (``values_for(node)``: its own dynamic
+    level over the cluster default), as each Kafka broker does."""
 
-    def __init__(self, scheduler: Scheduler, window_ms: int, samples: int) -> None:
+    def __init__(self, scheduler: Scheduler, window_ms: int, samples: int,
+                 values_for: Callable[[int], Mapping[str, str]]) -> None:
         self.scheduler = scheduler
         self.window_ms = window_ms
         self.samples = samples
-        self.broker_rate = INT_MAX
-        self.listener_rate: dict[str, int] = {}
+        self.values_for = values_for
+        #: (broker-wide rate, rate by listener) of each node that has had a connection.
+        self._bounds: dict[int, Bounds] = {}
         self._brokers: dict[int, RateSensor] = {}
         self._acceptors: dict[tuple[int, str], _Acceptor] = {}
         #: The waits, ms, by (node, listener): Kafka's connection-accept-throttle-time
@@ -84,13 +92,27 @@ class AcceptRates:
         self.throttle_times: dict[tuple[int, str], Avg] = {}
         scheduler.handle(_ACCEPT, self._release)
 
-    def configure(self, values: Mapping[str, str]) -> None:
-        """New bounds (a dynamic change): the rates recorded so far stay."""
-        self.broker_rate, self.listener_rate = listener_rates(values)
-        for sensor in self._brokers.values():
-            sensor.window = self._window(self.broker_rate)
-        for (_node, listener), acc in self._acceptors.items():
-            acc.sensor.window = self._window(self.listener_rate.get(listener, INT_MAX))
+    def bounds(self, node: int) -> Bounds:
+        b = self._bounds.get(node)
+        if b is None:
+            b = self._bounds[node] = listener_rates(self.values_for(node), check=False)
+        return b
+
+    def configure_node(self, node: int, values: Mapping[str, str]) -> None:
+        """Node ``node``'s new bounds (a dynamic change): the rates recorded so far stay."""
+        broker, per_listener = self._bounds[node] = listener_rates(values)
+        sensor = self._brokers.get(node)
+        if sensor is not None:
+            sensor.window = self._window(broker)
+        for (n, listener), acc in self._acceptors.items():
+            if n == node:
+                acc.sensor.window = self._window(per_listener.get(listener, INT_MAX))
+
+    def configure_all(self) -> None:
+        """The first node's level or the cluster default changed: every node reads its
+        values again."""
+        for node in list(self._bounds):
+            self.configure_node(node, self.values_for(node))
 
     def _window(self, bound: int) -> Window:
         return Window(self.window_ms, self.samples, bound)
@@ -98,7 +120,7 @@ class AcceptRates:
     def _broker(self, node: int) -> RateSensor:
         sensor = self._brokers.get(node)
         if sensor is None:
-            sensor = self._brokers[node] = RateSensor(self._window(self.broker_rate),
+            sensor = self._brokers[node] = RateSensor(self._window(self.bounds(node)[0]),
                                                       self.window_ms, self.scheduler.now())
         return sensor
 
@@ -106,7 +128,7 @@ class AcceptRates:
         key = (node, listener.upper())
         acc = self._acceptors.get(key)
         if acc is None:
-            rate = self.listener_rate.get(key[1], INT_MAX)
+            rate = self.bounds(node)[1].get(key[1], INT_MAX)
             acc = self._acceptors[key] = _Acceptor(key, RateSensor(
                 self._window(rate), self.window_ms, self.scheduler.now()))
         return acc
@@ -164,7 +186,8 @@ class AcceptRates:
 
 class AcceptRateConfigs:
     """The rates as dynamic broker configs change them (Kafka's SocketServer and
-    ListenerConnectionQuota reconfigure): new bounds for the next connections."""
+    ListenerConnectionQuota reconfigure): new bounds for the next connections, each
+    node's from its own level over the cluster default."""
 
     def __init__(self, rates: AcceptRates) -> None:
         self.rates = rates
@@ -177,4 +200,10 @@ class AcceptRateConfigs:
         listener_rates(config.values)
 
     def reconfigure(self, config: Config) -> None:
-        self.rates.configure(config.values)
+        self.rates.configure_all()
+
+    def validate_node(self, node_id: int, config: Config) -> None:
+        listener_rates(config.values)
+
+    def reconfigure_node(self, node_id: int, config: Config) -> None:
+        self.rates.configure_node(node_id, config.values)

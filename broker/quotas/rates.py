@@ -165,7 +165,10 @@ class RateSensor:
         measured = self.rate.measure(w, now)
         if measured <= w.bound:
             return 0
-        ms = java_round((measured - w.bound) / w.bound * self.rate.window_size(w, now))
+        if w.bound <= 0:  # Kafka's division gives infinity, bounded below
+            ms = 2**31 - 1
+        else:
+            ms = java_round((measured - w.bound) / w.bound * self.rate.window_size(w, now))
         if self.max_throttle_ms is not None:
             ms = min(ms, self.max_throttle_ms)
         return ms

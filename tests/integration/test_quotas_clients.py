@@ -382,3 +382,49 @@ def test_quota_metrics_on_the_metrics_endpoint(make_broker: Factory) -> None:
                             client_id="quick"))
     # The request quota's sensors exist only once a request quota is set.
     assert not [k for k in after if k[0].startswith("kafka_server_request_")]
+
+
+def test_each_node_has_its_own_connection_creation_rate(make_broker: Factory) -> None:
+    """``max.connection.creation.rate`` set for node 2 alone (confluent-kafka's
+    AdminClient, broker resource "2") holds node 2's acceptor; node 1 takes every
+    connection at once, as two Kafka brokers would."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    from .test_limits import served
+
+    b = make_broker(WINDOWS, manual_clock=True, nodes=2)
+    admin = AdminClient({"bootstrap.servers": ",".join(b.bootstraps)})
+    res = ConfigResource(ResourceType.BROKER, "2", incremental_configs=[
+        ConfigEntry("max.connection.creation.rate", "1",
+                    incremental_operation=AlterConfigOpType.SET)])
+    [(_r, future)] = admin.incremental_alter_configs([res]).items()
+    future.result(15)
+    del admin
+    b.advance(5000)
+
+    def connect_to(node: int) -> socket.socket:
+        host, port = b.bootstraps[node - 1].rsplit(":", 1)
+        s = socket.create_connection((host, int(port)), timeout=5)
+        return s
+
+    ones = [connect_to(1) for _ in range(3)]
+    twos = [connect_to(2), connect_to(2)]
+    try:
+        assert all(served(s) for s in ones)
+        assert served(twos[0])
+        twos[1].sendall(api_versions_frame())
+        twos[1].settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            twos[1].recv(1)
+        b.advance(1000)  # 2 over 1 s against 1/s: one window
+        twos[1].settimeout(5)
+        assert len(twos[1].recv(4)) == 4
+    finally:
+        for s in (*ones, *twos):
+            s.close()
