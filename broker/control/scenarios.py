@@ -41,7 +41,8 @@ def _int(params: Mapping[str, Any], name: str, default: int | None = None) -> in
 def _expire_streams_member(g: GroupCoordinatorCore, now: int, group_id: str,
                            member_id: str) -> Outcome:
     """The member's session timer fires now: it leaves and the others get a new target,
-    written as its expiry writes them."""
+    written as its expiry writes them (``expire-member``; ``evict-member`` too, as a
+    streams member past ``max.poll.interval.ms`` leaves with the same records)."""
     group = g.streams_group(group_id)
     if group is None or member_id not in group.members:
         return Outcome(ErrorCode.unknown_member_id)
@@ -90,7 +91,13 @@ class CoordinatorScenarios:
                 return g.expire_member(now, group_id, mid)
         elif name == "evict-member":
             mid = _text(params, "member_id")
-            op = lambda g, now: g.evict_member(now, group_id, mid)  # noqa: E731
+
+            def op(g: GroupCoordinatorCore, now: int) -> Outcome:
+                # A streams member past max.poll.interval.ms leaves the group: its removal
+                # writes what its session's expiry writes.
+                if g.streams_group(group_id) is not None:
+                    return _expire_streams_member(g, now, group_id, mid)
+                return g.evict_member(now, group_id, mid)
         elif name == "fence-static-member":
             iid = _text(params, "group_instance_id")
             op = lambda g, now: g.fence_static_member(now, group_id, iid)  # noqa: E731

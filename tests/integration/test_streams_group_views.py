@@ -1,13 +1,15 @@
 """A streams group in kafkalite's own views, over TCP on a broker with the admin API and a
 manual clock: ``kafkalite groups list|describe`` (StreamsGroupDescribe: members with their
 processes and tasks, the lag of the partitions the tasks read), the admin API's
-``/api/v1/groups`` and group view, the ``expire-member`` scenario, and a member's session
-ending when the manual clock passes ``group.streams.session.timeout.ms``."""
+``/api/v1/groups`` and group view, the ``expire-member`` and ``evict-member`` scenarios,
+and a member's session ending when the manual clock passes
+``group.streams.session.timeout.ms``."""
 
 from __future__ import annotations
 
 import json
 import urllib.request
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -98,6 +100,11 @@ def test_streams_group_in_the_cli_console_and_on_the_manual_clock(
         other.heartbeat(expect=UNKNOWN_MEMBER_ID)
         assert broker.scenario("expire-member", group_id=APP, member_id="nobody")["error"] \
             == "UNKNOWN_MEMBER_ID"
+        other.member_id, other.epoch = str(uuid.uuid4()), 0
+        other.join_only()
+        assert broker.scenario("evict-member", group_id=APP, member_id=other.member_id)[
+            "error"] == "NONE"
+        other.heartbeat(expect=UNKNOWN_MEMBER_ID)
         assert [x["member_id"] for x in
                 get_json(f"{broker.admin_url}/api/v1/groups/{APP}")["members"]] == [
             member.member_id]
