@@ -126,6 +126,12 @@ def _topology(req: Any) -> Topology | None:
               for c in s.copartition_groups)) for s in t.subtopologies))
 
 
+def _offsets(items: Any) -> dict[tuple[str, int], int] | None:
+    if items is None:
+        return None
+    return {(o.subtopology_id, int(o.partition)): int(o.offset) for o in items}
+
+
 def _tasks(ids: Any) -> Tasks | None:
     if ids is None:
         return None
@@ -158,8 +164,7 @@ def streams_group_heartbeat(runtime: CoordinatorRuntime, storage: Storage, acces
         user_endpoint=None if ep is None else (ep.host, int(ep.port)),
         client_tags=None if req.client_tags is None else tuple(
             (kv.key, kv.value) for kv in req.client_tags),
-        task_offsets=None if req.task_offsets is None else {
-            (o.subtopology_id, int(o.partition)): int(o.offset) for o in req.task_offsets},
+        task_offsets=_offsets(req.task_offsets), task_end_offsets=_offsets(req.task_end_offsets),
         shutdown_application=bool(req.shutdown_application),
         client_id=ctx.client_id, client_host="/" + ctx.client_host)
     res: StreamsHeartbeatResult = runtime.groups.write(
@@ -207,6 +212,12 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
         return build(group_t, error_code=err, error_message=message, group_id=gid,
                      group_state="", group_epoch=0, assignment_epoch=0, topology=None,
                      members=(), authorized_operations=OPS_OMITTED)
+
+    offset_t = nested(resp_t, "TaskOffset")
+
+    def offsets(by_task: dict[tuple[str, int], int] | None) -> tuple[Any, ...]:
+        return tuple(build(offset_t, subtopology_id=st, partition=p, offset=o)
+                     for (st, p), o in sorted((by_task or {}).items()))
 
     def assignment(tasks: TaskTuple) -> Any:
         return build(assignment_t, active_tasks=_task_ids(task_t, tasks.active),
@@ -263,7 +274,9 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
             user_endpoint=None if m.user_endpoint is None else build(
                 ep_t, host=m.user_endpoint[0], port=m.user_endpoint[1]),
             client_tags=tuple(build(kv_t, key=k, value=v) for k, v in m.client_tags),
-            task_offsets=(), task_end_offsets=(), assignment=assignment(m.assigned),
+            task_offsets=offsets(group.task_offsets.get(m.member_id)),
+            task_end_offsets=offsets(group.task_end_offsets.get(m.member_id)),
+            assignment=assignment(m.assigned),
             target_assignment=assignment(group.target.get(m.member_id, TaskTuple())),
             is_classic=False) for m in group.members.values())
         out.append(build(group_t, error_code=NO_ERROR, error_message=None,

@@ -95,6 +95,8 @@ class StreamsGroup:
     #: Each member's last reported changelog offset sums per task (memory only, as
     #: Kafka's MemberTaskOffsets): the assignor's weaker standby candidates.
     task_offsets: dict[str, dict[Task, int]] = field(default_factory=dict)
+    #: The end offsets of those changelogs, as last reported (described, as Kafka does).
+    task_end_offsets: dict[str, dict[Task, int]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -146,7 +148,8 @@ class AssignmentConfigs:
 def copy_group(group: StreamsGroup) -> StreamsGroup:
     """A copy a heartbeat may change (members are immutable; their maps are copied)."""
     return replace(group, members=dict(group.members), target=dict(group.target),
-                   task_offsets=dict(group.task_offsets))
+                   task_offsets=dict(group.task_offsets),
+                   task_end_offsets=dict(group.task_end_offsets))
 
 
 def keep_caches(live: StreamsGroup, changed: StreamsGroup) -> None:
@@ -157,6 +160,8 @@ def keep_caches(live: StreamsGroup, changed: StreamsGroup) -> None:
         live.configured = changed.configured
     live.endpoint_information_epoch = changed.endpoint_information_epoch
     live.task_offsets = {m: o for m, o in changed.task_offsets.items() if m in live.members}
+    live.task_end_offsets = {m: o for m, o in changed.task_end_offsets.items()
+                             if m in live.members}
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +183,7 @@ class StreamsHeartbeat:
     client_tags: tuple[tuple[str, str], ...] | None = None
     #: The changelog offset sums of the tasks whose state the member has; None: not sent.
     task_offsets: Mapping[Task, int] | None = None
+    task_end_offsets: Mapping[Task, int] | None = None
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
@@ -279,6 +285,7 @@ def remove_member(group: StreamsGroup, member_id: str, configs: AssignmentConfig
     if group.members.pop(member_id, None) is not None:
         group.target.pop(member_id, None)
         group.task_offsets.pop(member_id, None)
+        group.task_end_offsets.pop(member_id, None)
         group.group_epoch += 1
         compute_target(group, configs)
 
@@ -323,6 +330,7 @@ def _static(group: StreamsGroup, req: StreamsHeartbeat
         target = group.target.pop(existing.member_id, None)
         group.members.pop(existing.member_id)
         group.task_offsets.pop(existing.member_id, None)
+        group.task_end_offsets.pop(existing.member_id, None)
         if target is not None:
             group.target[mid] = target
         return replace(existing, member_id=mid, member_epoch=0, previous_member_epoch=0), None
@@ -437,8 +445,11 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
             member.process_id, member.user_endpoint, member.rack_id, member.client_tags,
             member.topology_epoch):
         bump = True
+    # Kafka's MemberTaskOffsets.update: each list replaces its own when sent.
     if req.task_offsets is not None:
         group.task_offsets[mid] = dict(req.task_offsets)
+    if req.task_end_offsets is not None:
+        group.task_end_offsets[mid] = dict(req.task_end_offsets)
     group.members[mid] = updated
     if check_metadata(group, topics) or bump:
         group.group_epoch += 1

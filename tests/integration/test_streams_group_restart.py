@@ -1,7 +1,9 @@
 """A streams group (KIP-1071) survives a restart of the real server on its data directory:
 the group comes back from its records in ``__consumer_offsets`` with the same epochs,
 topology, members, target and current tasks (a member caught mid-revocation included),
-and its members go on heartbeating where they were, with no new rebalance."""
+and its members go on heartbeating where they were, with no new rebalance. Also on the
+real server: the broker default for standby replicas, and reported task offsets
+described."""
 
 from __future__ import annotations
 
@@ -160,5 +162,34 @@ def test_broker_default_standby_replicas_gives_members_standby_tasks(
             # Subtopology 1 (the counts, with a changelog) has state: one standby each.
             assert len(standby) == 1 and standby <= {("1", 0), ("1", 1)}
             assert not active & standby and len(active) == 2
+    finally:
+        conn.close()
+
+
+def test_reported_task_offsets_are_described(make_broker: Callable[..., BrokerThread]) -> None:
+    """A member's task offsets and end offsets, as it last sent them, in
+    StreamsGroupDescribe (Kafka keeps them in memory only: gone after a restart)."""
+    broker = make_broker()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.create_topics([NewTopic("restart-lines", 2, 1)]).values():
+        f.result(10)
+    conn = RawConnection(broker.bootstrap)
+    try:
+        epoch = _hb(conn, "a", 0).member_epoch
+        fields: dict[str, Any] = dict(
+            group_id=APP, member_id="a", member_epoch=epoch, endpoint_information_epoch=0,
+            task_offsets=[dict(subtopology_id="1", partition=1, offset=40),
+                          dict(subtopology_id="1", partition=0, offset=7)],
+            task_end_offsets=[dict(subtopology_id="1", partition=0, offset=9)],
+            active_tasks=None, standby_tasks=None, warmup_tasks=None, client_tags=None,
+            topology=None)
+        assert conn.call(make(codec(HEARTBEAT, 0).request_type, fields)).error_code == 0
+        d = conn.call(make(codec(DESCRIBE, 0).request_type,
+                           dict(group_ids=[APP], include_authorized_operations=False)))
+        (m,) = d.groups[0].members
+        assert [(o.subtopology_id, o.partition, o.offset) for o in m.task_offsets] == [
+            ("1", 0, 7), ("1", 1, 40)]
+        assert [(o.subtopology_id, o.partition, o.offset) for o in m.task_end_offsets] == [
+            ("1", 0, 9)]
     finally:
         conn.close()
