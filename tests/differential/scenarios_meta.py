@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .harness import to_data
@@ -243,3 +244,33 @@ def describe_cluster(run: Run) -> None:
     run.call("describe_fenced_included", DESCRIBE_CLUSTER,
              include_cluster_authorized_operations=False, endpoint_type=1,
              include_fenced_brokers=True)
+
+
+_RATE = "max.connection.creation.rate"
+_LISTENER_RATE = "listener.name.sasl_plaintext.max.connection.creation.rate"
+
+
+def _broker_rates(run: Run, step: str, settled: Callable[[Any], bool]) -> None:
+    call_until(run, step, DESCRIBE_CONFIGS, settled, include_synonyms=True,
+               include_documentation=False, resources=[
+                   {"resource_type": BROKER, "resource_name": "1",
+                    "configuration_keys": [_RATE, _LISTENER_RATE]}])
+
+
+@scenario("broker-connection-creation-rate")
+def broker_connection_creation_rate(run: Run) -> None:
+    """``max.connection.creation.rate`` as a dynamic broker config, broker-wide and per
+    listener: a rate of 0 refused, one set, described with its synonyms, removed. The
+    rates are high enough that no connection of the suite waits."""
+    def alter(step: str, op: int, rates: dict[str, str | None]) -> None:
+        run.call(step, INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=[
+            {"resource_type": BROKER, "resource_name": "1", "configs": [
+                {"name": k, "config_operation": op, "value": v}
+                for k, v in rates.items()]}])
+
+    alter("zero", 0, {_RATE: "0"})
+    alter("listener-zero", 0, {_LISTENER_RATE: "0"})
+    alter("set", 0, {_RATE: "100000", _LISTENER_RATE: "50000"})
+    _broker_rates(run, "described", lambda r: _value(r, _LISTENER_RATE) == "50000")
+    alter("delete", 1, {_RATE: None, _LISTENER_RATE: None})
+    _broker_rates(run, "removed", lambda r: _value(r, _RATE) != "100000")
