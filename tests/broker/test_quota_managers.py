@@ -222,3 +222,16 @@ def test_quota_metrics_families(tmp_path: Path) -> None:
     throttles = {s.labels["client_id"]: s.value
                  for s in families["kafka_server_produce_throttle_time"].samples}
     assert throttles["slow"] == 2000.0 and math.isnan(throttles["other"])
+
+
+def test_quota_metrics_by_user(tmp_path: Path) -> None:
+    """A user quota: the sensor, and so the metric, is the user's (client id empty)."""
+    store = _store(tmp_path, ({"user": "alice"}, "request_percentage", 10.0))
+    m = QuotaManagers(store, 2, 1)
+    m.request.record("alice", "a", 5.0, T0)
+    m.request.record("alice", "b", 5.0, T0)
+    [rate, throttle] = quota_families(m, None, lambda: T0)
+    assert rate.name == "kafka_server_request_request_time"
+    assert [(s.labels, s.value) for s in rate.samples] == [
+        ({"user": "alice", "client_id": ""}, pytest.approx(10.0))]
+    assert throttle.name == "kafka_server_request_throttle_time"
