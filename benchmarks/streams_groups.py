@@ -2,18 +2,19 @@
 kafkalite and on Apache Kafka 4.4 in one run.
 
     .venv/bin/python -m benchmarks.streams_groups [--peer kafka] [--instances 3]
-        [--partitions 4] [--rounds 3] [--time-limit 600]
+        [--partitions 4] [--rounds 3] [--heartbeat-ms MS] [--time-limit 600]
 
 For each broker, alone on the machine: ``--instances`` Kafka Streams 4.4 instances of one
 word-count application (tests/integration/java/StreamsRebalance.java: a repartition topic
 and a state store, so 2 x ``--partitions`` tasks; one stream thread each; every timing at
-the client's and broker's defaults, so a 5 s streams heartbeat interval on both) in one JVM
-under ``group.protocol=streams``. Figures, each from the action to the moment every
-instance is RUNNING, every task is active on exactly one instance and every instance has a
-task ("every task running again"):
+the client's and broker's defaults, so a 5 s streams heartbeat interval on both, unless
+``--heartbeat-ms`` sets ``group.streams.heartbeat.interval.ms`` and its minimum on both
+brokers) in one JVM under ``group.protocol=streams``. Figures, each from the action to the
+moment every instance is RUNNING, every task is active on exactly one instance and every
+instance has a task ("every task running again"):
 
-- start: the first instances from ``KafkaStreams.start()`` (the group's initial rebalance
-  delay, 3 s on both, included);
+- start: the first instances from ``KafkaStreams.start()`` (Kafka's 3 s initial rebalance
+  delay of a new streams group included; kafkalite has none);
 - join: one more instance started;
 - leave: the oldest instance closed (a clean close: it leaves the group).
 
@@ -24,21 +25,26 @@ program), the whole broker's run by ``--time-limit`` seconds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.common import (
+    Broker,
+    Kafka,
+    Kafkalite,
     create_topic,
     fmt,
     guarded,
     header,
+    make_broker,
     peers,
     percentile,
-    running,
     table,
 )
 
@@ -74,9 +80,27 @@ def _answer(proc: subprocess.Popen[str], what: str, deadline: float) -> tuple[fl
     raise RuntimeError(f"{what}: past the time limit")
 
 
+@contextlib.contextmanager
+def _running(name: str, settings: dict[str, str]) -> Iterator[Broker]:
+    """The broker with ``settings`` on top of its benchmark defaults (both brokers)."""
+    broker = make_broker(name, settings)
+    if isinstance(broker, Kafka):
+        broker.ref.overrides.update(settings)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+        if isinstance(broker, Kafkalite):
+            broker.cleanup()
+
+
 def run_broker(name: str, args: argparse.Namespace) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {"start": [], "join": [], "leave": []}
-    with running(name) as broker:
+    settings = {} if args.heartbeat_ms is None else {
+        "group.streams.heartbeat.interval.ms": str(args.heartbeat_ms),
+        "group.streams.min.heartbeat.interval.ms": str(args.heartbeat_ms)}
+    with _running(name, settings) as broker:
         create_topic(broker.bootstrap, IN, args.partitions)
         create_topic(broker.bootstrap, OUT, args.partitions)
         state = Path(tempfile.mkdtemp(prefix="streams-rebalance-"))
@@ -122,12 +146,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--partitions", type=int, default=4,
                         help="the input topic's partitions (tasks: twice this)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--heartbeat-ms", type=int, default=None,
+                        help="group.streams.heartbeat.interval.ms (and its minimum) on both "
+                             "brokers; default: theirs (5000)")
     parser.add_argument("--time-limit", type=float, default=600)
     args = parser.parse_args(argv)
     if not 1 <= args.instances < 2 * args.partitions:
         parser.error("--instances must be at least 1 and fewer than the tasks")
     header(f"streams group rebalance: {args.instances} instances, "
-           f"{2 * args.partitions} tasks, {args.rounds} join/leave rounds")
+           f"{2 * args.partitions} tasks, {args.rounds} join/leave rounds, heartbeat "
+           f"{args.heartbeat_ms or 5000} ms")
     results = {}
     for name in ["kafkalite", *args.peer]:
         results[name] = guarded(name, lambda name=name: run_broker(name, args)) or {}
