@@ -65,6 +65,9 @@ class Controller:
         #: Stopped or fenced nodes whose registration UnregisterBroker dropped; a node
         #: registers again when it starts or its fence is lifted.
         self.unregistered: set[int] = set()
+        #: Told of a node whose registration was dropped (the replica manager fences a
+        #: crashed one at once, as Kafka's controller moves its leaderships and ISRs).
+        self.on_unregister: list[Callable[[int], None]] = []
 
     @property
     def members(self) -> Sequence[Cluster]:
@@ -100,6 +103,8 @@ class Controller:
         # A running node's registration comes back with its next heartbeat, as in Kafka.
         if not self.alive(node):
             self.unregistered.add(node)
+            for listener in self.on_unregister:
+                listener(node)
         return True
 
     def leader(self, topic: str, partition: int) -> int:

@@ -122,6 +122,7 @@ class ReplicaManager:
         self.started = False
         #: Called after the ISRs may have grown (a reassignment finishes then).
         self.on_isr_change: list[Callable[[], None]] = []
+        controller.on_unregister.append(self._unregistered)
 
     # --- settings --------------------------------------------------------------------
 
@@ -515,6 +516,13 @@ class ReplicaManager:
         self.controller.fenced.discard(node)
         self.controller.unregistered.discard(node)
         self._rejoin(node)
+
+    def _unregistered(self, node: int) -> None:
+        """A crashed node unregistered before its session timed out: fenced now, its
+        leaderships and ISR places moved (Kafka's controller does so as it removes the
+        registration)."""
+        if self.fence_due.pop(node, None) is not None:
+            self.fence(node)
 
     def fence(self, node: int) -> None:
         self.controller.fenced.add(node)

@@ -96,3 +96,25 @@ def test_a_crashed_broker_is_fenced_after_the_session_timeout(
     broker.start_node(2)
     assert brokers(b) == {1, 2, 3}
     assert listed() == {1: "unfenced", 2: "unfenced", 3: "unfenced"}
+
+
+def test_unregistering_a_crashed_leader_moves_its_leadership_at_once(
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    """Kafka's controller moves a removed registration's leaderships and ISR places as it
+    removes it; the session timeout (on the manual clock, not moved here) is not waited."""
+    from confluent_kafka.admin import NewTopic
+
+    broker = make_broker({"broker.session.timeout.ms": "9000"}, nodes=3, manual_clock=True)
+    b = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": b})
+    admin.create_topics([NewTopic("unreg", 1, replication_factor=3)])["unreg"].result(15)
+    leader, _replicas, isr = broker.partition_state("unreg", 0)
+    assert len(isr) == 3
+    broker.stop_node(leader, controlled=False)
+    assert broker.partition_state("unreg", 0)[0] == leader  # a crash: not yet fenced
+    other = next(a for i, a in enumerate(broker.bootstraps, 1) if i != leader)
+    run_tool(CLUSTER, "unregister", "--id", str(leader), "--bootstrap-server", other,
+             log_config=tools_log_config(tmp_path))
+    new_leader, _replicas, new_isr = broker.partition_state("unreg", 0)
+    assert new_leader not in (leader, -1) and leader not in new_isr
+    assert brokers(other) == {1, 2, 3} - {leader}
