@@ -1,12 +1,12 @@
 """Kafka 4.4's ``kafka-streams-groups`` tool (StreamsGroupCommand, run as bin/ runs it)
-against a streams group on kafkalite: list, describe (state, members, offsets), delete
-offsets, reset offsets and delete. The tool works through the Java Admin's streams-group
-calls (listGroups with type streams, describeStreamsGroups, alterStreamsGroupOffsets,
-deleteStreamsGroupOffsets, deleteStreamsGroups). The group is one member driven by raw
-StreamsGroupHeartbeats over TCP (word count's topology: a repartition topic, a store); the
-expected output is what the same steps printed against Kafka 4.4 itself, with member and
-process ids, the coordinator's port and the epochs taken out (kafkalite's epochs are lower:
-docs/compatibility.md, "Streams groups")."""
+against a streams group on kafkalite: list, describe (state, members, offsets, the
+topology description), delete offsets, reset offsets and delete. The tool works through
+the Java Admin's streams-group calls (listGroups with type streams, describeStreamsGroups,
+alterStreamsGroupOffsets, deleteStreamsGroupOffsets, deleteStreamsGroups). The group is
+one member driven by raw StreamsGroupHeartbeats over TCP (word count's topology: a
+repartition topic, a store); the expected output is what the same steps printed against
+Kafka 4.4 itself, with member and process ids, the coordinator's port and the epochs
+taken out (kafkalite's epochs are lower: docs/compatibility.md, "Streams groups")"""
 
 from __future__ import annotations
 
@@ -68,6 +68,10 @@ def test_streams_groups_tool(make_broker: Callable[..., BrokerThread], tmp_path:
     e = str(member.epoch)
     assert verbose[1:] == [f"{APP} {e} 1 <member> streams {e} <process> streams-member "
                            "ACTIVE: 0:[0,1]; 1:[0,1]; TARGET-ACTIVE: 0:[0,1]; 1:[0,1];"]
+    # --topology asks StreamsGroupDescribe v1 for the description a broker plugin keeps;
+    # there is none (as on a Kafka without group.streams.topology.description.plugin.class).
+    assert tool("--describe", "--group", APP, "--topology", code=1) == [
+        f"Error: No topology description is stored for streams group '{APP}'."]
     assert tool("--describe", "--group", APP) == [
         "GROUP TOPIC PARTITION OFFSET-LAG", f"{APP} {APP}-rep 0 0", f"{APP} {APP}-rep 1 0",
         f"{APP} {SOURCE} 1 5", f"{APP} {SOURCE} 0 5"]
