@@ -229,10 +229,17 @@ def _empty_classic(ps: PartitionState, gid: str) -> bool:
     return g is not None and not g.members
 
 
+#: OffsetCommit's first version a streams group member may commit with (Kafka 4.4).
+STREAMS_COMMIT_MIN_VERSION = 9
+
+
 def validate_commit(group: StreamsGroup, member_id: str, epoch: int, instance_id: str | None,
-                    transactional: bool) -> ErrorCode:
+                    transactional: bool, api_version: int = STREAMS_COMMIT_MIN_VERSION
+                    ) -> ErrorCode:
     """``StreamsGroup.validateOffsetCommit``: an admin commit (epoch < 0, no member) only
-    while the group is empty; a member's epoch must be its current one."""
+    while the group is empty; a member commits with OffsetCommit v9 or later (else
+    UNSUPPORTED_VERSION) at its current epoch (a newer one is STALE_MEMBER_EPOCH, as
+    Kafka 4.4 answers it)."""
     if epoch < 0 and not member_id and not group.members:
         return NO_ERROR
     if transactional and epoch == -1 and member_id == "" and instance_id is None:
@@ -240,11 +247,13 @@ def validate_commit(group: StreamsGroup, member_id: str, epoch: int, instance_id
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
+    if not transactional and api_version < STREAMS_COMMIT_MIN_VERSION:
+        return ErrorCode.unsupported_version
     if epoch != member.member_epoch:
-        if transactional and epoch < member.member_epoch:
-            return ErrorCode.illegal_generation
-        return (ErrorCode.stale_member_epoch if epoch < member.member_epoch
-                else ErrorCode.fenced_member_epoch)
+        if transactional:
+            return (ErrorCode.illegal_generation if epoch < member.member_epoch
+                    else ErrorCode.fenced_member_epoch)
+        return ErrorCode.stale_member_epoch
     return NO_ERROR
 
 

@@ -542,3 +542,21 @@ def test_endpoints_and_their_partitions_in_the_heartbeat() -> None:
     b = hb(h, "b", 0, endpoint=("host-b", 7002), endpoint_epoch=current)
     assert b.endpoint_information_epoch > current and b.endpoints is not None
     assert {e.endpoint: e.active for e in b.endpoints}[("host-b", 7002)] == ()
+
+
+def test_member_commits_need_offset_commit_v9_and_the_current_epoch() -> None:
+    h = make()
+    hb(h, "a", 0)
+    ready(h)
+    a = hb(h, "a", 1, frozenset())
+
+    def commit(epoch: int, version: int = 9) -> E:
+        req = CommitRequest(APP, "a", None, epoch, topics=[("lines", [PartitionCommit(0, 5)])],
+                            api_version=version)
+        out: dict[tuple[str, int], E] = h.runtime.groups.write(
+            lambda g, now: g.commit_offsets(now, req))
+        return out[("lines", 0)]
+
+    assert commit(a.member_epoch) is E.none
+    assert commit(a.member_epoch, version=8) is E.unsupported_version
+    assert commit(a.member_epoch + 3) is E.stale_member_epoch  # newer: stale, as Kafka 4.4

@@ -297,3 +297,27 @@ def streams_group_endpoints(run: Run) -> None:
                         endpoint_epoch=int(behind.endpoint_information_epoch))
     run.note("current", [int(current.endpoint_information_epoch), _iq(current)])
     heartbeat(run, "leave", g, member, -1, record=False)
+
+
+@scenario("streams-group-offset-commit")
+def streams_group_offset_commit(run: Run) -> None:
+    """OffsetCommit by a streams group member: its current epoch, a newer one, an older
+    one (before its tasks were assigned), an unknown member."""
+    source = run.topic()
+    tid = create_topic(run, source, partitions=2)
+    g, member = run.group(), str(uuid.uuid4())
+    epoch, _owned = joined(run, g, member, source)
+
+    def commit(step: str, mid: str, at: int) -> None:
+        run.call(step, 8, group_id=g, generation_id_or_member_epoch=at, member_id=mid,
+                 group_instance_id=None, retention_time=-1, topics=[
+                     {"name": source, "topic_id": tid, "partitions": [
+                         {"partition_index": 0, "committed_offset": 1,
+                          "committed_leader_epoch": -1, "committed_metadata": "",
+                          "commit_timestamp": -1}]}])
+
+    commit("current_epoch", member, epoch)
+    commit("newer_epoch", member, epoch + 5)
+    commit("older_epoch", member, epoch - 1)
+    commit("unknown_member", str(uuid.uuid4()), epoch)
+    heartbeat(run, "leave", g, member, -1, record=False)
