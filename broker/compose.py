@@ -460,6 +460,9 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
                         expire_tokens)
     registry = build_schema_registry(config, storage, scheduler, security, control)
     access = Access(authorizer)
+    # The console's message search is authorized as this principal by the broker's ACLs.
+    control.view.access = access
+    control.view.principal = config.text("admin.principal")
     share = build_share(config, storage, runtime, groups, dynamic.groups, access, control)
     apis = KafkaApis(access, control.faults, control.metrics,
                      release(config.text("kafkalite.as.version")), cluster.node_id)

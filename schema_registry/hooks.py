@@ -9,6 +9,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from .decode import ValueDecoder
 from .server import RegistryServer
 from .validation import SchemaCheck
 
@@ -32,6 +33,7 @@ def build_registry(host: str, port: int, storage: Any, now_ms: Callable[[], int]
     storage.schema_check = SchemaCheck(server.state, storage.topic_configs, counts)
     metrics.schema_registry = lambda: counts
     view.schemas = server.registry.listing
+    view.decoder = ValueDecoder(server.state.schemas.get)
     return server
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from ..auth import Operation, ResourceType
 from ..control.clock import ClockControl, ClockNotManual
 from ..control.faults import FaultError, FaultRules
 from ..control.scenarios import NAMES as SCENARIO_NAMES
@@ -22,6 +23,7 @@ from ..control.scenarios import CoordinatorScenarios, ScenarioError
 from ..metrics import BrokerMetrics
 from ..series.sampler import Sampler
 from .lag import LagBoard
+from .search import Query, search
 from .views import BadRequest, BrokerView, NotFound
 
 log = structlog.get_logger("kafkalite.admin")
@@ -44,6 +46,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return _error(e.status, e.reason if e.status != 404 else
                           f"no such endpoint: {request.method} {request.path}")
         raise
+    except Forbidden as e:
+        return _error(403, str(e))
     except NotFound as e:
         return _error(404, str(e.args[0] if e.args else e))
     except (BadRequest, FaultError, ClockNotManual) as e:
@@ -51,6 +55,18 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception:
         log.exception("admin.request_failed", path=request.path, method=request.method)
         return _error(500, "internal error; see the broker log")
+
+
+class Forbidden(PermissionError):
+    pass
+
+
+def _authorize(view: BrokerView, op: Operation, rtype: ResourceType, name: str) -> None:
+    """The broker's ACLs for the admin listener's principal (``admin.principal``)."""
+    access = view.access
+    if access is not None and not access.allowed(view.principal, op, rtype, name):
+        raise Forbidden(f"{view.principal} is not authorized to {op.value} "
+                        f"{rtype.value} {name!r}")
 
 
 async def _json_body(request: web.Request) -> Any:
@@ -139,6 +155,17 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
         assert limit is not None
         return web.json_response(view.messages(req.match_info["topic"], partition, offset,
                                                limit))
+
+    async def topic_search(req: web.Request) -> web.Response:
+        name = req.match_info["topic"]
+        _authorize(view, Operation.READ, ResourceType.TOPIC, name)
+        qs = req.query
+        limit = _int_param(req, "limit", 50)
+        assert limit is not None
+        q = Query(partition=_int_param(req, "partition"), offset=_int_param(req, "offset"),
+                  timestamp=_int_param(req, "timestamp"), key=qs.get("key") or None,
+                  value=qs.get("value") or None, limit=limit)
+        return web.json_response(search(view, name, q))
 
     async def groups(_req: web.Request) -> web.Response:
         return web.json_response({"groups": view.groups()})
@@ -253,6 +280,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/topics", topics)
     r.add_get("/api/v1/topics/{topic}", topic)
     r.add_get("/api/v1/topics/{topic}/series", topic_series)
+    r.add_get("/api/v1/topics/{topic}/search", topic_search)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)
     r.add_get("/api/v1/groups", groups)
     r.add_get("/api/v1/schemas", schemas)

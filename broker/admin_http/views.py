@@ -29,6 +29,9 @@ from ..topic_store import Storage
 from .streams_view import streams_group
 
 if TYPE_CHECKING:
+    from kafkalite.schema_registry.decode import ValueDecoder
+
+    from ..auth import Access
     from ..telemetry.clients import ClientRegistry
     from .share_view import ShareView
 
@@ -113,6 +116,11 @@ class BrokerView:
         self.nodes: NodeSwitch | None = None
         #: The connected clients and what they pushed (``telemetry.clients``).
         self.clients_registry: ClientRegistry | None = None
+        #: Values in the Confluent wire format decoded (set when the registry is served).
+        self.decoder: ValueDecoder | None = None
+        #: The broker's ACLs and the principal the admin listener acts as (``admin.principal``).
+        self.access: Access | None = None
+        self.principal = "User:ANONYMOUS"
 
     # --- cluster and topics ---------------------------------------------------------------
 

@@ -197,6 +197,7 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     # kafkalite's own: HOST:PORT of the admin HTTP listener (JSON API, /metrics, the web
     # console); empty: off. ":PORT" listens on loopback.
     "admin.listener": ("", str),
+    "admin.principal": ("User:ANONYMOUS", str),
     # kafkalite's own: HOST:PORT of the Confluent-compatible Schema Registry (REST API over
     # the _schemas topic); empty: off.
     "schema.registry.listener": ("", str),

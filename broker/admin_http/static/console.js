@@ -217,6 +217,41 @@ async function drawMessages() {
   }
 }
 
+async function searchMessages() {
+  if (!state.topic) return;
+  const params = new URLSearchParams();
+  const key = document.getElementById("search-key").value;
+  const value = document.getElementById("search-value").value;
+  const offset = document.getElementById("search-offset").value;
+  const time = document.getElementById("search-time").value;
+  if (key !== "") params.set("key", key);
+  if (value !== "") params.set("value", value);
+  if (offset !== "") params.set("offset", offset);
+  if (time !== "") params.set("timestamp", String(new Date(time).getTime()));
+  const err = document.getElementById("search-error");
+  const status = document.getElementById("search-status");
+  try {
+    const r = await api(`/topics/${encodeURIComponent(state.topic)}/search?${params}`);
+    err.textContent = "";
+    status.textContent = `${r.matches.length} found; ${r.scanned_records} records ` +
+      `(${bytes(r.scanned_bytes)}) read` + (r.bounded
+        ? `; stopped at the bound of ${r.limits.records} records or ${bytes(r.limits.bytes)}, ` +
+          `resume at ${r.resume_offsets.map((p) => `${p.partition}:${p.offset}`).join(", ")}`
+        : "");
+    fill("search-results", r.matches.map((m) => row([
+      m.partition, m.offset, new Date(m.timestamp).toISOString(), shown(m.key, "text"),
+      shown(m.value, "text"),
+      m.decoded ? el("pre", m.decoded.error ??
+        `${m.decoded.schema_type} schema ${m.decoded.schema_id}\n` +
+        JSON.stringify(m.decoded.value, null, 2), "decoded") : el("span", "—", "muted"),
+    ])));
+  } catch (e) {
+    err.textContent = e.message;
+    status.textContent = "";
+    fill("search-results", []);
+  }
+}
+
 async function drawGroups() {
   const { groups } = await api("/groups");
   fill("groups", groups.map((g) => row(
@@ -473,6 +508,10 @@ document.getElementById("browse").addEventListener("submit", (e) => {
   const hash = `#topics/${encodeURIComponent(state.topic)}/${partition}${offset === "" ? "" : `/${offset}`}`;
   history.replaceState(null, "", hash);
   drawMessages();
+});
+document.getElementById("search").addEventListener("submit", (e) => {
+  e.preventDefault();
+  searchMessages();
 });
 document.getElementById("browse-format").addEventListener("change", drawMessages);
 document.getElementById("browse-partition").addEventListener("change", drawMessages);
