@@ -7,7 +7,8 @@ its fields in the flexible encoding.
 Record types: 17 group metadata (epoch, topics' hash; tagged: the validated topology
 epoch), 19 member metadata, 20 target assignment epoch, 21 target assignment of a member,
 22 current assignment of a member, 23 topology. (18 was a partition metadata record that
-Kafka no longer writes.) Tagged fields kafkalite does not use are skipped on reading.
+Kafka no longer writes.) The current assignment's active TaskIds carry their assignment
+epochs in tagged field 0. Tagged fields kafkalite does not use are skipped on reading.
 
 Pure: no imports from the coordinator or broker.
 """
@@ -165,6 +166,10 @@ class StreamsGroupCurrentMemberAssignmentValue:
     active_tasks_pending_revocation: TaskIds = ()
     standby_tasks_pending_revocation: TaskIds = ()
     warmup_tasks_pending_revocation: TaskIds = ()
+    #: Tagged field 0 of the active TaskIds: each partition's assignment epoch, in the
+    #: order of ``active_tasks`` (subtopology id -> epochs); None: not written.
+    active_epochs: TaskIds | None = None
+    active_pending_epochs: TaskIds | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,22 +223,39 @@ VALUE_CLASSES = (
 )
 
 
-def _write_tasks(w: Writer, tasks: TaskIds) -> None:
+def _write_tasks(w: Writer, tasks: TaskIds, epochs: TaskIds | None = None) -> None:
+    """TaskIds; with ``epochs`` (aligned by subtopology), their AssignmentEpochs tag."""
+    by_sub = dict(epochs or ())
     w.array_len(len(tasks))
     for sub, parts in tasks:
         w.string(sub)
         w.array_len(len(parts))
         for p in parts:
             w.i32(p)
-        w.tags()
+        if epochs is None:
+            w.tags()
+            continue
+        tag = Writer(flexible=True)
+        es = by_sub.get(sub, ())
+        tag.array_len(len(es))
+        for e in es:
+            tag.i32(e)
+        w.tags([(0, bytes(tag.buf))])
 
 
-def _read_tasks(r: Reader) -> TaskIds:
+def _read_tasks(r: Reader, epochs: list[tuple[str, tuple[int, ...]]] | None = None
+                ) -> TaskIds:
+    """TaskIds; their AssignmentEpochs tags, when present, appended to ``epochs``."""
     out = []
     for _ in range(r.array_len()):
         sub = r.req_string()
         parts = tuple(r.i32() for _ in range(r.array_len()))
-        r.tags()
+        tagged = r.tagged()
+        if epochs is not None and 0 in tagged:
+            t = Reader(tagged[0])
+            t.flexible = True
+            n = t.uvarint() - 1
+            epochs.append((sub, tuple(t.i32() for _ in range(max(n, 0)))))
         out.append((sub, parts))
     return tuple(out)
 
@@ -333,11 +355,12 @@ def encode_value(value: StreamsGroupValue) -> bytes:
         w.i32(value.member_epoch)
         w.i32(value.previous_member_epoch)
         w.i8(value.state)
-        for tasks in (value.active_tasks, value.standby_tasks, value.warmup_tasks,
-                      value.active_tasks_pending_revocation,
-                      value.standby_tasks_pending_revocation,
-                      value.warmup_tasks_pending_revocation):
-            _write_tasks(w, tasks)
+        _write_tasks(w, value.active_tasks, value.active_epochs)
+        _write_tasks(w, value.standby_tasks)
+        _write_tasks(w, value.warmup_tasks)
+        _write_tasks(w, value.active_tasks_pending_revocation, value.active_pending_epochs)
+        _write_tasks(w, value.standby_tasks_pending_revocation)
+        _write_tasks(w, value.warmup_tasks_pending_revocation)
     else:
         w.i32(value.epoch)
         w.array_len(len(value.subtopologies))
@@ -404,8 +427,14 @@ def decode_value(key: StreamsGroupKey, data: bytes) -> StreamsGroupValue:
                                                       _read_tasks(r))
     elif isinstance(key, StreamsGroupCurrentMemberAssignmentKey):
         epoch, previous, state = r.i32(), r.i32(), r.i8()
+        active_epochs: list[tuple[str, tuple[int, ...]]] = []
+        pending_epochs: list[tuple[str, tuple[int, ...]]] = []
+        active = _read_tasks(r, active_epochs)
+        standby, warmup = _read_tasks(r), _read_tasks(r)
+        pending = _read_tasks(r, pending_epochs)
         out = StreamsGroupCurrentMemberAssignmentValue(
-            epoch, previous, state, *(_read_tasks(r) for _ in range(6)))
+            epoch, previous, state, active, standby, warmup, pending, _read_tasks(r),
+            _read_tasks(r), tuple(active_epochs) or None, tuple(pending_epochs) or None)
     else:
         epoch = r.i32()
         subs = []

@@ -67,7 +67,9 @@ class CommittedOffsets:
             from ..streams.membership import validate_commit
 
             err = validate_commit(sgroup, req.member_id, req.generation_id, req.instance_id,
-                                  transactional=False, api_version=req.api_version)
+                                  transactional=False, api_version=req.api_version,
+                                  partitions=((t, p.partition_index) for t, parts in req.topics
+                                              for p in parts))
             if err is not NO_ERROR:
                 return Outcome({(t, p.partition_index): err for t, parts in req.topics
                                 for p in parts})

@@ -66,7 +66,7 @@ class TxnOffsetCommits:
             from ..streams.membership import validate_commit
 
             err = validate_commit(sgroup, req.member_id, req.generation_id, req.instance_id,
-                                  transactional=True)
+                                  transactional=True, partitions=parts)
         elif cgroup is not None:
             # KIP-848 modules load with the first consumer group
             from ..consumer import admin as consumer_admin

@@ -69,6 +69,9 @@ class StreamsMember:
     revoking: Tasks = NO_TASKS
     revoking_standby: Tasks = NO_TASKS
     revoking_warmup: Tasks = NO_TASKS
+    #: The epoch each active task (assigned or being revoked) was assigned at (Kafka's
+    #: TasksTupleWithEpochs): an older epoch's commit is accepted for it from then on.
+    task_epochs: Mapping[Task, int] = field(default_factory=dict, hash=False)
 
     @property
     def assigned(self) -> TaskTuple:
@@ -360,9 +363,12 @@ def _leave(group: StreamsGroup, req: StreamsHeartbeat, configs: AssignmentConfig
         return err
     assert member is not None
     if req.member_epoch == LEAVE_STATIC_EPOCH:
+        # Kafka's resetAssignedTasksEpochsToZero: the replacing member's commits are
+        # checked against its own epochs.
         group.members[mid] = replace(member, member_epoch=LEAVE_STATIC_EPOCH,
                                      revoking=NO_TASKS, revoking_standby=NO_TASKS,
-                                     revoking_warmup=NO_TASKS)
+                                     revoking_warmup=NO_TASKS,
+                                     task_epochs=dict.fromkeys(member.active, 0))
     else:
         remove_member(group, mid, configs)
     return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)

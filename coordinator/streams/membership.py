@@ -9,7 +9,7 @@ GROUP_ID_NOT_FOUND, as Kafka's do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,12 +234,13 @@ STREAMS_COMMIT_MIN_VERSION = 9
 
 
 def validate_commit(group: StreamsGroup, member_id: str, epoch: int, instance_id: str | None,
-                    transactional: bool, api_version: int = STREAMS_COMMIT_MIN_VERSION
-                    ) -> ErrorCode:
+                    transactional: bool, api_version: int = STREAMS_COMMIT_MIN_VERSION,
+                    partitions: Iterable[tuple[str, int]] = ()) -> ErrorCode:
     """``StreamsGroup.validateOffsetCommit``: an admin commit (epoch < 0, no member) only
     while the group is empty; a member commits with OffsetCommit v9 or later (else
     UNSUPPORTED_VERSION) at its current epoch (a newer one is STALE_MEMBER_EPOCH, as
-    Kafka 4.4 answers it)."""
+    Kafka 4.4 answers it) or an older one for partitions of tasks it holds (assigned or
+    being revoked) since that epoch or before (Kafka's assignment epoch validator)."""
     if epoch < 0 and not member_id and not group.members:
         return NO_ERROR
     if transactional and epoch == -1 and member_id == "" and instance_id is None:
@@ -249,11 +250,20 @@ def validate_commit(group: StreamsGroup, member_id: str, epoch: int, instance_id
         return ErrorCode.unknown_member_id
     if not transactional and api_version < STREAMS_COMMIT_MIN_VERSION:
         return ErrorCode.unsupported_version
-    if epoch != member.member_epoch:
-        if transactional:
-            return (ErrorCode.illegal_generation if epoch < member.member_epoch
-                    else ErrorCode.fenced_member_epoch)
-        return ErrorCode.stale_member_epoch
+    if epoch == member.member_epoch:
+        return NO_ERROR
+    if epoch > member.member_epoch:
+        return ErrorCode.fenced_member_epoch if transactional else ErrorCode.stale_member_epoch
+    stale = ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
+    subtopology_of: dict[str, str] = {}
+    for sub in () if group.topology is None else group.topology.subtopologies:
+        for t in (*sub.source_topics, *(r.name for r in sub.repartition_source_topics)):
+            subtopology_of[t] = sub.subtopology_id
+    for topic, partition in partitions:
+        sub_id = subtopology_of.get(topic)
+        assigned = None if sub_id is None else member.task_epochs.get((sub_id, partition))
+        if assigned is None or epoch < assigned:
+            return stale
     return NO_ERROR
 
 

@@ -126,17 +126,20 @@ def _next(member: StreamsMember, epoch_if_revoking: int, target_epoch: int,
     if revoking:
         return _build(member, UNREVOKED_TASKS, epoch_if_revoking,
                       TaskTuple(frozenset(a_keep), frozenset(s_keep), frozenset(w_keep)),
-                      pending)
+                      pending, target_epoch)
     state = UNRELEASED_TASKS if waiting else STABLE
     return _build(member, state, target_epoch,
                   TaskTuple(frozenset(a_keep | a_new), frozenset(s_keep | s_new),
-                            frozenset(w_keep | w_new)), TaskTuple())
+                            frozenset(w_keep | w_new)), TaskTuple(), target_epoch)
 
 
 def _build(member: StreamsMember, state: str, epoch: int, assigned: TaskTuple,
-           pending: TaskTuple) -> StreamsMember:
+           pending: TaskTuple, target_epoch: int) -> StreamsMember:
+    # An active task keeps the epoch it was assigned at; a new one takes the target's.
+    old = member.task_epochs
+    epochs = {t: old.get(t, target_epoch) for t in assigned.active | pending.active}
     # Kafka's updateMemberEpoch: the previous epoch is always the one it had.
-    return replace(member, state=state, member_epoch=epoch,
+    return replace(member, state=state, member_epoch=epoch, task_epochs=epochs,
                    previous_member_epoch=member.member_epoch, active=assigned.active,
                    standby=assigned.standby, warmup=assigned.warmup,
                    revoking=pending.active or NO_TASKS,

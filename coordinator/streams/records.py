@@ -6,6 +6,7 @@ its partition is loaded."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,7 +15,15 @@ from kafkalite.protocol import streams_group_records as st
 from .assignor import by_subtopology
 from .group import StreamsGroup, StreamsMember
 from .reconcile import STABLE, UNRELEASED_TASKS, UNREVOKED_TASKS
-from .topology import CopartitionGroup, Subtopology, Tasks, TaskTuple, TopicInfo, Topology
+from .topology import (
+    CopartitionGroup,
+    Subtopology,
+    Task,
+    Tasks,
+    TaskTuple,
+    TopicInfo,
+    Topology,
+)
 
 Record = tuple[Any, Any]
 
@@ -43,6 +52,23 @@ def _tasks(tasks: Tasks) -> st.TaskIds:
     return tuple(by_subtopology(tasks).items())
 
 
+def _epochs(tasks: Tasks, epochs: Mapping[Task, int]) -> st.TaskIds:
+    """Each partition's assignment epoch, in the order ``_tasks`` lists the partitions."""
+    return tuple((sub, tuple(epochs.get((sub, p), 0) for p in parts))
+                 for sub, parts in by_subtopology(tasks).items())
+
+
+def _epochs_of(ids: st.TaskIds, epochs: st.TaskIds | None, default: int) -> dict[Task, int]:
+    """The epochs of the tasks ``ids`` lists; ``default`` where a record has none."""
+    by_sub = dict(epochs or ())
+    out: dict[Task, int] = {}
+    for sub, parts in ids:
+        es = by_sub.get(sub, ())
+        for i, p in enumerate(parts):
+            out[(sub, p)] = es[i] if i < len(es) else default
+    return out
+
+
 def _tasks_of(ids: st.TaskIds) -> Tasks:
     return frozenset((s, p) for s, ps in ids for p in ps)
 
@@ -53,7 +79,8 @@ def _metadata(m: StreamsMember) -> tuple[Any, ...]:
 
 
 def _current(m: StreamsMember) -> tuple[Any, ...]:
-    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned, m.pending)
+    return (m.member_epoch, m.previous_member_epoch, m.state, m.assigned, m.pending,
+            m.task_epochs)
 
 
 def topology_value(t: Topology) -> st.StreamsGroupTopologyValue:
@@ -128,7 +155,8 @@ def changes(before: Snapshot | None, group: StreamsGroup, now: int) -> list[Reco
                             m.member_epoch, m.previous_member_epoch, _STATE_BYTE[m.state],
                             _tasks(m.active), _tasks(m.standby), _tasks(m.warmup),
                             _tasks(m.revoking), _tasks(m.revoking_standby),
-                            _tasks(m.revoking_warmup))))
+                            _tasks(m.revoking_warmup), _epochs(m.active, m.task_epochs),
+                            _epochs(m.revoking, m.task_epochs))))
     return out
 
 
@@ -201,4 +229,8 @@ def replay(groups: dict[str, StreamsGroup], key: st.StreamsGroupKey,
             standby=_tasks_of(value.standby_tasks), warmup=_tasks_of(value.warmup_tasks),
             revoking=_tasks_of(value.active_tasks_pending_revocation),
             revoking_standby=_tasks_of(value.standby_tasks_pending_revocation),
-            revoking_warmup=_tasks_of(value.warmup_tasks_pending_revocation))
+            revoking_warmup=_tasks_of(value.warmup_tasks_pending_revocation),
+            task_epochs={
+                **_epochs_of(value.active_tasks, value.active_epochs, value.member_epoch),
+                **_epochs_of(value.active_tasks_pending_revocation,
+                             value.active_pending_epochs, value.member_epoch)})

@@ -231,10 +231,12 @@ def test_second_member_waits_until_the_first_revokes() -> None:
     b = hb(h, "b", 3, frozenset())
     assert b.member_epoch == 3 and b.active_tasks == all4 - kept
     assert group.state == "Stable"
-    stale = CommitRequest(APP, "a", None, 2, topics=[("lines", [PartitionCommit(0, 6)])],
-                          api_version=9)
-    assert h.runtime.groups.write(lambda g, now: g.commit_offsets(now, stale)) == {
-        ("lines", 0): E.stale_member_epoch}
+    # At its old epoch, a may still commit for the tasks it has held since then only.
+    for p in (0, 1):
+        old = CommitRequest(APP, "a", None, 2, topics=[("lines", [PartitionCommit(p, 6)])],
+                            api_version=9)
+        assert h.runtime.groups.write(lambda g, now, r=old: g.commit_offsets(now, r)) == {
+            ("lines", p): E.none if ("0", p) in kept else E.stale_member_epoch}
 
 
 def test_fenced_unknown_and_leave() -> None:
@@ -560,3 +562,37 @@ def test_member_commits_need_offset_commit_v9_and_the_current_epoch() -> None:
     assert commit(a.member_epoch) is E.none
     assert commit(a.member_epoch, version=8) is E.unsupported_version
     assert commit(a.member_epoch + 3) is E.stale_member_epoch  # newer: stale, as Kafka 4.4
+
+
+def test_an_older_epoch_commits_for_tasks_held_since_then() -> None:
+    """Kafka 4.4's assignment epochs: each active task remembers the epoch it was
+    assigned at, and a commit at an older member epoch is accepted for the partitions of
+    tasks held since that epoch or before."""
+    h = make()
+    hb(h, "a", 0)
+    ready(h)
+    a = hb(h, "a", 1, frozenset())
+    at = a.member_epoch
+    all4 = tasks("0_0", "0_1", "1_0", "1_1")
+    hb(h, "b", 0)
+    kept = hb(h, "a", at, all4).active_tasks
+    assert kept is not None
+    a = hb(h, "a", at, kept)  # revoked: a moves to the new epoch with what it kept
+    assert a.member_epoch > at
+    group = h.core.streams_group(APP)
+    assert group is not None
+    assert set(group.members["a"].task_epochs.items()) == {(t, at) for t in kept}
+
+    def commit(partition: int) -> E:
+        req = CommitRequest(APP, "a", None, at, api_version=9,
+                            topics=[("lines", [PartitionCommit(partition, 5)])])
+        out: dict[tuple[str, int], E] = h.runtime.groups.write(
+            lambda g, now: g.commit_offsets(now, req))
+        return out[("lines", partition)]
+
+    held = {p for s, p in kept if s == "0"}
+    for p in (0, 1):
+        assert commit(p) is (E.none if p in held else E.stale_member_epoch)
+    # The epochs are in the records: a reload has them.
+    again = h.reload().core.streams_group(APP)
+    assert again is not None and again.members["a"].task_epochs == group.members["a"].task_epochs

@@ -35,6 +35,11 @@ RECORDS: dict[str, tuple[st.StreamsGroupKey, st.StreamsGroupValue]] = {
                        st.StreamsGroupCurrentMemberAssignmentValue(
                            5, 4, 2, (("0", (0,)),),
                            active_tasks_pending_revocation=(("1", (0, 1)),))),
+    "current_member_epochs": (st.StreamsGroupCurrentMemberAssignmentKey("g", "m-2"),
+                              st.StreamsGroupCurrentMemberAssignmentValue(
+                                  6, 5, 2, (("0", (0, 1)),), (("1", (1,)),), (),
+                                  (("1", (0,)),), active_epochs=(("0", (3, 6)),),
+                                  active_pending_epochs=(("1", (4,)),))),
     "topology": (st.StreamsGroupTopologyKey("g"), st.StreamsGroupTopologyValue(1, (
         st.Subtopology("0", ("lines",), (), (), ("app-words-repartition",), (), ()),
         st.Subtopology("1", (), (), (st.TopicInfo("app-counts-changelog", 0, 0, (

@@ -86,6 +86,16 @@ public class StreamsRecordsOracle {
                 .setActiveTasksPendingRevocation(List.of(cur("1", 0, 1)))
                 .setStandbyTasksPendingRevocation(List.of())
                 .setWarmupTasksPendingRevocation(List.of()));
+        print("current_member_epochs",
+            new StreamsGroupCurrentMemberAssignmentKey().setGroupId("g").setMemberId("m-2"),
+            new StreamsGroupCurrentMemberAssignmentValue().setMemberEpoch(6)
+                .setPreviousMemberEpoch(5).setState((byte) 2)
+                .setActiveTasks(List.of(cur("0", 0, 1).setAssignmentEpochs(List.of(3, 6))))
+                .setStandbyTasks(List.of(cur("1", 1))).setWarmupTasks(List.of())
+                .setActiveTasksPendingRevocation(List.of(
+                    cur("1", 0).setAssignmentEpochs(List.of(4))))
+                .setStandbyTasksPendingRevocation(List.of())
+                .setWarmupTasksPendingRevocation(List.of()));
         print("topology",
             new StreamsGroupTopologyKey().setGroupId("g"),
             new StreamsGroupTopologyValue().setEpoch(1).setSubtopologies(List.of(
