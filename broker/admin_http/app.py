@@ -23,6 +23,7 @@ from ..control.scenarios import CoordinatorScenarios, ScenarioError
 from ..metrics import BrokerMetrics
 from ..series.sampler import Sampler
 from .lag import LagBoard
+from .reset import GroupNotEmpty, reset_offsets
 from .search import Query, search
 from .views import BadRequest, BrokerView, NotFound
 
@@ -48,6 +49,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         raise
     except Forbidden as e:
         return _error(403, str(e))
+    except GroupNotEmpty as e:
+        return _error(409, str(e))
     except NotFound as e:
         return _error(404, str(e.args[0] if e.args else e))
     except (BadRequest, FaultError, ClockNotManual) as e:
@@ -166,6 +169,18 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
                   timestamp=_int_param(req, "timestamp"), key=qs.get("key") or None,
                   value=qs.get("value") or None, limit=limit)
         return web.json_response(search(view, name, q))
+
+    async def group_reset(req: web.Request) -> web.Response:
+        name = req.match_info["group"]
+        body = await _json_body(req)
+        # What an OffsetCommit from kafka-consumer-groups needs: Read on the group and topic.
+        _authorize(view, Operation.READ, ResourceType.GROUP, name)
+        if isinstance(body, dict) and isinstance(body.get("topic"), str):
+            _authorize(view, Operation.READ, ResourceType.TOPIC, body["topic"])
+        out = reset_offsets(view, name, body)
+        log.info("admin.offsets_reset", group=name, topic=out["topic"], to=out["to"],
+                 dry_run=out["dry_run"])
+        return web.json_response(out)
 
     async def groups(_req: web.Request) -> web.Response:
         return web.json_response({"groups": view.groups()})
@@ -286,6 +301,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/schemas", schemas)
     r.add_get("/api/v1/groups/{group}", group)
     r.add_get("/api/v1/groups/{group}/series", group_series)
+    r.add_post("/api/v1/groups/{group}/reset-offsets", group_reset)
     r.add_get("/api/v1/nodes/series", node_series)
     r.add_get("/api/v1/clients", clients)
     r.add_get("/api/v1/clients/{instance}/metrics", client_history)

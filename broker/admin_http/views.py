@@ -106,6 +106,8 @@ class BrokerView:
         #: The group coordinator's reads, through the runtime as the request handlers
         #: make them.
         self.groups_query = runtime.groups.query
+        #: Its writes (the console's offset reset), as the OffsetCommit handler makes them.
+        self.groups_write = runtime.groups.write
         self.clock = clock
         self._history: dict[int, _History] = {}
         #: The Schema Registry's subjects and versions for the console (set when it is on).

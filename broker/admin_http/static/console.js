@@ -509,6 +509,25 @@ document.getElementById("browse").addEventListener("submit", (e) => {
   history.replaceState(null, "", hash);
   drawMessages();
 });
+document.getElementById("reset").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const to = document.getElementById("reset-to").value;
+  const body = { topic: document.getElementById("reset-topic").value, to };
+  if (to === "offset") body.offset = Number(document.getElementById("reset-offset").value || 0);
+  if (to === "timestamp") body.timestamp = new Date(document.getElementById("reset-time").value).getTime();
+  const err = document.getElementById("reset-error");
+  const status = document.getElementById("reset-status");
+  try {
+    const r = await api(`/groups/${encodeURIComponent(state.group)}/reset-offsets`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    err.textContent = "";
+    status.textContent = `reset ${r.topic}: ` +
+      r.partitions.map((p) => `${p.partition}→${p.offset}${p.error ? ` (${p.error})` : ""}`).join(", ");
+  } catch (ex) {
+    status.textContent = "";
+    err.textContent = ex.message;
+  }
+});
 document.getElementById("search").addEventListener("submit", (e) => {
   e.preventDefault();
   searchMessages();
