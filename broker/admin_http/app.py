@@ -23,6 +23,7 @@ from ..control.scenarios import CoordinatorScenarios, ScenarioError
 from ..metrics import BrokerMetrics
 from ..series.sampler import Sampler
 from .lag import LagBoard
+from .produce import produce
 from .reset import GroupNotEmpty, reset_offsets
 from .search import Query, search
 from .views import BadRequest, BrokerView, NotFound
@@ -182,6 +183,15 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
                  dry_run=out["dry_run"])
         return web.json_response(out)
 
+    async def topic_produce(req: web.Request) -> web.Response:
+        name = req.match_info["topic"]
+        _authorize(view, Operation.WRITE, ResourceType.TOPIC, name)
+        body = await _json_body(req)
+        out = produce(view, metrics, name, body)
+        log.info("admin.produced", topic=name, partition=out["partition"],
+                 offset=out["offset"], principal=view.principal)
+        return web.json_response(out, status=201)
+
     async def groups(_req: web.Request) -> web.Response:
         return web.json_response({"groups": view.groups()})
 
@@ -296,6 +306,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
     r.add_get("/api/v1/topics/{topic}", topic)
     r.add_get("/api/v1/topics/{topic}/series", topic_series)
     r.add_get("/api/v1/topics/{topic}/search", topic_search)
+    r.add_post("/api/v1/topics/{topic}/produce", topic_produce)
     r.add_get("/api/v1/topics/{topic}/partitions/{partition}/messages", messages)
     r.add_get("/api/v1/groups", groups)
     r.add_get("/api/v1/schemas", schemas)

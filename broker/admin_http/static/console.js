@@ -252,6 +252,31 @@ async function searchMessages() {
   }
 }
 
+async function produceMessage() {
+  if (!state.topic) return;
+  const err = document.getElementById("produce-error");
+  const status = document.getElementById("produce-status");
+  const key = document.getElementById("produce-key").value;
+  const headers = document.getElementById("produce-headers").value;
+  try {
+    const body = {
+      partition: Number(document.getElementById("produce-partition").value || 0),
+      key: key === "" ? null : key,
+      value: document.getElementById("produce-value").value,
+      headers: headers.trim() === "" ? {} : JSON.parse(headers),
+    };
+    const r = await api(`/topics/${encodeURIComponent(state.topic)}/produce`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    err.textContent = "";
+    status.textContent = `produced to partition ${r.partition} at offset ${r.offset}`;
+  } catch (e) {
+    err.textContent = e.message;
+    status.textContent = "";
+  }
+}
+
 async function drawGroups() {
   const { groups } = await api("/groups");
   fill("groups", groups.map((g) => row(
@@ -531,6 +556,10 @@ document.getElementById("reset").addEventListener("submit", async (e) => {
 document.getElementById("search").addEventListener("submit", (e) => {
   e.preventDefault();
   searchMessages();
+});
+document.getElementById("produce").addEventListener("submit", (e) => {
+  e.preventDefault();
+  produceMessage();
 });
 document.getElementById("browse-format").addEventListener("change", drawMessages);
 document.getElementById("browse-partition").addEventListener("change", drawMessages);

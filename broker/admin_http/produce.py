@@ -1,0 +1,74 @@
+"""Producing one record from the console: a key, a value and headers as UTF-8 text,
+appended to a partition's log as a client's batch (the same validation, schema check and
+metrics a Produce request gets), with no producer id."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.protocol.records import NewRecord, build_batch
+from kafkalite.storage.errors import StorageError
+
+from .views import BadRequest, NotFound
+
+if TYPE_CHECKING:
+    from ..metrics import BrokerMetrics
+    from .views import BrokerView
+
+#: The largest key plus value accepted from the page (the topic's own limit still applies).
+MAX_PRODUCE_BYTES = 1024 * 1024
+
+
+def _text(body: dict[str, Any], name: str) -> bytes | None:
+    v = body.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise BadRequest(f"field {name} must be a string or null, got {v!r}")
+    return v.encode()
+
+
+def _headers(body: dict[str, Any]) -> list[tuple[str, bytes | None]]:
+    raw = body.get("headers", {})
+    if not isinstance(raw, dict):
+        raise BadRequest("field headers must be an object of strings")
+    out: list[tuple[str, bytes | None]] = []
+    for k, v in raw.items():
+        if v is not None and not isinstance(v, str):
+            raise BadRequest(f"header {k!r} must be a string or null")
+        out.append((k, None if v is None else v.encode()))
+    return out
+
+
+def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> dict[str, Any]:
+    """Append one record to ``topic``; its partition is the body's ``partition`` (default
+    0). Returns where it went."""
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    info = view.storage.catalog.get(topic)
+    if info is None:
+        raise NotFound(f"unknown topic {topic!r}")
+    if info.internal:
+        raise BadRequest(f"{topic} is an internal topic")
+    partition = body.get("partition", 0)
+    if isinstance(partition, bool) or not isinstance(partition, int):
+        raise BadRequest(f"field partition must be an integer, got {partition!r}")
+    if not 0 <= partition < info.partitions:
+        raise BadRequest(f"{topic} has no partition {partition}")
+    key, value = _text(body, "key"), _text(body, "value")
+    if len(key or b"") + len(value or b"") > MAX_PRODUCE_BYTES:
+        raise BadRequest(f"key and value exceed {MAX_PRODUCE_BYTES} bytes")
+    plog = view.storage.logs.get(topic, partition)
+    if plog is None:
+        raise NotFound(f"partition {topic}-{partition} is not hosted by this node")
+    now = view.clock.now_ms()
+    batch = build_batch([NewRecord(key, value, now, _headers(body))], timestamp=now)
+    try:
+        schema_check = view.storage.schema_check
+        if schema_check is not None:
+            schema_check(topic, batch)
+        base, last = plog.append(batch, from_client=True)
+    except StorageError as e:
+        raise BadRequest(f"{type(e).__name__}: {e}") from None
+    metrics.produced(topic, last - base + 1, len(batch))
+    return {"topic": topic, "partition": partition, "offset": base, "timestamp": now}
