@@ -1,8 +1,10 @@
 """The web console in headless Chromium, driven by Selenium: a group of three real
 consumers shows three members with their assignments and session deadlines, two after
 one leaves (without a reload), the message browser shows a produced JSON value, the
-Schemas view lists a subject's versions with their schemas, and the topic and group pages
-chart rates and lag over time."""
+Schemas view lists a subject's versions with their schemas, the topic and group pages
+chart rates and lag over time, a message searched by key shows its Avro value decoded, a
+message produced from the page is found, and a reset from the group page moves the
+group's committed offset."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 from PIL import Image
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
@@ -234,3 +239,94 @@ def test_console_charts_the_topic_and_the_lagging_group(
         rows(browser, "messages")[:1] or [[""]])[0][0] == "2")
     assert Select(browser.find_element(By.ID, "browse-partition")).first_selected_option \
         .get_attribute("value") == "1"
+
+
+MSG_TOPIC, MSG_GROUP = "console-avro", "console-avro-group"
+ORDER = {"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "int"}, {"name": "item", "type": "string"}]}
+
+
+def _type(driver: webdriver.Chrome, field: str, text: str) -> None:
+    box = driver.find_element(By.ID, field)
+    box.clear()
+    box.send_keys(text)
+
+
+def _committed(broker: BrokerThread) -> int:
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": MSG_GROUP})
+    try:
+        [tp] = c.committed([TopicPartition(MSG_TOPIC, 0)], timeout=10)
+        return int(tp.offset)
+    finally:
+        c.close()
+
+
+def test_console_finds_avro_by_key_produces_and_resets_offsets(
+        make_broker: Callable[..., BrokerThread], browser: webdriver.Chrome,
+        tmp_path: Path) -> None:
+    broker = make_broker(admin=True, schema_registry=True)
+    create_topic(broker, MSG_TOPIC, 1)
+    ser = AvroSerializer(SchemaRegistryClient({"url": broker.schema_registry_url}),
+                         json.dumps(ORDER))
+    ctx = SerializationContext(MSG_TOPIC, MessageField.VALUE)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        p.produce(MSG_TOPIC, key=f"k{i}".encode(), value=ser({"id": i, "item": f"thing-{i}"},
+                                                              ctx))
+    assert p.flush(10) == 0
+
+    browser.get(f"{broker.admin_url}/#topics/{MSG_TOPIC}")
+    wait_for(browser, "the partitions", lambda: len(rows(browser, "partitions")) == 1)
+    # Searched by key: one record, its Avro value decoded through the registry.
+    _type(browser, "search-key", "k7")
+    browser.find_element(By.CSS_SELECTOR, "#search button").click()
+    wait_for(browser, "the record of key k7", lambda: len(rows(browser, "search-results")) == 1)
+    [found] = rows(browser, "search-results")
+    assert found[1] == "7" and found[3] == "k7"
+    assert found[5].startswith("AVRO schema ")
+    assert json.loads(found[5].split("\n", 1)[1]) == {"id": 7, "item": "thing-7"}
+    assert "20 records" in browser.find_element(By.ID, "search-status").text
+    assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "search.png")
+
+    # Produced from the page: offset 20, then found by the same search form.
+    _type(browser, "produce-key", "typed")
+    _type(browser, "produce-value", "from-the-page")
+    browser.find_element(By.CSS_SELECTOR, "#produce button").click()
+    wait_for(browser, "the produced offset", lambda: browser.find_element(
+        By.ID, "produce-status").text == "produced to partition 0 at offset 20")
+    _type(browser, "search-key", "typed")
+    browser.find_element(By.CSS_SELECTOR, "#search button").click()
+    wait_for(browser, "the record produced from the page", lambda: [
+        (r[1], r[3], r[4]) for r in rows(browser, "search-results")] == [
+        ("20", "typed", "from-the-page")])
+
+    # A real consumer reads all 21 and commits; then, with the group empty, a reset to the
+    # earliest offset from the group page moves its committed offset back to 0.
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": MSG_GROUP,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([MSG_TOPIC])
+        seen = 0
+        for _ in range(200):
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                seen += 1
+            if seen == 21:
+                break
+        assert seen == 21
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    assert _committed(broker) == 21
+    browser.get(f"{broker.admin_url}/#groups/{MSG_GROUP}")
+    wait_for(browser, "the group's lag row", lambda: any(
+        r[:3] == [MSG_TOPIC, "0", "21"] for r in rows(browser, "lag")))
+    _type(browser, "reset-topic", MSG_TOPIC)
+    Select(browser.find_element(By.ID, "reset-to")).select_by_value("earliest")
+    browser.find_element(By.CSS_SELECTOR, "#reset button").click()
+    wait_for(browser, "the reset", lambda: browser.find_element(
+        By.ID, "reset-status").text == f"reset {MSG_TOPIC}: 0→0")
+    assert browser.find_element(By.ID, "reset-error").text == ""
+    assert _committed(broker) == 0
+    wait_for(browser, "the lag after the reset", lambda: any(
+        r[:5] == [MSG_TOPIC, "0", "0", "21", "21"] for r in rows(browser, "lag")))
