@@ -21,6 +21,7 @@ from .reconcile import STABLE, UNRELEASED_TASKS, UNREVOKED_TASKS, Holders, recon
 from .topology import (
     NO_TASK_TUPLE,
     NO_TASKS,
+    SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     Configured,
     Status,
@@ -100,6 +101,9 @@ class StreamsGroup:
     task_offsets: dict[str, dict[Task, int]] = field(default_factory=dict)
     #: The end offsets of those changelogs, as last reported (described, as Kafka does).
     task_end_offsets: dict[str, dict[Task, int]] = field(default_factory=dict)
+    #: The member that asked the whole application to shut down; every member is told so
+    #: until the group is empty (memory only, best effort, as Kafka keeps it).
+    shutdown_request_member_id: str | None = None
 
     @property
     def state(self) -> str:
@@ -162,6 +166,8 @@ def keep_caches(live: StreamsGroup, changed: StreamsGroup) -> None:
     if live.topology == changed.topology:
         live.configured = changed.configured
     live.endpoint_information_epoch = changed.endpoint_information_epoch
+    live.shutdown_request_member_id = (changed.shutdown_request_member_id if live.members
+                                       else None)
     live.task_offsets = {m: o for m, o in changed.task_offsets.items() if m in live.members}
     live.task_end_offsets = {m: o for m, o in changed.task_end_offsets.items()
                              if m in live.members}
@@ -291,6 +297,8 @@ def remove_member(group: StreamsGroup, member_id: str, configs: AssignmentConfig
         group.task_end_offsets.pop(member_id, None)
         group.group_epoch += 1
         compute_target(group, configs)
+        if not group.members:
+            group.shutdown_request_member_id = None
 
 
 def _unknown(group: StreamsGroup, mid: str) -> StreamsHeartbeatResult:
@@ -481,6 +489,13 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
             f"topology epoch {group.topology.epoch}.")))
     if group.configured is not None:
         status.extend(group.configured.status)
+    # Kafka's setShutdownRequestMemberId: the first request stands until the group empties.
+    if req.shutdown_application and group.shutdown_request_member_id is None:
+        group.shutdown_request_member_id = mid
+    if group.shutdown_request_member_id is not None:
+        status.append(Status(SHUTDOWN_APPLICATION, (
+            f"Streams group member {group.shutdown_request_member_id} encountered a fatal "
+            f"error and requested a shutdown for the entire application.")))
     send = (req.member_epoch == 0 or req.active_tasks is not None
             or after.assigned != before.assigned or after.member_epoch != before.member_epoch
             or req.member_epoch != after.member_epoch)

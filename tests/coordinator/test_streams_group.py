@@ -21,6 +21,7 @@ from kafkalite.coordinator.streams.topology import (
     INCORRECTLY_PARTITIONED_TOPICS,
     MISSING_INTERNAL_TOPICS,
     MISSING_SOURCE_TOPICS,
+    SHUTDOWN_APPLICATION,
     Subtopology,
     TaskTuple,
     TopicInfo,
@@ -249,6 +250,38 @@ def test_fenced_unknown_and_leave() -> None:
     assert (left.error, left.member_epoch) == (E.none, -1)
     group = h.core.streams_group(APP)
     assert group is not None and group.state == "Empty" and not group.members
+
+
+def test_shutdown_request_reaches_every_member_until_the_group_is_empty() -> None:
+    h = make()
+    hb(h, "a", 0)
+    ready(h)
+    hb(h, "a", 1, frozenset())
+    hb(h, "b", 0)
+    detail = ("Streams group member a encountered a fatal error and requested a shutdown "
+              "for the entire application.")
+    req = StreamsHeartbeat(APP, "a", 2, shutdown_application=True)
+    a = h.runtime.groups.write(lambda g, now: g.streams_group_heartbeat(now, req))
+    assert a.error is E.none and a.member_epoch == 2
+    assert [(s.code, s.detail) for s in a.status] == [(SHUTDOWN_APPLICATION, detail)]
+    # Another member is told, and a later request does not replace the first.
+    req = StreamsHeartbeat(APP, "b", 3, shutdown_application=True)
+    b = h.runtime.groups.write(lambda g, now: g.streams_group_heartbeat(now, req))
+    assert [(s.code, s.detail) for s in b.status] == [(SHUTDOWN_APPLICATION, detail)]
+    # The requester leaving does not end it while the group has members.
+    hb(h, "a", -1)
+    assert [s.code for s in hb(h, "b", 3).status or ()] == [SHUTDOWN_APPLICATION]
+    joined = hb(h, "c", 0)
+    assert SHUTDOWN_APPLICATION in [s.code for s in joined.status or ()]
+    # An empty group forgets it: the application's next run starts clean.
+    hb(h, "b", -1)
+    hb(h, "c", -1)
+    again = hb(h, "d", 0)
+    assert again.error is E.none
+    assert SHUTDOWN_APPLICATION not in [s.code for s in again.status or ()]
+    # Memory only, as Kafka: no record carries it.
+    group = h.core.streams_group(APP)
+    assert group is not None and group.shutdown_request_member_id is None
 
 
 def test_session_timeout_removes_the_member_and_its_tasks_move() -> None:

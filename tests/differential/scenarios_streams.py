@@ -39,7 +39,7 @@ def heartbeat(run: Run, step: str, group: str, member: str, epoch: int, *,
               join_fields: bool = False, record: bool = True,
               instance: str | None = None, process: int = 1,
               standby: list[Any] | None = None, endpoint: tuple[str, int] | None = None,
-              endpoint_epoch: int = 0) -> Any:
+              endpoint_epoch: int = 0, shutdown: bool = False) -> Any:
     fields: dict[str, Any] = dict(
         group_id=group, member_id=member, member_epoch=epoch,
         endpoint_information_epoch=endpoint_epoch, instance_id=instance,
@@ -56,6 +56,8 @@ def heartbeat(run: Run, step: str, group: str, member: str, epoch: int, *,
                 dict(subtopology_id=s, partitions=ps) for s, ps in standby or []],
             warmup_tasks=None if owned is None else [], client_tags=None)
     fields.update(topology=topo, task_offsets=None, task_end_offsets=None)
+    if shutdown:
+        fields.update(shutdown_application=True)
     return run.call(step, STREAMS_GROUP_HEARTBEAT, record=record, **fields)
 
 
@@ -268,6 +270,39 @@ def streams_group_status(run: Run) -> None:
     run.note("wrong_partitions", seen)
     run.note("no_tasks", tasks_of(resp))
     heartbeat(run, "leave", g, member, -1, record=False)
+
+
+@scenario("streams-group-shutdown")
+def streams_group_shutdown(run: Run) -> None:
+    """A member asks the whole application to shut down: every member's heartbeat carries
+    SHUTDOWN_APPLICATION naming it until the group is empty; a later run starts clean."""
+    source = run.topic()
+    create_topic(run, source, partitions=2)
+    g, first, second = run.group(), str(uuid.uuid4()), str(uuid.uuid4())
+    epoch, _owned = joined(run, g, first, source)
+    other = heartbeat(run, "second_join", g, second, 0, topo=topology(g, source),
+                      join_fields=True, process=2, record=False)
+    names = {first: "<first>", second: "<second>"}
+
+    def named(resp: Any) -> list[Any]:
+        out = _statuses(resp)
+        for s in out:
+            for mid, name in names.items():
+                s[1] = (s[1] or "").replace(mid, name)
+        return out
+
+    asked = heartbeat(run, "shutdown", g, first, epoch, shutdown=True, record=False)
+    run.note("requester", [int(asked.error_code), named(asked)])
+    told = heartbeat(run, "other", g, second, int(other.member_epoch), record=False)
+    run.note("other_member", [int(told.error_code), named(told)])
+    heartbeat(run, "leave_first", g, first, -1, record=False)
+    heartbeat(run, "leave_second", g, second, -1, record=False)
+    third = str(uuid.uuid4())
+    names[third] = "<third>"
+    again = heartbeat(run, "next_run", g, third, 0, topo=topology(g, source),
+                      join_fields=True, process=3, record=False)
+    run.note("next_run", [int(again.error_code), named(again)])
+    heartbeat(run, "leave_third", g, third, -1, record=False)
 
 
 def _iq(resp: Any) -> Any:
