@@ -6,8 +6,11 @@ Only the catalogue changes here; storage creates and removes logs on its events.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections import Counter
+from collections.abc import Generator
 from typing import Any
 
 import structlog
@@ -49,6 +52,10 @@ VERSIONS: dict[int, tuple[int | None, int | None]] = {
 #: The first versions answering THROTTLING_QUOTA_EXCEEDED (KIP-599); older ones are
 #: throttled without refusing.
 STRICT_MUTATION_SINCE: dict[int, int] = {CREATE_TOPICS: 6, DELETE_TOPICS: 5, CREATE_PARTITIONS: 3}
+
+#: The longest a CreateTopics holds the event loop before letting other work in (group
+#: heartbeats above all): a request of thousands of topics is created in slices.
+CREATE_SLICE_S = 0.05
 
 
 def _mutation_quota(mutations: MutationQuotaManager, ctx: RequestContext
@@ -130,15 +137,28 @@ def _partitions_and_rf(nodes: set[int], config: Config, t: Any
     return n, rf, None
 
 
-def create_topics(cluster: Cluster, storage: Storage, access: Access,
-                  mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
-    # The catalogue is written once for the request, before the answer, not once a topic.
-    with storage.catalog.batch():
-        return _create_topics(cluster, storage, access, mutations, ctx, req)
+async def create_topics(cluster: Cluster, storage: Storage, access: Access,
+                        mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
+    steps = _create_topics(cluster, storage, access, mutations, ctx, req)
+    while True:
+        # The catalogue is written once a slice, not once a topic, and is saved before the
+        # loop is let go: a change another request makes meanwhile is saved by itself
+        # before its own answer, not deferred into this request's batch.
+        with storage.catalog.batch():
+            until = time.monotonic() + CREATE_SLICE_S
+            try:
+                while time.monotonic() < until:
+                    next(steps)
+            except StopIteration as done:
+                return done.value
+        await asyncio.sleep(0)
 
 
 def _create_topics(cluster: Cluster, storage: Storage, access: Access,
-                   mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
+                   mutations: MutationQuotaManager, ctx: RequestContext, req: Any
+                   ) -> Generator[None, None, Any]:
+    """Creates the request's topics one at a time, pausing (a ``yield``) after each;
+    returns the response."""
     resp_t = codecs.codec(CREATE_TOPICS, ctx.api_version).response_type
     result_t = nested(resp_t, "CreatableTopicResult")
     v5 = ctx.api_version >= 5
@@ -225,6 +245,7 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access,
                 error_message=e.message, num_partitions=-1, replication_factor=-1,
                 configs=(),
             ))
+        yield
     ctx.throttle_ms = quota.throttle_time(mutations.now())
     return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(results))
 

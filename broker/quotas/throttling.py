@@ -40,6 +40,8 @@ _FETCH = int(ApiKey.FETCH)
 _OFFSET_DELETE = int(ApiKey.OFFSET_DELETE)
 #: Inter-broker requests Kafka exempts from the request quota (sendResponseExemptThrottle).
 _EXEMPT = frozenset({int(ApiKey.WRITE_TXN_MARKERS)})
+#: Handlers that run as coroutines and set ``ctx.throttle_ms`` while they run.
+_SETTLE_FIRST = frozenset({int(ApiKey.CREATE_TOPICS)})
 #: Request thread time as a percentage of one second (ClientRequestQuotaManager).
 _NANOS_TO_PERCENT = 100.0 / 1e9
 _I32 = struct.Struct(">i")
@@ -141,9 +143,26 @@ class Throttling:
             log.exception("handler.failed", api=codecs.API_NAMES.get(api))
             result = error_response(c.response_type, ErrorCode.unknown_server_error)
         spent = perf_counter_ns() - started
-        now = self.now()
         if follower or api in _EXEMPT:
             return finish(result)
+        if asyncio.iscoroutine(result) and api in _SETTLE_FIRST:
+            # The handler sets ctx.throttle_ms as it runs: the quotas are applied once it
+            # has finished, on its answer.
+            done = asyncio.ensure_future(result)
+
+            async def settled() -> Any:
+                return self._settle(conn, c, ctx, user, client_id, api, request, size,
+                                    spent, await done, _as_is)
+
+            return finish(asyncio.ensure_future(settled()))
+        return self._settle(conn, c, ctx, user, client_id, api, request, size, spent,
+                            result, finish)
+
+    def _settle(self, conn: Any, c: codecs.ApiCodec, ctx: RequestContext, user: str,
+                client_id: str, api: int, request: Any, size: int, spent: int, result: Any,
+                finish: Callable[[Any], Any]) -> Any:
+        m = self.managers
+        now = self.now()
         # The controller mutation quota's (set by the topic handlers), else Produce's.
         other: ClientQuotaManager = m.mutation
         other_ms = ctx.throttle_ms
@@ -243,6 +262,10 @@ def _then(result: Any, fn: Callable[[Any], Any]) -> asyncio.Future[Any] | None:
 
 def _patch(body: bytes, offset: int, ms: int) -> bytes:
     return body[:offset] + _I32.pack(ms) + body[offset + 4:]
+
+
+def _as_is(result: Any) -> Any:
+    return result
 
 
 def _with_throttle(c: codecs.ApiCodec, result: Any, ms: int) -> Any:

@@ -1,0 +1,71 @@
+"""The broker stays responsive while it does large work: a real consumer group member
+(confluent-kafka, a 6 s session) keeps its generation and its assignment while one
+CreateTopics of 10,000 partitions (1,000 topics of 10) runs.
+
+Nothing here is timed: the member's own session timeout is the criterion. Were the
+broker's loop held longer than the session, the coordinator would expire the member (a
+new generation) or librdkafka itself would give the session up and rejoin (a revoke and a
+new assignment)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.broker.testing.fixtures import BrokerThread
+
+from .group_helpers import Member, create_topic, describe_all, group_view, wait_stable
+
+SESSION_MS = 6000
+HEARTBEAT_MS = 500
+TOPICS, PARTITIONS_EACH = 1000, 10  # one CreateTopics of 10,000 partitions
+#: Short group timeouts on the broker, so that a 6 s session is allowed and the first
+#: join does not wait out Kafka's 3 s initial delay.
+BROKER = {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
+
+
+def _member_holds(broker: BrokerThread, group: str, member: Member, generation: int,
+                  member_id: str | None, assigns: int, what: str) -> None:
+    view = group_view(broker, group)
+    assert view is not None and view.generation == generation and view.state == "Stable", \
+        f"{what}\n{describe_all(broker, group, [member])}"
+    assert member_id in view.member_ids, f"{what}\n{describe_all(broker, group, [member])}"
+    assigned, seen_assigns, revokes = member.snapshot()
+    assert (seen_assigns, revokes) == (assigns, 0) and assigned == frozenset(range(4)), \
+        f"{what}\n{describe_all(broker, group, [member])}"
+
+
+def _outlive_one_session() -> None:
+    # Long enough for a missed session to show: the coordinator's expiry or the client's.
+    time.sleep(SESSION_MS / 1000 + 2)
+
+
+def test_member_keeps_its_generation_through_a_10000_partition_create_topics(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    broker = make_broker(BROKER)
+    topic, group = "resp-topic", "resp-group"
+    create_topic(broker, topic, 4)
+    member = Member("confluent", broker.bootstrap, group, topic, session_ms=SESSION_MS,
+                    heartbeat_ms=HEARTBEAT_MS, name="confluent-resp")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        view = wait_stable(broker, group, [member], partitions=4, what="joined")
+        _, assigns, _ = member.snapshot()
+        member_id = member.member_id
+
+        t0 = time.monotonic()
+        futures = admin.create_topics(
+            [NewTopic(f"bulk-{i:04d}", PARTITIONS_EACH, 1) for i in range(TOPICS)],
+            request_timeout=600, operation_timeout=600)
+        for f in futures.values():
+            f.result(timeout=600)
+        print(f"CreateTopics of {TOPICS * PARTITIONS_EACH} partitions: "
+              f"{time.monotonic() - t0:.1f}s")
+        _outlive_one_session()
+        _member_holds(broker, group, member, view.generation, member_id, assigns,
+                      "after the large CreateTopics")
+
+    finally:
+        member.kill()
