@@ -125,6 +125,8 @@ class KafkaApis:
         #: Client quotas: requests go through ``throttling`` once any is set.
         self.quota_managers = QuotaManagers()
         self.throttling: Throttling | None = None
+        #: Requests counted per node as well (``count_per_node``).
+        self.per_node_stats = False
 
     @property
     def authorizer(self) -> Authorizer:
@@ -147,9 +149,21 @@ class KafkaApis:
         if clipped is None:
             return
         lo, hi = clipped
+        stats = (self.metrics.node_api(route.api_key, self.node_id)
+                 if self.per_node_stats and self.node_id is not None
+                 else self.metrics.api(route.api_key))
         self._handlers[route.api_key] = Registration(route.api_key, lo, hi, route.handler,
-                                                     route.acl, self.metrics.api(route.api_key),
-                                                     route.advertised)
+                                                     route.acl, stats, route.advertised)
+        self._fast.clear()
+
+    def count_per_node(self) -> None:
+        """Count this node's requests apart too (a process of several nodes), the APIs
+        registered already included."""
+        if self.node_id is None:
+            return
+        self.per_node_stats = True
+        for key, reg in self._handlers.items():
+            reg.stats = self.metrics.node_api(key, self.node_id)
         self._fast.clear()
 
     def supported(self) -> list[tuple[int, int, int]]:

@@ -631,6 +631,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
                 config.int("max.incremental.fetch.session.cache.slots"),
                 fetch_sessions.clock)
             peers.append((node, node_apis))
+        # The console charts each node's request rate and latency.
+        node_apis.count_per_node()
         for route in guarded_routes(node, storage.catalog,
                                     node_routes(node, apis=node_apis, fetch_sessions=sessions),
                                     epoch, FetchReplicas(node, manager, storage, selector)):

@@ -66,11 +66,28 @@ class ApiStats:
         return sum(self.buckets)
 
 
+class NodeApiStats(ApiStats):
+    """One API's requests to one node of a process of several: its own buckets, and the
+    process-wide ``ApiStats`` of the API bumped too (``/metrics`` reads those)."""
+
+    __slots__ = ("total",)
+
+    def __init__(self, api_key: int, total: ApiStats) -> None:
+        super().__init__(api_key)
+        self.total = total
+
+    def observe(self, seconds: float) -> None:
+        super().observe(seconds)
+        self.total.observe(seconds)
+
+
 class BrokerMetrics:
     """The numbers the broker bumps; ``render()`` gives the exposition text."""
 
     def __init__(self, groups: Callable[[], Iterable[GroupRow]] | None = None) -> None:
         self.apis: dict[int, ApiStats] = {}
+        #: With several nodes in the process: node id -> api key -> that node's requests.
+        self.node_apis: dict[int, dict[int, NodeApiStats]] = {}
         self.messages_in: dict[str, int] = {}
         self.bytes_in: dict[str, int] = {}
         self.bytes_out: dict[str, int] = {}
@@ -98,6 +115,14 @@ class BrokerMetrics:
         stats = self.apis.get(api_key)
         if stats is None:
             stats = self.apis[api_key] = ApiStats(api_key)
+        return stats
+
+    def node_api(self, api_key: int, node: int) -> NodeApiStats:
+        """The stats object of ``api_key`` on node ``node`` (several nodes only)."""
+        per = self.node_apis.setdefault(node, {})
+        stats = per.get(api_key)
+        if stats is None:
+            stats = per[api_key] = NodeApiStats(api_key, self.api(api_key))
         return stats
 
     def produced(self, topic: str, messages: int, size: int) -> None:

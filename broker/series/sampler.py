@@ -40,6 +40,7 @@ class Sampler:
         self._generations: dict[str, int] = {}
         self._requests = (0, 0.0)
         self._node_bytes: dict[int, int] = {}
+        self._node_requests: dict[int, tuple[int, float]] = {}
         self._node_status: dict[int, str] = {}
 
     @property
@@ -131,6 +132,10 @@ class Sampler:
                 "requests_per_s": n / dt_s,
                 "latency_ms": (total_s - prev_s) * 1000 / n if n > 0 else 0.0,
             })
+        node_requests: dict[int, tuple[int, float]] = {}
+        for node, apis in m.node_apis.items():
+            node_requests[node] = (sum(a.count for a in apis.values()),
+                                   sum(a.sum_s for a in apis.values()))
         per_node: dict[int, int] = {}
         for (node, _topic), size in m.node_bytes_out.items():
             per_node[node] = per_node.get(node, 0) + size
@@ -144,9 +149,15 @@ class Sampler:
             self._node_status[node] = status
             if dt_s is not None:
                 sent = per_node.get(node, 0) - self._node_bytes.get(node, 0)
-                self.nodes.add(str(node), now, {"bytes_out_per_s": sent / dt_s,
-                                                "status": status})
+                c1, s1 = node_requests.get(node, (0, 0.0))
+                c0, s0 = self._node_requests.get(node, (0, 0.0))
+                n = c1 - c0
+                self.nodes.add(str(node), now, {
+                    "bytes_out_per_s": sent / dt_s, "status": status,
+                    "requests_per_s": n / dt_s,
+                    "latency_ms": (s1 - s0) * 1000 / n if n > 0 else 0.0})
         self._node_bytes = per_node
+        self._node_requests = node_requests
 
     # --- reads ----------------------------------------------------------------------------
 

@@ -116,3 +116,36 @@ def test_the_manual_clock_moves_the_series(make_broker: Callable[..., BrokerThre
     points = get(broker, "/topics/series-manual/series")["points"]
     assert [pt["t"] for pt in points] == [start + SAMPLE_MS, start + 2 * SAMPLE_MS]
     assert [pt["records_in_per_s"] for pt in points] == [40 / (SAMPLE_MS / 1000), 0.0]
+
+
+def test_each_node_has_its_request_rate_and_latency(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """Per broker of --nodes N: the requests each node served, over the same samples as the
+    process's, which they add up to."""
+    broker = make_broker(admin=True, nodes=3)
+    create_topic(broker, "series-nodes", 3)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(60):
+        p.produce("series-nodes", value=b"v%d" % i, partition=i % 3)
+        p.poll(0)
+        time.sleep(0.05)
+    assert p.flush(10) == 0
+
+    def busy_everywhere() -> bool:
+        nodes = get(broker, "/nodes/series")["nodes"]
+        return len(nodes) == 3 and all(
+            any(pt["requests_per_s"] > 0 for pt in n["points"]) for n in nodes.values())
+
+    _wait(busy_everywhere, "requests on every node")
+    s = get(broker, "/nodes/series")
+    by_t = {pt["t"]: pt["requests_per_s"] for pt in s["process"]["points"]}
+    for n in s["nodes"].values():
+        assert all(pt["latency_ms"] >= 0 for pt in n["points"])
+    shared = set(by_t)
+    for n in s["nodes"].values():
+        shared &= {pt["t"] for pt in n["points"]}
+    assert shared
+    for t in shared:
+        total = sum(next(pt["requests_per_s"] for pt in n["points"] if pt["t"] == t)
+                    for n in s["nodes"].values())
+        assert total == pytest.approx(by_t[t])

@@ -153,6 +153,28 @@ async function drawNodeCharts() {
     s.process.points, [{ label: "requests/s", value: (p) => p.requests_per_s }], marks);
   drawChart("nodes-latency-chart", "mean latency (ms)", s.process.points,
     [{ label: "latency ms", value: (p) => p.latency_ms }], marks);
+  // Per broker of --nodes N: its own rate and latency, its own stops, starts and
+  // isolations marked.
+  const box = document.getElementById("node-charts");
+  const wanted = Object.keys(s.nodes);
+  if (box.dataset.nodes !== wanted.join(",")) {
+    box.replaceChildren(...wanted.map((node) => {
+      const div = el("div", "", "charts");
+      div.id = `node-${node}-charts`;
+      const a = el("div"); a.id = `node-${node}-requests-chart`;
+      const b = el("div"); b.id = `node-${node}-latency-chart`;
+      div.append(a, b);
+      return div;
+    }));
+    box.dataset.nodes = wanted.join(",");
+  }
+  for (const [node, n] of Object.entries(s.nodes)) {
+    const own = n.marks.map((m) => ({ t: m.t, label: `${m.was} → ${m.kind}` }));
+    drawChart(`node-${node}-requests-chart`, `node ${node}: requests/s`, n.points,
+      [{ label: "requests/s", value: (p) => p.requests_per_s }], own);
+    drawChart(`node-${node}-latency-chart`, `node ${node}: mean latency (ms)`, n.points,
+      [{ label: "latency ms", value: (p) => p.latency_ms }], own);
+  }
 }
 
 async function drawCluster() {
