@@ -93,8 +93,49 @@ class ValueDecoder:
         reader = avro.io.DatumReader(schema)
         return _jsonable(reader.read(avro.io.BinaryDecoder(io.BytesIO(payload))))
 
-    def _protobuf(self, row: SchemaRow, indexes: list[int], payload: bytes) -> Any:
-        from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+    def encode(self, schema_id: int, value: Any) -> bytes:
+        """``value`` (JSON-shaped) in the wire format under schema ``schema_id``; Protobuf as
+        the file's first message. ValueError says why it does not fit."""
+        row = self._lookup(schema_id)
+        if row is None:
+            raise ValueError(f"no schema with id {schema_id}")
+        head = b"\x00" + schema_id.to_bytes(4, "big")
+        if row.type == "AVRO":
+            import avro.io
+            import avro.schema
+
+            schema = self._cached(row, lambda: avro.schema.parse(row.schema))
+            out = io.BytesIO()
+            try:
+                avro.io.DatumWriter(schema).write(value, avro.io.BinaryEncoder(out))
+            except Exception as e:
+                raise ValueError(f"the value does not fit schema {schema_id}: {e}") from None
+            return head + out.getvalue()
+        if row.type == "JSON":
+            import jsonschema
+
+            try:
+                jsonschema.validate(value, json.loads(row.schema))
+            except jsonschema.ValidationError as e:
+                raise ValueError(f"the value does not fit schema {schema_id}: "
+                                 f"{e.message}") from None
+            return head + json.dumps(value).encode()
+        if row.type == "PROTOBUF":
+            from google.protobuf import json_format, message_factory
+
+            fdp, fd = self._proto(row)
+            desc = fd.message_types_by_name[fdp.message_type[0].name]
+            try:
+                msg = json_format.ParseDict(value, message_factory.GetMessageClass(desc)())
+            except json_format.ParseError as e:
+                raise ValueError(f"the value does not fit schema {schema_id}: {e}") from None
+            # Message indexes [0] are written as the single byte 0.
+            payload: bytes = msg.SerializeToString()
+            return head + b"\x00" + payload
+        raise ValueError(f"schema {schema_id} is of type {row.type}")
+
+    def _proto(self, row: SchemaRow) -> Any:
+        from google.protobuf import descriptor_pb2, descriptor_pool
 
         from .formats.proto_descriptor import to_descriptor
         from .formats.protobuf_format import _descriptor_bytes
@@ -108,7 +149,12 @@ class ValueDecoder:
             pool.Add(fdp)
             return fdp, pool.FindFileByName(fdp.name)
 
-        fdp, fd = self._cached(row, build)
+        return self._cached(row, build)
+
+    def _protobuf(self, row: SchemaRow, indexes: list[int], payload: bytes) -> Any:
+        from google.protobuf import json_format, message_factory
+
+        fdp, fd = self._proto(row)
         desc = fd.message_types_by_name[fdp.message_type[indexes[0]].name]
         for i in indexes[1:]:
             desc = desc.nested_types[i]

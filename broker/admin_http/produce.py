@@ -1,4 +1,5 @@
-"""Producing one record from the console: a key, a value and headers as UTF-8 text,
+"""Producing one record from the console: a key, a value and headers as UTF-8 text (or
+the value as JSON encoded under a Schema Registry schema id: Avro, JSON Schema, Protobuf),
 appended to a partition's log as a client's batch (the same validation, schema check and
 metrics a Produce request gets), with no producer id."""
 
@@ -40,6 +41,18 @@ def _headers(body: dict[str, Any]) -> list[tuple[str, bytes | None]]:
     return out
 
 
+def _encoded(view: BrokerView, schema_id: Any, value: Any) -> bytes:
+    """``value`` in the Confluent wire format under the registry's schema ``schema_id``."""
+    if isinstance(schema_id, bool) or not isinstance(schema_id, int):
+        raise BadRequest(f"field schema_id must be an integer, got {schema_id!r}")
+    if view.decoder is None:
+        raise BadRequest("schema_id needs the Schema Registry, which is off")
+    try:
+        return view.decoder.encode(schema_id, value)
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
+
+
 def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> dict[str, Any]:
     """Append one record to ``topic``; its partition is the body's ``partition`` (default
     0). Returns where it went."""
@@ -55,7 +68,12 @@ def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> 
         raise BadRequest(f"field partition must be an integer, got {partition!r}")
     if not 0 <= partition < info.partitions:
         raise BadRequest(f"{topic} has no partition {partition}")
-    key, value = _text(body, "key"), _text(body, "value")
+    key = _text(body, "key")
+    schema_id = body.get("schema_id")
+    if schema_id is None:
+        value = _text(body, "value")
+    else:
+        value = _encoded(view, schema_id, body.get("value"))
     if len(key or b"") + len(value or b"") > MAX_PRODUCE_BYTES:
         raise BadRequest(f"key and value exceed {MAX_PRODUCE_BYTES} bytes")
     plog = view.storage.logs.get(topic, partition)

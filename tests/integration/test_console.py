@@ -288,17 +288,21 @@ def test_console_finds_avro_by_key_produces_and_resets_offsets(
     assert "20 records" in browser.find_element(By.ID, "search-status").text
     assert_not_blank(browser.get_screenshot_as_png(), tmp_path / "search.png")
 
-    # Produced from the page: offset 20, then found by the same search form.
+    # Produced from the page as JSON under the same Avro schema: offset 20, then found by
+    # the same search form and shown decoded.
+    schema_id = found[5].split("\n", 1)[0].removeprefix("AVRO schema ")
     _type(browser, "produce-key", "typed")
-    _type(browser, "produce-value", "from-the-page")
+    _type(browser, "produce-value", '{"id": 99, "item": "from-the-page"}')
+    _type(browser, "produce-schema", schema_id)
     browser.find_element(By.CSS_SELECTOR, "#produce button").click()
     wait_for(browser, "the produced offset", lambda: browser.find_element(
         By.ID, "produce-status").text == "produced to partition 0 at offset 20")
     _type(browser, "search-key", "typed")
     browser.find_element(By.CSS_SELECTOR, "#search button").click()
     wait_for(browser, "the record produced from the page", lambda: [
-        (r[1], r[3], r[4]) for r in rows(browser, "search-results")] == [
-        ("20", "typed", "from-the-page")])
+        (r[1], r[3]) for r in rows(browser, "search-results")] == [("20", "typed")])
+    [typed] = rows(browser, "search-results")
+    assert json.loads(typed[5].split("\n", 1)[1]) == {"id": 99, "item": "from-the-page"}
 
     # A real consumer reads all 21 and commits; then, with the group empty, a reset to the
     # earliest offset from the group page moves its committed offset back to 0.

@@ -287,6 +287,12 @@ async function produceMessage() {
       value: document.getElementById("produce-value").value,
       headers: headers.trim() === "" ? {} : JSON.parse(headers),
     };
+    // With a schema id the value is JSON, encoded by the broker under that schema.
+    const schema = document.getElementById("produce-schema").value;
+    if (schema !== "") {
+      body.schema_id = Number(schema);
+      body.value = JSON.parse(body.value);
+    }
     const r = await api(`/topics/${encodeURIComponent(state.topic)}/produce`, {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
