@@ -76,6 +76,11 @@ def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> 
         value = _encoded(view, schema_id, body.get("value"))
     if len(key or b"") + len(value or b"") > MAX_PRODUCE_BYTES:
         raise BadRequest(f"key and value exceed {MAX_PRODUCE_BYTES} bytes")
+    leader = view.cluster_info.leader(topic, partition)
+    if leader != view.cluster_info.node_id:
+        # This node's log of a partition led elsewhere is a follower's copy: not to write.
+        raise BadRequest(f"{topic}-{partition} is led by node {leader}; the console "
+                         f"produces to the partitions of node {view.cluster_info.node_id}")
     plog = view.storage.logs.get(topic, partition)
     if plog is None:
         raise NotFound(f"partition {topic}-{partition} is not hosted by this node")

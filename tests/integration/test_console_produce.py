@@ -100,3 +100,21 @@ def test_produce_needs_write_for_the_admin_principal(
                          "User:console", "*", AclOperation.WRITE, AclPermissionType.ALLOW)
     admin.create_acls([binding])[binding].result(10)
     assert _post(b, "guarded", {"value": "x"})["offset"] == 0
+
+
+def test_produce_only_where_this_node_leads(
+        kafkalite_factory: Callable[..., BrokerThread]) -> None:
+    b = kafkalite_factory(admin=True, nodes=3)
+    _topic(b, "spread", 6)
+    with urllib.request.urlopen(f"{b.admin_url}/api/v1/topics/spread", timeout=10) as r:
+        parts = json.loads(r.read())["partitions"]
+    node = json.loads(urllib.request.urlopen(f"{b.admin_url}/api/v1/cluster",
+                                             timeout=10).read())["node_id"]
+    led = [p["partition"] for p in parts if p["leader"] == node]
+    other = [p for p in parts if p["leader"] != node]
+    assert led and other
+    assert _post(b, "spread", {"partition": led[0], "value": "here"})["offset"] == 0
+    with pytest.raises(urllib.error.HTTPError) as e:
+        _post(b, "spread", {"partition": other[0]["partition"], "value": "there"})
+    assert e.value.code == 400
+    assert f"is led by node {other[0]['leader']}" in e.value.read().decode()
