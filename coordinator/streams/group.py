@@ -251,6 +251,10 @@ def validate(req: StreamsHeartbeat) -> StreamsHeartbeatResult | None:
     elif req.member_epoch < LEAVE_STATIC_EPOCH:
         return _invalid(f"MemberEpoch is {req.member_epoch}, but must be greater than or "
                         "equal to -2.")
+    # Kafka 4.4's coordinator refuses what it does not support yet, after the checks above.
+    if req.topology is not None and any(s.source_topic_regex
+                                        for s in req.topology.subtopologies):
+        return _invalid("Regular expressions for source topics are not supported yet.")
     return None
 
 

@@ -353,6 +353,12 @@ def test_bad_requests() -> None:
     empty = StreamsHeartbeat(APP, "", 0)
     res = h.runtime.groups.write(lambda g, now: g.streams_group_heartbeat(now, empty))
     assert (res.error, res.error_message) == (E.invalid_request, "MemberId can't be empty.")
+    # Kafka 4.4 refuses source topics by regular expression.
+    pattern = Topology(1, (Subtopology("0", source_topic_regex=("lines.*",)),))
+    res = hb(h, "a", 0, topology=pattern)
+    assert (res.error, res.error_message) == (
+        E.invalid_request, "Regular expressions for source topics are not supported yet.")
+    assert h.core.streams_group(APP) is None
 
 
 # --- records and restart ---------------------------------------------------------------

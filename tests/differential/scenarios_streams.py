@@ -305,6 +305,18 @@ def streams_group_shutdown(run: Run) -> None:
     heartbeat(run, "leave_third", g, third, -1, record=False)
 
 
+@scenario("streams-group-source-regex")
+def streams_group_source_regex(run: Run) -> None:
+    """A topology whose subtopology reads its sources by a regular expression."""
+    source = run.topic()
+    create_topic(run, source, partitions=2)
+    g, member = run.group(), str(uuid.uuid4())
+    topo = topology(g, source)
+    topo["subtopologies"][0].update(source_topics=[], source_topic_regex=[f"{source}.*"])
+    heartbeat(run, "join_regex", g, member, 0, topo=topo, join_fields=True)
+    heartbeat(run, "leave", g, member, -1, record=False)
+
+
 def _iq(resp: Any) -> Any:
     if resp.partitions_by_user_endpoint is None:
         return None
