@@ -154,6 +154,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
             partition = int(req.match_info["partition"])
         except ValueError:
             raise BadRequest("partition must be an integer") from None
+        _authorize(view, Operation.READ, ResourceType.TOPIC, req.match_info["topic"])
         offset = _int_param(req, "offset")
         limit = _int_param(req, "limit", 50)
         assert limit is not None

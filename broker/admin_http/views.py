@@ -241,6 +241,8 @@ class BrokerView:
                             records.append({
                                 "offset": r.offset, "timestamp": r.timestamp,
                                 "key": shown(r.key), "value": shown(r.value),
+                                "decoded": (self.decoder.decode(r.value)
+                                            if self.decoder is not None else None),
                                 "headers": [{"key": k, "value": shown(v)}
                                             for k, v in r.headers],
                             })

@@ -277,6 +277,10 @@ def test_console_finds_avro_by_key_produces_and_resets_offsets(
 
     browser.get(f"{broker.admin_url}/#topics/{MSG_TOPIC}")
     wait_for(browser, "the partitions", lambda: len(rows(browser, "partitions")) == 1)
+    # The message browser shows the Avro values decoded.
+    wait_for(browser, "the browsed values decoded", lambda: any(
+        r[0] == "19" and r[3].startswith("AVRO schema ") and '"thing-19"' in r[3]
+        for r in rows(browser, "messages")))
     # Searched by key: one record, its Avro value decoded through the registry.
     _type(browser, "search-key", "k7")
     browser.find_element(By.CSS_SELECTOR, "#search button").click()

@@ -84,7 +84,7 @@ def test_bad_input_is_refused(kafkalite_factory: Callable[..., BrokerThread],
     assert e.value.code == 404
 
 
-def test_produce_needs_write_for_the_admin_principal(
+def test_produce_and_browse_need_write_and_read_for_the_admin_principal(
         kafkalite_factory: Callable[..., BrokerThread]) -> None:
     b = kafkalite_factory({"authorizer.class.name":
                            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -100,6 +100,18 @@ def test_produce_needs_write_for_the_admin_principal(
                          "User:console", "*", AclOperation.WRITE, AclPermissionType.ALLOW)
     admin.create_acls([binding])[binding].result(10)
     assert _post(b, "guarded", {"value": "x"})["offset"] == 0
+    # The message browser reads as the same principal: Read on the topic.
+    url = f"{b.admin_url}/api/v1/topics/guarded/partitions/0/messages"
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url, timeout=10)
+    assert e.value.code == 403
+    assert "User:console is not authorized to Read Topic 'guarded'" in e.value.read().decode()
+    read = AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL,
+                      "User:console", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    admin.create_acls([read])[read].result(10)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        [m] = json.loads(r.read())["messages"]
+    assert m["value"]["text"] == "x" and m["decoded"] is None
 
 
 def test_produce_only_where_this_node_leads(

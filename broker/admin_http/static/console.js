@@ -230,7 +230,10 @@ async function drawMessages() {
     err.textContent = "";
     fill("messages", m.messages.map((r) => row([
       r.offset, new Date(r.timestamp).toISOString(), shown(r.key, format),
-      shown(r.value, format),
+      // A Schema Registry value is shown decoded, unless hex is asked for.
+      r.decoded && format !== "hex" ? el("pre", r.decoded.error ??
+        `${r.decoded.schema_type} schema ${r.decoded.schema_id}\n` +
+        JSON.stringify(r.decoded.value, null, 2), "decoded") : shown(r.value, format),
       el("pre", r.headers.map((h) => `${h.key}=${h.value ? h.value.text ?? h.value.hex : "null"}`).join("\n")),
     ])));
   } catch (e) {
