@@ -41,6 +41,28 @@ def _headers(body: dict[str, Any]) -> list[tuple[str, bytes | None]]:
     return out
 
 
+def murmur2(data: bytes) -> int:
+    """Kafka's 32-bit murmur2 (``Utils.murmur2``), the default partitioner's key hash."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (0x9747B28C ^ len(data)) & mask
+    whole = len(data) - len(data) % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = ((h * m) & mask) ^ k
+    tail = data[whole:]
+    if tail:
+        for j in range(len(tail) - 1, -1, -1):
+            h ^= tail[j] << (8 * j)
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h
+
+
 def _encoded(view: BrokerView, schema_id: Any, value: Any) -> bytes:
     """``value`` in the Confluent wire format under the registry's schema ``schema_id``."""
     if isinstance(schema_id, bool) or not isinstance(schema_id, int):
@@ -54,8 +76,8 @@ def _encoded(view: BrokerView, schema_id: Any, value: Any) -> bytes:
 
 
 def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> dict[str, Any]:
-    """Append one record to ``topic``; its partition is the body's ``partition`` (default
-    0). Returns where it went."""
+    """Append one record to ``topic``; its partition is the body's ``partition``, else the
+    key's murmur2 hash (as Kafka's clients), else 0. Returns where it went."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     info = view.storage.catalog.get(topic)
@@ -63,12 +85,15 @@ def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> 
         raise NotFound(f"unknown topic {topic!r}")
     if info.internal:
         raise BadRequest(f"{topic} is an internal topic")
-    partition = body.get("partition", 0)
+    key = _text(body, "key")
+    # No partition: a key's partition as the clients' default partitioner picks it.
+    partition = body.get("partition")
+    if partition is None:
+        partition = 0 if key is None else (murmur2(key) & 0x7FFFFFFF) % info.partitions
     if isinstance(partition, bool) or not isinstance(partition, int):
         raise BadRequest(f"field partition must be an integer, got {partition!r}")
     if not 0 <= partition < info.partitions:
         raise BadRequest(f"{topic} has no partition {partition}")
-    key = _text(body, "key")
     schema_id = body.get("schema_id")
     if schema_id is None:
         value = _text(body, "value")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -64,6 +64,28 @@ def test_produced_record_is_consumed(kafkalite_factory: Callable[..., BrokerThre
         (1, 0, b"k1", b"hello"), (1, 1, None, b"again")]
     assert got[0].headers() == [("source", b"console")]
     assert got[0].timestamp()[1] == first["timestamp"]
+
+
+def test_keyed_records_go_where_the_clients_partitioner_puts_them(
+        kafkalite_factory: Callable[..., BrokerThread]) -> None:
+    b = kafkalite_factory(admin=True)
+    _topic(b, "keyed", 6)
+    # librdkafka's murmur2_random is the Java client's default partitioner for a key.
+    p = Producer({"bootstrap.servers": b.bootstrap, "partitioner": "murmur2_random"})
+    placed: dict[str, int] = {}
+
+    def delivered(err: Any, msg: Any) -> None:
+        assert err is None
+        placed[msg.key().decode()] = msg.partition()
+
+    keys = [f"key-{i}" * (i % 4 + 1) for i in range(40)]  # every tail length of murmur2
+    for k in keys:
+        p.produce("keyed", key=k.encode(), value=b"v", on_delivery=delivered)
+    assert p.flush(10) == 0
+    assert len(set(placed.values())) > 1
+    assert {k: _post(b, "keyed", {"key": k, "value": "v"})["partition"] for k in keys} \
+        == placed
+    assert _post(b, "keyed", {"value": "no key"})["partition"] == 0
 
 
 @pytest.mark.parametrize("body, message", [

@@ -285,11 +285,13 @@ async function produceMessage() {
   const headers = document.getElementById("produce-headers").value;
   try {
     const body = {
-      partition: Number(document.getElementById("produce-partition").value || 0),
       key: key === "" ? null : key,
       value: document.getElementById("produce-value").value,
       headers: headers.trim() === "" ? {} : JSON.parse(headers),
     };
+    // No partition: the broker hashes the key as the clients' default partitioner does.
+    const partition = document.getElementById("produce-partition").value;
+    if (partition !== "") body.partition = Number(partition);
     // With a schema id the value is JSON, encoded by the broker under that schema.
     const schema = document.getElementById("produce-schema").value;
     if (schema !== "") {
