@@ -6,10 +6,14 @@ broker that holds them.
 Nothing here is timed: the member's own session timeout is the criterion. Were the
 broker's loop held longer than the session, the coordinator would expire the member (a
 new generation) or librdkafka itself would give the session up and rejoin (a revoke and a
-new assignment)."""
+new assignment).
+
+And the connection guard-rails (``max.connections``, ``max.connections.per.ip``) at
+hundreds of connections."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 
@@ -18,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafkalite.broker.testing.fixtures import BrokerThread
 
 from .group_helpers import Member, create_topic, describe_all, group_view, wait_stable
+from .test_limits import closed_within, connect, served
 
 SESSION_MS = 6000
 HEARTBEAT_MS = 500
@@ -81,3 +86,37 @@ def test_member_keeps_its_generation_through_10000_partitions_created_and_restar
                       "after the restart")
     finally:
         member.kill()
+
+
+def test_connection_limits_hold_at_hundreds_of_connections(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """``max.connections.per.ip`` and ``max.connections`` at hundreds of idle connections
+    (each served one ApiVersions), not only at a handful: the one past either limit is
+    closed while every connection within it is still served."""
+    per_ip, total = 400, 600
+    broker = make_broker({"max.connections.per.ip": str(per_ip),
+                          "max.connections": str(total)})
+    held: list[socket.socket] = []
+    try:
+        held += [connect(broker) for _ in range(per_ip)]
+        assert all(served(s, i + 1) for i, s in enumerate(held))
+        over_ip = connect(broker)
+        assert closed_within(over_ip, 5)
+        over_ip.close()
+        # 127.0.0.2 (the same loopback, another address) fills the broker-wide limit.
+        others = [connect(broker, "127.0.0.2") for _ in range(total - per_ip)]
+        held += others
+        assert all(served(s, i + 1) for i, s in enumerate(others))
+        over_all = connect(broker, "127.0.0.3")
+        assert closed_within(over_all, 5)
+        over_all.close()
+        # A place freed is taken again, and the first connections are still served.
+        held.pop().close()
+        time.sleep(0.2)
+        again = connect(broker, "127.0.0.3")
+        held.append(again)
+        assert served(again)
+        assert all(served(s, 7) for s in held[:10])
+    finally:
+        for s in held:
+            s.close()
