@@ -23,7 +23,7 @@ from ..control.scenarios import CoordinatorScenarios, ScenarioError
 from ..metrics import BrokerMetrics
 from ..series.sampler import Sampler
 from .lag import LagBoard
-from .produce import produce
+from .produce import produce, synced
 from .reset import GroupNotEmpty, reset_offsets
 from .search import Query, search
 from .views import BadRequest, BrokerView, NotFound
@@ -189,6 +189,7 @@ def build_app(view: BrokerView, faults: FaultRules, metrics: BrokerMetrics,
         _authorize(view, Operation.WRITE, ResourceType.TOPIC, name)
         body = await _json_body(req)
         out = produce(view, metrics, name, body)
+        await synced(view, name, out["partition"])
         log.info("admin.produced", topic=name, partition=out["partition"],
                  offset=out["offset"], principal=view.principal)
         return web.json_response(out, status=201)

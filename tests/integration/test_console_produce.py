@@ -22,6 +22,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kafkalite.broker.admin_http import produce as produce_mod
 from kafkalite.broker.testing.fixtures import BrokerThread
 
 
@@ -39,14 +40,26 @@ def _topic(b: BrokerThread, name: str, partitions: int = 1) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
 
 
-def test_produced_record_is_consumed(kafkalite_factory: Callable[..., BrokerThread]) -> None:
-    b = kafkalite_factory(admin=True)
+@pytest.mark.parametrize("durable", ["false", "true"])
+def test_produced_record_is_consumed(kafkalite_factory: Callable[..., BrokerThread],
+                                     durable: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = produce_mod._fsync_all
+
+    def counted(fds: list[int]) -> None:
+        synced.append(len(fds))
+        real(fds)
+
+    monkeypatch.setattr(produce_mod, "_fsync_all", counted)
+    b = kafkalite_factory({"log.durable": durable}, admin=True)
     _topic(b, "typed", 2)
     first = _post(b, "typed", {"partition": 1, "key": "k1", "value": "hello",
                                "headers": {"source": "console"}})
     assert first["partition"] == 1 and first["offset"] == 0
     second = _post(b, "typed", {"partition": 1, "key": None, "value": "again"})
     assert second["offset"] == 1
+    # Under log.durable each answer waited for its fsync, as a Produce request's does.
+    assert (len(synced) == 2 and all(synced)) if durable == "true" else synced == []
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "reader",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
