@@ -7,6 +7,7 @@ python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
 python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
 python -m benchmarks.scale sizes [--sizes 1000,5000,10000] [--brokers kafkalite,kafka]
+python -m benchmarks.scale connections|groups [--sizes 1000,10000] [--brokers kafkalite,kafka]
 ```
 
 Clients are light raw-protocol ones (``benchmarks/aio_client.py``: one asyncio connection
@@ -33,6 +34,8 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
   compaction (``benchmarks.offsets.reload``).
 - **sizes**: kafkalite and Apache Kafka 4.4 grown through partition counts in one run;
   tables and a plot (``benchmarks/scale_sizes.py``).
+- **connections**, **groups**: idle connections and consumer groups at growing sizes,
+  kafkalite and Kafka 4.4 in one run; tables and a plot (``benchmarks/scale_dims.py``).
 """
 
 from __future__ import annotations
@@ -419,6 +422,11 @@ def main() -> None:
     sz.add_argument("--brokers", default="kafkalite,kafka")
     sz.add_argument("--samples", type=int, default=8)
     sz.add_argument("--out", default="scale-sizes")
+    for dim in ("connections", "groups"):
+        d = sub.add_parser(dim)
+        d.add_argument("--sizes", default="1000,10000")
+        d.add_argument("--brokers", default="kafkalite,kafka")
+        d.add_argument("--out", default="scale-sizes")
     args = p.parse_args()
 
     if args.cmd == "soak":
@@ -455,6 +463,12 @@ def main() -> None:
         header(f"partitions at {args.sizes} ({args.per_topic} per topic): {args.brokers}")
         run([int(x) for x in args.sizes.split(",")], args.per_topic,
             [b for b in args.brokers.split(",") if b], args.samples, Path(args.out))
+    elif args.cmd in ("connections", "groups"):
+        from benchmarks.scale_dims import run as run_dim
+
+        header(f"{args.cmd} at {args.sizes}: {args.brokers}")
+        run_dim(args.cmd, [int(x) for x in args.sizes.split(",")],
+                [b for b in args.brokers.split(",") if b], Path(args.out))
     elif args.cmd == "reload":
         from benchmarks.offsets import reload
 

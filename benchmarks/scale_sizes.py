@@ -253,7 +253,8 @@ def measure(side: Side, size: int, per_topic: int, samples: int) -> dict[str, fl
     return row
 
 
-def plot(results: dict[str, dict[int, dict[str, float]]], out: Path) -> None:
+def plot(results: dict[str, dict[int, dict[str, float]]], out: Path,
+         what: str = "partitions") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -268,7 +269,7 @@ def plot(results: dict[str, dict[int, dict[str, float]]], out: Path) -> None:
             sizes = sorted(by_size)
             ax.plot(sizes, [by_size[s][figure] for s in sizes], marker="o", label=broker)
         ax.set_title(figure, fontsize=9)
-        ax.set_xlabel("partitions")
+        ax.set_xlabel(what)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
