@@ -46,7 +46,6 @@ from kafkalite.protocol.names import (
     OFFSETS_TOPIC,
     SHARE_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
-    CoordinatorType,
 )
 from kafkalite.protocol.releases import release
 from kafkalite.storage import meta
@@ -58,9 +57,10 @@ from kafkalite.timekeeping.scheduler import Scheduler
 
 from .admin_http.address import parse_admin_listener
 from .admin_http.views import BrokerView
-from .apis import KafkaApis, Route
+from .apis import KafkaApis
 from .auth import Access
 from .cluster import Cluster
+from .compose_peers import build_peers
 from .config.dynamic import DynamicBrokerConfig, LogDefaults
 from .config.groups import GroupConfigs, broker_value
 from .config.properties import Config, ConfigError, consumer_assignors, rebalance_protocols
@@ -526,115 +526,3 @@ def build_broker(config: Config, clock: Clock | None = None) -> Broker:
     control.metrics.quotas = partial(quota_families, quota_managers, accepts,
                                      scheduler.clock.now_ms)
     return broker
-
-
-def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupService,
-                txn_core: TransactionCoordinatorCore, runtime: CoordinatorRuntime,
-                scheduler: Scheduler, apis: KafkaApis, fetch_sessions: FetchSessionCache,
-                node_routes: Callable[..., list[Route]]
-                ) -> tuple[list[tuple[Cluster, KafkaApis]], ReplicaManager]:
-    """``kafkalite.nodes`` above 1: the other nodes, the controller all of them share and
-    the replicas of their partitions (``cluster/``); each node serves its own handlers,
-    guarded so that it answers only for the partitions it leads and the groups and
-    transactions it coordinates. Returns nodes 2..N with their handlers (node 1's are
-    registered on ``apis``) and the replica manager."""
-    from .cluster.follower_fetch import FetchReplicas
-    from .cluster.guard import guarded_routes
-    from .cluster.nodes import build_cluster, node_count, place, racks
-    from .cluster.placement import place as placement
-    from .cluster.reassignment import Reassignments
-    from .cluster.replication import ReplicaManager
-    from .cluster.selector import selector_for
-
-    def state_partition(key_type: int, key: str) -> tuple[str, int]:
-        if key_type == CoordinatorType.TRANSACTION:
-            return TRANSACTION_STATE_TOPIC, txn_core.partition_for(key)
-        return OFFSETS_TOPIC, groups.core.partition_for(key)
-
-    def epoch(topic: str, partition: int) -> int:
-        plog = storage.logs.get(topic, partition)
-        return plog.leader_epoch if plog is not None else 0
-
-    n = node_count(config)
-    ids = tuple(first.node_id + i for i in range(n))
-    node_racks = racks(config, n)
-    internal_rf = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
-                   TRANSACTION_STATE_TOPIC: "transaction.state.log.replication.factor",
-                   SHARE_STATE_TOPIC: "share.coordinator.state.topic.replication.factor"}
-
-    def placer(topic: str, start: int, count: int, rf: int | None) -> list[list[int]]:
-        if rf is None:
-            setting = internal_rf.get(topic, "default.replication.factor")
-            # Internal and auto-created topics take at most the nodes there are.
-            rf = min(config.int(setting), n)
-        return placement(topic, start, count, rf, ids, node_racks)
-
-    def replicas(topic: str, partition: int) -> tuple[int, ...] | None:
-        info = storage.catalog.get(topic)
-        if info is None:
-            return None
-        if info.replicas is not None and partition < len(info.replicas):
-            return tuple(info.replicas[partition])
-        return tuple(placement(topic, partition, 1, 1, ids)[0])
-
-    root = first.data_dir
-    controller = build_cluster(config, first, state_partition, replicas, epoch)
-    storage.catalog.placer = placer
-    # Logs open when the broker starts, so every one goes under its leader's directory.
-    storage.logs.place = place(root, controller)
-
-    def coordinators() -> dict[str, Callable[[int, bool], None]]:
-        def loader(name: str) -> Callable[[int, bool], None]:
-            def load(partition: int, on: bool) -> None:
-                (runtime.load if on else runtime.unload)(name, partition)
-            return load
-        return {name: loader(name) for name in runtime.topics}
-
-    manager = ReplicaManager(controller, storage, root, scheduler.clock.now_ms, coordinators)
-    reassignments = Reassignments(manager)
-    for member in controller.members:
-        member.elections = manager
-        member.reassignments = reassignments
-
-    def forget(event: str, info: TopicInfo) -> None:
-        if event == "deleted":
-            controller.forget(info.name)
-
-    storage.catalog.listeners.append(manager.on_topic_event)
-    storage.catalog.listeners.append(forget)
-
-    def lag_interval() -> int:
-        return max(min(config.int("replica.lag.time.max.ms"),
-                       config.int("broker.session.timeout.ms")) // 2, 1)
-
-    scheduler.every("replica-lag", lag_interval, manager.check_lag)
-
-    def rebalance(_now: int) -> None:
-        if config.bool("auto.leader.rebalance.enable"):
-            manager.rebalance_leaders()
-
-    scheduler.every("leader-rebalance",
-                    lambda: config.int("leader.imbalance.check.interval.seconds") * 1000,
-                    rebalance)
-    selector = selector_for(config)
-    peers: list[tuple[Cluster, KafkaApis]] = []
-    for node in controller.members:
-        if node is first:
-            node_apis, sessions = apis, fetch_sessions
-        else:
-            node_apis = KafkaApis(apis.access, apis.faults, apis.metrics, apis.release,
-                                  node.node_id)
-            node_apis.disconnect_listeners.extend(apis.disconnect_listeners)
-            # One set of quota managers for the process: its nodes share the rates.
-            node_apis.quota_managers, node_apis.throttling = apis.quota_managers, apis.throttling
-            sessions = FetchSessionCache(
-                config.int("max.incremental.fetch.session.cache.slots"),
-                fetch_sessions.clock)
-            peers.append((node, node_apis))
-        # The console charts each node's request rate and latency.
-        node_apis.count_per_node()
-        for route in guarded_routes(node, storage.catalog,
-                                    node_routes(node, apis=node_apis, fetch_sessions=sessions),
-                                    epoch, FetchReplicas(node, manager, storage, selector)):
-            node_apis.register(route)
-    return peers, manager
