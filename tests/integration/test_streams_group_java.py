@@ -3,13 +3,15 @@
 store and exactly_once_v2 (tests/integration/java/StreamsGroupWordCount.java). kafkalite's
 group coordinator creates the internal topics and assigns the tasks: two instances split
 them, a third joins and one leaves while they process, and the output, read
-read_committed, has each word's counts exactly 1, 2, ..., N."""
+read_committed, has each word's counts exactly 1, 2, ..., N. The first story also runs against
+the real Kafka 4.4, which must agree."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -36,13 +38,14 @@ def _words(lines: list[str]) -> Counter[str]:
 
 class _Instance:
     def __init__(self, bootstrap: str, folder: Path, name: str, app: str = APP,
-                 instance_id: str | None = None, state: Path | None = None) -> None:
+                 instance_id: str | None = None, state: Path | None = None,
+                 topics: tuple[str, str] = (IN, OUT)) -> None:
         folder.mkdir()
         self.stop = folder / "stop"
         self.out = open(folder / "stdout", "w+")  # closed in close()
         log = tools_log_config(folder)
         extra = () if instance_id is None else (instance_id,)
-        cmd = java_command("StreamsGroupWordCount", bootstrap, app, IN, OUT,
+        cmd = java_command("StreamsGroupWordCount", bootstrap, app, *topics,
                            str(state or folder / "state"), str(self.stop), *extra,
                            cp=full_classpath(),
                            jvm_args=(f"-Dlog4j2.configurationFile={log}",))
@@ -88,18 +91,34 @@ def _wait(cond: Callable[[], bool], timeout: float, what: str,
         f"{i.name}:\n" + "\n".join(i.lines()[-60:]) for i in instances))
 
 
+@pytest.fixture(params=["kafkalite", "kafka"])
+def word_count_bootstrap(request: pytest.FixtureRequest,
+                         make_broker: Callable[..., BrokerThread]) -> str:
+    """A kafkalite broker, or the real Kafka 4.4 of the session (``kafka_reference``);
+    no broker setting on either."""
+    if request.param == "kafka":
+        return str(request.getfixturevalue("kafka_reference").bootstrap)
+    return make_broker().bootstrap
+
+
 @pytest.mark.timeout(600)
 def test_streams_instances_split_tasks_and_rebalance_exactly_once(
-        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
-    broker = make_broker()
-    bootstrap = broker.bootstrap
+        word_count_bootstrap: str, tmp_path: Path) -> None:
+    """The same run against kafkalite and against the real Kafka 4.4: both must agree."""
+    bootstrap = word_count_bootstrap
+    # Names of their own: the reference Kafka is shared by the whole test session.
+    app, in_t, out_t = (f"{n}-{uuid.uuid4().hex[:8]}" for n in (APP, IN, OUT))
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(IN, 4, 1), NewTopic(OUT, 2, 1)]).values():
+    for f in admin.create_topics([NewTopic(in_t, 4, 1), NewTopic(out_t, 2, 1)]).values():
         f.result(10)
     instances: list[_Instance] = []
+
+    def start(name: str) -> _Instance:
+        return _Instance(bootstrap, tmp_path / name, name, app=app, topics=(in_t, out_t))
+
     try:
-        instances.append(_Instance(bootstrap, tmp_path / "a", "a"))
-        instances.append(_Instance(bootstrap, tmp_path / "b", "b"))
+        instances.append(start("a"))
+        instances.append(start("b"))
         a, b = instances
         # 2 subtopologies x 4 partitions: each instance runs 4 of the 8 tasks.
         _wait(lambda: a.tasks() is not None and b.tasks() is not None
@@ -112,7 +131,7 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
         # The broker's view: one streams group, both members with four tasks each.
         conn = RawConnection(bootstrap)
         try:
-            d = conn.call(request(89, 0, group_ids=(APP,), include_authorized_operations=False))
+            d = conn.call(request(89, 0, group_ids=(app,), include_authorized_operations=False))
             (g,) = d.groups
             assert (g.error_code, g.group_state) == (0, "Stable")
             assert sorted(sum(len(t.partitions) for t in m.assignment.active_tasks)
@@ -120,20 +139,20 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
             assert {s.subtopology_id for s in g.topology.subtopologies} == {"0", "1"}
             listed = conn.call(request(16, 5, states_filter=(), types_filter=()))
             assert [(x.group_type, x.group_state) for x in listed.groups
-                    if x.group_id == APP] == [("streams", "Stable")]
+                    if x.group_id == app] == [("streams", "Stable")]
         finally:
             conn.close()
 
         # The internal topics, created by the coordinator with the topology's partitions.
         topics = admin.list_topics(timeout=10).topics
-        assert len(topics[f"{APP}-words-repartition"].partitions) == 4
-        assert len(topics[f"{APP}-counts-changelog"].partitions) == 4
+        assert len(topics[f"{app}-words-repartition"].partitions) == 4
+        assert len(topics[f"{app}-counts-changelog"].partitions) == 4
 
         p = Producer({"bootstrap.servers": bootstrap})
 
         def produce(lines: list[str], first: int) -> None:
             for i, line in enumerate(lines, first):
-                p.produce(IN, key=f"k{i}".encode(), value=line.encode())
+                p.produce(in_t, key=f"k{i}".encode(), value=line.encode())
             assert p.flush(10) == 0
 
         def counted(lines: list[str]) -> Callable[[], bool]:
@@ -141,7 +160,7 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
 
             def check() -> bool:
                 latest: dict[str, int] = {}
-                for word, n in _read_all(bootstrap, OUT):
+                for word, n in _read_all(bootstrap, out_t):
                     latest[word] = n
                 return latest == dict(expected)
 
@@ -153,7 +172,7 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
               instances)
 
         # A third instance joins while the others process: the tasks are split three ways.
-        instances.append(_Instance(bootstrap, tmp_path / "c", "c"))
+        instances.append(start("c"))
         c = instances[2]
         produce(LINES[third:2 * third], third)
         _wait(lambda: sorted(len(i.tasks() or ()) for i in instances) == [2, 3, 3],
@@ -177,7 +196,7 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
         assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
     expected = _words(LINES)
     by_word: dict[str, list[int]] = defaultdict(list)
-    for word, n in _read_all(bootstrap, OUT):
+    for word, n in _read_all(bootstrap, out_t):
         by_word[word].append(n)
     assert {w: sorted(by_word[w]) for w in expected} == {
         w: list(range(1, n + 1)) for w, n in expected.items()}
