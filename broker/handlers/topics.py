@@ -139,7 +139,12 @@ def _partitions_and_rf(nodes: set[int], config: Config, t: Any
 
 async def create_topics(cluster: Cluster, storage: Storage, access: Access,
                         mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
-    steps = _create_topics(cluster, storage, access, mutations, ctx, req)
+    return await _sliced(storage, _create_topics(cluster, storage, access, mutations, ctx, req))
+
+
+async def _sliced(storage: Storage, steps: Generator[None, None, Any]) -> Any:
+    """Runs a topic mutation's steps in slices of CREATE_SLICE_S, giving the loop back
+    between slices; returns the steps' response."""
     while True:
         # The catalogue is written once a slice, not once a topic, and is saved before the
         # loop is let go: a change another request makes meanwhile is saved by itself
@@ -289,8 +294,13 @@ def _delete_one(storage: Storage, access: Access, quota: ControllerMutationQuota
     return info.name, info.topic_id, NO_ERROR, None
 
 
-def delete_topics(storage: Storage, access: Access, mutations: MutationQuotaManager,
-                  ctx: RequestContext, req: Any) -> Any:
+async def delete_topics(storage: Storage, access: Access, mutations: MutationQuotaManager,
+                        ctx: RequestContext, req: Any) -> Any:
+    return await _sliced(storage, _delete_topics(storage, access, mutations, ctx, req))
+
+
+def _delete_topics(storage: Storage, access: Access, mutations: MutationQuotaManager,
+                   ctx: RequestContext, req: Any) -> Generator[None, None, Any]:
     resp_t = codecs.codec(DELETE_TOPICS, ctx.api_version).response_type
     result_t = nested(resp_t, "DeletableTopicResult")
     if ctx.api_version >= 6:
@@ -303,12 +313,21 @@ def delete_topics(storage: Storage, access: Access, mutations: MutationQuotaMana
         rname, rid, err, msg = _delete_one(storage, access, quota, ctx, name, tid)
         results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
                              error_message=msg))
+        yield
     ctx.throttle_ms = quota.throttle_time(mutations.now())
     return build(resp_t, throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
-def create_partitions(cluster: Cluster, storage: Storage, access: Access,
-                      mutations: MutationQuotaManager, ctx: RequestContext, req: Any) -> Any:
+async def create_partitions(cluster: Cluster, storage: Storage, access: Access,
+                            mutations: MutationQuotaManager, ctx: RequestContext,
+                            req: Any) -> Any:
+    return await _sliced(storage, _create_partitions(cluster, storage, access, mutations,
+                                                     ctx, req))
+
+
+def _create_partitions(cluster: Cluster, storage: Storage, access: Access,
+                       mutations: MutationQuotaManager, ctx: RequestContext, req: Any
+                       ) -> Generator[None, None, Any]:
     resp_t = codecs.codec(CREATE_PARTITIONS, ctx.api_version).response_type
     result_t = nested(resp_t, "CreatePartitionsTopicResult")
     dupes = {n for n, c in Counter(t.name for t in req.topics).items() if c > 1}
@@ -347,6 +366,7 @@ def create_partitions(cluster: Cluster, storage: Storage, access: Access,
             storage.catalog.set_partitions(t.name, count, chosen)
             log.info("topic.partitions_added", topic=t.name, partitions=count)
         results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
+        yield
     ctx.throttle_ms = quota.throttle_time(mutations.now())
     return build(resp_t, throttle_time=NO_THROTTLE, results=tuple(results))
 
