@@ -1,7 +1,7 @@
 """The broker stays responsive while it does large work: a real consumer group member
 (confluent-kafka, a 6 s session) keeps its generation and its assignment while one
-CreateTopics of 10,000 partitions (1,000 topics of 10) runs, and through a restart of the
-broker that holds them.
+CreateTopics of 10,000 partitions (1,000 topics of 10) runs, through a restart of the
+broker that holds them, and through one CreatePartitions and one DeleteTopics of them all.
 
 Nothing here is timed: the member's own session timeout is the criterion. Were the
 broker's loop held longer than the session, the coordinator would expire the member (a
@@ -17,7 +17,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kafkalite.broker.testing.fixtures import BrokerThread
 
@@ -84,6 +84,23 @@ def test_member_keeps_its_generation_through_10000_partitions_created_and_restar
         _outlive_one_session()
         _member_holds(broker, group, member, view.generation, member_id, assigns,
                       "after the restart")
+
+        # CreatePartitions and DeleteTopics over the same 1,000 topics, each one request.
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        names = [f"bulk-{i:04d}" for i in range(TOPICS)]
+        for f in admin.create_partitions(
+                [NewPartitions(n, PARTITIONS_EACH + 2) for n in names],
+                request_timeout=600, operation_timeout=600).values():
+            f.result(timeout=600)
+        _outlive_one_session()
+        _member_holds(broker, group, member, view.generation, member_id, assigns,
+                      "after the large CreatePartitions")
+        for f in admin.delete_topics(names, request_timeout=600,
+                                     operation_timeout=600).values():
+            f.result(timeout=600)
+        _outlive_one_session()
+        _member_holds(broker, group, member, view.generation, member_id, assigns,
+                      "after the large DeleteTopics")
     finally:
         member.kill()
 
