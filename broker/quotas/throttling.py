@@ -41,7 +41,8 @@ _OFFSET_DELETE = int(ApiKey.OFFSET_DELETE)
 #: Inter-broker requests Kafka exempts from the request quota (sendResponseExemptThrottle).
 _EXEMPT = frozenset({int(ApiKey.WRITE_TXN_MARKERS)})
 #: Handlers that run as coroutines and set ``ctx.throttle_ms`` while they run.
-_SETTLE_FIRST = frozenset({int(ApiKey.CREATE_TOPICS)})
+_SETTLE_FIRST = frozenset({int(ApiKey.CREATE_TOPICS), int(ApiKey.CREATE_PARTITIONS),
+                           int(ApiKey.DELETE_TOPICS)})
 #: Request thread time as a percentage of one second (ClientRequestQuotaManager).
 _NANOS_TO_PERCENT = 100.0 / 1e9
 _I32 = struct.Struct(">i")
