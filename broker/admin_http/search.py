@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.records import decode_batch, iter_batch_headers
 
-from .views import MAX_MESSAGES, BadRequest, NotFound, shown
+from .views import MAX_MESSAGES, BadRequest, NotFound, message_json
 
 if TYPE_CHECKING:
     from .views import BrokerView
@@ -96,11 +96,7 @@ def search(view: BrokerView, topic: str, q: Query) -> dict[str, Any]:
                     decoded = decoder.decode(r.value) if decoder is not None else None
                     if q.value is not None and not _matches_value(q.value, r.value, decoded):
                         continue
-                    found.append({"partition": p, "offset": r.offset,
-                                  "timestamp": r.timestamp, "key": shown(r.key),
-                                  "value": shown(r.value), "decoded": decoded,
-                                  "headers": [{"key": k, "value": shown(v)}
-                                              for k, v in r.headers]})
+                    found.append({"partition": p, **message_json(r, decoded)})
         resume[p] = nxt
     found.sort(key=lambda m: (m["timestamp"], m["partition"], m["offset"]))
     return {"topic": topic, "matches": found[:q.limit], "scanned_records": records,

@@ -20,7 +20,7 @@ from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ProtocolError
 from kafkalite.protocol.names import OFFSETS_TOPIC
-from kafkalite.protocol.records import decode_batch, iter_batch_headers
+from kafkalite.protocol.records import Record, decode_batch, iter_batch_headers
 
 from ..cluster import Cluster
 from ..control.clock import ClockControl
@@ -70,6 +70,13 @@ def shown(data: bytes | None) -> dict[str, Any] | None:
         except ValueError:
             pass
     return out
+
+
+def message_json(r: Record, decoded: dict[str, Any] | None) -> dict[str, Any]:
+    """One record as the message browser and the search show it."""
+    return {"offset": r.offset, "timestamp": r.timestamp, "key": shown(r.key),
+            "value": shown(r.value), "decoded": decoded,
+            "headers": [{"key": k, "value": shown(v)} for k, v in r.headers]}
 
 
 class _History:
@@ -238,14 +245,9 @@ class BrokerView:
                     _h, recs = decode_batch(batch, pos)
                     for r in recs:
                         if offset <= r.offset < end:
-                            records.append({
-                                "offset": r.offset, "timestamp": r.timestamp,
-                                "key": shown(r.key), "value": shown(r.value),
-                                "decoded": (self.decoder.decode(r.value)
-                                            if self.decoder is not None else None),
-                                "headers": [{"key": k, "value": shown(v)}
-                                            for k, v in r.headers],
-                            })
+                            records.append(message_json(r, (
+                                self.decoder.decode(r.value)
+                                if self.decoder is not None else None)))
                             if len(records) >= limit:
                                 break
                     if len(records) >= limit:
