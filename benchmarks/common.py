@@ -396,8 +396,11 @@ def collector_paused() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def running(name: str, overrides: dict[str, str] | None = None) -> Iterator[Broker]:
+def running(name: str, overrides: dict[str, str] | None = None,
+            kafka_overrides: dict[str, str] | None = None) -> Iterator[Broker]:
     broker = make_broker(name, overrides)
+    if kafka_overrides and isinstance(broker, Kafka):
+        broker.ref.overrides.update(kafka_overrides)
     broker.start()
     try:
         yield broker

@@ -25,26 +25,21 @@ program), the whole broker's run by ``--time-limit`` seconds.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.common import (
-    Broker,
-    Kafka,
-    Kafkalite,
     create_topic,
     fmt,
     guarded,
     header,
-    make_broker,
     peers,
     percentile,
+    running,
     table,
 )
 
@@ -80,27 +75,12 @@ def _answer(proc: subprocess.Popen[str], what: str, deadline: float) -> tuple[fl
     raise RuntimeError(f"{what}: past the time limit")
 
 
-@contextlib.contextmanager
-def _running(name: str, settings: dict[str, str]) -> Iterator[Broker]:
-    """The broker with ``settings`` on top of its benchmark defaults (both brokers)."""
-    broker = make_broker(name, settings)
-    if isinstance(broker, Kafka):
-        broker.ref.overrides.update(settings)
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
-        if isinstance(broker, Kafkalite):
-            broker.cleanup()
-
-
 def run_broker(name: str, args: argparse.Namespace) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {"start": [], "join": [], "leave": []}
     settings = {} if args.heartbeat_ms is None else {
         "group.streams.heartbeat.interval.ms": str(args.heartbeat_ms),
         "group.streams.min.heartbeat.interval.ms": str(args.heartbeat_ms)}
-    with _running(name, settings) as broker:
+    with running(name, settings, settings) as broker:
         create_topic(broker.bootstrap, IN, args.partitions)
         create_topic(broker.bootstrap, OUT, args.partitions)
         state = Path(tempfile.mkdtemp(prefix="streams-rebalance-"))

@@ -6,11 +6,11 @@ metrics a Produce request gets), with no producer id."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.records import NewRecord, build_batch
 from kafkalite.storage.errors import StorageError
+from kafkalite.storage.fsutil import fsync_and_close
 
 from .views import BadRequest, NotFound
 
@@ -124,19 +124,10 @@ def produce(view: BrokerView, metrics: BrokerMetrics, topic: str, body: Any) -> 
     return {"topic": topic, "partition": partition, "offset": base, "timestamp": now}
 
 
-def _fsync_all(fds: list[int]) -> None:
-    try:
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
 async def synced(view: BrokerView, topic: str, partition: int) -> None:
     """Under ``log.durable``, the partition's appends on disk before the page is answered,
     as a Produce request's are."""
     plog = view.storage.logs.get(topic, partition)
     if view.storage.logs.durable and plog is not None:
-        await asyncio.get_running_loop().run_in_executor(None, _fsync_all,
+        await asyncio.get_running_loop().run_in_executor(None, fsync_and_close,
                                                          plog.sync_handles())

@@ -14,7 +14,6 @@ import asyncio
 import dataclasses
 import datetime
 import functools
-import os
 from typing import Any, NamedTuple
 
 import structlog
@@ -33,6 +32,7 @@ from kafkalite.storage.errors import (
     StorageError,
     append_error,
 )
+from kafkalite.storage.fsutil import fsync_and_close
 from kafkalite.storage.log import PartitionLog
 
 from ..apis import NO_RESPONSE
@@ -52,15 +52,6 @@ IN_SYNC = 1
 VERSIONS: dict[int, tuple[int | None, int | None]] = {
     PRODUCE: (3, None),
 }
-
-
-def _fsync_all(fds: list[int]) -> None:
-    try:
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def _unsynced(response: Any, message: str) -> Any:
@@ -336,7 +327,7 @@ class _Writes:
 async def _after_sync(response: Any, fds: list[int]) -> Any:
     """``response`` once the appends are on disk (``log.durable``)."""
     try:
-        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+        await asyncio.get_running_loop().run_in_executor(None, fsync_and_close, fds)
     except OSError as e:
         log.error("produce.fsync_failed", error=str(e))
         return _unsynced(response, f"fsync failed: {e}")
@@ -349,7 +340,7 @@ async def _after_replication(resp_t: type[Any], topics_out: list[Any],
     """acks=all: the answer once the high watermark has passed each append (Kafka's
     DelayedProduce), each partition's error as its wait ended."""
     if fds:
-        await asyncio.get_running_loop().run_in_executor(None, _fsync_all, fds)
+        await asyncio.get_running_loop().run_in_executor(None, fsync_and_close, fds)
     errors = await asyncio.gather(*(rs.acked(last, max(timeout_ms, 1))
                                     for _t, _p, rs, last in waiting))
     topics = list(topics_out)

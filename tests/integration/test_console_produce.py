@@ -44,13 +44,13 @@ def _topic(b: BrokerThread, name: str, partitions: int = 1) -> None:
 def test_produced_record_is_consumed(kafkalite_factory: Callable[..., BrokerThread],
                                      durable: str, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
-    real = produce_mod._fsync_all
+    real = produce_mod.fsync_and_close
 
     def counted(fds: list[int]) -> None:
         synced.append(len(fds))
         real(fds)
 
-    monkeypatch.setattr(produce_mod, "_fsync_all", counted)
+    monkeypatch.setattr(produce_mod, "fsync_and_close", counted)
     b = kafkalite_factory({"log.durable": durable}, admin=True)
     _topic(b, "typed", 2)
     first = _post(b, "typed", {"partition": 1, "key": "k1", "value": "hello",
