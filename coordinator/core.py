@@ -347,7 +347,8 @@ class GroupCoordinatorCore:
         if ps.streams_groups:
             self.streams.schedule_loaded(ps, now)
         log.info("partition.loaded", partition=partition, groups=len(ps.groups),
-                 consumer_groups=len(ps.consumer_groups), share_groups=len(ps.share_groups))
+                 consumer_groups=len(ps.consumer_groups), share_groups=len(ps.share_groups),
+                 streams_groups=len(ps.streams_groups))
 
     def unload(self, partition: int) -> Outcome:
         """Give up a partition (the broker stops, or it moves away): its parked JoinGroup

@@ -50,6 +50,7 @@ from ..handlers import (
     share_fetch,
     share_groups,
     share_offsets,
+    streams_groups,
     transactions,
     txn_offsets,
 )
@@ -138,6 +139,8 @@ COORDINATED: dict[int, tuple[int, Keys]] = {
     share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS: (GROUP, _offset_fetch_groups),
     share_offsets.ALTER_SHARE_GROUP_OFFSETS: (GROUP, _one("group_id")),
     share_offsets.DELETE_SHARE_GROUP_OFFSETS: (GROUP, _one("group_id")),
+    streams_groups.STREAMS_GROUP_HEARTBEAT: (GROUP, _one("group_id")),
+    streams_groups.STREAMS_GROUP_DESCRIBE: (GROUP, _many("group_ids")),
     txn_offsets.TXN_OFFSET_COMMIT: (GROUP, _one("group_id")),
     transactions.ADD_PARTITIONS_TO_TXN: (TRANSACTION, _txn_ids),
     transactions.ADD_OFFSETS_TO_TXN: (TRANSACTION, _one("transactional_id")),
