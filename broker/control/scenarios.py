@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkalite.coordinator.core import GroupCoordinatorCore
-from kafkalite.coordinator.partitions import streams_session_key
 from kafkalite.coordinator.results import Outcome
 from kafkalite.coordinator.runtime import CoordinatorRuntime
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
@@ -38,17 +37,13 @@ def _int(params: Mapping[str, Any], name: str, default: int | None = None) -> in
     return value
 
 
-def _expire_streams_member(g: GroupCoordinatorCore, now: int, group_id: str,
-                           member_id: str) -> Outcome:
-    """The member's session timer fires now: it leaves and the others get a new target,
-    written as its expiry writes them (``expire-member``; ``evict-member`` too, as a
-    streams member past ``max.poll.interval.ms`` leaves with the same records)."""
-    group = g.streams_group(group_id)
-    if group is None or member_id not in group.members:
-        return Outcome(ErrorCode.unknown_member_id)
-    out = g.streams.on_session_timer(streams_session_key(group_id, member_id), now, now)
-    out.response = NO_ERROR
-    return out
+def _static_member_id(g: GroupCoordinatorCore, group_id: str, instance_id: str) -> str | None:
+    streams = g.streams_group(group_id)
+    if streams is not None:
+        member = streams.static_member(instance_id)
+        return None if member is None else member.member_id
+    group = g.group(group_id)
+    return None if group is None else group.static_member_id(instance_id)
 
 
 class CoordinatorScenarios:
@@ -78,7 +73,11 @@ class CoordinatorScenarios:
         group_id = _text(params, "group_id")
         op: Callable[[GroupCoordinatorCore, int], Outcome]
         if name == "rebalance":
-            op = lambda g, now: g.force_rebalance(now, group_id)  # noqa: E731
+
+            def op(g: GroupCoordinatorCore, now: int) -> Outcome:
+                if g.streams_group(group_id) is not None:
+                    return g.streams.force_rebalance(now, group_id)
+                return g.force_rebalance(now, group_id)
         elif name == "expire-member":
             mid = _text(params, "member_id")
 
@@ -87,7 +86,7 @@ class CoordinatorScenarios:
                 if g.share_group(group_id) is not None:
                     return g.share.expire_member(now, group_id, mid)
                 if g.streams_group(group_id) is not None:
-                    return _expire_streams_member(g, now, group_id, mid)
+                    return g.streams.expire_member(now, group_id, mid)
                 return g.expire_member(now, group_id, mid)
         elif name == "evict-member":
             mid = _text(params, "member_id")
@@ -96,18 +95,20 @@ class CoordinatorScenarios:
                 # A streams member past max.poll.interval.ms leaves the group: its removal
                 # writes what its session's expiry writes.
                 if g.streams_group(group_id) is not None:
-                    return _expire_streams_member(g, now, group_id, mid)
+                    return g.streams.expire_member(now, group_id, mid)
                 return g.evict_member(now, group_id, mid)
         elif name == "fence-static-member":
             iid = _text(params, "group_instance_id")
-            op = lambda g, now: g.fence_static_member(now, group_id, iid)  # noqa: E731
+
+            def op(g: GroupCoordinatorCore, now: int) -> Outcome:
+                if g.streams_group(group_id) is not None:
+                    return g.streams.fence_static_member(now, group_id, iid)
+                return g.fence_static_member(now, group_id, iid)
         else:
             raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(NAMES)}")
         err: ErrorCode = groups.write(op)
         result: dict[str, Any] = {"error": err.name.upper(), "group_id": group_id}
         if name == "fence-static-member" and err is NO_ERROR:
-            group = groups.query(lambda g: g.group(group_id))
-            member = None if group is None else group.static_member_id(
-                params["group_instance_id"])
-            result["member_id"] = member
+            result["member_id"] = groups.query(
+                lambda g: _static_member_id(g, group_id, params["group_instance_id"]))
         return result

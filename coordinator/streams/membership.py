@@ -198,6 +198,109 @@ class StreamsMembership:
             return Outcome(None)
         return self._expire(key, "streams_group.member_revocation_timed_out", now)
 
+    # --- test-control scenarios (``coordinator/scenarios.py`` has the classic ones) -------
+
+    def _scenario_group(self, gid: str) -> tuple[ErrorCode, PartitionState | None,
+                                                 StreamsGroup | None]:
+        err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.streams_groups.get(gid)
+        if ps is not None and group is None:
+            err = ErrorCode.group_id_not_found
+        return err, ps, group
+
+    def expire_member(self, now: int, gid: str, mid: str) -> Outcome:
+        """The member's session timer fires now: it leaves and the others get a new target,
+        written as its expiry writes them (also a member past ``max.poll.interval.ms``,
+        which leaves the group with the same records)."""
+        err, _ps, group = self._scenario_group(gid)
+        if group is None:
+            return Outcome(err)
+        if mid not in group.members:
+            return Outcome(ErrorCode.unknown_member_id)
+        out = self.on_session_timer(session_key(gid, mid), now, now)
+        out.response = NO_ERROR
+        return out
+
+    def force_rebalance(self, now: int, gid: str) -> Outcome:
+        """A new group epoch and its target assignment now, as a change of the topics the
+        topology reads makes them: every member reconciles to the new epoch on its next
+        heartbeat (the sticky assignor keeps the tasks where they are)."""
+        err, ps, group = self._scenario_group(gid)
+        if ps is None or group is None:
+            return Outcome(err)
+        if not group.members:
+            return Outcome(ErrorCode.non_empty_group)
+        changed = streams.copy_group(group)
+        changed.group_epoch += 1
+        streams.compute_target(changed, self._assignment_configs(gid))
+        log.info("scenario.rebalance", group=gid, group_epoch=changed.group_epoch)
+        return self._scenario_written(ps, group, changed, now, NO_ERROR)
+
+    def fence_static_member(self, now: int, gid: str, instance_id: str) -> Outcome:
+        """Another instance takes the static member's ``group.instance.id``: the member
+        leaves as a static member does (epoch -2) and a new member id, which no client
+        holds, joins with its instance id and process, taking its tasks, as Kafka's static
+        replacement does. The old id is answered FENCED_INSTANCE_ID from then on; the new
+        one expires with its session unless a client joins with that instance id."""
+        err, ps, group = self._scenario_group(gid)
+        if ps is None or group is None:
+            return Outcome(err)
+        old = group.static_member(instance_id)
+        if old is None or group.topology is None:
+            return Outcome(ErrorCode.unknown_member_id)
+        new_id = self.registry.new_id()
+        changed = streams.copy_group(group)
+        configs = self._assignment_configs(gid)
+        topics = self._topics()
+        interval = self.config.streams_heartbeat_interval(gid)
+        size = self.config.streams_max_size
+        steps = [StreamsHeartbeat(gid, old.member_id, streams.LEAVE_STATIC_EPOCH,
+                                  instance_id=instance_id),
+                 StreamsHeartbeat(gid, new_id, 0, instance_id=instance_id,
+                                  rack_id=old.rack_id,
+                                  rebalance_timeout_ms=old.rebalance_timeout_ms,
+                                  topology=group.topology, active_tasks=streams.NO_TASKS,
+                                  standby_tasks=streams.NO_TASKS,
+                                  warmup_tasks=streams.NO_TASKS, process_id=old.process_id,
+                                  user_endpoint=old.user_endpoint,
+                                  client_tags=old.client_tags, client_id=old.client_id,
+                                  client_host=old.client_host)]
+        for step in steps:
+            res = streams.heartbeat(changed, step, topics, interval, size, configs)
+            if res.error is not NO_ERROR:
+                return Outcome(res.error)
+        log.info("scenario.fence_static_member", group=gid, instance=instance_id,
+                 old_member=old.member_id, member=new_id)
+
+        def after(t: int) -> None:
+            self.timers.cancel(session_key(gid, old.member_id))
+            self.timers.cancel(rebalance_key(gid, old.member_id))
+            self.timers.schedule(session_key(gid, new_id),
+                                 t + self.config.streams_session_timeout(gid))
+
+        return self._scenario_written(ps, group, changed, now, NO_ERROR, after)
+
+    def _scenario_written(self, ps: PartitionState, live: StreamsGroup, changed: StreamsGroup,
+                          now: int, answer: ErrorCode,
+                          after: Callable[[int], None] | None = None) -> Outcome:
+        """``_written`` for a scenario: its answer is the error (the append's, if any)."""
+        out = self._written(ps, live, changed, now, None, after)
+        if not out.writes:
+            out.response = answer
+            return out
+        out.response = AFTER_WRITE
+        (write,) = out.writes
+        then = write.then
+        assert then is not None
+
+        def answered(append_err: ErrorCode, t: int) -> Outcome:
+            done = then(append_err, t)
+            done.response = append_err if append_err is not NO_ERROR else answer
+            return done
+
+        write.then = answered
+        return out
+
     def describe_streams_groups(self, group_ids: Sequence[str]
                                 ) -> list[StreamsGroupDescription]:
         out = []

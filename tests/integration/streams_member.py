@@ -38,11 +38,15 @@ class StreamsMember:
     def __init__(self, bootstrap: str, client_id: str = "streams-member") -> None:
         self.conn = RawConnection(bootstrap, client_id)
         self.member_id, self.epoch = str(uuid.uuid4()), 0
+        #: A static member's group.instance.id, sent with every heartbeat as Kafka's
+        #: client sends it.
+        self.instance_id: str | None = None
 
     def call(self, api_key: int, version: int, **fields: Any) -> Any:
         return self.conn.call(make(codec(api_key, version).request_type, fields))
 
     def heartbeat(self, epoch: int | None = None, expect: int = 0, **fields: Any) -> Any:
+        fields.setdefault("instance_id", self.instance_id)
         resp = self.call(88, 1, group_id=APP, member_id=self.member_id,
                          member_epoch=self.epoch if epoch is None else epoch,
                          endpoint_information_epoch=0, task_offsets=None,
@@ -55,16 +59,18 @@ class StreamsMember:
     def close(self) -> None:
         self.conn.close()
 
-    def join_only(self) -> None:
-        """The joining heartbeat alone (epoch 0, with the topology)."""
+    def join_only(self, instance_id: str | None = None) -> None:
+        """The joining heartbeat alone (epoch 0, with the topology; static with
+        ``instance_id``)."""
+        self.instance_id = instance_id
         self.heartbeat(0, topology=_topology(), process_id=str(uuid.uuid4()),
                        rebalance_timeout=datetime.timedelta(seconds=30), active_tasks=[],
                        standby_tasks=[], warmup_tasks=[], client_tags=[])
 
-    def join(self) -> list[Any]:
+    def join(self, instance_id: str | None = None) -> list[Any]:
         """Join, then heartbeat until the coordinator has created the internal topics and
         assigned tasks to this member; its tasks, acknowledged as owned."""
-        self.join_only()
+        self.join_only(instance_id)
         deadline = time.monotonic() + 20
         while True:
             resp = self.heartbeat()
