@@ -6,7 +6,7 @@ python -m benchmarks.scale cold [--members 1000]
 python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
 python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
-python -m benchmarks.scale sizes [--sizes 1000,5000,10000] [--brokers kafkalite,kafka]
+python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--brokers kafkalite,kafka]
 python -m benchmarks.scale connections|groups [--sizes 1000,10000] [--brokers kafkalite,kafka]
 ```
 
@@ -417,7 +417,7 @@ def main() -> None:
     r = sub.add_parser("reload")
     r.add_argument("--records", type=int, default=1_000_000)
     sz = sub.add_parser("sizes")
-    sz.add_argument("--sizes", default="1000,5000,10000")
+    sz.add_argument("--sizes", default="1000,5000,10000,50000")
     sz.add_argument("--per-topic", type=int, default=10)
     sz.add_argument("--brokers", default="kafkalite,kafka")
     sz.add_argument("--samples", type=int, default=8)

@@ -31,13 +31,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import resource
 import time
 from pathlib import Path
 
 from benchmarks.aio_client import AioConnection, Member
 from benchmarks.common import Kafka, Kafkalite, table
-from benchmarks.scale_sizes import Side, create_range, fds, plot, rss_mb
+from benchmarks.scale_sizes import Side, create_range, fds, plot, raise_fd_limit, rss_mb
 from kafkalite.client.kafka import request, request_class
 
 CONCURRENCY = 256
@@ -48,14 +47,6 @@ TOPIC = "scale-00000"
 COMMIT, FETCH = 8, 9
 #: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
 RETRIABLE = (14, 15, 16)
-
-
-def raise_fd_limit() -> int:
-    """The soft descriptor limit up to the hard one; the brokers started after inherit it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
 
 
 def side(name: str, overrides: dict[str, str]) -> Side:

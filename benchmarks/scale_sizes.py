@@ -1,7 +1,7 @@
 """Partitions at growing sizes, kafkalite and Apache Kafka 4.4 in one run.
 
 ```
-python -m benchmarks.scale sizes [--sizes 1000,5000,10000] [--per-topic 10]
+python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--per-topic 10]
                                  [--brokers kafkalite,kafka] [--samples 8] [--out DIR]
 ```
 
@@ -18,8 +18,13 @@ port accepting (kafkalite: its ready file), the first
 Metadata for every topic after it, and RSS and descriptors at once (kafkalite's
 logs are opened by their first use and a background pass that begins a second later).
 
-The brokers take turns at each size. Writes ``scale-sizes.json``, a table per figure and
-``scale-sizes.png`` (cost against size, both brokers on each plot) to DIR.
+The brokers take turns at each size. The descriptor limit of this process, which the
+brokers inherit, is raised to its hard limit first (``ulimit -n``, as Kafka's operations
+guide asks; both brokers keep a descriptor per partition). A broker that fails at a size
+(it exits, refuses a CreateTopics or does not answer within the bounded waits) is recorded
+as failed there, with the partitions it had acknowledged, its open descriptors and the
+reason, and is not grown further; the other goes on. Writes ``scale-sizes.json``, a table
+per figure and ``scale-sizes.png`` (cost against size, both brokers on each plot) to DIR.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -45,16 +53,43 @@ from kafkalite.client.kafka import RawConnection, request, request_class
 TOPICS_PER_REQUEST = 50
 #: librdkafka quiet about the connections a restart refuses.
 ADMIN = {"log_level": 0}
-#: Every wait is bounded.
-VISIBLE_TIMEOUT_S = 600.0
+#: Every wait is bounded, generously: Kafka took about a minute to create 10,000
+#: partitions and another to restart with them, and grows faster than linearly.
+VISIBLE_TIMEOUT_S = 1800.0
+START_TIMEOUT_S = 1200.0
+STOP_TIMEOUT_S = 600.0
+#: A request that creates, lists or describes tens of thousands of partitions.
+SOCKET_TIMEOUT_S = 300.0
+#: Partitions acknowledged but no more of them visible for this long: given up.
+STALLED_S = 180.0
+
+
+class BrokerFailed(Exception):
+    """A broker that exited or stopped answering at a size."""
+
+
+def raise_fd_limit() -> int:
+    """The soft descriptor limit up to the hard one; the brokers started after inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def raw(bootstrap: str) -> RawConnection:
+    conn = RawConnection(bootstrap)
+    conn.sock.settimeout(SOCKET_TIMEOUT_S)
+    return conn
 
 
 def topic_name(i: int) -> str:
     return f"scale-{i:05d}"
 
 
-def create_range(bootstrap: str, first: int, last: int, per_topic: int) -> None:
-    conn = RawConnection(bootstrap)
+def create_range(bootstrap: str, first: int, last: int, per_topic: int,
+                 acked: list[int] | None = None) -> None:
+    """Topics FIRST..LAST; ``acked[0]`` counts the topics answered without error."""
+    conn = raw(bootstrap)
     try:
         v = conn.version(19, 7)
         topic_cls = request_class(19, v, "CreatableTopic")
@@ -63,29 +98,39 @@ def create_range(bootstrap: str, first: int, last: int, per_topic: int) -> None:
                 topic_cls(name=topic_name(i), num_partitions=per_topic, replication_factor=1,
                           assignments=(), configs=())
                 for i in range(start, min(start + TOPICS_PER_REQUEST, last))),
-                timeout=timedelta(seconds=60), validate_only=False)
+                timeout=timedelta(seconds=120), validate_only=False)
             resp = conn.call(req)
             bad = [t for t in resp.topics if int(t.error_code) not in (0, 36)]
+            if acked is not None:
+                acked[0] += len(resp.topics) - len(bad)
             if bad:
                 raise RuntimeError(f"CreateTopics: {bad[0]}")
+            asked = min(start + TOPICS_PER_REQUEST, last) - start
+            if len(resp.topics) != asked:  # a whole-request error answers no topic
+                raise RuntimeError(f"CreateTopics answered {len(resp.topics)} of {asked} "
+                                   "topics")
     finally:
         conn.close()
 
 
 def visible_partitions(admin: Any) -> int:
-    md = admin.list_topics(timeout=60)
+    md = admin.list_topics(timeout=SOCKET_TIMEOUT_S)
     return sum(1 for name, t in md.topics.items() if name.startswith("scale-")
                for p in t.partitions.values() if p.leader >= 0 and p.error is None)
 
 
 def create_until_visible(bootstrap: str, admin: Any, have: int, want: int,
-                         per_topic: int) -> float:
+                         per_topic: int, acked: list[int]) -> float:
     t0 = time.monotonic()
-    create_range(bootstrap, have // per_topic, want // per_topic, per_topic)
+    create_range(bootstrap, have // per_topic, want // per_topic, per_topic, acked)
     deadline = t0 + VISIBLE_TIMEOUT_S
-    while visible_partitions(admin) < want:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{want} partitions not visible")
+    seen, moved = -1, time.monotonic()
+    while (visible := visible_partitions(admin)) < want:
+        now = time.monotonic()
+        if visible != seen:
+            seen, moved = visible, now
+        if now > deadline or now - moved > STALLED_S:
+            raise TimeoutError(f"{visible} of {want} partitions visible")
         time.sleep(0.05)
     return time.monotonic() - t0
 
@@ -102,7 +147,7 @@ def median_ms(fn: Any, samples: int) -> float:
 
 def describe_all(bootstrap: str) -> int:
     """DescribeTopicPartitions of every topic, page by page; the partitions described."""
-    conn = RawConnection(bootstrap)
+    conn = raw(bootstrap)
     try:
         cursor_cls = request_class(75, 0, "Cursor")
         cursor = None
@@ -120,7 +165,8 @@ def describe_all(bootstrap: str) -> int:
         conn.close()
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
+def wait_port(port: int, proc: subprocess.Popen[bytes],
+              timeout: float = START_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -139,12 +185,13 @@ def rss_mb(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 1e6
 
 
-def first_metadata(bootstrap: str, timeout: float = 300) -> None:
+def first_metadata(bootstrap: str, timeout: float = START_TIMEOUT_S) -> None:
     """Until a Metadata answer names a broker (what KafkaReference waits for)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             conn = RawConnection(bootstrap, "scale-probe")
+            conn.sock.settimeout(SOCKET_TIMEOUT_S)
             try:
                 resp = conn.call(request(3, 12, topics=(), allow_auto_topic_creation=False,
                                          include_topic_authorized_operations=False))
@@ -169,6 +216,12 @@ class Side:
         self.have = 0
         #: The creation time of every step so far (each step creates from the last size).
         self.create_s = 0.0
+        #: Topics acknowledged by CreateTopics so far.
+        self.acked = [0]
+        #: Why the broker was given up, at the size it failed at.
+        self.failed: str | None = None
+        #: How much of the broker's log has been read for descriptor errors.
+        self.log_read = 0
 
     @property
     def pid(self) -> int:
@@ -187,7 +240,7 @@ class Side:
             if self.kl is None:
                 self.kl = Kafkalite({"auto.create.topics.enable": "false"}, data_dir=self.root)
             t0 = time.monotonic()
-            self.kl.start(600)
+            self.kl.start(START_TIMEOUT_S)
             listening = time.monotonic() - t0
         else:
             from tests.kafka_reference import kafka_jars
@@ -207,11 +260,65 @@ class Side:
         first_metadata(self.bootstrap)
         return listening, time.monotonic() - t0
 
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        if self.kl is not None:
+            return self.kl.proc.proc if self.kl.proc is not None else None
+        return self.kafka.ref.proc if self.kafka is not None else None
+
+    def log_path(self) -> Path:
+        if self.kl is not None:
+            return self.root / "data.log"
+        assert self.kafka is not None
+        return Path(self.kafka.ref.log_path)
+
     def stop(self) -> None:
+        """A clean stop (SIGTERM), killed only past STOP_TIMEOUT_S: a broker with tens of
+        thousands of partitions takes longer than the tests' 20-30 s to close them."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                print(f"   {self.name}: not stopped in {STOP_TIMEOUT_S:.0f} s, killed",
+                      flush=True)
+                proc.kill()
+                proc.wait(30)
         if self.kl is not None:
             self.kl.stop()
         elif self.kafka is not None:
             self.kafka.ref.stop()
+
+    def descriptor_errors(self) -> int:
+        """'Too many open files' in the broker's log since the last call: a broker that
+        ran out of descriptors may still answer Metadata, with logs it could not open."""
+        try:
+            with self.log_path().open("rb") as f:
+                f.seek(self.log_read)
+                new = f.read()
+        except OSError:
+            return 0
+        self.log_read += len(new)
+        return len(re.findall(rb"Too many open files", new))
+
+    def failure(self, size: int, per_topic: int, err: BaseException) -> str:
+        """What the broker had reached when it failed; the broker is then stopped."""
+        proc = self.proc
+        alive = proc is not None and proc.poll() is None
+        emfile = self.descriptor_errors()
+        parts = [f"{type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}",
+                 f"{self.acked[0] * per_topic} of {size} partitions acknowledged",
+                 "still running" if alive else
+                 f"exited with {proc.returncode if proc is not None else '?'}"]
+        if alive and proc is not None:
+            parts.append(f"{fds(proc.pid)} descriptors open")
+        if emfile:
+            parts.append(f"{emfile} more 'Too many open files' in its log")
+        self.failed = "; ".join(parts)
+        with contextlib.suppress(Exception):
+            self.stop()
+        return self.failed
 
     def cleanup(self) -> None:
         self.stop()
@@ -225,31 +332,37 @@ def measure(side: Side, size: int, per_topic: int, samples: int) -> dict[str, fl
 
     admin = AdminClient(ADMIN | {"bootstrap.servers": side.bootstrap})
     row: dict[str, float] = {}
-    side.create_s += create_until_visible(side.bootstrap, admin, side.have, size, per_topic)
+    side.create_s += create_until_visible(side.bootstrap, admin, side.have, size, per_topic,
+                                          side.acked)
     row["create until visible, from empty (s)"] = side.create_s
     side.have = size
     one = topic_name(size // per_topic // 2)
-    row["Metadata, every topic (ms)"] = median_ms(lambda: admin.list_topics(timeout=60),
-                                                  samples)
+    row["Metadata, every topic (ms)"] = median_ms(
+        lambda: admin.list_topics(timeout=SOCKET_TIMEOUT_S), samples)
     row["Metadata, one topic (ms)"] = median_ms(
-        lambda: admin.list_topics(one, timeout=60), samples)
+        lambda: admin.list_topics(one, timeout=SOCKET_TIMEOUT_S), samples)
     described = describe_all(side.bootstrap)
     assert described >= size, (described, size)
     row["DescribeTopicPartitions, every topic (ms)"] = median_ms(
         lambda: describe_all(side.bootstrap), max(samples // 2, 3))
     row["RSS (MB)"] = rss_mb(side.pid)
     row["open files"] = fds(side.pid)
+    if errors := side.descriptor_errors():
+        raise BrokerFailed(f"{errors} 'Too many open files' in its log "
+                           f"({row['open files']:.0f} descriptors open)")
     side.stop()
     listening, answering = side.start()
     row["restart to listening (s)"] = listening
     row["restart to first Metadata naming the broker (s)"] = answering
     admin = AdminClient(ADMIN | {"bootstrap.servers": side.bootstrap})
     t = time.perf_counter()
-    admin.list_topics(timeout=120)
+    admin.list_topics(timeout=SOCKET_TIMEOUT_S)
     row["first Metadata, every topic, after restart (ms)"] = (time.perf_counter() - t) * 1000
     # Taken at once: kafkalite's background pass has not opened the logs yet.
     row["RSS right after restart (MB)"] = rss_mb(side.pid)
     row["open files right after restart"] = fds(side.pid)
+    if errors := side.descriptor_errors():
+        raise BrokerFailed(f"{errors} 'Too many open files' in its log after the restart")
     return row
 
 
@@ -282,28 +395,59 @@ def plot(results: dict[str, dict[int, dict[str, float]]], out: Path,
 def run(sizes: list[int], per_topic: int, brokers: list[str], samples: int,
         out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    print(f"   descriptor limit raised to {raise_fd_limit()}", flush=True)
     sides = [Side(b) for b in brokers]
     results: dict[str, dict[int, dict[str, float]]] = {b: {} for b in brokers}
+    failures: dict[str, dict[int, str]] = {b: {} for b in brokers}
+
+    def save() -> None:
+        (out / "scale-sizes.json").write_text(json.dumps(
+            {"results": results, "failures": failures}, indent=1))
+
     try:
         for side in sides:
             side.start()
         for size in sizes:
             for side in sides:  # in turns: a change in the machine's load reaches both
+                if side.failed is not None:
+                    continue
                 print(f"   {side.name}: {size} partitions, load "
                       f"{os.getloadavg()[0]:.1f}", flush=True)
-                results[side.name][size] = measure(side, size, per_topic, samples)
-                (out / "scale-sizes.json").write_text(json.dumps(results, indent=1))
+                t0 = time.monotonic()
+                try:
+                    results[side.name][size] = measure(side, size, per_topic, samples)
+                except Exception as e:  # a broker failing at a size is a result
+                    failures[side.name][size] = side.failure(size, per_topic, e)
+                    print(f"   {side.name} failed at {size} after "
+                          f"{time.monotonic() - t0:.0f} s: {side.failed}", flush=True)
+                save()
     finally:
         for side in sides:
             side.cleanup()
-    figures = list(next(iter(results[brokers[0]].values())))
+    measured = [r for r in results.values() if r]
+    if not measured:
+        return
+    figures = list(next(iter(measured[0].values())))
+
+    def cell(broker: str, size: int, figure: str) -> float | str:
+        got = results[broker].get(size)
+        return got[figure] if got is not None else "failed" if size in failures[broker] else ""
+
     for figure in figures:
-        rows = [(size, *(results[b][size][figure] for b in brokers),
-                 *([results[brokers[0]][size][figure] / results[brokers[1]][size][figure]
-                    if results[brokers[1]][size][figure] else float("nan")]
-                   if len(brokers) == 2 else []))
-                for size in sizes]
-        ratio = [f"{brokers[0]} / {brokers[1]}"] if len(brokers) == 2 else []
-        print(f"\n{figure}\n" + table(["partitions", *brokers, *ratio], rows), flush=True)
-    plot(results, out / "scale-sizes.png")
+        rows = []
+        for size in sizes:
+            cells = [cell(b, size, figure) for b in brokers]
+            ratio: list[float | str] = []
+            if len(brokers) == 2:
+                a, b = cells
+                ratio = [a / b if isinstance(a, float) and isinstance(b, float) and b
+                         else ""]
+            rows.append((size, *cells, *ratio))
+        ratio_head = [f"{brokers[0]} / {brokers[1]}"] if len(brokers) == 2 else []
+        print(f"\n{figure}\n" + table(["partitions", *brokers, *ratio_head], rows),
+              flush=True)
+    for broker, by_size in failures.items():
+        for size, why in by_size.items():
+            print(f"\n{broker} failed at {size} partitions: {why}", flush=True)
+    plot({b: r for b, r in results.items() if r}, out / "scale-sizes.png")
     print(f"\nwrote {out / 'scale-sizes.json'} and {out / 'scale-sizes.png'}", flush=True)
