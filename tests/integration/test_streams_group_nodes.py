@@ -4,13 +4,20 @@ brings the partition back, the new coordinator replays the group's records. Its 
 epochs, assignment, topology and committed offsets are as before the move,
 StreamsGroupDescribe answers the same group there, and the members go on heartbeating at
 their epochs (no fence, no new rebalance). Members speak StreamsGroupHeartbeat over TCP
-(``streams_member``); the election is the Admin client's."""
+(``streams_member``); the election is the Admin client's; ``kafkalite groups`` finds the
+new coordinator. Then two Kafka Streams 4.4 instances (exactly_once_v2) through their
+coordinator's stop: same group, same tasks, exact counts."""
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from confluent_kafka import ElectionType, TopicPartition
+import pytest
+from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafkalite.broker.testing.fixtures import BrokerThread
@@ -19,8 +26,11 @@ from kafkalite.protocol.apis import codec
 from kafkalite.protocol.consumer_offsets import group_partition
 
 from ..differential.harness import make
+from . import test_streams_group_java as java
 from .replica_helpers import addresses, cluster, create
 from .streams_member import APP, SOURCE, StreamsMember
+from .test_kafka_streams import _read_all
+from .test_streams_group_views import cli_out
 
 __all__ = ["cluster"]  # the fixture, used by name
 
@@ -28,8 +38,8 @@ OFFSET_COMMIT, OFFSET_FETCH, HEARTBEAT, DESCRIBE = 8, 9, 88, 89
 NOT_COORDINATOR = 16
 
 
-def _coordinator(cluster: BrokerThread) -> int:
-    return cluster.call(lambda: cluster.inner.cluster.coordinator(0, APP))
+def _coordinator(cluster: BrokerThread, group: str = APP) -> int:
+    return cluster.call(lambda: cluster.inner.cluster.coordinator(0, group))
 
 
 def _move_to(members: list[StreamsMember], address: str) -> None:
@@ -92,7 +102,8 @@ def _check_moved(cluster: BrokerThread, members: list[StreamsMember], before: An
     assert _described(members[0]) == before
 
 
-def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread) -> None:
+def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread,
+                                                        capsys: Any) -> None:
     create(cluster, SOURCE, 3)
     first = _coordinator(cluster)
     boot = cluster.bootstraps[first - 1]
@@ -125,6 +136,15 @@ def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread) -
         second = _coordinator(cluster)
         assert second not in (first, -1)
         _check_moved(cluster, members, before, offsets)
+        # kafkalite groups finds the new coordinator from any node, with the offsets.
+        seen = json.loads(cli_out(capsys, "groups", "describe", APP, "--bootstrap",
+                                  cluster.bootstraps[second % 3], "--json"))
+        assert (seen["type"], seen["state"], seen["coordinator"]["id"]) == (
+            "streams", "Stable", second)
+        assert sorted((m["member_id"], m["epoch"]) for m in seen["members"]) == [
+            (m[0], m[1]) for m in before[4]]
+        assert {p["partition"]: p["current_offset"] for p in seen["partitions"]
+                if p["topic"] == SOURCE} == offsets
 
         # Move 2: the node comes back and a preferred-leader election moves the partition
         # back to it; the group is replayed there again (with what the second node wrote).
@@ -152,3 +172,75 @@ def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread) -
     finally:
         for m in members:
             m.close()
+
+
+@pytest.mark.timeout(600)
+def test_kafka_streams_app_carries_on_through_its_coordinator_stopping(
+        cluster: BrokerThread, tmp_path: Path) -> None:
+    """Two Kafka Streams 4.4 instances (word count, exactly_once_v2) split the tasks;
+    the group's coordinator node stops while they process. The new coordinator has the
+    group as it was: the same members at the same epochs, each keeping its tasks (no
+    rebalance), and the counts are exact."""
+    boot = addresses(cluster)
+    create(cluster, java.IN, 4)
+    create(cluster, java.OUT, 2)
+    coordinator = _coordinator(cluster, java.APP)
+    instances = [java._Instance(boot, tmp_path / n, n) for n in ("a", "b")]
+    producer = Producer({"bootstrap.servers": boot, "acks": "all"})
+
+    def produce(lines: list[str], first: int) -> None:
+        for i, line in enumerate(lines, first):
+            producer.produce(java.IN, key=f"k{i}".encode(), value=line.encode())
+        assert producer.flush(10) == 0
+
+    def counted(lines: list[str]) -> Callable[[], bool]:
+        def check() -> bool:
+            latest = dict(_read_all(boot, java.OUT))
+            return latest == dict(java._words(lines))
+        return check
+
+    def group_view() -> Any:
+        node = _coordinator(cluster, java.APP)
+        conn = RawConnection(cluster.bootstraps[node - 1])
+        try:
+            d = conn.call(make(codec(DESCRIBE, 0).request_type, dict(
+                group_ids=[java.APP], include_authorized_operations=False)))
+        finally:
+            conn.close()
+        (g,) = d.groups
+        assert g.error_code == 0, g
+        return g.group_state, g.group_epoch, sorted(
+            (m.member_id, m.member_epoch, sorted((t.subtopology_id, sorted(t.partitions))
+                                                 for t in m.assignment.active_tasks))
+            for m in g.members)
+
+    lines = java.LINES
+    half = len(lines) // 2
+    try:
+        java._wait(lambda: [len(i.tasks() or ()) for i in instances] == [4, 4], 180,
+                   "the two instances did not split the tasks", instances)
+        tasks = [i.tasks() for i in instances]
+        produce(lines[:half], 0)
+        java._wait(counted(lines[:half]), 120, "the counts did not reach the expected ones",
+                   instances)
+        before = group_view()
+        assert before[0] == "Stable"
+
+        cluster.stop_node(coordinator)
+        assert _coordinator(cluster, java.APP) not in (coordinator, -1)
+        produce(lines[half:], half)
+        java._wait(counted(lines), 180, "the counts after the move are wrong", instances)
+        # The same group on the new coordinator, and nobody's tasks moved.
+        assert group_view() == before
+        assert [i.tasks() for i in instances] == tasks
+    finally:
+        outs = [i.close() for i in instances]
+    for i, out in zip(instances, outs, strict=True):
+        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
+        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for word, n in _read_all(boot, java.OUT):
+        by_word[word].append(n)
+    expected = java._words(lines)
+    assert {w: sorted(by_word[w]) for w in by_word} == {
+        w: list(range(1, n + 1)) for w, n in expected.items()}
