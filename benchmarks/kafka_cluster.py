@@ -7,16 +7,20 @@ directory. Every wait is bounded in time."""
 
 from __future__ import annotations
 
-import base64
 import shutil
 import socket
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from benchmarks.common import KAFKA_BENCH_SETTINGS, KAFKA_JVM
-from tests.kafka_reference import TEST_SETTINGS, KafkaReference, KafkaUnavailable, free_ports
+from tests.kafka_reference import (
+    TEST_SETTINGS,
+    KafkaReference,
+    KafkaUnavailable,
+    _cluster_id,
+    free_ports,
+)
 
 CONTROLLER_ID = 100
 LOG4J = ("rootLogger.level=WARN\nrootLogger.appenderRef.out.ref=OUT\n"
@@ -98,7 +102,7 @@ class KafkaCluster:
 
     def __init__(self, brokers: int = 3, heap: str = "1G") -> None:
         self.root = Path(tempfile.mkdtemp(prefix="kafka-cluster-"))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _cluster_id()
         # Every node's port drawn at once, so no two nodes can get the same one.
         controller_port, *broker_ports = free_ports(brokers + 1)
         voters = f"{CONTROLLER_ID}@127.0.0.1:{controller_port}"

@@ -146,8 +146,10 @@ def main(argv: list[str] | None = None) -> None:
         row = [label] + [_cell(results[n].get(what, [])) for n in results]
         lite = results["kafkalite"].get(what)
         kafka = results.get("kafka", {}).get(what)
-        if lite and kafka:
-            row.append(fmt(percentile(lite, 50) / percentile(kafka, 50), 2))
+        if "kafka" in results:
+            # A broker that failed leaves its cells and the ratio empty.
+            row.append(fmt(percentile(lite, 50) / percentile(kafka, 50), 2)
+                       if lite and kafka else "-")
         rows.append(row)
     heads = ["until every task runs again (median, range)", *results]
     if "kafka" in results:

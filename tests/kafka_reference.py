@@ -104,7 +104,12 @@ def free_port() -> int:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random id as Kafka's ``Uuid.randomUuid`` makes one: never starting with "-",
+    which the tools' argument parser would take for an option."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class KafkaReference:
