@@ -3,7 +3,8 @@ with the admin API, driven with ``kafkalite ctl scenario``: a forced rebalance (
 member moves to a new epoch with its tasks), the partition moved away and loaded back
 from its records (NOT_COORDINATOR meanwhile, then the members carry on at their epochs),
 a fenced static member (FENCED_INSTANCE_ID; its replacement, which no client holds,
-expires when the clock passes its session and the other member takes every task), and
+expires when the clock passes its session and the other member takes every task), a
+member that does not revoke removed when the clock passes its rebalance timeout, and
 ``kafkalite groups describe`` showing each step."""
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from kafkalite.broker.testing.fixtures import BrokerThread
 from .streams_member import APP, SOURCE, StreamsMember
 from .test_streams_group_views import cli_out
 
-NOT_COORDINATOR, FENCED_INSTANCE_ID = 16, 82
+NOT_COORDINATOR, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID = 16, 25, 82
 SESSION_TIMEOUT_MS = 45_000  # group.streams.session.timeout.ms's default
+REBALANCE_TIMEOUT_MS = 30_000  # what StreamsMember joins with
 
 
 def _settle(members: list[StreamsMember]) -> dict[str, list[tuple[str, list[int]]]]:
@@ -60,6 +62,7 @@ def test_scenarios_and_the_clock_on_a_streams_group(
     admin.create_topics([NewTopic(SOURCE, 2, 1)])[SOURCE].result(10)
     a = StreamsMember(broker.bootstrap, "streams-a")
     b = StreamsMember(broker.bootstrap, "streams-b")
+    c = StreamsMember(broker.bootstrap, "streams-c")
     try:
         a.join(instance_id="instance-a")
         b.join_only()
@@ -108,6 +111,20 @@ def test_scenarios_and_the_clock_on_a_streams_group(
         assert owned[b.member_id] == [("0", [0, 1]), ("1", [0, 1])]
         assert [m["member_id"] for m in _describe(capsys, broker)["members"]] == [
             b.member_id]
+
+        # The rebalance timeout on the clock: c joins, b heartbeats on without giving up
+        # the tasks c is to get; past b's rebalance timeout (30 s) b is removed.
+        c.join_only()
+        resp = b.heartbeat(active_tasks=[dict(subtopology_id=s, partitions=ps)
+                                         for s, ps in owned[b.member_id]],
+                           standby_tasks=[], warmup_tasks=[])
+        assert sum(len(t.partitions) for t in resp.active_tasks) == 2  # revoke two
+        for _ in range(2):
+            broker.advance(REBALANCE_TIMEOUT_MS // 2 - 1000)
+            b.heartbeat()  # still owning all four: within the timeout, nothing happens
+        broker.advance(2000)
+        b.heartbeat(expect=UNKNOWN_MEMBER_ID)
+        assert _settle([c])[c.member_id] == [("0", [0, 1]), ("1", [0, 1])]
     finally:
-        a.close()
-        b.close()
+        for m in (a, b, c):
+            m.close()
