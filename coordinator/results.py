@@ -205,3 +205,22 @@ class DescribedConsumerGroup:
     assignment_epoch: int = 0
     assignor: str = ""
     members: tuple[DescribedConsumerMember, ...] = ()
+
+
+def answered_with(out: Outcome, answer: ErrorCode) -> Outcome:
+    """``out`` answering ``answer`` (a test-control scenario's answer) once its first write
+    is in, or that write's error; at once when it writes nothing."""
+    if not out.writes:
+        out.response = answer
+        return out
+    first = out.writes[0]
+    then = first.then
+
+    def answered(err: ErrorCode, t: int) -> Outcome:
+        done = then(err, t) if then is not None else Outcome(None)
+        done.response = err if err is not NO_ERROR else answer
+        return done
+
+    first.then = answered
+    out.response = AFTER_WRITE
+    return out

@@ -38,9 +38,9 @@ def _int(params: Mapping[str, Any], name: str, default: int | None = None) -> in
 
 
 def _static_member_id(g: GroupCoordinatorCore, group_id: str, instance_id: str) -> str | None:
-    streams = g.streams_group(group_id)
-    if streams is not None:
-        member = streams.static_member(instance_id)
+    kind = g.streams_group(group_id) or g.consumer_group(group_id)
+    if kind is not None:
+        member = kind.static_member(instance_id)
         return None if member is None else member.member_id
     group = g.group(group_id)
     return None if group is None else group.static_member_id(instance_id)
@@ -77,32 +77,34 @@ class CoordinatorScenarios:
             def op(g: GroupCoordinatorCore, now: int) -> Outcome:
                 if g.streams_group(group_id) is not None:
                     return g.streams.force_rebalance(now, group_id)
+                if g.consumer_group(group_id) is not None:
+                    return g.consumer.force_rebalance(now, group_id)
                 return g.force_rebalance(now, group_id)
-        elif name == "expire-member":
+        elif name in ("expire-member", "evict-member"):
             mid = _text(params, "member_id")
+            evict = name == "evict-member"
 
             def op(g: GroupCoordinatorCore, now: int) -> Outcome:
-                # A share or streams group member's session ends as its timer would end it.
-                if g.share_group(group_id) is not None:
+                # A share, streams or consumer group member's session ends as its timer
+                # would end it; a streams or consumer group member past
+                # max.poll.interval.ms leaves the group with the same records.
+                if g.share_group(group_id) is not None and not evict:
                     return g.share.expire_member(now, group_id, mid)
                 if g.streams_group(group_id) is not None:
                     return g.streams.expire_member(now, group_id, mid)
+                if g.consumer_group(group_id) is not None:
+                    return g.consumer.expire_member(now, group_id, mid)
+                if evict:
+                    return g.evict_member(now, group_id, mid)
                 return g.expire_member(now, group_id, mid)
-        elif name == "evict-member":
-            mid = _text(params, "member_id")
-
-            def op(g: GroupCoordinatorCore, now: int) -> Outcome:
-                # A streams member past max.poll.interval.ms leaves the group: its removal
-                # writes what its session's expiry writes.
-                if g.streams_group(group_id) is not None:
-                    return g.streams.expire_member(now, group_id, mid)
-                return g.evict_member(now, group_id, mid)
         elif name == "fence-static-member":
             iid = _text(params, "group_instance_id")
 
             def op(g: GroupCoordinatorCore, now: int) -> Outcome:
                 if g.streams_group(group_id) is not None:
                     return g.streams.fence_static_member(now, group_id, iid)
+                if g.consumer_group(group_id) is not None:
+                    return g.consumer.fence_static_member(now, group_id, iid)
                 return g.fence_static_member(now, group_id, iid)
         else:
             raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(NAMES)}")

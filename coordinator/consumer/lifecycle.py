@@ -28,7 +28,7 @@ from ..partitions import (
     rebalance_key,
     session_key,
 )
-from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
+from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write, answered_with
 from ..topics_image import TopicChange
 from . import records as cr
 from .conversion import GroupConversions
@@ -212,6 +212,40 @@ class ConsumerLifecycle:
             return Outcome(None)
         log.info("consumer_group.member_fenced", group=gid, member=mid, reason=reason)
         return self._fence_member(group, member, None, now)
+
+    # --- test-control scenarios (``coordinator/scenarios.py`` has the classic ones) -------
+
+    def scenario_group(self, gid: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        err = self.registry.group_status(gid)
+        group = None if err is not NO_ERROR else self.registry.consumer_group(gid)
+        return (ErrorCode.group_id_not_found if err is NO_ERROR and group is None
+                else err), group
+
+    def expire_member(self, now: int, gid: str, mid: str) -> Outcome:
+        """The member is fenced now, as when its session ends (also the scenario of a
+        consumer past ``max.poll.interval.ms``, which leaves with epoch -1: the same
+        records)."""
+        err, group = self.scenario_group(gid)
+        if group is None:
+            return Outcome(err)
+        member = group.members.get(mid)
+        if member is None:
+            return Outcome(ErrorCode.unknown_member_id)
+        log.info("scenario.expire_member", group=gid, member=mid)
+        return answered_with(self._fence_member(group, member, None, now), NO_ERROR)
+
+    def force_rebalance(self, now: int, gid: str) -> Outcome:
+        """A new group epoch, as a change of the subscribed topics writes one: the next
+        heartbeat computes its target assignment and every member reconciles to it."""
+        err, group = self.scenario_group(gid)
+        if group is None:
+            return Outcome(err)
+        if not group.members:
+            return Outcome(ErrorCode.non_empty_group)
+        log.info("scenario.rebalance", group=gid, group_epoch=group.group_epoch + 1)
+        return answered_with(Outcome(None, writes=[Write(
+            self.registry.partition_for(gid), gid,
+            [cr.group_epoch_record(gid, group.group_epoch + 1)])]), NO_ERROR)
 
     # --- timers ----------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from kafkalite.protocol import consumer_offsets as co
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..partitions import PartitionState, rebalance_key, session_key
-from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write
+from ..results import AFTER_WRITE, ConsumerHeartbeatResult, Outcome, Write, answered_with
 from . import records as cr
 from .assignors import PartitionAssignorError, SubscriptionType
 from .group import (
@@ -217,6 +217,48 @@ class ConsumerMembership(ConsumerLifecycle):
 
         out.response = AFTER_WRITE
         out.writes.append(Write(ps.partition, gid, records, then))
+        return out
+
+    def fence_static_member(self, now: int, gid: str, instance_id: str) -> Outcome:
+        """Test control: another instance takes the static member's ``group.instance.id``.
+        The member leaves as a static member does (epoch -2), then a new member id, which
+        no client holds, joins with its instance id and subscription and takes its
+        partitions, as Kafka's static replacement does: the old id is answered
+        FENCED_INSTANCE_ID, and the new one expires with its session."""
+        err, group = self.scenario_group(gid)
+        if group is None:
+            return Outcome(err)
+        old = group.static_member(instance_id)
+        if old is None or uses_classic_protocol(old):
+            return Outcome(ErrorCode.unknown_member_id)
+        new_id = self.registry.new_id()
+        join = ConsumerHeartbeatRequest(
+            gid, new_id, 0, instance_id=instance_id, rack_id=old.rack_id,
+            rebalance_timeout_ms=old.rebalance_timeout_ms,
+            subscribed_topic_names=sorted(old.subscribed_topic_names),
+            subscribed_topic_regex=old.regex, server_assignor=old.server_assignor_name,
+            topic_partitions=[], client_id=old.client_id, client_host=old.client_host)
+        try:
+            out = self._consumer_leave(now, ConsumerHeartbeatRequest(
+                gid, old.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, instance_id=instance_id))
+        except GroupError as e:
+            return Outcome(e.code)
+        (leave,) = out.writes
+        left = leave.then
+
+        def then(append_err: ErrorCode, t: int) -> Outcome:
+            if left is not None:
+                left(append_err, t)
+            if append_err is not NO_ERROR:
+                return Outcome(append_err)
+            log.info("scenario.fence_static_member", group=gid, instance=instance_id,
+                     old_member=old.member_id, member=new_id)
+            try:
+                return answered_with(self._consumer_heartbeat(t, join), NO_ERROR)
+            except GroupError as e:
+                return Outcome(e.code)
+
+        leave.then = then
         return out
 
     def epoch_and_metadata(self, group: ConsumerGroup, member: ConsumerGroupMember,

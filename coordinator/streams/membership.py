@@ -21,7 +21,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from ..partitions import GroupPartitions, PartitionState
 from ..partitions import streams_rebalance_key as rebalance_key
 from ..partitions import streams_session_key as session_key
-from ..results import AFTER_WRITE, Outcome, Write
+from ..results import AFTER_WRITE, Outcome, Write, answered_with
 from . import group as streams
 from . import records
 from .group import StreamsGroup, StreamsHeartbeat, StreamsHeartbeatResult
@@ -234,7 +234,7 @@ class StreamsMembership:
         changed.group_epoch += 1
         streams.compute_target(changed, self._assignment_configs(gid))
         log.info("scenario.rebalance", group=gid, group_epoch=changed.group_epoch)
-        return self._scenario_written(ps, group, changed, now, NO_ERROR)
+        return answered_with(self._written(ps, group, changed, now, None), NO_ERROR)
 
     def fence_static_member(self, now: int, gid: str, instance_id: str) -> Outcome:
         """Another instance takes the static member's ``group.instance.id``: the member
@@ -278,28 +278,7 @@ class StreamsMembership:
             self.timers.schedule(session_key(gid, new_id),
                                  t + self.config.streams_session_timeout(gid))
 
-        return self._scenario_written(ps, group, changed, now, NO_ERROR, after)
-
-    def _scenario_written(self, ps: PartitionState, live: StreamsGroup, changed: StreamsGroup,
-                          now: int, answer: ErrorCode,
-                          after: Callable[[int], None] | None = None) -> Outcome:
-        """``_written`` for a scenario: its answer is the error (the append's, if any)."""
-        out = self._written(ps, live, changed, now, None, after)
-        if not out.writes:
-            out.response = answer
-            return out
-        out.response = AFTER_WRITE
-        (write,) = out.writes
-        then = write.then
-        assert then is not None
-
-        def answered(append_err: ErrorCode, t: int) -> Outcome:
-            done = then(append_err, t)
-            done.response = append_err if append_err is not NO_ERROR else answer
-            return done
-
-        write.then = answered
-        return out
+        return answered_with(self._written(ps, group, changed, now, None, after), NO_ERROR)
 
     def describe_streams_groups(self, group_ids: Sequence[str]
                                 ) -> list[StreamsGroupDescription]:
