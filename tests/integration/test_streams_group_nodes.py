@@ -6,7 +6,8 @@ StreamsGroupDescribe answers the same group there, and the members go on heartbe
 their epochs (no fence, no new rebalance). Members speak StreamsGroupHeartbeat over TCP
 (``streams_member``); the election is the Admin client's; ``kafkalite groups`` finds the
 new coordinator. Then two Kafka Streams 4.4 instances (exactly_once_v2) through their
-coordinator's stop: same group, same tasks, exact counts."""
+coordinator's stop, controlled or a crash (leadership moves after
+broker.session.timeout.ms): same group, same tasks, exact counts."""
 
 from __future__ import annotations
 
@@ -175,8 +176,9 @@ def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread,
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize("controlled", [True, False], ids=["stopped", "crashed"])
 def test_kafka_streams_app_carries_on_through_its_coordinator_stopping(
-        cluster: BrokerThread, tmp_path: Path) -> None:
+        cluster: BrokerThread, tmp_path: Path, controlled: bool) -> None:
     """Two Kafka Streams 4.4 instances (word count, exactly_once_v2) split the tasks;
     the group's coordinator node stops while they process. The new coordinator has the
     group as it was: the same members at the same epochs, each keeping its tasks (no
@@ -226,8 +228,9 @@ def test_kafka_streams_app_carries_on_through_its_coordinator_stopping(
         before = group_view()
         assert before[0] == "Stable"
 
-        cluster.stop_node(coordinator)
-        assert _coordinator(cluster, java.APP) not in (coordinator, -1)
+        cluster.stop_node(coordinator, controlled)
+        java._wait(lambda: _coordinator(cluster, java.APP) not in (coordinator, -1), 60,
+                   "the coordinator did not move", instances)
         produce(lines[half:], half)
         java._wait(counted(lines), 180, "the counts after the move are wrong", instances)
         # The same group on the new coordinator, and nobody's tasks moved.
