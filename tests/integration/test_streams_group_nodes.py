@@ -4,10 +4,10 @@ brings the partition back, the new coordinator replays the group's records. Its 
 epochs, assignment, topology and committed offsets are as before the move,
 StreamsGroupDescribe answers the same group there, and the members go on heartbeating at
 their epochs (no fence, no new rebalance). Members speak StreamsGroupHeartbeat over TCP
-(``streams_member``); the election is the Admin client's; ``kafkalite groups`` finds the
-new coordinator. Then two Kafka Streams 4.4 instances (exactly_once_v2) through their
-coordinator's stop, controlled or a crash (leadership moves after
-broker.session.timeout.ms): same group, same tasks, exact counts."""
+(``streams_member``); the election is the Admin client's; ``kafkalite groups`` and Kafka's
+``kafka-streams-groups`` find the new coordinator. Then two Kafka Streams 4.4 instances
+(exactly_once_v2) through their coordinator's stop, controlled or a crash (leadership
+moves after broker.session.timeout.ms): same group, same tasks, exact counts."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from kafkalite.protocol.consumer_offsets import group_partition
 
 from ..differential.harness import make
 from . import test_streams_group_java as java
+from .java_support import run_tool, tools_log_config
 from .replica_helpers import addresses, cluster, create
 from .streams_member import APP, SOURCE, StreamsMember
 from .test_kafka_streams import _read_all
@@ -36,6 +37,7 @@ from .test_streams_group_views import cli_out
 __all__ = ["cluster"]  # the fixture, used by name
 
 OFFSET_COMMIT, OFFSET_FETCH, HEARTBEAT, DESCRIBE = 8, 9, 88, 89
+STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 NOT_COORDINATOR = 16
 
 
@@ -104,7 +106,7 @@ def _check_moved(cluster: BrokerThread, members: list[StreamsMember], before: An
 
 
 def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread,
-                                                        capsys: Any) -> None:
+                                                        capsys: Any, tmp_path: Path) -> None:
     create(cluster, SOURCE, 3)
     first = _coordinator(cluster)
     boot = cluster.bootstraps[first - 1]
@@ -146,6 +148,15 @@ def test_streams_group_moves_with_its_offsets_partition(cluster: BrokerThread,
             (m[0], m[1]) for m in before[4]]
         assert {p["partition"]: p["current_offset"] for p in seen["partitions"]
                 if p["topic"] == SOURCE} == offsets
+        # So does Kafka's kafka-streams-groups (the Java Admin's describeStreamsGroups).
+        out = run_tool(STREAMS_GROUPS, "--bootstrap-server", cluster.bootstraps[second % 3],
+                       "--describe", "--group", APP, "--members", "--verbose",
+                       log_config=tools_log_config(tmp_path))
+        rows = [line.split() for line in out.stdout.splitlines()[1:] if line.strip()]
+        # GROUP TARGET-ASSIGNMENT-EPOCH TOPOLOGY-EPOCH MEMBER MEMBER-PROTOCOL MEMBER-EPOCH
+        assert sorted((r[3], int(r[5])) for r in rows) == [(m[0], m[1]) for m in before[4]]
+        for m in members:
+            m.heartbeat()  # the sessions go on across the tool's JVM
 
         # Move 2: the node comes back and a preferred-leader election moves the partition
         # back to it; the group is replayed there again (with what the second node wrote).
