@@ -4,6 +4,7 @@
 python -m benchmarks.scale soak [--members 1000] [--groups 100] [--seconds 60] [--ten-minutes]
 python -m benchmarks.scale cold [--members 1000]
 python -m benchmarks.scale partitions [--topics 1000] [--per-topic 10]
+python -m benchmarks.scale metadata-nodes [--topics 500] [--per-topic 10] [--nodes 3]
 python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
 python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--brokers kafkalite,kafka]
@@ -24,6 +25,9 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
 - **partitions**: TOPICS topics of PER_TOPIC partitions created with CreateTopics; the
   broker's RSS per partition and open file descriptors, Metadata latency for all topics,
   start-up time after a clean stop and recovery time after SIGKILL.
+- **metadata-nodes**: ``serve --nodes NODES`` with TOPICS topics of PER_TOPIC partitions
+  (one replica each, spread over the nodes); Metadata for every topic asked of each node:
+  its first answer, then the median and p99 of SAMPLES more.
 - **startup**: `python -c pass`, then launch to listening (port open, --ready-file written),
   to the first ApiVersions answer, RSS after 2 s idle and the CPU time the broker used
   until it listened, kafkalite and Tansu; and the
@@ -275,6 +279,28 @@ def partitions(topics: int, per_topic: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def metadata_nodes(topics: int, per_topic: int, nodes: int, samples: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="kafkalite-scale-nodes-"))
+    try:
+        b = Kafkalite({"auto.create.topics.enable": "false"}, data_dir=root,
+                      extra_args=["--nodes", str(nodes)]).start(600)
+        assert b.proc is not None
+        create_s = create_topics(b.bootstrap, topics, per_topic)
+        time.sleep(1)
+        rows: list[tuple[object, ...]] = []
+        for node, address in enumerate(b.proc.nodes or [b.bootstrap], start=1):
+            lat, n_topics, n_parts = metadata_latency(address, samples + 1)
+            rest = lat[1:]
+            rows.append((node, f"{n_topics} / {n_parts}", lat[0], percentile(rest, 50),
+                         percentile(rest, 99)))
+        b.stop()
+        print(f"CreateTopics for all: {create_s:.1f} s")
+        print(table(["node", "topics / partitions", "first Metadata, every topic (ms)",
+                     "then p50 (ms)", "p99 (ms)"], rows), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # --- start-up -------------------------------------------------------------------------------
 
 
@@ -410,6 +436,11 @@ def main() -> None:
     pt = sub.add_parser("partitions")
     pt.add_argument("--topics", type=int, default=1000)
     pt.add_argument("--per-topic", type=int, default=10)
+    mn = sub.add_parser("metadata-nodes")
+    mn.add_argument("--topics", type=int, default=500)
+    mn.add_argument("--per-topic", type=int, default=10)
+    mn.add_argument("--nodes", type=int, default=3)
+    mn.add_argument("--samples", type=int, default=20)
     st = sub.add_parser("startup")
     st.add_argument("--runs", type=int, default=5)
     st.add_argument("--brokers", default="kafkalite,tansu",
@@ -454,6 +485,9 @@ def main() -> None:
     elif args.cmd == "partitions":
         header(f"scale: {args.topics} topics x {args.per_topic} partitions")
         partitions(args.topics, args.per_topic)
+    elif args.cmd == "metadata-nodes":
+        header(f"Metadata on --nodes {args.nodes}: {args.topics} topics x {args.per_topic}")
+        metadata_nodes(args.topics, args.per_topic, args.nodes, args.samples)
     elif args.cmd == "startup":
         header("start-up to an open port and idle RSS")
         startup(args.runs, [b for b in args.brokers.split(",") if b])

@@ -103,6 +103,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
             controller.forget(info.name)
 
     storage.catalog.listeners.append(manager.on_topic_event)
+    # Leaders, ISRs and replicas move in the controller: the kept Metadata entries follow.
+    controller.on_change.append(storage.metadata_entries.forget)
     storage.catalog.listeners.append(forget)
 
     def lag_interval() -> int:

@@ -2,13 +2,18 @@
 topic changes, so a Metadata answer for thousands of partitions is a join of bytes.
 
 What an entry holds (name, id, internal flag and each partition's leader, replicas, in-sync
-replicas and leader epoch) changes only through the catalogue (created, deleted,
-re-partitioned, re-configured: ``forget`` from the catalogue listener) and a partition log
-being opened (its leader epoch: ``forget`` from the log manager). With several nodes in the
-process leaders and in-sync replicas move on their own, so nothing is kept there (the
-handler checks ``Cluster.view``). Entries carrying per-principal fields (authorized
-operations, for Metadata) or errors are never kept; DescribeTopicPartitions keeps a
-topic's entry per set of authorized operations, and only when answered whole.
+replicas, leader epoch and offline replicas) changes only through the catalogue (created,
+deleted, re-partitioned, re-configured: ``forget`` from the catalogue listener), a
+partition log being opened or leading in a new epoch (``forget`` from the log manager)
+and, with several nodes in the process, the controller: a partition's leader, ISR or
+replicas changing (``forget`` from ``Controller.on_change``) and a node stopping,
+starting, being fenced or unfenced (``Cluster.liveness``, checked by the handler with
+``follow``: everything is forgotten). The nodes of one process share one controller, so
+a topic's entry is the same whichever node answers; what differs per node (the broker
+list on the client's listener) is built per request. Entries carrying per-principal
+fields (authorized operations, for Metadata) or errors are never kept;
+DescribeTopicPartitions keeps a topic's entry per set of authorized operations, and only
+when answered whole.
 """
 
 from __future__ import annotations
@@ -30,11 +35,20 @@ class EncodedTopics:
     for: Metadata's response version (operations omitted), or DescribeTopicPartitions'
     (api key, version, authorized operations)."""
 
-    __slots__ = ("_by_version", "_writers")
+    __slots__ = ("_by_version", "_liveness", "_writers")
 
     def __init__(self) -> None:
         self._by_version: dict[Hashable, dict[str, bytes]] = {}
         self._writers: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
+        self._liveness: Hashable = ()
+
+    def follow(self, liveness: Hashable) -> None:
+        """Forget every entry when the nodes' liveness (``Cluster.liveness``) is not what
+        it was at the last answer: offline replicas, and the leaders and ISRs moved by a
+        stop or a fence, may change in every topic."""
+        if liveness != self._liveness:
+            self._by_version.clear()
+            self._liveness = liveness
 
     def table(self, key: Hashable) -> dict[str, bytes]:
         found = self._by_version.get(key)

@@ -68,6 +68,9 @@ class Controller:
         #: Told of a node whose registration was dropped (the replica manager fences a
         #: crashed one at once, as Kafka's controller moves its leaderships and ISRs).
         self.on_unregister: list[Callable[[int], None]] = []
+        #: Told of a topic one of whose partitions changed replicas, leader, ISR or epoch
+        #: (the kept Metadata entries forget it).
+        self.on_change: list[Callable[[str], None]] = []
 
     @property
     def members(self) -> Sequence[Cluster]:
@@ -88,6 +91,10 @@ class Controller:
     def alive(self, node: int) -> bool:
         """Registered and unfenced: may lead and be in an ISR."""
         return node not in self.stopped and node not in self.fenced
+
+    def liveness(self) -> tuple[frozenset[int], frozenset[int]]:
+        """The stopped and the fenced nodes: what a partition's offline replicas follow."""
+        return frozenset(self.stopped), frozenset(self.fenced)
 
     def registered(self, node: int) -> bool:
         return node in self._ids and node not in self.unregistered
@@ -179,6 +186,8 @@ class Controller:
         self._saved[f"{topic}\t{partition}"] = (st.leader, list(st.isr))
         if self._store is not None:
             atomic_write(self._store, json.dumps(self._saved, sort_keys=True).encode())
+        for fn in self.on_change:
+            fn(topic)
 
     def forget(self, topic: str) -> None:
         """A deleted topic: a topic created again under its name is placed anew."""
@@ -186,3 +195,5 @@ class Controller:
             del self._states[key]
         for name in [k for k in self._saved if k.split("\t")[0] == topic]:
             del self._saved[name]
+        for fn in self.on_change:
+            fn(topic)

@@ -3,7 +3,7 @@ DescribeCluster tell clients."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -39,6 +39,8 @@ class ClusterView(Protocol):
     def placement(self, topic: str, partition: int) -> Placement: ...
 
     def alive(self, node: int) -> bool: ...
+
+    def liveness(self) -> Hashable: ...
 
     def registered(self, node: int) -> bool: ...
 
@@ -145,6 +147,10 @@ class Cluster:
         """Those of ``replicas`` on nodes that are stopped or fenced."""
         view = self.view
         return () if view is None else tuple(r for r in replicas if not view.alive(r))
+
+    def liveness(self) -> Hashable:
+        """Changes whenever a node stops, starts, is fenced or unfenced (one node: never)."""
+        return () if self.view is None else self.view.liveness()
 
     def registered(self, node_id: int) -> bool:
         """Whether ``node_id`` has a broker registration (UnregisterBroker drops one)."""

@@ -43,7 +43,7 @@ def _error_response(resp_t: type[Any], req: Any, err: ErrorCode) -> Any:
 def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access,
                               partition_limit: int, ctx: RequestContext, req: Any) -> Any:
     """``partition_limit``: ``max.request.partition.size.limit``. A topic answered whole
-    comes from ``storage.metadata_entries`` when kept there (one node), encoded once per
+    comes from ``storage.metadata_entries`` when kept there, encoded once per
     set of authorized operations; the answer is spliced from encoded entries."""
     resp_t = codecs.codec(DESCRIBE_TOPIC_PARTITIONS, ctx.api_version).response_type
     topic_t = nested(resp_t, "DescribeTopicPartitionsResponseTopic")
@@ -63,7 +63,7 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
     denied: list[bytes] = []
     next_cursor = None
     encoded = storage.metadata_entries
-    single = cluster.view is None
+    encoded.follow(cluster.liveness())
     for name in sorted(names):
         if not access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, name):
             if not fetch_all:
@@ -91,7 +91,7 @@ def describe_topic_partitions(cluster: Cluster, storage: Storage, access: Access
         ops = access.operations_for(ctx, ResourceType.TOPIC, name)
         # Kept only whole and per set of operations, which most askers share.
         kept = (encoded.table((DESCRIBE_TOPIC_PARTITIONS, ctx.api_version, ops))
-                if single and start == 0 and end == info.partitions else None)
+                if start == 0 and end == info.partitions else None)
         entry = kept.get(name) if kept is not None else None
         if entry is None:
             entry = encoded.encode(build(

@@ -105,8 +105,8 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
         return access.operations_for(ctx, ResourceType.TOPIC, name)
 
     encoded = storage.metadata_entries
-    # With several nodes leaders and in-sync replicas move by themselves: nothing is kept.
-    kept = encoded.table(version) if cluster.view is None and not want_ops else None
+    encoded.follow(cluster.liveness())
+    kept = encoded.table(version) if not want_ops else None
 
     def errored(err: ErrorCode, name: str | None, tid: uuid.UUID | None,
                 ops: int = OPS_OMITTED) -> bytes:
