@@ -150,16 +150,20 @@ class StreamsMembership:
         records.replay(ps.streams_groups, key, value)
 
     def schedule_loaded(self, ps: PartitionState, now: int) -> None:
-        """A loaded partition's members get a full session to heartbeat again; each
+        """Kafka's ``onLoaded``: a loaded partition's members get a full session to
+        heartbeat again, and one still revoking tasks its full rebalance timeout; each
         group's topology is configured against the topics (its metadata hash, from its
         record, says on the next heartbeat whether they changed)."""
         topics = self._topics()
         for gid, group in ps.streams_groups.items():
             if group.topology is not None:
                 group.configured = configure(group.topology, topics)
-            for mid in group.members:
+            for mid, member in group.members.items():
                 self.timers.schedule(session_key(gid, mid),
                                      now + self.config.streams_session_timeout(gid))
+                if member.state == streams.UNREVOKED_TASKS:
+                    self.timers.schedule(rebalance_key(gid, mid),
+                                         now + member.rebalance_timeout_ms)
 
     def _expire(self, key: tuple[Hashable, ...], why: str, now: int) -> Outcome:
         gid, mid = str(key[1]), str(key[2])
