@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 import time
 from collections import deque
 from typing import Any, cast
@@ -40,6 +41,17 @@ _WRITE_CHUNK = 1 << 16
 
 
 class KafkaConnection(asyncio.Protocol):
+    # Slotted, and the queues made when first needed: an idle connection is mostly these
+    # fields (thousands of idle clients each hold one).
+    __slots__ = (
+        "_backlog", "_busy_poll", "_counted", "_muted", "_pending", "_quotas",
+        "_reading_paused", "_registry", "_unaccepted", "_write_paused", "apis", "client_id",
+        "client_id_raw", "closed", "connected_at", "connection_id", "decoder",
+        "last_active", "limits", "listener_name", "max_request_size", "partial_since",
+        "peer_host", "peer_port", "principal", "received_at", "sasl", "security",
+        "transport",
+    )
+
     def __init__(
         self, apis: KafkaApis, max_request_size: int, listener_name: str,
         registry: set[KafkaConnection], limits: Limits | None = None,
@@ -61,16 +73,18 @@ class KafkaConnection(asyncio.Protocol):
         self.peer_host = ""
         self.peer_port = 0
         self.transport: asyncio.Transport | None = None
-        #: Responses not yet written: bytes, or a Future resolving to bytes/None.
-        self._pending: deque[Any] = deque()
+        #: Responses not yet written: bytes, or a Future resolving to bytes/None (made
+        #: with the first response that waits).
+        self._pending: deque[Any] | None = None
         self._registry = registry
         self.closed = False
         self.limits = limits or _DEFAULT_LIMITS
         self._quotas = quotas
         self._busy_poll = busy_poll
         self._counted = False
-        #: Frames read but not yet served (flow control holds them back).
-        self._backlog: deque[bytes] = deque()
+        #: Frames read but not yet served (flow control holds them back); made when first
+        #: needed.
+        self._backlog: deque[bytes] | None = None
         self._write_paused = False
         #: Throttled by a client quota: nothing more is read until the broker clock says.
         self._muted = False
@@ -92,7 +106,8 @@ class KafkaConnection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if peer:
-            self.peer_host, self.peer_port = peer[0], peer[1]
+            # One string per client host, not one per connection.
+            self.peer_host, self.peer_port = sys.intern(peer[0]), peer[1]
         throttling = self.apis.throttling
         if throttling is not None and not throttling.arrive(
                 self, self.apis.node_id or 0, self.listener_name):
@@ -175,11 +190,11 @@ class KafkaConnection(asyncio.Protocol):
         if self._counted and self._quotas is not None:
             self._counted = False
             self._quotas.release(self.peer_host)
-        self._backlog.clear()
-        for item in self._pending:
+        self._backlog = None
+        pending, self._pending = self._pending, None
+        for item in pending or ():
             if isinstance(item, asyncio.Future) and not item.done():
                 item.cancel()
-        self._pending.clear()
 
     def data_received(self, data: bytes) -> None:
         if self._unaccepted is not None:
@@ -215,8 +230,8 @@ class KafkaConnection(asyncio.Protocol):
             self._update_reading()
 
     def _serve_backlog(self) -> None:
-        frames = list(self._backlog)
-        self._backlog.clear()
+        frames = list(self._backlog or ())
+        self._backlog = None
         self._serve(frames)
 
     def _serve(self, frames: list[bytes]) -> None:
@@ -232,7 +247,10 @@ class KafkaConnection(asyncio.Protocol):
         for i, frame in enumerate(frames):
             if self.closed:
                 return
-            if self._write_paused or len(pending) >= limit or self._muted:
+            if (self._write_paused or self._muted
+                    or (pending is not None and len(pending) >= limit)):
+                if self._backlog is None:
+                    self._backlog = deque()
                 self._backlog.extend(frames[i:])
                 break
             try:
@@ -268,6 +286,8 @@ class KafkaConnection(asyncio.Protocol):
                     self._write(b"".join(out))
                     out.clear()
                     out_bytes = 0
+            if pending is None:
+                pending = self._pending = deque()
             pending.append(result)
             if isinstance(result, asyncio.Future):
                 result.add_done_callback(self._on_resolved)
@@ -291,7 +311,7 @@ class KafkaConnection(asyncio.Protocol):
             if out:
                 transport.write(b"".join(out))
                 out.clear()
-            for item in self._pending:
+            for item in self._pending or ():
                 if isinstance(item, bytes):
                     transport.write(item)
             if c.response is not None:
@@ -340,6 +360,8 @@ class KafkaConnection(asyncio.Protocol):
 
     def _flush(self) -> None:
         pending = self._pending
+        if not pending:
+            return
         transport = self.transport
         assert transport is not None
         out: list[bytes] = []
@@ -356,6 +378,8 @@ class KafkaConnection(asyncio.Protocol):
                     out.append(value)
             else:
                 out.append(pending.popleft())
+        if not pending:
+            self._pending = None  # an idle connection holds no queue
         if out:
             self._write(b"".join(out))
 
@@ -379,7 +403,7 @@ class KafkaConnection(asyncio.Protocol):
         transport = self.transport
         assert transport is not None
         ready = [*out]
-        for item in self._pending:
+        for item in self._pending or ():
             if not isinstance(item, bytes):
                 break
             ready.append(item)

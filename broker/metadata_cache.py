@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable, Hashable
+import uuid
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from kio.serial import entity_writer
@@ -28,6 +29,13 @@ from kio.serial import entity_writer
 from kafkalite.protocol.varint import write_uvarint
 
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_PART = struct.Struct(">hii")
+_PART_EPOCH = struct.Struct(">hiii")
+
+#: One partition of a topic entry: (error code, index, leader, leader epoch, replicas,
+#: in-sync replicas, offline replicas).
+Partition = tuple[int, int, int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
 class EncodedTopics:
@@ -85,3 +93,52 @@ def splice_topics(version: int, empty: bytes, topics: list[bytes]) -> bytes:
     head_end = len(empty) - tail - marker
     count = write_uvarint(len(topics) + 1) if flexible else _INT32.pack(len(topics))
     return b"".join((empty[:head_end], count, *topics, empty[head_end + marker:]))
+
+
+def encode_topic_entry(version: int, name: str, topic_id: uuid.UUID, internal: bool,
+                       partitions: Sequence[Partition], operations: int) -> bytes:
+    """A Metadata topic entry (with a name) in ``version``'s wire format, written directly:
+    the generic entity writer costs tens of microseconds a partition, which the first
+    answer after a restart paid for every partition of every topic. Fields by version,
+    as Kafka's MetadataResponse.json: topic id v10+, is_internal v1+, leader epoch v7+,
+    offline replicas v5+, authorized operations v8+, flexible (compact lengths and tagged
+    fields) v9+. Checked against kio's writer for every version in the tests."""
+    flexible = version >= 9
+    out: list[bytes] = []
+    add = out.append
+    raw = name.encode()
+    add(_INT16.pack(0))  # error code: entries with errors go through the generic writer
+    add(write_uvarint(len(raw) + 1) if flexible else _INT16.pack(len(raw)))
+    add(raw)
+    if version >= 10:
+        add(topic_id.bytes)
+    if version >= 1:
+        add(b"\x01" if internal else b"\x00")
+    add(write_uvarint(len(partitions) + 1) if flexible else _INT32.pack(len(partitions)))
+    # Most partitions share their replica lists (one node: all the same), so each distinct
+    # list is encoded once.
+    arrays: dict[tuple[int, ...], bytes] = {}
+
+    def array(nodes: tuple[int, ...]) -> bytes:
+        found = arrays.get(nodes)
+        if found is None:
+            n = len(nodes)
+            head = write_uvarint(n + 1) if flexible else _INT32.pack(n)
+            found = arrays[nodes] = head + struct.pack(f">{n}i", *nodes)
+        return found
+
+    with_epoch = version >= 7
+    for error, index, leader, epoch, replicas, isr, offline in partitions:
+        add(_PART_EPOCH.pack(error, index, leader, epoch) if with_epoch
+            else _PART.pack(error, index, leader))
+        add(array(replicas))
+        add(array(isr))
+        if version >= 5:
+            add(array(offline))
+        if flexible:
+            add(b"\x00")
+    if version >= 8:
+        add(_INT32.pack(operations))
+    if flexible:
+        add(b"\x00")
+    return b"".join(out)

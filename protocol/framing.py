@@ -24,12 +24,14 @@ class FrameDecoder:
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
-        self._buf = bytearray()
+        #: Made with the first partial frame: a client that waits for each answer never
+        #: needs one (thousands of idle connections each hold a decoder).
+        self._buf: bytearray | None = None
         self._need = -1
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._buf) if self._buf is not None else 0
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return every complete frame body now available."""
@@ -40,6 +42,8 @@ class FrameDecoder:
             (size,) = _SIZE.unpack_from(data, 0)
             if len(data) == 4 + size and 0 <= size <= self.max_size:
                 return [data[4:]]
+        if buf is None:
+            buf = self._buf = bytearray()
         buf += data
         out: list[bytes] = []
         pos = 0

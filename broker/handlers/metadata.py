@@ -24,7 +24,7 @@ from kafkalite.storage.catalog import InvalidTopicName, TopicInfo, validate_topi
 from ..auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ..cluster import Cluster
 from ..context import RequestContext
-from ..metadata_cache import splice_topics
+from ..metadata_cache import Partition, encode_topic_entry, splice_topics
 from ..topic_store import Storage
 
 log = structlog.get_logger("kafkalite.metadata")
@@ -42,23 +42,15 @@ def leader_epoch(storage: Storage, topic: str, partition: int) -> int:
     return storage.logs.leader_epoch(topic, partition)
 
 
-def partition_entries(cluster: Cluster, resp_t: type[Any], info: TopicInfo,
-                      storage: Storage) -> tuple[Any, ...]:
-    part_t = nested(resp_t, "MetadataResponsePartition")
-    out = []
+def partition_fields(cluster: Cluster, info: TopicInfo, storage: Storage) -> list[Partition]:
+    """Each partition's fields of a topic entry, in ``Partition`` order."""
+    out: list[Partition] = []
     for p in range(info.partitions):
         leader, replicas, isr = cluster.replicas(info.name, p)
-        out.append(build(
-            part_t,
-            error_code=NO_ERROR if leader >= 0 else ErrorCode.leader_not_available,
-            partition_index=p,
-            leader_id=leader,
-            leader_epoch=leader_epoch(storage, info.name, p),
-            replica_nodes=replicas,
-            isr_nodes=isr,
-            offline_replicas=cluster.offline(replicas),
-        ))
-    return tuple(out)
+        out.append((NO_ERROR if leader >= 0 else ErrorCode.leader_not_available, p, leader,
+                    leader_epoch(storage, info.name, p), replicas, isr,
+                    cluster.offline(replicas)))
+    return out
 
 
 def broker_entries(cluster: Cluster, broker_t: type[Any], listener: str,
@@ -165,15 +157,9 @@ def metadata(cluster: Cluster, storage: Storage, access: Access, ctx: RequestCon
             # Creation here is immediate, so the partitions are answered at once rather
             # than LEADER_NOT_AVAILABLE first (see docs/compatibility.md).
             info = storage.auto_create(name)
-        entry = encoded.encode(build(
-            topic_t,
-            error_code=NO_ERROR,
-            name=info.name,
-            topic_id=info.topic_id,
-            is_internal=info.internal,
-            partitions=partition_entries(cluster, c_resp, info, storage),
-            topic_authorized_operations=topic_ops(info.name),
-        ))
+        entry = encode_topic_entry(version, info.name, info.topic_id, info.internal,
+                                   partition_fields(cluster, info, storage),
+                                   topic_ops(info.name))
         if kept is not None:
             kept[info.name] = entry
         topics_out.append(entry)

@@ -48,6 +48,8 @@ class ClientRegistry:
         self.instances = instances
         #: connection id -> (software name, software version).
         self.software: dict[int, tuple[str, str]] = {}
+        #: One tuple per distinct software, shared by its connections (bounded).
+        self._kinds: dict[tuple[str, str], tuple[str, str]] = {}
         #: The broker's open connections (set once the broker is built).
         self.connections: Callable[[], Iterable[Connection]] = tuple
 
@@ -55,7 +57,11 @@ class ClientRegistry:
 
     def named(self, connection_id: int, name: str, version: str) -> None:
         """An ApiVersions v3+ request named the client's software."""
-        self.software[connection_id] = (name, version)
+        kind = (name, version)
+        shared = self._kinds.get(kind)
+        if shared is None and len(self._kinds) < 256:
+            shared = self._kinds[kind] = kind
+        self.software[connection_id] = shared or kind
 
     def disconnected(self, connection_id: int) -> None:
         self.software.pop(connection_id, None)

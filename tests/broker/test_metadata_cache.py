@@ -217,3 +217,27 @@ async def test_background_pass_opens_every_log_after_a_restart(tmp_path: Any) ->
         assert {(lg.topic, lg.leader_epoch) for lg in logs} == {("a", 1), ("b", 1)}
     finally:
         await second.close()
+
+
+@pytest.mark.parametrize("version", range(14))
+def test_direct_topic_entry_is_what_kio_writes(version: int) -> None:
+    """The entry written field by field equals kio's, with several replicas, offline ones,
+    a partition without a leader, an internal topic and authorized operations."""
+    from kafkalite.broker.metadata_cache import EncodedTopics, encode_topic_entry
+
+    resp_t = codecs.codec(METADATA, version).response_type
+    part_t = nested(resp_t, "MetadataResponsePartition")
+    topic_t = nested(resp_t, "MetadataResponseTopic")
+    parts = [(0, 0, 1, 7, (1, 2, 3), (1, 2), (3,)),
+             (int(ErrorCode.leader_not_available), 1, -1, 0, (2,), (), (2,)),
+             (0, 2, 2, 300, (2, 1), (2, 1), ())]
+    for name, internal, ops in (("topic-é", False, 0x5F8), ("__consumer_offsets", True, -2**31)):
+        tid = uuid.uuid4()
+        expected = EncodedTopics().encode(build(
+            topic_t, error_code=ErrorCode(0), name=name, topic_id=tid, is_internal=internal,
+            partitions=tuple(build(part_t, error_code=ErrorCode(e), partition_index=i, leader_id=ld,
+                                   leader_epoch=ep, replica_nodes=r, isr_nodes=isr,
+                                   offline_replicas=off)
+                             for e, i, ld, ep, r, isr, off in parts),
+            topic_authorized_operations=ops))
+        assert encode_topic_entry(version, name, tid, internal, parts, ops) == expected

@@ -72,7 +72,7 @@ def held_bytes(b: BrokerThread, conn: Any) -> int:
     """What the broker holds for a connection in its own memory: answers not yet sent,
     frames read and not yet served, a partial frame."""
     return int(b.call(lambda: conn.transport.get_write_buffer_size()
-                      + sum(len(f) for f in conn._backlog) + conn.decoder.buffered))
+                      + sum(len(f) for f in conn._backlog or ()) + conn.decoder.buffered))
 
 
 def test_client_that_never_reads_is_paused_and_others_are_served(make_broker: Factory) -> None:
@@ -158,6 +158,42 @@ def test_queued_max_requests_bounds_requests_in_flight(make_broker: Factory) -> 
     in_flight, backlog = b.call(lambda: (len(c._pending), len(c._backlog)))
     assert in_flight == 2 and backlog == 4
     assert b.call(lambda: c._reading_paused)
+    conn.close()
+
+
+def test_queues_are_made_when_needed_and_dropped_when_idle(make_broker: Factory) -> None:
+    """A connection's request queues exist only while requests wait: served in order
+    through a parked Fetch, a backlog and a frame sent in pieces, then none is held."""
+    b = make_broker({"queued.max.requests": "1"})
+    conn = RawConnection(b.bootstrap)
+    assert served(conn.sock, 1)
+    (c,) = connections(b)
+    assert b.call(lambda: (c._pending, c._backlog)) == (None, None)
+    ftopic = request_class(1, 12, "FetchTopic")
+    fpart = request_class(1, 12, "FetchPartition")
+    conn.call(request(19, 7, topics=(request_class(19, 7, "CreatableTopic")(
+        name="idle", num_partitions=1, replication_factor=1, assignments=(), configs=()),),
+        timeout=timedelta(seconds=10), validate_only=False))
+    fetch = request(1, 12, replica_id=-1, max_wait=timedelta(seconds=2),
+                    min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                    session_epoch=-1, rack_id="", topics=(ftopic(topic="idle", partitions=(
+                        fpart(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                              last_fetched_epoch=-1, log_start_offset=-1,
+                              partition_max_bytes=1 << 20),)),), forgotten_topics_data=())
+    data = b"".join(conn.frames(fetch, 1)) + api_versions_frame(7) + api_versions_frame(8)
+    conn.sock.sendall(data[:-5])
+    time.sleep(0.1)
+    assert b.call(lambda: (c._pending is not None, c._backlog is not None,
+                           c.decoder.buffered)) == (True, True, len(api_versions_frame(8)) - 5)
+    conn.sock.sendall(data[-5:])
+    answers = []
+    for _ in range(3):
+        head = _recv_exact(conn.sock, 4)
+        answers.append(struct.unpack(">i", _recv_exact(conn.sock, struct.unpack(
+            ">i", head)[0])[:4])[0])
+    assert answers[1:] == [7, 8]
+    assert b.call(lambda: (c._pending, c._backlog, c.decoder.buffered)) == (None, None, 0)
+    assert served(conn.sock, 9)
     conn.close()
 
 
