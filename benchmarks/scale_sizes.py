@@ -222,6 +222,8 @@ class Side:
         self.failed: str | None = None
         #: How much of the broker's log has been read for descriptor errors.
         self.log_read = 0
+        #: The first log line about a descriptor error, for the report.
+        self.first_emfile: str | None = None
 
     @property
     def pid(self) -> int:
@@ -300,7 +302,10 @@ class Side:
         except OSError:
             return 0
         self.log_read += len(new)
-        return len(re.findall(rb"Too many open files", new))
+        found = re.findall(rb"[^\n]*Too many open files[^\n]*", new)
+        if found and self.first_emfile is None:
+            self.first_emfile = found[0][:300].decode(errors="replace")
+        return len(found)
 
     def failure(self, size: int, per_topic: int, err: BaseException) -> str:
         """What the broker had reached when it failed; the broker is then stopped."""
@@ -315,6 +320,8 @@ class Side:
             parts.append(f"{fds(proc.pid)} descriptors open")
         if emfile:
             parts.append(f"{emfile} more 'Too many open files' in its log")
+        if self.first_emfile is not None:
+            parts.append(f"first: {self.first_emfile}")
         self.failed = "; ".join(parts)
         with contextlib.suppress(Exception):
             self.stop()
