@@ -374,7 +374,10 @@ def measure(side: Side, size: int, per_topic: int, samples: int) -> dict[str, fl
 
 
 def plot(results: dict[str, dict[int, dict[str, float]]], out: Path,
-         what: str = "partitions") -> None:
+         what: str = "partitions", mark: tuple[float, str] | None = None,
+         title: str | None = None) -> None:
+    """A panel per figure; ``mark``: a vertical line (x, label) on each, such as the
+    descriptor limit past which a broker failed; ``title`` above them all."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -388,6 +391,8 @@ def plot(results: dict[str, dict[int, dict[str, float]]], out: Path,
         for broker, by_size in results.items():
             sizes = sorted(by_size)
             ax.plot(sizes, [by_size[s][figure] for s in sizes], marker="o", label=broker)
+        if mark is not None:
+            ax.axvline(mark[0], color="grey", linestyle="--", linewidth=1, label=mark[1])
         ax.set_title(figure, fontsize=9)
         ax.set_xlabel(what)
         ax.set_ylim(bottom=0)
@@ -395,6 +400,8 @@ def plot(results: dict[str, dict[int, dict[str, float]]], out: Path,
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(figures):]:
         ax.axis("off")
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
 
@@ -456,5 +463,14 @@ def run(sizes: list[int], per_topic: int, brokers: list[str], samples: int,
     for broker, by_size in failures.items():
         for size, why in by_size.items():
             print(f"\n{broker} failed at {size} partitions: {why}", flush=True)
-    plot({b: r for b, r in results.items() if r}, out / "scale-sizes.png")
+    failed = sorted({size for by_size in failures.values() for size in by_size})
+    mark = title = None
+    if failed:
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        who = " and ".join(b for b in brokers if failures[b])
+        mark = (float(limit), f"descriptor limit ({limit:,})")
+        title = (f"{who} failed at {', '.join(f'{x:,}' for x in failed)} partitions "
+                 "(not plotted; see the report)")
+    plot({b: r for b, r in results.items() if r}, out / "scale-sizes.png", mark=mark,
+         title=title)
     print(f"\nwrote {out / 'scale-sizes.json'} and {out / 'scale-sizes.png'}", flush=True)
