@@ -16,6 +16,7 @@ same recovery whenever it happens.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -146,15 +147,19 @@ class LogManager:
         if configs:
             self._overrides[topic] = dict(configs)
             config = None
+        announced = self._unopened.pop(key, None)
         plog = PartitionLog(
             self._where(topic, partition), topic, partition,
             config if config is not None else self.config_for(topic),
             self._start_offsets.get(key, 0), clock=self.clock,
-            epoch_floor=self._unopened.pop(key, 0),
+            epoch_floor=announced or 0,
         )
         self.logs[key] = plog
         plog.on_new_epoch = self._epoch_set
-        self._epoch_set(topic)
+        # A log opened in the epoch Metadata already announced for it changes nothing a
+        # client sees, so the topic's kept Metadata entry stays.
+        if plog.leader_epoch != announced:
+            self._epoch_set(topic)
         return plog
 
     def _epoch_set(self, topic: str) -> None:
@@ -179,7 +184,7 @@ class LogManager:
     def open_some(self, count: int) -> int:
         """Open up to ``count`` logs not opened yet; how many are left."""
         configs: dict[str, LogConfig] = {}
-        for topic, p in list(self._unopened)[:count]:
+        for topic, p in list(itertools.islice(self._unopened, count)):
             cfg = configs.get(topic)
             if cfg is None:
                 cfg = configs[topic] = self.config_for(topic)

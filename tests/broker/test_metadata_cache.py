@@ -155,9 +155,16 @@ async def test_logs_opened_after_a_restart_keep_the_announced_epoch(tmp_path: An
         assert logs.unopened == 3
         announced = await listing(second)
         assert announced["a"][2] == [1, 1, 1]  # the epoch after the one before the restart
+        forgotten: list[str] = []  # what the log manager tells the kept entries to forget
+        logs.epoch_set.append(forgotten.append)
         plog = logs.get("a", 1)  # opened by use
         assert plog is not None and plog.leader_epoch == 1
+        logs.open_some(10)  # the background pass's step
+        assert logs.unopened == 0
+        assert forgotten == []  # opened in the announced epoch: the kept entry stands
         assert await listing(second) == announced
+        plog.become_leader(2)  # a new epoch is a change clients must see
+        assert forgotten == ["a"] and (await listing(second))["a"][2] == [1, 2, 1]
     finally:
         await second.close()
 
