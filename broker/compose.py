@@ -207,6 +207,8 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
         streams_session_timeout_ms=int(broker_value(config, "group.streams.session.timeout.ms")),
         streams_heartbeat_interval_ms=int(
             broker_value(config, "group.streams.heartbeat.interval.ms")),
+        streams_initial_rebalance_delay_ms=config.int(
+            "group.streams.initial.rebalance.delay.ms"),
         streams_num_standby_replicas_default=int(
             broker_value(config, "group.streams.num.standby.replicas")),
         streams_num_warmup_replicas_default=int(

@@ -63,6 +63,8 @@ class CoreConfig:
     streams_heartbeat_interval_ms: int = 5000
     #: group.streams.max.size
     streams_max_size: int = 2147483647
+    #: group.streams.initial.rebalance.delay.ms (kafkalite's default: docs/compatibility.md)
+    streams_initial_rebalance_delay_ms: int = 200
     #: group.streams.num.standby.replicas
     streams_num_standby_replicas_default: int = 0
     #: group.streams.num.warmup.replicas
@@ -107,6 +109,13 @@ class CoreConfig:
         o = self.group_overrides
         v = o.int_value(group, "streams.heartbeat.interval.ms") if o is not None else None
         return self.streams_heartbeat_interval_ms if v is None else v
+
+    def streams_initial_rebalance_delay(self, group: str) -> int:
+        """streams.initial.rebalance.delay.ms of ``group``, else the broker's."""
+        o = self.group_overrides
+        v = (o.int_value(group, "streams.initial.rebalance.delay.ms") if o is not None
+             else None)
+        return self.streams_initial_rebalance_delay_ms if v is None else v
 
     def streams_num_standby_replicas(self, group: str) -> int:
         """streams.num.standby.replicas of ``group``, else the broker's."""

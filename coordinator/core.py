@@ -72,6 +72,7 @@ from .partitions import (
     REBALANCE_TIMER,
     SESSION_TIMER,
     SHARE_SESSION_TIMER,
+    STREAMS_INITIAL_REBALANCE_TIMER,
     STREAMS_REBALANCE_TIMER,
     STREAMS_SESSION_TIMER,
     SYNC_TIMER,
@@ -301,6 +302,8 @@ class GroupCoordinatorCore:
             STREAMS_SESSION_TIMER: lambda k, d, now: self.streams.on_session_timer(k, d, now),
             STREAMS_REBALANCE_TIMER:
                 lambda k, d, now: self.streams.on_rebalance_timer(k, d, now),
+            STREAMS_INITIAL_REBALANCE_TIMER:
+                lambda k, d, now: self.streams.on_initial_rebalance_timer(k, d, now),
         }
 
     # --- replay and loading ------------------------------------------------------------

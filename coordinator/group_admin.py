@@ -13,7 +13,12 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from .classic.states import DEAD, STABLE
 from .offsets.committed import CommittedOffsets
-from .partitions import GroupPartitions, hb_key, streams_session_key
+from .partitions import (
+    GroupPartitions,
+    hb_key,
+    streams_initial_rebalance_key,
+    streams_session_key,
+)
 from .results import (
     AFTER_WRITE,
     DescribedConsumerGroup,
@@ -73,6 +78,8 @@ class GroupAdmin:
             records = [r for r in records if isinstance(r[0], co.OffsetCommitKey)]
             records.extend(self.committed_offsets.pending_tombstones(group_id, None, records))
             records.extend(streams_records.tombstones(stgroup))
+            # A group made again under this id starts its own initial delay.
+            self.registry.timers.cancel(streams_initial_rebalance_key(group_id))
             return Outcome(AFTER_WRITE, writes=[Write(
                 self.registry.partition_for(group_id), group_id, records,
                 _log_deleted(group_id))])

@@ -64,6 +64,7 @@ MEMBER_SYNC_TIMER = "consumer-sync"
 SHARE_SESSION_TIMER = "share-session"
 STREAMS_SESSION_TIMER = "streams-session"
 STREAMS_REBALANCE_TIMER = "streams-rebalance"
+STREAMS_INITIAL_REBALANCE_TIMER = "streams-initial-rebalance"
 
 
 def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -113,6 +114,11 @@ def streams_session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 def streams_rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     """The deadline of a streams group member revoking tasks."""
     return (STREAMS_REBALANCE_TIMER, group_id, member_id)
+
+
+def streams_initial_rebalance_key(group_id: str) -> tuple[str, str]:
+    """The end of a streams group's initial rebalance delay."""
+    return (STREAMS_INITIAL_REBALANCE_TIMER, group_id)
 
 
 class GroupPartitions:

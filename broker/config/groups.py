@@ -110,14 +110,14 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
     _d("errors.deadletterqueue.copy.record.enable", "BOOLEAN", "false"),
 )}
 
-#: Broker group settings kafkalite does not otherwise define, at Kafka 4.4's defaults (the
-#: streams ones bound streams group configs; kafkalite runs no streams groups).
+#: Broker group settings kafkalite does not otherwise define, at Kafka 4.4's defaults: the
+#: streams ones are the streams coordinator's defaults and its group configs' bounds.
 KAFKA_BROKER_DEFAULTS: dict[str, str] = {
     _T + "session.timeout.ms": "45000", _T + "min.session.timeout.ms": "45000",
     _T + "max.session.timeout.ms": "60000", _T + "heartbeat.interval.ms": "5000",
     _T + "min.heartbeat.interval.ms": "5000", _T + "max.heartbeat.interval.ms": "15000",
     _T + "num.standby.replicas": "0", _T + "max.standby.replicas": "2",
-    _T + "initial.rebalance.delay.ms": "3000", _T + "assignment.interval.ms": "1000",
+    _T + "assignment.interval.ms": "1000",
     _T + "min.assignment.interval.ms": "0", _T + "max.assignment.interval.ms": "15000",
     _T + "assignor.offload.enable": "true", _T + "task.offset.interval.ms": "60000",
     _T + "min.task.offset.interval.ms": "15000", _T + "num.warmup.replicas": "2",

@@ -117,6 +117,8 @@ DEFAULTS: dict[str, tuple[str | None, type]] = {
     "group.max.session.timeout.ms": ("1800000", int),
     "group.max.size": ("2147483647", int),
     "group.initial.rebalance.delay.ms": ("200", int),
+    # kafkalite's default, as the classic one's (Kafka: 3000; docs/compatibility.md).
+    "group.streams.initial.rebalance.delay.ms": ("200", int),
     # KIP-848 consumer groups (Kafka 4.x names and defaults).
     "group.coordinator.rebalance.protocols": ("classic,consumer", str),
     "group.consumer.session.timeout.ms": ("45000", int),

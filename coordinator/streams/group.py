@@ -19,6 +19,7 @@ from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from .assignor import AssignorMember, assign
 from .reconcile import STABLE, UNRELEASED_TASKS, UNREVOKED_TASKS, Holders, reconcile
 from .topology import (
+    ASSIGNMENT_DELAYED,
     NO_TASK_TUPLE,
     NO_TASKS,
     SHUTDOWN_APPLICATION,
@@ -36,6 +37,10 @@ __all__ = ["NO_TASKS", "STABLE", "UNRELEASED_TASKS", "UNREVOKED_TASKS"]
 
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
+#: A new group's epoch and assignment epoch, Kafka 4.4's (a member's epoch 0 is a join):
+#: its first heartbeat takes it to epoch 2, and a member reconciled toward the initial
+#: assignment gets epoch 1.
+INITIAL_EPOCH = 1
 
 #: An endpoint's partitions (Interactive Queries): topic -> partitions.
 TopicPartitions = tuple[tuple[str, tuple[int, ...]], ...]
@@ -86,13 +91,13 @@ class StreamsMember:
 @dataclass(slots=True)
 class StreamsGroup:
     group_id: str
-    group_epoch: int = 0
+    group_epoch: int = INITIAL_EPOCH
     topology: Topology | None = None
     #: A hash of the partition counts of the topics the topology uses, as last configured
     #: (kept in the group's metadata record: a reload does not bump the epoch).
     metadata_hash: int = 0
     configured: Configured | None = None
-    target_epoch: int = 0
+    target_epoch: int = INITIAL_EPOCH
     target: dict[str, TaskTuple] = field(default_factory=dict)
     members: dict[str, StreamsMember] = field(default_factory=dict)
     endpoint_information_epoch: int = 0
@@ -293,14 +298,17 @@ def compute_target(group: StreamsGroup, configs: AssignmentConfigs) -> None:
     group.target_epoch = group.group_epoch
 
 
-def remove_member(group: StreamsGroup, member_id: str, configs: AssignmentConfigs) -> None:
-    """The member leaves: a new group epoch, and its target at once, as Kafka computes it."""
+def remove_member(group: StreamsGroup, member_id: str, configs: AssignmentConfigs,
+                  delayed: bool = False) -> None:
+    """The member leaves: a new group epoch, and its target at once (while the initial
+    rebalance delay runs, only an emptied group's, as Kafka writes it)."""
     if group.members.pop(member_id, None) is not None:
         group.target.pop(member_id, None)
         group.task_offsets.pop(member_id, None)
         group.task_end_offsets.pop(member_id, None)
         group.group_epoch += 1
-        compute_target(group, configs)
+        if not delayed or not group.members:
+            compute_target(group, configs)
         if not group.members:
             group.shutdown_request_member_id = None
 
@@ -360,15 +368,15 @@ def _static(group: StreamsGroup, req: StreamsHeartbeat
     return existing, _fenced(existing, req)
 
 
-def _leave(group: StreamsGroup, req: StreamsHeartbeat, configs: AssignmentConfigs
-           ) -> StreamsHeartbeatResult:
+def _leave(group: StreamsGroup, req: StreamsHeartbeat, configs: AssignmentConfigs,
+           delayed: bool) -> StreamsHeartbeatResult:
     """Kafka's ``streamsGroupLeave``: a member leaving with epoch -2 (static) stays with
     its tasks until its session ends; any other leave removes it at once."""
     mid = req.member_id
     if req.instance_id is None:
         if mid not in group.members:
             return _unknown(group, mid)
-        remove_member(group, mid, configs)
+        remove_member(group, mid, configs, delayed)
         return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
     member, err = _static(group, replace(req, member_epoch=1))
     if err is not None and err.error is not ErrorCode.fenced_member_epoch:
@@ -382,7 +390,7 @@ def _leave(group: StreamsGroup, req: StreamsHeartbeat, configs: AssignmentConfig
                                      revoking_warmup=NO_TASKS,
                                      task_epochs=dict.fromkeys(member.active, 0))
     else:
-        remove_member(group, mid, configs)
+        remove_member(group, mid, configs, delayed)
     return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
 
 
@@ -407,13 +415,15 @@ def endpoints(group: StreamsGroup, topics: Mapping[str, int]
 
 def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, int],
               heartbeat_interval_ms: int, max_size: int,
-              configs: AssignmentConfigs = AssignmentConfigs()) -> StreamsHeartbeatResult:
+              configs: AssignmentConfigs = AssignmentConfigs(),
+              delayed: bool = False) -> StreamsHeartbeatResult:
     """One heartbeat on ``group`` (a copy of the live group, or a new one for a join): the
-    copy changes; the caller writes the records taking the live group to it."""
+    copy changes; the caller writes the records taking the live group to it. ``delayed``:
+    the group's initial rebalance delay runs (its target waits for it, as Kafka's)."""
     mid = req.member_id
     if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
-        return _leave(group, req, configs)
-    new_group = group.group_epoch == 0 and not group.members
+        return _leave(group, req, configs, delayed)
+    new_group = group.group_epoch == INITIAL_EPOCH and not group.members
     member = group.members.get(mid)
     # A static member taking an old one's place is not new: it has its metadata.
     new_member = member is None and group.static_member(req.instance_id) is None
@@ -471,7 +481,7 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     group.members[mid] = updated
     if check_metadata(group, topics) or bump:
         group.group_epoch += 1
-    if group.target_epoch != group.group_epoch:
+    if group.target_epoch != group.group_epoch and not delayed:
         compute_target(group, configs)
     before = updated
     owned = None if req.active_tasks is None else TaskTuple(
@@ -479,8 +489,9 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     if updated.state == STABLE and updated.member_epoch == group.target_epoch:
         after = updated  # reconciled: no need to look at who holds what
     else:
-        after = reconcile(updated, group.target_epoch, group.target.get(mid, NO_TASK_TUPLE),
-                          owned, group.holders())
+        # While delayed, Kafka reconciles toward an empty target of the assignment epoch.
+        target = NO_TASK_TUPLE if delayed else group.target.get(mid, NO_TASK_TUPLE)
+        after = reconcile(updated, group.target_epoch, target, owned, group.holders())
     group.members[mid] = after
     # Kafka's endpoint epoch moves when the member's endpoint changed, or its tasks did
     # while it has one (the IQ partitions changed).
@@ -491,6 +502,9 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
         status.append(Status(STALE_TOPOLOGY, (
             f"The member's topology epoch {after.topology_epoch} is behind the group's "
             f"topology epoch {group.topology.epoch}.")))
+    if delayed:
+        status.append(Status(ASSIGNMENT_DELAYED,
+                             "Assignment delayed due to the configured initial rebalance delay."))
     if group.configured is not None:
         status.extend(group.configured.status)
     # Kafka's setShutdownRequestMemberId: the first request stands until the group empties.

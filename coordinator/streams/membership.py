@@ -19,6 +19,7 @@ from kafkalite.protocol.consumer_offsets import GroupMetadataKey
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 
 from ..partitions import GroupPartitions, PartitionState
+from ..partitions import streams_initial_rebalance_key as initial_key
 from ..partitions import streams_rebalance_key as rebalance_key
 from ..partitions import streams_session_key as session_key
 from ..results import AFTER_WRITE, Outcome, Write, answered_with
@@ -75,14 +76,24 @@ class StreamsMembership:
         # records it writes (and its caches once they are in).
         group = StreamsGroup(gid) if live is None else streams.copy_group(live)
         known = mid in group.members
+        leaving = req.member_epoch in (streams.LEAVE_EPOCH, streams.LEAVE_STATIC_EPOCH)
+        # Kafka's group.streams.initial.rebalance.delay.ms: a member joining an empty group
+        # starts the delay, and the group's target waits until it ends.
+        delay = self.config.streams_initial_rebalance_delay(gid)
+        start_delay = (not leaving and not group.members and delay > 0
+                       and self.timers.deadline(initial_key(gid)) is None)
+        delayed = start_delay or self.timers.deadline(initial_key(gid)) is not None
         result = streams.heartbeat(group, req, self._topics(),
                                    self.config.streams_heartbeat_interval(gid),
-                                   self.config.streams_max_size, self._assignment_configs(gid))
+                                   self.config.streams_max_size, self._assignment_configs(gid),
+                                   delayed)
         if result.error is not NO_ERROR:
             return Outcome(result)
-        leaving = req.member_epoch in (streams.LEAVE_EPOCH, streams.LEAVE_STATIC_EPOCH)
 
         def after(t: int) -> None:
+            if start_delay:
+                self.timers.schedule(initial_key(gid), now + delay)
+                log.info("streams_group.assignment_delayed", group=gid, delay_ms=delay)
             if leaving:
                 # A static member leaving with epoch -2 keeps its tasks until its
                 # session ends, as Kafka keeps it.
@@ -173,7 +184,8 @@ class StreamsMembership:
             return Outcome(None)
         log.info(why, group=gid, member=mid)
         changed = streams.copy_group(group)
-        streams.remove_member(changed, mid, self._assignment_configs(gid))
+        streams.remove_member(changed, mid, self._assignment_configs(gid),
+                              self.timers.deadline(initial_key(gid)) is not None)
 
         def after(_t: int) -> None:
             self.timers.cancel(session_key(gid, mid))
@@ -201,6 +213,22 @@ class StreamsMembership:
         if member is None or member.state != streams.UNREVOKED_TASKS:
             return Outcome(None)
         return self._expire(key, "streams_group.member_revocation_timed_out", now)
+
+    def on_initial_rebalance_timer(self, key: tuple[Hashable, ...], _deadline: int, now: int
+                                   ) -> Outcome:
+        """The initial rebalance delay ended: the group's target at its epoch, as Kafka's
+        computeDelayedTargetAssignment (members learn it at their next heartbeat). Not
+        retried when its write fails: the next heartbeat computes it then."""
+        gid = str(key[1])
+        _err, ps = self.registry.group_partition(gid)
+        group = None if ps is None else ps.streams_groups.get(gid)
+        if ps is None or group is None or not group.members \
+                or group.target_epoch == group.group_epoch:
+            return Outcome(None)
+        changed = streams.copy_group(group)
+        streams.compute_target(changed, self._assignment_configs(gid))
+        log.info("streams_group.delayed_assignment", group=gid, epoch=changed.target_epoch)
+        return self._written(ps, group, changed, now, None)
 
     # --- test-control scenarios (``coordinator/scenarios.py`` has the classic ones) -------
 
@@ -305,6 +333,7 @@ class StreamsMembership:
 
     def unload(self, ps: PartitionState) -> None:
         for gid, group in ps.streams_groups.items():
+            self.timers.cancel(initial_key(gid))
             for mid in group.members:
                 self.timers.cancel(session_key(gid, mid))
                 self.timers.cancel(rebalance_key(gid, mid))

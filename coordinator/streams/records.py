@@ -13,7 +13,7 @@ from typing import Any
 from kafkalite.protocol import streams_group_records as st
 
 from .assignor import by_subtopology
-from .group import StreamsGroup, StreamsMember
+from .group import INITIAL_EPOCH, StreamsGroup, StreamsMember
 from .reconcile import STABLE, UNRELEASED_TASKS, UNREVOKED_TASKS
 from .topology import (
     CopartitionGroup,
@@ -144,7 +144,7 @@ def changes(before: Snapshot | None, group: StreamsGroup, now: int) -> list[Reco
                         st.StreamsGroupTargetAssignmentMemberValue(
                             _tasks(tasks.active), _tasks(tasks.standby),
                             _tasks(tasks.warmup))))
-    if before is None or before.target_epoch != group.target_epoch:
+    if (INITIAL_EPOCH if before is None else before.target_epoch) != group.target_epoch:
         out.append((st.StreamsGroupTargetAssignmentMetadataKey(gid),
                     st.StreamsGroupTargetAssignmentMetadataValue(group.target_epoch, now)))
     for mid, m in group.members.items():

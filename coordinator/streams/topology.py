@@ -19,6 +19,7 @@ MISSING_SOURCE_TOPICS = 1
 INCORRECTLY_PARTITIONED_TOPICS = 2
 MISSING_INTERNAL_TOPICS = 3
 SHUTDOWN_APPLICATION = 4
+ASSIGNMENT_DELAYED = 5
 
 #: A task: (subtopology id, partition).
 Task = tuple[str, int]
@@ -112,6 +113,23 @@ def _summary(names: list[str]) -> str:
     head = ", ".join(names[:3])
     more = len(names) - 3
     return head + (f" and {more} additional topics" if more > 0 else "")
+
+
+def _hash_map_order(names: list[str]) -> list[str]:
+    """The iteration order of a ``java.util.HashMap`` holding ``names`` (inserted in this
+    order), in which Kafka's InternalTopicManager lists the missing internal topics:
+    by bucket of the spread String hash, insertion order within a bucket."""
+    from kafkalite.protocol.consumer_offsets import java_string_hash
+
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = java_string_hash(name) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(names, key=bucket)
 
 
 def relevant_topics(topology: Topology) -> set[str]:
@@ -210,7 +228,7 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
                 f"Existing topic {t.name} has different number of partitions: expected "
                 f"{t.partitions}, found {have}"),))
     if to_create:
-        names = list(to_create)  # in the order above, as Kafka lists them
+        names = _hash_map_order(list(to_create))
         return Configured(to_create=tuple(to_create.values()), status=(Status(
             MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {_summary(names)}"),))
     return Configured(

@@ -23,8 +23,9 @@ def test_topology_sizes_internal_topics_from_their_sources() -> None:
     assert [(t.name, t.partitions) for t in c.to_create] == [
         ("app-words-repartition", 3), ("app-counts-changelog", 3)]
     assert [s.code for s in c.status] == [MISSING_INTERNAL_TOPICS]
+    # Named in java.util.HashMap order, as Kafka's InternalTopicManager lists them.
     assert c.status[0].detail == ("Internal topics are missing: "
-                                  "app-words-repartition, app-counts-changelog")
+                                  "app-counts-changelog, app-words-repartition")
     done = configure(WORD_COUNT, {"lines": 3, "app-words-repartition": 3,
                                   "app-counts-changelog": 3})
     assert done.ready and done.task_counts == {"0": 3, "1": 3}
@@ -108,3 +109,13 @@ def test_assignor_uses_reported_offsets_for_a_new_member() -> None:
              AssignorMember("other", "p2", TaskTuple())]
     out = assign(fresh, counts, frozenset({"0"}))
     assert tasks("0_2", "0_3") <= out["new"].active
+
+
+def test_missing_internal_topics_in_java_hash_map_order() -> None:
+    from kafkalite.coordinator.streams.topology import _hash_map_order
+
+    # What java.util.HashMap's keySet() lists for these insertions (16 names: a resized
+    # table of 32 buckets), read from a JVM.
+    names = [f"t{i}" for i in range(14)] + ["x-repartition", "y-changelog"]
+    assert ",".join(_hash_map_order(names)) == (
+        "t4,t5,t6,t7,t8,t9,x-repartition,t10,t12,t11,t13,t0,t1,t2,t3,y-changelog")

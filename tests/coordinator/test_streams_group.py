@@ -50,6 +50,8 @@ NONE: frozenset[tuple[str, int]] = frozenset()
 
 
 def make(**kw: Any) -> Harness:
+    """No initial rebalance delay unless asked (test_streams_delay.py runs it)."""
+    kw.setdefault("streams_initial_rebalance_delay_ms", 0)
     return Harness.make(topics={"lines": 2}, streams_session_timeout_ms=SESSION,
                         streams_heartbeat_interval_ms=5000, **kw)
 
@@ -91,53 +93,53 @@ def ready(h: Harness) -> None:
 def test_join_waits_for_internal_topics_then_gets_every_task() -> None:
     h = make()
     a = hb(h, "a", 0)
-    assert (a.error, a.member_epoch, a.heartbeat_interval_ms) == (E.none, 1, 5000)
+    assert (a.error, a.member_epoch, a.heartbeat_interval_ms) == (E.none, 2, 5000)
     assert a.active_tasks == frozenset()
     assert [s.code for s in a.status or ()] == [MISSING_INTERNAL_TOPICS]
     assert {t.name for t in a.to_create} == {"app-words-repartition", "app-counts-changelog"}
     ready(h)
-    a = hb(h, "a", 1, frozenset())
-    assert a.status == () and a.member_epoch == 2
+    a = hb(h, "a", 2, frozenset())
+    assert a.status == () and a.member_epoch == 3
     assert a.active_tasks == tasks("0_0", "0_1", "1_0", "1_1")
     group = h.core.streams_group(APP)
     assert group is not None and group.state == "Stable"
-    steady = hb(h, "a", 2)
-    assert (steady.member_epoch, steady.active_tasks) == (2, None)
+    steady = hb(h, "a", 3)
+    assert (steady.member_epoch, steady.active_tasks) == (3, None)
 
 
 def test_second_member_waits_until_the_first_revokes() -> None:
     h = make()
     hb(h, "a", 0)
     ready(h)
-    a = hb(h, "a", 1, frozenset())
+    a = hb(h, "a", 2, frozenset())
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
     assert a.active_tasks == all4
     b = hb(h, "b", 0)
     # b is at the new epoch, but its tasks are a's until a gives them up.
-    assert b.member_epoch == 3 and b.active_tasks == frozenset()
+    assert b.member_epoch == 4 and b.active_tasks == frozenset()
     group = h.core.streams_group(APP)
     assert group is not None and group.members["b"].state == UNRELEASED_TASKS
     assert group.state == "Reconciling"
-    a = hb(h, "a", 2, all4)
+    a = hb(h, "a", 3, all4)
     # a keeps its epoch and half its tasks while it revokes the rest.
-    assert a.member_epoch == 2 and a.active_tasks is not None and len(a.active_tasks) == 2
+    assert a.member_epoch == 3 and a.active_tasks is not None and len(a.active_tasks) == 2
     assert group.members["a"].state == UNREVOKED_TASKS
     kept = a.active_tasks
     # Committing at the old epoch is still a's right.
-    commit = CommitRequest(APP, "a", None, 2, topics=[("lines", [PartitionCommit(0, 5)])],
+    commit = CommitRequest(APP, "a", None, 3, topics=[("lines", [PartitionCommit(0, 5)])],
                            api_version=9)
     assert h.runtime.groups.write(lambda g, now: g.commit_offsets(now, commit)) == {
         ("lines", 0): E.none}
-    b = hb(h, "b", 3, frozenset())
+    b = hb(h, "b", 4, frozenset())
     assert b.active_tasks == frozenset()  # still unreleased
-    a = hb(h, "a", 2, kept)  # revoked
-    assert a.member_epoch == 3 and a.active_tasks == kept
-    b = hb(h, "b", 3, frozenset())
-    assert b.member_epoch == 3 and b.active_tasks == all4 - kept
+    a = hb(h, "a", 3, kept)  # revoked
+    assert a.member_epoch == 4 and a.active_tasks == kept
+    b = hb(h, "b", 4, frozenset())
+    assert b.member_epoch == 4 and b.active_tasks == all4 - kept
     assert group.state == "Stable"
     # At its old epoch, a may still commit for the tasks it has held since then only.
     for p in (0, 1):
-        old = CommitRequest(APP, "a", None, 2, topics=[("lines", [PartitionCommit(p, 6)])],
+        old = CommitRequest(APP, "a", None, 3, topics=[("lines", [PartitionCommit(p, 6)])],
                             api_version=9)
         assert h.runtime.groups.write(lambda g, now, r=old: g.commit_offsets(now, r)) == {
             ("lines", p): E.none if ("0", p) in kept else E.stale_member_epoch}
@@ -146,9 +148,9 @@ def test_second_member_waits_until_the_first_revokes() -> None:
 def test_fenced_unknown_and_leave() -> None:
     h = make()
     hb(h, "a", 0)
-    assert hb(h, "a", 7).error is E.fenced_member_epoch
-    assert hb(h, "x", 1).error is E.unknown_member_id
-    assert hb(h, "x", 1, group="nope").error is E.group_id_not_found
+    assert hb(h, "a", 8).error is E.fenced_member_epoch
+    assert hb(h, "x", 2).error is E.unknown_member_id
+    assert hb(h, "x", 2, group="nope").error is E.group_id_not_found
     left = hb(h, "a", -1)
     assert (left.error, left.member_epoch) == (E.none, -1)
     group = h.core.streams_group(APP)
@@ -159,21 +161,21 @@ def test_shutdown_request_reaches_every_member_until_the_group_is_empty() -> Non
     h = make()
     hb(h, "a", 0)
     ready(h)
-    hb(h, "a", 1, frozenset())
+    hb(h, "a", 2, frozenset())
     hb(h, "b", 0)
     detail = ("Streams group member a encountered a fatal error and requested a shutdown "
               "for the entire application.")
-    req = StreamsHeartbeat(APP, "a", 2, shutdown_application=True)
+    req = StreamsHeartbeat(APP, "a", 3, shutdown_application=True)
     a = h.runtime.groups.write(lambda g, now: g.streams_group_heartbeat(now, req))
-    assert a.error is E.none and a.member_epoch == 2
+    assert a.error is E.none and a.member_epoch == 3
     assert [(s.code, s.detail) for s in a.status] == [(SHUTDOWN_APPLICATION, detail)]
     # Another member is told, and a later request does not replace the first.
-    req = StreamsHeartbeat(APP, "b", 3, shutdown_application=True)
+    req = StreamsHeartbeat(APP, "b", 4, shutdown_application=True)
     b = h.runtime.groups.write(lambda g, now: g.streams_group_heartbeat(now, req))
     assert [(s.code, s.detail) for s in b.status] == [(SHUTDOWN_APPLICATION, detail)]
     # The requester leaving does not end it while the group has members.
     hb(h, "a", -1)
-    assert [s.code for s in hb(h, "b", 3).status or ()] == [SHUTDOWN_APPLICATION]
+    assert [s.code for s in hb(h, "b", 4).status or ()] == [SHUTDOWN_APPLICATION]
     joined = hb(h, "c", 0)
     assert SHUTDOWN_APPLICATION in [s.code for s in joined.status or ()]
     # An empty group forgets it: the application's next run starts clean.
@@ -191,37 +193,37 @@ def test_session_timeout_removes_the_member_and_its_tasks_move() -> None:
     h = make()
     hb(h, "a", 0)
     ready(h)
-    hb(h, "a", 1, frozenset())
+    hb(h, "a", 2, frozenset())
     hb(h, "b", 0)
-    a = hb(h, "a", 2, tasks("0_0", "0_1", "1_0", "1_1"))
+    a = hb(h, "a", 3, tasks("0_0", "0_1", "1_0", "1_1"))
     kept = a.active_tasks
     assert kept is not None
-    a = hb(h, "a", 2, kept)
+    a = hb(h, "a", 3, kept)
     h.advance(SESSION - 1000)
-    hb(h, "a", 3)  # a's session goes on; b's does not
+    hb(h, "a", 4)  # a's session goes on; b's does not
     h.advance(1000)
     group = h.core.streams_group(APP)
     assert group is not None and set(group.members) == {"a"}
-    a = hb(h, "a", 3)
-    assert a.member_epoch == 4 and a.active_tasks == tasks("0_0", "0_1", "1_0", "1_1")
+    a = hb(h, "a", 4)
+    assert a.member_epoch == 5 and a.active_tasks == tasks("0_0", "0_1", "1_0", "1_1")
 
 
 def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     h = make()
     hb(h, "a", 0)
     ready(h)
-    hb(h, "a", 1, frozenset())
+    hb(h, "a", 2, frozenset())
     hb(h, "b", 0)
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
-    hb(h, "a", 2, all4)  # told to revoke half
+    hb(h, "a", 3, all4)  # told to revoke half
     for _ in range(REBALANCE // 5000 - 1):
         h.advance(5000)
-        hb(h, "a", 2, all4)  # heartbeats, but never gives the tasks up
-        hb(h, "b", 3, frozenset())
+        hb(h, "a", 3, all4)  # heartbeats, but never gives the tasks up
+        hb(h, "b", 4, frozenset())
     h.advance(5000)
     group = h.core.streams_group(APP)
     assert group is not None and set(group.members) == {"b"}
-    b = hb(h, "b", 3, frozenset())
+    b = hb(h, "b", 4, frozenset())
     assert b.active_tasks == all4
 
 
@@ -276,7 +278,7 @@ def test_heartbeats_write_kafkas_records_before_answering() -> None:
                      "StreamsGroupTargetAssignmentMetadataKey",
                      "StreamsGroupCurrentMemberAssignmentKey"]
     before = len(h.written)
-    hb(h, "a", 1)  # nothing changed: nothing written
+    hb(h, "a", 2)  # nothing changed: nothing written
     assert len(h.written) == before
     hb(h, "a", -1)
     kinds = [type(k).__name__ for k, v in h.written[-1] if v is None]
@@ -288,10 +290,10 @@ def test_a_restarted_coordinator_resumes_the_group_from_its_records() -> None:
     h = make()
     hb(h, "a", 0)
     ready(h)
-    hb(h, "a", 1, frozenset())
+    hb(h, "a", 2, frozenset())
     hb(h, "b", 0)
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
-    a = hb(h, "a", 2, all4)
+    a = hb(h, "a", 3, all4)
     kept = a.active_tasks
     assert kept is not None and len(kept) == 2  # a is revoking the other two
     live = h.core.streams_group(APP)
@@ -306,14 +308,14 @@ def test_a_restarted_coordinator_resumes_the_group_from_its_records() -> None:
     assert group.members["a"].state == UNREVOKED_TASKS
     # The members go on where they were: a finishes revoking, b takes the rest, and no
     # epoch moves because of the restart.
-    a = hb(again, "a", 2, kept)
-    assert (a.error, a.member_epoch, a.active_tasks) == (E.none, 3, kept)
-    b = hb(again, "b", 3, frozenset())
-    assert (b.member_epoch, b.active_tasks) == (3, all4 - kept)
+    a = hb(again, "a", 3, kept)
+    assert (a.error, a.member_epoch, a.active_tasks) == (E.none, 4, kept)
+    b = hb(again, "b", 4, frozenset())
+    assert (b.member_epoch, b.active_tasks) == (4, all4 - kept)
     assert group.state == "Stable"
     # The loaded members' sessions run from the load: b stops heartbeating and goes.
     again.advance(SESSION - 1)
-    hb(again, "a", 3)
+    hb(again, "a", 4)
     again.advance(1)
     assert set(group.members) == {"a"}
     # A deleted group leaves nothing to load.
@@ -335,7 +337,7 @@ def test_a_failed_append_leaves_the_group_as_its_records_say() -> None:
     h.fail_with = None
     hb(h, "a", 0)
     ready(h)
-    hb(h, "a", 1, frozenset())
+    hb(h, "a", 2, frozenset())
     group = h.core.streams_group(APP)
     assert group is not None
     before = _persisted(group)
@@ -345,10 +347,10 @@ def test_a_failed_append_leaves_the_group_as_its_records_say() -> None:
     assert _persisted(group) == before and "b" not in group.members
     h.fail_with = None
     b = hb(h, "b", 0)
-    assert b.member_epoch == 3
+    assert b.member_epoch == 4
     at_join = _persisted(group)
     h.fail_with = E.not_coordinator
-    assert hb(h, "a", 2, tasks("0_0", "0_1", "1_0", "1_1")).error is E.not_coordinator
+    assert hb(h, "a", 3, tasks("0_0", "0_1", "1_0", "1_1")).error is E.not_coordinator
     assert _persisted(group) == at_join
     # A session expiring while appends fail keeps the member until one succeeds.
     h.advance(SESSION)
@@ -369,7 +371,7 @@ def test_standby_tasks_through_the_heartbeat() -> None:
     h = make(streams_num_standby_replicas_default=1)
     hb(h, "a", 0)
     ready(h)
-    a = hb(h, "a", 1, frozenset())
+    a = hb(h, "a", 2, frozenset())
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
     # One process: nowhere to put a standby (a process never holds a task twice).
     assert (a.active_tasks, a.standby_tasks) == (all4, frozenset())
@@ -377,18 +379,18 @@ def test_standby_tasks_through_the_heartbeat() -> None:
     # b's standby is a stateful task a keeps: granted at once; its active tasks wait.
     assert b.active_tasks == frozenset() and b.standby_tasks is not None
     assert len(b.standby_tasks) == 1 and b.standby_tasks <= tasks("1_0", "1_1")
-    a = hb(h, "a", 2, all4)
+    a = hb(h, "a", 3, all4)
     kept = a.active_tasks
     assert kept is not None and len(kept) == 2 and b.standby_tasks <= kept
     # a demotes the stateful task going to b to a standby in the same heartbeat, while
     # it revokes the active ones.
     moving_stateful = (all4 - kept) & tasks("1_0", "1_1")
-    assert a.standby_tasks == moving_stateful and a.member_epoch == 2
+    assert a.standby_tasks == moving_stateful and a.member_epoch == 3
     group = h.core.streams_group(APP)
     assert group is not None and group.members["a"].state == UNREVOKED_TASKS
-    a = hb(h, "a", 2, kept, standby=moving_stateful)
-    assert (a.member_epoch, a.active_tasks, a.standby_tasks) == (3, kept, moving_stateful)
-    b = hb(h, "b", 3, frozenset(), standby=b.standby_tasks)
+    a = hb(h, "a", 3, kept, standby=moving_stateful)
+    assert (a.member_epoch, a.active_tasks, a.standby_tasks) == (4, kept, moving_stateful)
+    b = hb(h, "b", 4, frozenset(), standby=b.standby_tasks)
     assert b.active_tasks == all4 - kept
     assert group.state == "Stable"
     for m in group.members.values():
@@ -420,14 +422,14 @@ def test_static_member_replaced_takes_the_tasks_of_the_one_it_replaces() -> None
     h = make()
     hb(h, "a", 0, instance="i1", process="p1")
     ready(h)
-    a = hb(h, "a", 1, frozenset(), instance="i1")
+    a = hb(h, "a", 2, frozenset(), instance="i1")
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
-    assert a.active_tasks == all4 and a.member_epoch == 2
+    assert a.active_tasks == all4 and a.member_epoch == 3
     # The instance id is held: another member cannot join with it.
     taken = hb(h, "a2", 0, instance="i1", process="p1")
     assert taken.error is E.unreleased_instance_id
-    assert hb(h, "zz", 2, frozenset(), instance="nope").error is E.unknown_member_id
-    assert hb(h, "a2", 2, frozenset(), instance="i1").error is E.fenced_instance_id
+    assert hb(h, "zz", 3, frozenset(), instance="nope").error is E.unknown_member_id
+    assert hb(h, "a2", 3, frozenset(), instance="i1").error is E.fenced_instance_id
     # Leaving with epoch -2 keeps the member and its tasks.
     left = hb(h, "a", -2, instance="i1")
     assert (left.error, left.member_epoch) == (E.none, -2)
@@ -448,15 +450,15 @@ def test_static_member_left_is_removed_when_its_session_ends() -> None:
     h = make()
     hb(h, "a", 0, instance="i1")
     ready(h)
-    hb(h, "a", 1, frozenset(), instance="i1")
+    hb(h, "a", 2, frozenset(), instance="i1")
     hb(h, "b", 0)
     group = h.core.streams_group(APP)
     assert group is not None
     h.advance(SESSION - 10)
-    hb(h, "b", 3, frozenset())
+    hb(h, "b", 4, frozenset())
     hb(h, "a", -2, instance="i1")
     h.advance(9)
-    hb(h, "b", 3, frozenset())
+    hb(h, "b", 4, frozenset())
     assert group.members["a"].member_epoch == -2  # still there, its tasks kept
     h.advance(1)  # a's session, from its last heartbeat before the leave
     assert set(group.members) == {"b"}
@@ -473,7 +475,7 @@ def test_endpoints_and_their_partitions_in_the_heartbeat() -> None:
     # A group the heartbeat creates answers endpoint epoch 0, as Kafka's.
     assert first.endpoint_information_epoch == 0
     ready(h)
-    a = hb(h, "a", 1, frozenset())
+    a = hb(h, "a", 2, frozenset())
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
     assert a.active_tasks == all4 and a.endpoints is not None
     # a owns every task: the partitions of the source and repartition topics.
@@ -481,7 +483,7 @@ def test_endpoints_and_their_partitions_in_the_heartbeat() -> None:
         ("app-words-repartition", (0, 1)), ("lines", (0, 1))))]
     current = a.endpoint_information_epoch
     assert current > 0
-    steady = hb(h, "a", 2, all4, endpoint_epoch=current)
+    steady = hb(h, "a", 3, all4, endpoint_epoch=current)
     assert steady.endpoints is None  # the member is up to date
     b = hb(h, "b", 0, endpoint=("host-b", 7002), endpoint_epoch=current)
     assert b.endpoint_information_epoch > current and b.endpoints is not None
@@ -492,7 +494,7 @@ def test_member_commits_need_offset_commit_v9_and_the_current_epoch() -> None:
     h = make()
     hb(h, "a", 0)
     ready(h)
-    a = hb(h, "a", 1, frozenset())
+    a = hb(h, "a", 2, frozenset())
 
     def commit(epoch: int, version: int = 9) -> E:
         req = CommitRequest(APP, "a", None, epoch, topics=[("lines", [PartitionCommit(0, 5)])],
@@ -513,7 +515,7 @@ def test_an_older_epoch_commits_for_tasks_held_since_then() -> None:
     h = make()
     hb(h, "a", 0)
     ready(h)
-    a = hb(h, "a", 1, frozenset())
+    a = hb(h, "a", 2, frozenset())
     at = a.member_epoch
     all4 = tasks("0_0", "0_1", "1_0", "1_1")
     hb(h, "b", 0)

@@ -15,9 +15,9 @@ def test_a_loaded_member_still_revoking_is_fenced_past_its_rebalance_timeout() -
     h = make()
     hb(h, "a", 0)
     ready(h)
-    hb(h, "a", 1, frozenset())
+    hb(h, "a", 2, frozenset())
     hb(h, "b", 0)
-    hb(h, "a", 2, ALL)  # told to revoke half; it has not yet
+    hb(h, "a", 3, ALL)  # told to revoke half; it has not yet
     h.advance(1000)
     loaded = h.reload()
     timers = loaded.core.timers
@@ -28,9 +28,9 @@ def test_a_loaded_member_still_revoking_is_fenced_past_its_rebalance_timeout() -
     # a keeps heartbeating on the new coordinator without giving the tasks up.
     for _ in range(REBALANCE // 5000 - 1):
         loaded.advance(5000)
-        hb(loaded, "a", 2, ALL)
-        hb(loaded, "b", 3, frozenset())
+        hb(loaded, "a", 3, ALL)
+        hb(loaded, "b", 4, frozenset())
     loaded.advance(5000)
     group = loaded.core.streams_group(APP)
     assert group is not None and set(group.members) == {"b"}
-    assert hb(loaded, "b", 3, frozenset()).active_tasks == ALL
+    assert hb(loaded, "b", 4, frozenset()).active_tasks == ALL

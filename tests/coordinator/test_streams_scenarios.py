@@ -26,7 +26,7 @@ def _stable_pair(h: Harness) -> tuple[int, Any, Any]:
     """a and b, each with two tasks, Stable; (their epoch, a's tasks, b's tasks)."""
     hb(h, "a", 0)
     ready(h)
-    a = hb(h, "a", 1, frozenset())
+    a = hb(h, "a", 2, frozenset())
     assert a.active_tasks == ALL
     b = hb(h, "b", 0)
     a = hb(h, "a", a.member_epoch, ALL)
@@ -78,7 +78,7 @@ def test_fenced_static_member_is_replaced_by_one_no_client_holds() -> None:
     h = make()
     hb(h, "a", 0, instance="i1", process="p1")
     ready(h)
-    a = hb(h, "a", 1, frozenset(), instance="i1")
+    a = hb(h, "a", 2, frozenset(), instance="i1")
     assert a.active_tasks == ALL
     hb(h, "a", a.member_epoch, ALL, instance="i1")
     assert h.run(h.core.streams.fence_static_member(h.now, APP, "nope")) is E.unknown_member_id

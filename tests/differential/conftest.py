@@ -38,6 +38,8 @@ KAFKALITE_SETTINGS: dict[str, str] = {
         TEST_SETTINGS["transaction.state.log.num.partitions"],
     "num.partitions": "1",
     "auto.create.topics.enable": "false",
+    # The reference runs Kafka's default (kafkalite's own is 200 ms).
+    "group.streams.initial.rebalance.delay.ms": "3000",
 }
 
 

@@ -67,10 +67,12 @@ class StreamsMember:
                        rebalance_timeout=datetime.timedelta(seconds=30), active_tasks=[],
                        standby_tasks=[], warmup_tasks=[], client_tags=[])
 
-    def join(self, instance_id: str | None = None) -> list[Any]:
-        """Join, then heartbeat until the coordinator has created the internal topics and
-        assigned tasks to this member; its tasks, acknowledged as owned."""
-        self.join_only(instance_id)
+    def join(self, instance_id: str | None = None, joined: bool = False) -> list[Any]:
+        """Join (unless ``joined``), then heartbeat until the coordinator has created the
+        internal topics and assigned tasks to this member (the group's initial rebalance
+        delay passed); its tasks, acknowledged as owned."""
+        if not joined:
+            self.join_only(instance_id)
         deadline = time.monotonic() + 20
         while True:
             resp = self.heartbeat()

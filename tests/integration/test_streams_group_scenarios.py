@@ -23,6 +23,7 @@ from .test_streams_group_views import cli_out
 NOT_COORDINATOR, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID = 16, 25, 82
 SESSION_TIMEOUT_MS = 45_000  # group.streams.session.timeout.ms's default
 REBALANCE_TIMEOUT_MS = 30_000  # what StreamsMember joins with
+STREAMS_INITIAL_DELAY_MS = 200  # group.streams.initial.rebalance.delay.ms's default
 
 
 def _settle(members: list[StreamsMember]) -> dict[str, list[tuple[str, list[int]]]]:
@@ -64,7 +65,10 @@ def test_scenarios_and_the_clock_on_a_streams_group(
     b = StreamsMember(broker.bootstrap, "streams-b")
     c = StreamsMember(broker.bootstrap, "streams-c")
     try:
-        a.join(instance_id="instance-a")
+        # The group's initial rebalance delay runs on the manual clock.
+        a.join_only(instance_id="instance-a")
+        broker.advance(STREAMS_INITIAL_DELAY_MS)
+        a.join(instance_id="instance-a", joined=True)
         b.join_only()
         before = _settle([a, b])
         epoch = a.epoch

@@ -2,7 +2,8 @@
 manual clock: ``kafkalite groups list|describe`` (StreamsGroupDescribe: members with their
 processes and tasks, the lag of the partitions the tasks read), the admin API's
 ``/api/v1/groups`` and group view, the ``expire-member`` and ``evict-member`` scenarios,
-and a member's session ending when the manual clock passes
+a member's first tasks once the manual clock passes
+``group.streams.initial.rebalance.delay.ms`` and its session ending when it passes
 ``group.streams.session.timeout.ms``."""
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .streams_member import APP, SOURCE, UNKNOWN_MEMBER_ID, StreamsMember
 ALL_TASKS = [{"subtopology": "0", "partitions": [0, 1]},
              {"subtopology": "1", "partitions": [0, 1]}]
 SESSION_TIMEOUT_MS = 45_000  # group.streams.session.timeout.ms's default
+STREAMS_INITIAL_DELAY_MS = 200  # group.streams.initial.rebalance.delay.ms's default
+ASSIGNMENT_DELAYED = 5
 
 
 def get_json(url: str) -> Any:
@@ -54,7 +57,13 @@ def test_streams_group_in_the_cli_console_and_on_the_manual_clock(
     member = StreamsMember(boot)
     other = StreamsMember(boot, client_id="streams-other")
     try:
-        member.join()
+        # The group's initial rebalance delay runs on the manual clock: the member has no
+        # task (ASSIGNMENT_DELAYED) until the clock passes it.
+        member.join_only()
+        delayed = member.heartbeat()
+        assert int(delayed.status[0].status_code) == ASSIGNMENT_DELAYED
+        broker.advance(STREAMS_INITIAL_DELAY_MS)
+        member.join(joined=True)
         # kafkalite groups: the list, then the group with its member's tasks.
         listed = json.loads(cli_out(capsys, "groups", "list", "--bootstrap", boot, "--json"))
         assert [(g["group_id"], g["group_type"], g["state"]) for g in listed] == [
