@@ -90,6 +90,9 @@ class Route:
     #: Listed in ApiVersions. False: served to a client that asks, but not offered, for an
     #: API whose companions are not served yet (a client that sees it would rely on them).
     advertised: bool = True
+    #: The handler, a coroutine, sets ``ctx.throttle_ms`` as it runs (the controller
+    #: mutation quota): the quotas are applied once it has finished, on its answer.
+    settle_first: bool = False
 
 
 @dataclass(slots=True)
@@ -101,6 +104,7 @@ class Registration:
     acl: AclFn | None
     stats: ApiStats
     advertised: bool = True
+    settle_first: bool = False
 
 
 _Entry = tuple[codecs.ApiCodec, Registration]
@@ -153,7 +157,8 @@ class KafkaApis:
                  if self.per_node_stats and self.node_id is not None
                  else self.metrics.api(route.api_key))
         self._handlers[route.api_key] = Registration(route.api_key, lo, hi, route.handler,
-                                                     route.acl, stats, route.advertised)
+                                                     route.acl, stats, route.advertised,
+                                                     route.settle_first)
         self._fast.clear()
 
     def count_per_node(self) -> None:
@@ -258,7 +263,7 @@ class KafkaApis:
         if self.quota_managers.enabled and self.throttling is not None:
             return self._observed(reg.stats, t0, self.throttling.serve(
                 conn, c, reg.handler, ctx, request, len(frame),
-                partial(self._finish, c, correlation_id)))
+                partial(self._finish, c, correlation_id), reg.settle_first))
         try:
             result = reg.handler(ctx, request)
         except ProtocolError:

@@ -133,10 +133,11 @@ def _share_offsets(name: str, runtime: CoordinatorRuntime, access: Access,
 
 
 def _route(api_key: int, versions: Mapping[int, tuple[int | None, int | None]],
-           handler: Handler, acl: AclFn | None = None, advertised: bool = True) -> Route:
+           handler: Handler, acl: AclFn | None = None, advertised: bool = True,
+           settle_first: bool = False) -> Route:
     """A route serving the versions its handler module declares."""
     low, high = versions[api_key]
-    return Route(api_key, handler, low, high, acl, advertised)
+    return Route(api_key, handler, low, high, acl, advertised, settle_first)
 
 
 def routes(
@@ -183,12 +184,15 @@ def routes(
         _route(describe_topics.DESCRIBE_TOPIC_PARTITIONS, describe_topics.VERSIONS,
                partial(describe_topics.describe_topic_partitions, cluster, storage, access,
                        storage.config.int("max.request.partition.size.limit"))),
+        # Run in slices, throttled by the controller mutation quota once finished.
         _route(topics.CREATE_TOPICS, topics.VERSIONS,
-               partial(topics.create_topics, cluster, storage, access, mutations)),
+               partial(topics.create_topics, cluster, storage, access, mutations),
+               settle_first=True),
         _route(topics.DELETE_TOPICS, topics.VERSIONS,
-               partial(topics.delete_topics, storage, access, mutations)),
+               partial(topics.delete_topics, storage, access, mutations), settle_first=True),
         _route(topics.CREATE_PARTITIONS, topics.VERSIONS,
-               partial(topics.create_partitions, cluster, storage, access, mutations)),
+               partial(topics.create_partitions, cluster, storage, access, mutations),
+               settle_first=True),
         _route(configs.DESCRIBE_CONFIGS, configs.VERSIONS,
                partial(configs.describe_configs, cluster, storage, dynamic, access)),
         _route(configs.ALTER_CONFIGS, configs.VERSIONS,

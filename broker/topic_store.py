@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 
 import structlog
 
@@ -67,6 +67,9 @@ class Storage:
         #: changes (a log opened takes its leader epoch).
         self.metadata_entries = EncodedTopics()
         self._opener: asyncio.Task[None] | None = None
+        #: The topic whose catalogue change is being made by a ``*_steps`` method (its
+        #: logs are the steps' to create or remove, not the catalogue listener's).
+        self._stepping: str | None = None
         logs.epoch_set.append(self.metadata_entries.forget)
 
     # --- topics ---------------------------------------------------------------------
@@ -82,6 +85,69 @@ class Storage:
         info = self.catalog.create(name, n, configs, internal=internal, replicas=replicas)
         log.info("topic.created", topic=name, partitions=n, topic_id=str(info.topic_id))
         return info
+
+    # --- topics changed a partition at a time --------------------------------------------
+    # For requests run in slices (``handlers/topics._sliced``), so that one topic of
+    # thousands of partitions does not hold the loop: the catalogue changes at once, then
+    # each partition's log is created or removed in a step of its own (a ``yield`` before
+    # each). A request that asks for a partition not created yet creates it; a new log of
+    # a deleted partition not removed yet removes the old files first. With several nodes
+    # the replica manager opens and deletes every replica on the catalogue's event: no
+    # steps there.
+
+    def create_topic_steps(
+        self, name: str, partitions: int, configs: dict[str, str] | None = None,
+        internal: bool = False, replicas: list[list[int]] | None = None,
+    ) -> Generator[None, None, TopicInfo]:
+        if not self._steps_here():
+            return self.create_topic(name, partitions, configs, internal, replicas)
+        with self._in_steps(name):
+            info = self.create_topic(name, partitions, configs, internal, replicas)
+        yield from self._create_logs(info, 0)
+        return info
+
+    def add_partitions_steps(self, name: str, count: int,
+                             replicas: list[list[int]] | None = None
+                             ) -> Generator[None, None, TopicInfo]:
+        if not self._steps_here():
+            return self.catalog.set_partitions(name, count, replicas)
+        found = self.catalog.get(name)
+        before = found.partitions if found is not None else 0
+        with self._in_steps(name):
+            info = self.catalog.set_partitions(name, count, replicas)
+        yield from self._create_logs(info, before)
+        return info
+
+    def delete_topic_steps(self, name: str) -> Generator[None, None, TopicInfo]:
+        if not self._steps_here():
+            return self.catalog.delete(name)
+        with self._in_steps(name):
+            info = self.catalog.delete(name)
+        for key in self.logs.detach_topic(name):
+            yield
+            self.logs.drop_detached(key)
+        log.info("log.topic_deleted", topic=name)
+        return info
+
+    def _steps_here(self) -> bool:
+        return self.logs.place is None and self._stepping is None
+
+    @contextlib.contextmanager
+    def _in_steps(self, name: str) -> Iterator[None]:
+        self._stepping = name
+        try:
+            yield
+        finally:
+            self._stepping = None
+
+    def _create_logs(self, info: TopicInfo, start: int) -> Generator[None, None, None]:
+        self.logs.expect(info.name, range(start, info.partitions))
+        cfg = self.logs.config_for(info.name)
+        for p in range(start, info.partitions):
+            yield
+            if self.catalog.get(info.name) is not info:
+                return  # deleted meanwhile (and perhaps created again)
+            self.logs.get_or_create(info.name, p, config=cfg)
 
     def auto_create(self, name: str) -> TopicInfo:
         """Create a topic a client asked for, as Kafka's AutoTopicCreationManager."""
@@ -170,8 +236,11 @@ class Storage:
     # --- logs -----------------------------------------------------------------------
 
     def on_topic_event(self, event: str, info: TopicInfo) -> None:
-        """Catalogue listener: creates, reconfigures and deletes the topic's logs."""
+        """Catalogue listener: creates, reconfigures and deletes the topic's logs (those
+        of a topic changed in steps, the steps do)."""
         self.metadata_entries.forget(info.name)
+        if info.name == self._stepping:
+            return
         if event == "deleted":
             self.logs.delete_topic(info.name)
             return

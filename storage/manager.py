@@ -119,8 +119,12 @@ class LogManager:
         self.producer_ids = ProducerIdAllocator(data_dir)
         self._start_offsets: dict[tuple[str, int], int] = {}
         self._overrides: dict[str, dict[str, str]] = {}
-        #: Partitions on disk not opened yet -> the leader epoch they will lead in.
+        #: Partitions on disk not opened yet -> the leader epoch they will lead in; also
+        #: those of a topic being created in steps (``expect``), created when first asked.
         self._unopened: dict[tuple[str, int], int] = {}
+        #: The logs of a topic deleted in steps (``detach_topic``) whose files are not
+        #: gone yet: the open log, or the directory of one never opened.
+        self._detached: dict[tuple[str, int], PartitionLog | Path] = {}
         #: Called with the topic when one of its logs is opened or leads in a new epoch.
         self.epoch_set: list[Callable[[str], None]] = []
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -144,6 +148,9 @@ class LogManager:
         found = self.logs.get(key)
         if found is not None:
             return found
+        if key in self._detached:
+            # A deleted topic's partition not removed yet: its files go before the new log.
+            self.drop_detached(key)
         if configs:
             self._overrides[topic] = dict(configs)
             config = None
@@ -227,6 +234,36 @@ class LogManager:
         log.info("log.topic_deleted", topic=topic)
         self.write_start_checkpoint()
 
+    def expect(self, topic: str, partitions: range) -> None:
+        """Partitions of a topic created or extended whose logs its creator makes one at
+        a time (``get_or_create``); until then the first request that asks creates one."""
+        for p in partitions:
+            key = (topic, p)
+            if key not in self.logs:
+                self._unopened.setdefault(key, 0)
+
+    def detach_topic(self, topic: str) -> list[tuple[str, int]]:
+        """A deleted topic's logs leave at once, their files not yet: ``drop_detached``
+        removes them a partition at a time (a new log of the same partition first does).
+        Returns the partitions detached."""
+        keys = [k for k in self.logs if k[0] == topic]
+        keys += [k for k in self._unopened if k[0] == topic and k not in self.logs]
+        for key in keys:
+            plog = self.logs.pop(key, None)
+            self._unopened.pop(key, None)
+            self._start_offsets.pop(key, None)
+            self._detached[key] = plog if plog is not None else self._where(*key)
+        self._overrides.pop(topic, None)
+        self.write_start_checkpoint()
+        return keys
+
+    def drop_detached(self, key: tuple[str, int]) -> None:
+        found = self._detached.pop(key, None)
+        if isinstance(found, PartitionLog):
+            found.delete()
+        elif found is not None:
+            shutil.rmtree(found, ignore_errors=True)
+
     def delete_records(self, plog: PartitionLog, offset: int) -> int:
         low = plog.deletion.delete_records(offset)
         self.write_start_checkpoint()
@@ -301,6 +338,8 @@ class LogManager:
         # A partition never opened keeps the epoch it was announced in, so the next start
         # announces the one after, as if it had been opened.
         epochs = dict(self._unopened)
+        for key in list(self._detached):
+            self.drop_detached(key)
         for key, plog in list(self.logs.items()):
             try:
                 plog.flush()

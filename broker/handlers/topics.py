@@ -152,6 +152,7 @@ async def _sliced(storage: Storage, steps: Generator[None, None, Any]) -> Any:
         with storage.catalog.batch():
             until = time.monotonic() + CREATE_SLICE_S
             try:
+                next(steps)  # at least one step a slice
                 while time.monotonic() < until:
                     next(steps)
             except StopIteration as done:
@@ -219,8 +220,10 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access,
             # validate-only answer carries one too (never used).
             topic_id = uuid.uuid4()
             if not req.validate_only:
-                info = storage.create_topic(name, n, configs,
-                                           internal=name in INTERNAL_TOPICS, replicas=chosen)
+                # The topic's logs are created a step at a time: a topic of thousands of
+                # partitions is sliced too.
+                info = yield from storage.create_topic_steps(
+                    name, n, configs, internal=name in INTERNAL_TOPICS, replicas=chosen)
                 topic_id = info.topic_id
             entries: tuple[Any, ...] | None = None
             # v5+ return the topic's configs only to a principal that may describe them
@@ -255,9 +258,10 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access,
     return build(resp_t, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-def _delete_one(storage: Storage, access: Access, quota: ControllerMutationQuota,
-                ctx: RequestContext, name: str | None, tid: uuid.UUID | None
-                ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
+def _check_delete(storage: Storage, access: Access, quota: ControllerMutationQuota,
+                  ctx: RequestContext, name: str | None, tid: uuid.UUID | None
+                  ) -> tuple[str | None, uuid.UUID, ErrorCode, str | None]:
+    """The topic a DeleteTopics entry names, and whether it may go (NO_ERROR: charged)."""
     if name is not None and tid not in (None, ZERO_UUID):
         return name, tid or ZERO_UUID, ErrorCode.invalid_request, \
             "Topic name and topic id cannot both be specified."
@@ -289,8 +293,6 @@ def _delete_one(storage: Storage, access: Access, quota: ControllerMutationQuota
         _charge(quota, info.partitions)
     except TopicError as e:
         return info.name, info.topic_id, e.code, e.message
-    storage.catalog.delete(info.name)
-    log.info("topic.deleted", topic=info.name, topic_id=str(info.topic_id))
     return info.name, info.topic_id, NO_ERROR, None
 
 
@@ -310,7 +312,11 @@ def _delete_topics(storage: Storage, access: Access, mutations: MutationQuotaMan
     results = []
     quota = _mutation_quota(mutations, ctx)
     for name, tid in wanted:
-        rname, rid, err, msg = _delete_one(storage, access, quota, ctx, name, tid)
+        rname, rid, err, msg = _check_delete(storage, access, quota, ctx, name, tid)
+        if err is NO_ERROR and rname is not None:
+            # A step per partition: a topic of thousands of partitions is sliced too.
+            yield from storage.delete_topic_steps(rname)
+            log.info("topic.deleted", topic=rname, topic_id=str(rid))
         results.append(build(result_t, name=rname, topic_id=rid, error_code=err,
                              error_message=msg))
         yield
@@ -363,7 +369,7 @@ def _create_partitions(cluster: Cluster, storage: Storage, access: Access,
             assert info is not None
             chosen = None if t.assignments is None else [
                 [int(b) for b in a.broker_ids] for a in t.assignments]
-            storage.catalog.set_partitions(t.name, count, chosen)
+            yield from storage.add_partitions_steps(t.name, count, chosen)
             log.info("topic.partitions_added", topic=t.name, partitions=count)
         results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
         yield

@@ -40,9 +40,6 @@ _FETCH = int(ApiKey.FETCH)
 _OFFSET_DELETE = int(ApiKey.OFFSET_DELETE)
 #: Inter-broker requests Kafka exempts from the request quota (sendResponseExemptThrottle).
 _EXEMPT = frozenset({int(ApiKey.WRITE_TXN_MARKERS)})
-#: Handlers that run as coroutines and set ``ctx.throttle_ms`` while they run.
-_SETTLE_FIRST = frozenset({int(ApiKey.CREATE_TOPICS), int(ApiKey.CREATE_PARTITIONS),
-                           int(ApiKey.DELETE_TOPICS)})
 #: Request thread time as a percentage of one second (ClientRequestQuotaManager).
 _NANOS_TO_PERCENT = 100.0 / 1e9
 _I32 = struct.Struct(">i")
@@ -125,8 +122,9 @@ class Throttling:
 
     def serve(self, conn: Any, c: codecs.ApiCodec, handler: Callable[[RequestContext, Any],
               Any], ctx: RequestContext, request: Any, size: int,
-              finish: Callable[[Any], Any]) -> Any:
-        """Run ``handler`` under the quotas; ``finish`` makes the response frame."""
+              finish: Callable[[Any], Any], settle_first: bool = False) -> Any:
+        """Run ``handler`` under the quotas; ``finish`` makes the response frame.
+        ``settle_first``: the route's (``Route.settle_first``)."""
         m = self.managers
         api = c.api_key
         user, client_id = user_of(ctx.principal), ctx.client_id
@@ -146,7 +144,7 @@ class Throttling:
         spent = perf_counter_ns() - started
         if follower or api in _EXEMPT:
             return finish(result)
-        if asyncio.iscoroutine(result) and api in _SETTLE_FIRST:
+        if settle_first and asyncio.iscoroutine(result):
             # The handler sets ctx.throttle_ms as it runs: the quotas are applied once it
             # has finished, on its answer.
             done = asyncio.ensure_future(result)

@@ -1,7 +1,8 @@
 """The broker stays responsive while it does large work: a real consumer group member
 (confluent-kafka, a 6 s session) keeps its generation and its assignment while one
 CreateTopics of 10,000 partitions (1,000 topics of 10) runs, through a restart of the
-broker that holds them, and through one CreatePartitions and one DeleteTopics of them all.
+broker that holds them, and through one CreatePartitions and one DeleteTopics of them all;
+and through the CreateTopics and DeleteTopics of one topic of 10,000 partitions.
 
 Nothing here is timed: the member's own session timeout is the criterion. Were the
 broker's loop held longer than the session, the coordinator would expire the member (a
@@ -101,6 +102,44 @@ def test_member_keeps_its_generation_through_10000_partitions_created_and_restar
         _outlive_one_session()
         _member_holds(broker, group, member, view.generation, member_id, assigns,
                       "after the large DeleteTopics")
+    finally:
+        member.kill()
+
+
+def test_member_keeps_its_generation_through_one_topic_of_10000_partitions(
+        make_broker: Callable[..., BrokerThread]) -> None:
+    """One topic of 10,000 partitions created and deleted, each in one request: its logs
+    are created and removed a partition at a time, the loop let go between slices."""
+    broker = make_broker(BROKER)
+    topic, group = "resp-one", "resp-one-group"
+    create_topic(broker, topic, 4)
+    member = Member("confluent", broker.bootstrap, group, topic, session_ms=SESSION_MS,
+                    heartbeat_ms=HEARTBEAT_MS, name="confluent-resp-one")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    huge = TOPICS * PARTITIONS_EACH
+    try:
+        view = wait_stable(broker, group, [member], partitions=4, what="joined")
+        _, assigns, _ = member.snapshot()
+        member_id = member.member_id
+        t0 = time.monotonic()
+        admin.create_topics([NewTopic("one-huge", huge, 1)], request_timeout=600,
+                            operation_timeout=600)["one-huge"].result(timeout=600)
+        print(f"CreateTopics of one topic of {huge} partitions: "
+              f"{time.monotonic() - t0:.1f}s")
+        assert broker.call(lambda: len(broker.inner.storage.logs.partitions("one-huge"))) \
+            == huge
+        _outlive_one_session()
+        _member_holds(broker, group, member, view.generation, member_id, assigns,
+                      "after the CreateTopics of one huge topic")
+        t0 = time.monotonic()
+        admin.delete_topics(["one-huge"], request_timeout=600,
+                            operation_timeout=600)["one-huge"].result(timeout=600)
+        print(f"DeleteTopics of it: {time.monotonic() - t0:.1f}s")
+        data = broker.call(lambda: broker.inner.storage.logs.data_dir)
+        assert not list(data.glob("one-huge-*"))
+        _outlive_one_session()
+        _member_holds(broker, group, member, view.generation, member_id, assigns,
+                      "after the DeleteTopics of one huge topic")
     finally:
         member.kill()
 

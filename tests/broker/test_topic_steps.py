@@ -1,0 +1,149 @@
+"""A topic created, extended or deleted a partition at a time (``Storage.*_steps``, what
+CreateTopics, CreatePartitions and DeleteTopics run in slices): the catalogue changes at
+once, each log follows in a step of its own, a request for a partition not created yet
+creates it, and a deleted partition's files are gone before a new log of it opens."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from kafkalite.broker.handlers import topics
+from kafkalite.protocol import apis as codecs
+from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.records import NewRecord, build_batch
+
+from .harness import Handlers
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+SECOND = timedelta(seconds=1)
+
+
+def record() -> bytes:
+    return build_batch([NewRecord(b"k", b"v", 1_700_000_000_000)])
+
+
+def open_count(h: Handlers, topic: str) -> int:
+    return len(h.broker.storage.logs.partitions(topic))
+
+
+async def test_created_in_steps_and_a_partition_asked_for_first(handlers: Handlers) -> None:
+    storage = handlers.broker.storage
+    steps = storage.create_topic_steps("big", 50)
+    next(steps)
+    info = storage.catalog.get("big")
+    assert info is not None and info.partitions == 50
+    assert open_count(handlers, "big") == 0
+    # A request for partition 30 creates it before its step does.
+    plog = storage.logs.get("big", 30)
+    assert plog is not None and plog.append(record()) == (0, 0)
+    for _ in range(10):
+        next(steps)
+    assert 1 < open_count(handlers, "big") < 50
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(steps)
+    assert done.value.value is info
+    assert open_count(handlers, "big") == 50
+    assert storage.logs.get("big", 30) is plog and plog.log_end_offset == 1
+    assert all((storage.logs.data_dir / f"big-{p}").is_dir() for p in range(50))
+
+
+async def test_deleted_in_steps_and_created_again_meanwhile(handlers: Handlers) -> None:
+    storage = handlers.broker.storage
+    storage.create_topic("d", 20)
+    for p in range(20):
+        storage.logs.get_or_create("d", p).append(record())
+    steps = storage.delete_topic_steps("d")
+    next(steps)
+    assert storage.catalog.get("d") is None and storage.logs.get("d", 5) is None
+    assert (storage.logs.data_dir / "d-5").is_dir()  # not removed yet
+    # Created again before the old files are gone: each new log starts empty.
+    storage.create_topic("d", 20)
+    assert all(storage.logs.get_or_create("d", p).log_end_offset == 0 for p in range(20))
+    for _ in steps:
+        pass
+    # The remaining steps leave the new topic's logs alone.
+    assert open_count(handlers, "d") == 20
+    assert all((storage.logs.data_dir / f"d-{p}").is_dir() for p in range(20))
+    assert all(not plog.closed for plog in storage.logs.partitions("d"))
+
+
+async def test_deleted_while_still_being_created(handlers: Handlers) -> None:
+    storage = handlers.broker.storage
+    steps = storage.create_topic_steps("x", 30)
+    for _ in range(10):
+        next(steps)
+    assert 0 < open_count(handlers, "x") < 30
+    for _ in storage.delete_topic_steps("x"):
+        pass
+    for _ in steps:
+        pass
+    assert open_count(handlers, "x") == 0 and storage.logs.get("x", 25) is None
+    assert not list(storage.logs.data_dir.glob("x-*"))
+
+
+def _topic(name: str, partitions: int) -> Any:
+    return build(nested(codecs.codec(CREATE_TOPICS, 7).request_type, "CreatableTopic"),
+                 name=name, num_partitions=partitions, replication_factor=-1,
+                 assignments=(), configs=())
+
+
+async def test_one_topic_requests_let_the_loop_go(handlers: Handlers,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """CreateTopics, CreatePartitions and DeleteTopics of one topic give the loop back
+    between its partitions (a slice of no time: one step each)."""
+    monkeypatch.setattr(topics, "CREATE_SLICE_S", 0.0)
+    seen: list[int] = []
+    stop = asyncio.Event()
+
+    async def watch() -> None:
+        while not stop.is_set():
+            seen.append(open_count(handlers, "one"))
+            await asyncio.sleep(0)
+
+    async def during(call: Any) -> list[int]:
+        seen.clear()
+        stop.clear()
+        watcher = asyncio.create_task(watch())
+        resp = await call
+        stop.set()
+        await watcher
+        for r in getattr(resp, "topics", None) or getattr(resp, "results", ()):
+            assert r.error_code == 0, r
+        return sorted(set(seen))
+
+    counts = await during(handlers.call(CREATE_TOPICS, 7, topics=(_topic("one", 40),),
+                                        validate_only=False))
+    assert len([c for c in counts if 0 < c < 40]) > 5
+    assert open_count(handlers, "one") == 40
+
+    add = build(nested(codecs.codec(CREATE_PARTITIONS, 3).request_type,
+                       "CreatePartitionsTopic"), name="one", count=80, assignments=None)
+    counts = await during(handlers.call(CREATE_PARTITIONS, 3, topics=(add,), timeout=SECOND,
+                                        validate_only=False))
+    assert len([c for c in counts if 40 < c < 80]) > 5
+    assert open_count(handlers, "one") == 80
+
+    gone = build(nested(codecs.codec(DELETE_TOPICS, 6).request_type, "DeleteTopicState"),
+                 name="one", topic_id=None)
+    # The topic's logs leave at once; their files go a step at a time.
+    data = handlers.broker.storage.logs.data_dir
+    files: list[int] = []
+
+    async def watch_files() -> None:
+        while not stop.is_set():
+            files.append(len(list(data.glob("one-*"))))
+            await asyncio.sleep(0)
+
+    stop.clear()
+    watcher = asyncio.create_task(watch_files())
+    resp = await handlers.call(DELETE_TOPICS, 6, topics=(gone,), timeout=SECOND)
+    stop.set()
+    await watcher
+    assert resp.responses[0].error_code == 0
+    assert len({c for c in files if 0 < c < 80}) > 5
+    assert open_count(handlers, "one") == 0 and not list(data.glob("one-*"))
