@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Generator, Iterator
 
 import structlog
@@ -25,6 +26,9 @@ log = structlog.get_logger("kafkalite.broker")
 #: that long behind it).
 OPEN_REST_AFTER_S = 1.0
 OPEN_PER_TURN = 1
+#: How long the background creation of an auto-created topic's logs holds the loop at a
+#: time.
+BACKGROUND_SLICE_S = 0.01
 
 
 class TopicConfigs:
@@ -70,6 +74,8 @@ class Storage:
         #: The topic whose catalogue change is being made by a ``*_steps`` method (its
         #: logs are the steps' to create or remove, not the catalogue listener's).
         self._stepping: str | None = None
+        #: Auto-created topics whose logs are still being created.
+        self._creating: set[asyncio.Task[None]] = set()
         logs.epoch_set.append(self.metadata_entries.forget)
 
     # --- topics ---------------------------------------------------------------------
@@ -165,9 +171,44 @@ class Storage:
             found = self.catalog.get(name)
             assert found is not None
             return found
-        info = self.create_topic(name)
+        info = self._create_in_background(name, self.config.int("num.partitions"))
         log.info("topic.auto_created", topic=name, partitions=info.partitions)
         return info
+
+    def _create_in_background(self, name: str, partitions: int) -> TopicInfo:
+        """``create_topic`` whose logs a background task creates, a slice of steps per
+        turn of the loop: auto-creation happens inside a Metadata or Produce answer,
+        which is not run in slices, and ``num.partitions`` may be thousands."""
+        steps = self.create_topic_steps(name, partitions)
+        try:
+            next(steps)
+        except StopIteration as done:  # several nodes: created whole
+            info: TopicInfo = done.value
+            return info
+        found = self.catalog.get(name)
+        assert found is not None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a tool, a test): at once
+            for _ in steps:
+                pass
+            return found
+        task = loop.create_task(self._run_steps(steps))
+        self._creating.add(task)
+        task.add_done_callback(self._creating.discard)
+        return found
+
+    @staticmethod
+    async def _run_steps(steps: Generator[None, None, object]) -> None:
+        while True:
+            until = time.monotonic() + BACKGROUND_SLICE_S
+            try:
+                next(steps)
+                while time.monotonic() < until:
+                    next(steps)
+            except StopIteration:
+                return
+            await asyncio.sleep(0)
 
     def ensure_offsets_topic(self, partitions: int) -> None:
         """Like Kafka, ``__consumer_offsets`` is created on first use (FindCoordinator for
@@ -272,6 +313,11 @@ class Storage:
         log.info("log.all_opened", partitions=len(self.logs.logs))
 
     async def stop(self) -> None:
+        # Logs still to create stay expected: the next start creates them (no directory).
+        for task in list(self._creating):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self._opener is not None:
             self._opener.cancel()
             with contextlib.suppress(asyncio.CancelledError):

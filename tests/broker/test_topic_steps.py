@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafkalite.broker import topic_store
 from kafkalite.broker.handlers import topics
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
@@ -147,3 +149,39 @@ async def test_one_topic_requests_let_the_loop_go(handlers: Handlers,
     assert resp.responses[0].error_code == 0
     assert len({c for c in files if 0 < c < 80}) > 5
     assert open_count(handlers, "one") == 0 and not list(data.glob("one-*"))
+
+
+async def test_auto_created_topic_logs_follow_in_the_background(tmp_path: Path) -> None:
+    """An auto-created topic of ``num.partitions`` partitions is answered at once; its
+    logs are created by a background task a slice at a time, and a stop before it ends
+    leaves the rest to the next start."""
+    h = Handlers(tmp_path / "data", {"num.partitions": "400"})
+    await h.open()
+    storage = h.broker.storage
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)  # one log a turn
+    try:
+        info = storage.auto_create("auto")
+        assert info.partitions == 400 and open_count(h, "auto") < 400
+        assert storage.logs.get("auto", 399) is not None  # asked for first: created now
+        turns = 0
+        while open_count(h, "auto") < 400 and turns < 5000:
+            await asyncio.sleep(0)
+            turns += 1
+        assert open_count(h, "auto") == 400 and turns > 10
+        # Stopped part way through another: the next start has every partition.
+        storage.auto_create("cut")
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert 0 < open_count(h, "cut") < 400
+    finally:
+        monkey.undo()
+        await h.close()
+    again = Handlers(tmp_path / "data")
+    await again.open()
+    try:
+        logs = again.broker.storage.logs
+        assert all(logs.get("cut", p) is not None for p in range(400))
+        assert all((logs.data_dir / f"cut-{p}").is_dir() for p in range(400))
+    finally:
+        await again.close()
