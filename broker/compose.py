@@ -48,7 +48,7 @@ from kafkalite.protocol.names import (
     TRANSACTION_STATE_TOPIC,
 )
 from kafkalite.protocol.releases import release
-from kafkalite.storage import meta
+from kafkalite.storage import handles, meta
 from kafkalite.storage.catalog import TopicCatalog, TopicInfo
 from kafkalite.storage.compaction import LogCleaner
 from kafkalite.storage.manager import LogManager
@@ -169,6 +169,10 @@ def build_storage(config: Config, scheduler: Scheduler) -> tuple[Cluster, Storag
                     logs.flush_due)
     scheduler.every("log-cleaner", lambda: config.int("log.cleaner.backoff.ms"),
                     cleaner.run_pass)
+    def close_idle_handles(_now: int) -> None:
+        handles.sweep()  # idle segments' descriptors (storage/handles.py)
+
+    scheduler.every("log-handles", handles.SWEEP_MS, close_idle_handles)
 
     def expire_producers(now: int) -> None:
         logs.expire_producers(now, config.int("producer.id.expiration.ms"))

@@ -416,10 +416,16 @@ class LogCleaner:
             segments, aborted, indexes = _plan(plog)
             if not segments:
                 continue
-            with _short_gil_turns():
-                cleaned, stats = await asyncio.to_thread(
-                    compute_cleaned, segments, self.clock(), delete_retention_ms, aborted,
-                    indexes)
+            for seg in segments:  # read by the worker: their descriptors stay open
+                seg.pins += 1
+            try:
+                with _short_gil_turns():
+                    cleaned, stats = await asyncio.to_thread(
+                        compute_cleaned, segments, self.clock(), delete_retention_ms,
+                        aborted, indexes)
+            finally:
+                for seg in segments:
+                    seg.pins -= 1
             _swap_all(plog, segments, cleaned)
             _log_stats(plog, len(segments), stats)
             total.add(stats)

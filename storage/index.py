@@ -34,6 +34,9 @@ class _IndexFile:
         self.base_offset = base_offset
         self._fd: int | None = None
         self._pending = bytearray()
+        #: Entries written since the last fsync (they may be written through a descriptor
+        #: since closed by ``release``).
+        self._unsynced = False
 
     def _open(self) -> int:
         if self._fd is None:
@@ -51,11 +54,29 @@ class _IndexFile:
         if self._pending:
             os.write(self._open(), bytes(self._pending))
             self._pending.clear()
+            self._unsynced = True
 
     def flush(self) -> None:
         self.write_pending()
+        if not self._unsynced:
+            return
+        self._unsynced = False
         if self._fd is not None:
             os.fsync(self._fd)
+            return
+        # Released since written: synced through a descriptor of its own (not kept).
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+        except FileNotFoundError:
+            return  # deleted with its segment
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        """Close the descriptor until the next write (pending entries written first)."""
+        self.close()
 
     def close(self) -> None:
         self.write_pending()

@@ -45,7 +45,7 @@ from kafkalite.protocol.records import (
 )
 from kafkalite.timekeeping.clock import wall_ms
 
-from . import log_search
+from . import log_load, log_search
 from .errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -107,70 +107,10 @@ class PartitionLog:
         directory.mkdir(parents=True, exist_ok=True)
         self._load()
 
-    # --- load and recovery --------------------------------------------------------------
+    # --- load and recovery (log_load.py) ------------------------------------------------
 
     def _load(self) -> None:
-        bases = sorted(
-            int(p.name[:-4]) for p in self.dir.iterdir()
-            if p.name.endswith(".log") and p.name[:-4].isdigit()
-        )
-        for p in self.dir.iterdir():  # leftovers of an interrupted operation
-            if p.name.endswith((".deleted", ".cleaned", ".swap", ".tmp")):
-                p.unlink()
-        interval = self.config.index_interval_bytes
-        if not bases:
-            bases = [self.log_start_offset]
-        txn_damaged = False
-        had_checkpoint = self.epochs.load()
-        for i, base in enumerate(bases):
-            seg = Segment(self.dir, base, self.clock())
-            if i < len(bases) - 1:
-                seg.load_closed(interval)
-                if i == 0 and not had_checkpoint:
-                    self._first_epoch(seg)
-                try:
-                    seg.txn_index.load()
-                except (OSError, ValueError) as e:
-                    log.warning("log.txn_index_rebuilt", topic=self.topic,
-                                partition=self.partition, segment=seg.log_path.name,
-                                reason=str(e))
-                    txn_damaged = True
-            self.segments.append(seg)
-            self._bases.append(base)
-        headers = self._recover(self.active)
-        self.log_end_offset = self.active.next_offset
-        if self.log_start_offset < self.segments[0].base_offset:
-            self.log_start_offset = self.segments[0].base_offset
-        if self.log_start_offset > self.log_end_offset:
-            self.log_start_offset = self.log_end_offset
-        self.txn.restore(self.segments, headers, txn_damaged)
-        self._load_epochs(had_checkpoint)
-
-    def _first_epoch(self, seg: Segment) -> None:
-        """Without a checkpoint (an older data directory, or one lost in a crash) the log's
-        first batch tells the epoch it began in; recovery adds the active segment's."""
-        if seg.size >= HEADER_SIZE:
-            h = BATCH_HEADER.unpack(seg.pread(HEADER_SIZE, 0))
-            if h[PARTITION_LEADER_EPOCH] >= 0:
-                self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
-
-    def _load_epochs(self, had_checkpoint: bool) -> None:
-        """The epoch cache as of the recovered log, then this broker's leadership of the
-        partition: a new partition starts in epoch 0; a partition that existed before
-        takes the next epoch, as a Kafka broker's restart moves leadership away and back
-        (docs/compatibility.md), so clients re-validate their positions."""
-        cache = self.epochs
-        changed = cache.truncate_from_end(self.log_end_offset)
-        changed = cache.truncate_from_start(self.log_start_offset) or changed
-        existed = had_checkpoint or self.log_end_offset > 0 or cache.latest_epoch >= 0
-        if not self.lead:
-            self.leader_epoch = max(cache.latest_epoch, 0)
-            if changed or not had_checkpoint:
-                cache.save()
-            return
-        epoch = max(cache.latest_epoch + 1 if existed else 0, self._epoch_floor)
-        if self.become_leader(epoch, save=False) or changed or not had_checkpoint:
-            cache.save()
+        log_load.load(self)
 
     def become_leader(self, epoch: int, save: bool = True) -> bool:
         """Lead the partition in ``epoch`` from the log end on (Kafka's
@@ -186,27 +126,6 @@ class PartitionLog:
             log.info("log.leader_epoch", topic=self.topic, partition=self.partition,
                      epoch=epoch, start_offset=self.log_end_offset)
         return changed
-
-    def _recover(self, seg: Segment) -> list[tuple[int, ...]]:
-        """Validate the active segment batch by batch; cut it at the first bad batch.
-        Returns the headers of the batches kept."""
-        file_size = seg.size
-        valid, headers = seg.scan(True, self.config.index_interval_bytes)
-        if valid < file_size:
-            seg.truncate_to_position(valid)
-            log.warning(
-                "log.recovery_truncated",
-                topic=self.topic, partition=self.partition, segment=seg.log_path.name,
-                valid_bytes=valid, dropped_bytes=file_size - valid,
-                next_offset=seg.next_offset,
-            )
-        seg.size = valid
-        seg.index.write_pending()
-        seg.time_index.write_pending()
-        for h in headers:
-            if h[PARTITION_LEADER_EPOCH] >= 0:
-                self.epochs.assign(h[PARTITION_LEADER_EPOCH], h[BASE_OFFSET])
-        return headers
 
     # --- properties ---------------------------------------------------------------------
 
@@ -414,7 +333,8 @@ class PartitionLog:
         fsync off the event loop (they stay valid if a segment is closed meanwhile)."""
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock()
-        fds = [os.dup(seg.fd) for seg in self.segments[-2:] if seg.fd >= 0]
+        # Only a segment written since its last fsync (a released one is reopened).
+        fds = [os.dup(seg.fd) for seg in self.segments[-2:] if seg.dirty and not seg.closed]
         if self.txn.aborted_txns:
             fds += [fd for seg in self.segments[-2:]
                     if (fd := seg.txn_index.sync_handle()) is not None]
@@ -519,7 +439,7 @@ class PartitionLog:
         """Every batch from the one holding ``start_offset`` to the end, read from disk."""
         start = max(start_offset, self.log_start_offset)
         for seg in list(self.segments[self._segment_index(start):]):
-            if seg.fd < 0:
+            if seg.closed:
                 continue
             found = seg.find_position(start)
             if found is None:

@@ -109,7 +109,7 @@ def replay_headers(table: ProducerStateTable, seg: Segment,
 
 def replay_segment(table: ProducerStateTable, seg: Segment, index: bool) -> None:
     """Replay every batch of ``seg`` (a closed segment: headers only, and the markers)."""
-    if seg.fd < 0:
+    if seg.closed:
         return
     for pos, h in seg.iter_headers(0):
         replay_batch(table, h, seg, pos, index)

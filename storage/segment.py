@@ -4,6 +4,10 @@ and (once a transaction aborts in it) ``.txnindex``.
 Writes are plain appends to a file descriptor (the OS buffers them); reads are ``pread``
 of byte ranges. Every batch in the file is whole and CRC-checked when it was appended;
 recovery re-checks the active segment on start.
+
+The descriptor is opened on first use, not kept from creation: thousands of idle
+partitions hold none. ``storage.handles`` closes those not used for a while (the file is
+reopened by the next read or write, and fsynced through the new descriptor if written).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kafkalite.protocol.records import (
     MIN_BATCH_LENGTH,
 )
 
+from . import handles
 from .index import IndexCorrupt, OffsetIndex, TimeIndex
 from .txn_index import TransactionIndex
 
@@ -52,8 +57,19 @@ class Segment:
         self.dir = directory
         self.base_offset = base_offset
         self.log_path = directory / filename(base_offset, ".log")
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            self.size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        #: The open descriptor, or -1 until used (``fd`` opens it).
+        self._fd = -1
+        #: Used since the last sweep of ``handles`` (which closes the descriptors not used).
+        self.used = False
+        #: Closed for good (deleted or replaced): reads and writes fail as on a closed file.
+        self.closed = False
+        #: Read by a worker thread (the cleaner): the sweep leaves its descriptor open.
+        self.pins = 0
         #: Written (or truncated) since the last fsync. A new empty file has nothing to make
         #: durable; a file found with content is synced once, as its state is not known.
         self.dirty = self.size > 0
@@ -70,6 +86,35 @@ class Segment:
         self.bytes_since_index = 0
         #: An index entry pointed at no batch; lookups read from the segment's start.
         self.index_damaged = False
+
+    @property
+    def fd(self) -> int:
+        """The segment's descriptor, opened now if it was not open."""
+        fd = self._fd
+        if fd < 0:
+            fd = self._open()
+        self.used = True
+        return fd
+
+    def _open(self) -> int:
+        if self.closed:
+            raise OSError(9, "segment closed", str(self.log_path))
+        # No O_CREAT: a segment file gone from under the log is an error, not a new file.
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+        handles.opened(self)
+        return self._fd
+
+    def release(self) -> None:
+        """Close the descriptors (the log's and its indexes') until next used; nothing is
+        lost: writes are in the OS's cache, and ``dirty`` says an fsync is still due."""
+        self.index.write_pending()
+        self.time_index.write_pending()
+        self.index.release()
+        self.time_index.release()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            handles.closed(self)
 
     # --- writes -------------------------------------------------------------------------
 
@@ -117,9 +162,11 @@ class Segment:
         self.index.close()
         self.time_index.close()
         self.txn_index.close()
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self.closed = True
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            handles.closed(self)
 
     def delete(self) -> None:
         self.close()
