@@ -2,19 +2,21 @@
 kafkalite and on Apache Kafka 4.4 in one run.
 
     .venv/bin/python -m benchmarks.streams_groups [--peer kafka] [--instances 3]
-        [--partitions 4] [--rounds 3] [--heartbeat-ms MS] [--time-limit 600]
+        [--partitions 4] [--rounds 3] [--heartbeat-ms MS] [--initial-delay-ms MS]
+        [--time-limit 600]
 
 For each broker, alone on the machine: ``--instances`` Kafka Streams 4.4 instances of one
 word-count application (tests/integration/java/StreamsRebalance.java: a repartition topic
 and a state store, so 2 x ``--partitions`` tasks; one stream thread each; every timing at
 the client's and broker's defaults, so a 5 s streams heartbeat interval on both, unless
 ``--heartbeat-ms`` sets ``group.streams.heartbeat.interval.ms`` and its minimum on both
-brokers) in one JVM under ``group.protocol=streams``. Figures, each from the action to the
+brokers, and ``--initial-delay-ms`` sets ``group.streams.initial.rebalance.delay.ms`` on both)
+in one JVM under ``group.protocol=streams``. Figures, each from the action to the
 moment every instance is RUNNING, every task is active on exactly one instance and every
 instance has a task ("every task running again"):
 
-- start: the first instances from ``KafkaStreams.start()`` (Kafka's 3 s initial rebalance
-  delay of a new streams group included; kafkalite has none);
+- start: the first instances from ``KafkaStreams.start()`` (the initial rebalance delay of
+  a new streams group included: 3 s on Kafka, 200 ms on kafkalite by default);
 - join: one more instance started;
 - leave: the oldest instance closed (a clean close: it leaves the group).
 
@@ -80,6 +82,8 @@ def run_broker(name: str, args: argparse.Namespace) -> dict[str, list[float]]:
     settings = {} if args.heartbeat_ms is None else {
         "group.streams.heartbeat.interval.ms": str(args.heartbeat_ms),
         "group.streams.min.heartbeat.interval.ms": str(args.heartbeat_ms)}
+    if args.initial_delay_ms is not None:
+        settings["group.streams.initial.rebalance.delay.ms"] = str(args.initial_delay_ms)
     with running(name, settings, settings) as broker:
         create_topic(broker.bootstrap, IN, args.partitions)
         create_topic(broker.bootstrap, OUT, args.partitions)
@@ -129,13 +133,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--heartbeat-ms", type=int, default=None,
                         help="group.streams.heartbeat.interval.ms (and its minimum) on both "
                              "brokers; default: theirs (5000)")
+    parser.add_argument("--initial-delay-ms", type=int, default=None,
+                        help="group.streams.initial.rebalance.delay.ms on both brokers; "
+                             "default: theirs (Kafka 3000, kafkalite 200)")
     parser.add_argument("--time-limit", type=float, default=600)
     args = parser.parse_args(argv)
     if not 1 <= args.instances < 2 * args.partitions:
         parser.error("--instances must be at least 1 and fewer than the tasks")
     header(f"streams group rebalance: {args.instances} instances, "
            f"{2 * args.partitions} tasks, {args.rounds} join/leave rounds, heartbeat "
-           f"{args.heartbeat_ms or 5000} ms")
+           f"{args.heartbeat_ms or 5000} ms"
+           + ("" if args.initial_delay_ms is None
+              else f", initial delay {args.initial_delay_ms} ms"))
     results = {}
     for name in ["kafkalite", *args.peer]:
         results[name] = guarded(name, lambda name=name: run_broker(name, args)) or {}
