@@ -5,19 +5,29 @@ from its records (NOT_COORDINATOR meanwhile, then the members carry on at their 
 a fenced static member (FENCED_INSTANCE_ID; its replacement, which no client holds,
 expires when the clock passes its session and the other member takes every task), a
 member that does not revoke removed when the clock passes its rebalance timeout, and
-``kafkalite groups describe`` showing each step."""
+``kafkalite groups describe`` showing each step. Then a Kafka Streams 4.4 application
+through a forced rebalance and an expired member."""
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.broker.testing.fixtures import BrokerThread
+from kafkalite.client.kafka import RawConnection
+from kafkalite.protocol.apis import codec
 
+from ..differential.harness import make
+from . import test_streams_group_java as java
 from .streams_member import APP, SOURCE, StreamsMember
+from .test_kafka_streams import _read_all
 from .test_streams_group_views import cli_out
 
 NOT_COORDINATOR, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID = 16, 25, 82
@@ -132,3 +142,75 @@ def test_scenarios_and_the_clock_on_a_streams_group(
     finally:
         for m in (a, b, c):
             m.close()
+
+
+def _java_group(broker: BrokerThread) -> tuple[str, int, list[tuple[str, int]]]:
+    conn = RawConnection(broker.bootstrap)
+    try:
+        d = conn.call(make(codec(89, 0).request_type, dict(
+            group_ids=[java.APP], include_authorized_operations=False)))
+    finally:
+        conn.close()
+    (g,) = d.groups
+    return g.group_state, g.group_epoch, sorted((m.member_id, m.member_epoch)
+                                                for m in g.members)
+
+
+@pytest.mark.timeout(600)
+def test_kafka_streams_app_through_a_forced_rebalance_and_an_expired_member(
+        make_broker: Callable[..., BrokerThread], tmp_path: Path) -> None:
+    """Two Kafka Streams 4.4 instances (word count, exactly_once_v2): a forced rebalance
+    moves both to a new epoch with their tasks, an expired member's instance joins again
+    and the tasks are split again, and the counts are exact."""
+    broker = make_broker({"group.streams.heartbeat.interval.ms": "500",
+                          "group.streams.min.heartbeat.interval.ms": "500"})
+    boot = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": boot})
+    for f in admin.create_topics([NewTopic(java.IN, 4, 1), NewTopic(java.OUT, 2, 1)]).values():
+        f.result(10)
+    instances = [java._Instance(boot, tmp_path / n, n) for n in ("a", "b")]
+    producer = Producer({"bootstrap.servers": boot})
+
+    def produce(lines: list[str], first: int) -> None:
+        for i, line in enumerate(lines, first):
+            producer.produce(java.IN, key=f"k{i}".encode(), value=line.encode())
+        assert producer.flush(10) == 0
+
+    def counted(lines: list[str]) -> Callable[[], bool]:
+        return lambda: dict(_read_all(boot, java.OUT)) == dict(java._words(lines))
+
+    def split() -> bool:
+        return [len(i.tasks() or ()) for i in instances] == [4, 4]
+
+    lines, half = java.LINES, len(java.LINES) // 2
+    try:
+        java._wait(split, 180, "the two instances did not split the tasks", instances)
+        tasks = [i.tasks() for i in instances]
+        produce(lines[:half], 0)
+        java._wait(counted(lines[:half]), 120, "the counts are wrong", instances)
+        state, epoch, members = _java_group(broker)
+        assert state == "Stable"
+
+        assert broker.scenario("rebalance", group_id=java.APP)["error"] == "NONE"
+        java._wait(lambda: _java_group(broker) == (
+            "Stable", epoch + 1, [(m, epoch + 1) for m, _e in members]), 60,
+            "the instances did not reconcile to the new epoch", instances)
+        assert [i.tasks() for i in instances] == tasks
+
+        expired = members[0][0]
+        assert broker.scenario("expire-member", group_id=java.APP, member_id=expired)[
+            "error"] == "NONE"
+        java._wait(lambda: (g := _java_group(broker))[0] == "Stable" and len(g[2]) == 2
+                   and split(), 120, "the expired instance did not come back", instances)
+        produce(lines[half:], half)
+        java._wait(counted(lines), 120, "the counts after the scenarios are wrong", instances)
+    finally:
+        outs = [i.close() for i in instances]
+    for i, out in zip(instances, outs, strict=True):
+        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
+        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for word, n in _read_all(boot, java.OUT):
+        by_word[word].append(n)
+    assert {w: sorted(ns) for w, ns in by_word.items()} == {
+        w: list(range(1, n + 1)) for w, n in java._words(lines).items()}
