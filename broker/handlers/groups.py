@@ -1,7 +1,8 @@
 """Group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
 
 Requests go straight to the coordinator runtime on this loop; JoinGroup and SyncGroup may
-park (a future resolved by the runtime), Heartbeat never does and is encoded by hand.
+park (a future resolved by the runtime), Heartbeat never does. The three are encoded by
+hand (JoinGroup and SyncGroup in ``group_wire``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kafkalite.protocol.names import NO_THROTTLE
 
 from ..auth import Action, Operation, ResourceType
 from ..context import RequestContext
+from .group_wire import join_body, sync_body
 
 JOIN_GROUP = ApiKey.JOIN_GROUP
 HEARTBEAT = ApiKey.HEARTBEAT
@@ -48,23 +50,6 @@ _HB_BODY: tuple[dict[ErrorCode, bytes], ...] = tuple(
 )
 
 
-def _join_response(version: int, res: JoinResult) -> Any:
-    resp_t = codecs.codec(JOIN_GROUP, version).response_type
-    member_t = nested(resp_t, "JoinGroupResponseMember")
-    members = tuple(
-        build(member_t, member_id=mid, group_instance_id=iid, metadata=meta)
-        for mid, iid, meta in res.members
-    )
-    name = res.protocol_name
-    if name is None and version < 7:
-        name = ""
-    return build(
-        resp_t, throttle_time=NO_THROTTLE, error_code=res.error, generation_id=res.generation,
-        protocol_type=res.protocol_type, protocol_name=name, leader=res.leader,
-        skip_assignment=res.skip_assignment, member_id=res.member_id, members=members,
-    )
-
-
 def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> Any:
     """Answered at once, or parked until the rebalance completes (a future)."""
     version = ctx.api_version
@@ -72,7 +57,7 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
 
     def waiter(res: JoinResult) -> None:
         if not fut.done():
-            fut.set_result(_join_response(version, res))
+            fut.set_result(join_body(version, res))
 
     session = millis(req.session_timeout)
     request = JoinRequest(
@@ -91,15 +76,8 @@ def join_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
     )
     response = runtime.groups.write(lambda g, now: g.join(now, waiter, request))
     if response is not PARKED:
-        return _join_response(version, response)
+        return join_body(version, response)
     return fut
-
-
-def _sync_response(version: int, res: SyncResult) -> Any:
-    resp_t = codecs.codec(SYNC_GROUP, version).response_type
-    return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
-                 protocol_type=res.protocol_type, protocol_name=res.protocol_name,
-                 assignment=res.assignment)
 
 
 def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> Any:
@@ -109,7 +87,7 @@ def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
 
     def waiter(res: SyncResult) -> None:
         if not fut.done():
-            fut.set_result(_sync_response(version, res))
+            fut.set_result(sync_body(version, res))
 
     response = runtime.groups.write(lambda g, now: g.sync(
         now, waiter,
@@ -122,7 +100,7 @@ def sync_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> An
         assignments={a.member_id: a.assignment for a in req.assignments},
     ))
     if response is not PARKED:
-        return _sync_response(version, response)
+        return sync_body(version, response)
     return fut
 
 
