@@ -264,7 +264,9 @@ class StreamsMembership:
             return Outcome(ErrorCode.non_empty_group)
         changed = streams.copy_group(group)
         changed.group_epoch += 1
-        streams.compute_target(changed, self._assignment_configs(gid))
+        # While the initial rebalance delay runs, its end computes the target.
+        if self.timers.deadline(initial_key(gid)) is None:
+            streams.compute_target(changed, self._assignment_configs(gid))
         log.info("scenario.rebalance", group=gid, group_epoch=changed.group_epoch)
         return answered_with(self._written(ps, group, changed, now, None), NO_ERROR)
 
@@ -297,8 +299,9 @@ class StreamsMembership:
                                   user_endpoint=old.user_endpoint,
                                   client_tags=old.client_tags, client_id=old.client_id,
                                   client_host=old.client_host)]
+        delayed = self.timers.deadline(initial_key(gid)) is not None
         for step in steps:
-            res = streams.heartbeat(changed, step, topics, interval, size, configs)
+            res = streams.heartbeat(changed, step, topics, interval, size, configs, delayed)
             if res.error is not NO_ERROR:
                 return Outcome(res.error)
         log.info("scenario.fence_static_member", group=gid, instance=instance_id,

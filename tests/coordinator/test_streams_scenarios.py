@@ -108,3 +108,18 @@ def test_expired_member_leaves_and_the_other_gets_every_task() -> None:
     assert hb(h, "b", epoch).error is E.unknown_member_id
     a = hb(h, "a", epoch)
     assert a.active_tasks == ALL
+
+
+def test_forced_rebalance_during_the_initial_delay_leaves_the_target_to_its_end() -> None:
+    h = make(streams_initial_rebalance_delay_ms=3000)
+    a = hb(h, "a", 0)
+    ready(h)
+    hb(h, "a", a.member_epoch, frozenset())  # sees the internal topics, still delayed
+    group = h.core.streams_group(APP)
+    assert group is not None
+    target_epoch = group.target_epoch
+    assert h.run(h.core.streams.force_rebalance(h.now, APP)) is E.none
+    assert group.group_epoch > target_epoch and group.target_epoch == target_epoch
+    h.advance(3000)
+    assert group.target_epoch == group.group_epoch
+    assert group.target["a"].active == ALL
