@@ -5,18 +5,20 @@ python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--per-topic 10
                                  [--brokers kafkalite,kafka] [--samples 8] [--out DIR]
 ```
 
-Each broker (one node, data on disk, Kafka with its own defaults and JVM options) grows to
-each size in turn: topics of PER_TOPIC partitions are created with CreateTopics, 50 topics
-per request, until a Metadata answer shows every partition with a leader ("create until
-visible", from empty to that size). Then, median of SAMPLES: Metadata for every topic and
-for one topic (confluent-kafka's ``AdminClient.list_topics``, librdkafka decoding, so the
-client costs little), and DescribeTopicPartitions of every topic (raw requests, following
-the cursor; both brokers answer the same client). Then the broker's RSS and open file
-descriptors, a clean stop and the restart: launch to the first Metadata answer naming the
-broker (Kafka's KRaft registration done; kafkalite's logs not yet opened) and to its
-port accepting (kafkalite: its ready file), the first
-Metadata for every topic after it, and RSS and descriptors at once (kafkalite's
-logs are opened by their first use and a background pass that begins a second later).
+Each broker (one node, data on disk, Kafka with its own defaults and JVM options) grows
+to each size in turn: topics of PER_TOPIC partitions are created with CreateTopics, 50
+topics per request, until a Metadata answer shows every partition with a leader ("create
+until visible", from empty to that size). Then, median of SAMPLES: Metadata for every
+topic and for one topic (confluent-kafka's ``AdminClient.list_topics``: librdkafka
+decodes it and builds a Python object per partition, which at ten thousand partitions
+costs more than the broker's answer), Metadata v12 for every topic from the request sent
+to the answer's last byte, not decoded (the broker's part), and DescribeTopicPartitions
+of every topic (raw requests, following the cursor; both brokers answer the same client).
+Then the broker's RSS and open file descriptors, a clean stop and the restart: launch to
+the first Metadata answer naming the broker (Kafka's KRaft registration done; kafkalite's
+logs not yet opened) and to its port accepting (kafkalite: its ready file), the first
+Metadata for every topic after it, and RSS and descriptors at once (kafkalite's logs are
+opened by their first use and a background pass that begins a second later).
 
 The brokers take turns at each size. The descriptor limit of this process, which the
 brokers inherit, is raised to its hard limit first (``ulimit -n``, as Kafka's operations
@@ -348,6 +350,18 @@ def measure(side: Side, size: int, per_topic: int, samples: int) -> dict[str, fl
         lambda: admin.list_topics(timeout=SOCKET_TIMEOUT_S), samples)
     row["Metadata, one topic (ms)"] = median_ms(
         lambda: admin.list_topics(one, timeout=SOCKET_TIMEOUT_S), samples)
+    conn = raw(side.bootstrap)
+    try:
+        frame = conn.frame(request(3, 12, topics=None, allow_auto_topic_creation=False,
+                                   include_topic_authorized_operations=False))
+
+        def undecoded() -> None:
+            conn.sock.sendall(frame)  # the same correlation id each time: not checked
+            conn.recv_frame()
+
+        row["Metadata, every topic, to its last byte (ms)"] = median_ms(undecoded, samples)
+    finally:
+        conn.close()
     described = describe_all(side.bootstrap)
     assert described >= size, (described, size)
     row["DescribeTopicPartitions, every topic (ms)"] = median_ms(
