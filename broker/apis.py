@@ -31,6 +31,7 @@ from kafkalite.protocol import apis as codecs
 from kafkalite.protocol import releases
 from kafkalite.protocol.api_keys import ApiKey
 from kafkalite.protocol.defaults import error_response
+from kafkalite.protocol.error_responses import shaped_error_response
 from kafkalite.protocol.errors import ErrorCode, ProtocolError, UnsupportedApi
 from kafkalite.protocol.headers import (
     RequestHeader,
@@ -42,7 +43,6 @@ from kafkalite.protocol.releases import Release
 
 from .auth import DENIED_ERROR, Access, Action, Authorizer
 from .context import Peer, RequestContext
-from .control.fault_responses import fault_response
 from .control.faults import FaultAction, FaultRule, FaultRules, api_display_name
 from .metrics import BUCKETS_S, FIRST_BUCKET_S, ApiStats, BrokerMetrics
 from .quotas.managers import QuotaManagers
@@ -263,14 +263,15 @@ class KafkaApis:
         if self.quota_managers.enabled and self.throttling is not None:
             return self._observed(reg.stats, t0, self.throttling.serve(
                 conn, c, reg.handler, ctx, request, len(frame),
-                partial(self._finish, c, correlation_id), reg.settle_first))
+                partial(self._finish, c, correlation_id, request=request), reg.settle_first))
         try:
             result = reg.handler(ctx, request)
         except ProtocolError:
             raise
         except Exception:
             log.exception("handler.failed", api=codecs.API_NAMES.get(api_key), version=api_version)
-            result = error_response(c.response_type, ErrorCode.unknown_server_error)
+            result = shaped_error_response(c.response_type, request,
+                                           ErrorCode.unknown_server_error)
         if type(result) is bytes:
             # The heartbeat path (a hand-encoded body): _finish and ApiStats.observe inlined.
             out = self._frame(c, correlation_id, result)
@@ -280,7 +281,7 @@ class KafkaApis:
             stats.buckets[0 if elapsed <= FIRST_BUCKET_S
                           else bisect_left(BUCKETS_S, elapsed)] += 1
             return out
-        return self._observed(reg.stats, t0, self._finish(c, correlation_id, result))
+        return self._observed(reg.stats, t0, self._finish(c, correlation_id, result, request))
 
     def _run(self, c: codecs.ApiCodec, reg: Registration, ctx: RequestContext,
              request: Any) -> Any:
@@ -291,10 +292,9 @@ class KafkaApis:
         except Exception:
             log.exception("handler.failed", api=codecs.API_NAMES.get(c.api_key),
                           version=c.api_version)
-            return self._frame(c, ctx.header.correlation_id, error_response(
-                c.response_type, ErrorCode.unknown_server_error
-            ))
-        return self._finish(c, ctx.header.correlation_id, result)
+            return self._frame(c, ctx.header.correlation_id, shaped_error_response(
+                c.response_type, request, ErrorCode.unknown_server_error))
+        return self._finish(c, ctx.header.correlation_id, result, request)
 
     @staticmethod
     def _observed(stats: ApiStats, t0: float, out: Any) -> Any:
@@ -320,7 +320,7 @@ class KafkaApis:
             if c.api_key == _PRODUCE and request.acks == 0:
                 return None  # acks=0 gets no answer, error or not
             return self._frame(c, ctx.header.correlation_id,
-                               fault_response(c.response_type, request, rule.error))
+                               shaped_error_response(c.response_type, request, rule.error))
         if action is FaultAction.CLOSE_BEFORE:
             raise FaultClose(rule)
         out = self._run(c, reg, ctx, request)
@@ -350,7 +350,9 @@ class KafkaApis:
             loop.call_later(delay_s, answer, out)
         return delayed
 
-    def _finish(self, c: codecs.ApiCodec, correlation_id: int, result: Any) -> Any:
+    def _finish(self, c: codecs.ApiCodec, correlation_id: int, result: Any,
+                request: Any = None) -> Any:
+        """``request``: to shape the error answer of a handler that fails later."""
         if type(result) is bytes:
             return self._frame(c, correlation_id, result)
         if result is NO_RESPONSE:
@@ -365,14 +367,13 @@ class KafkaApis:
                     return
                 try:
                     value = fut.result()
-                    out.set_result(self._finish(c, correlation_id, value))
+                    out.set_result(self._finish(c, correlation_id, value, request))
                 except asyncio.CancelledError:
                     out.cancel()
                 except Exception:
                     log.exception("handler.failed", api=codecs.API_NAMES.get(c.api_key))
-                    out.set_result(self._frame(c, correlation_id, error_response(
-                        c.response_type, ErrorCode.unknown_server_error
-                    )))
+                    out.set_result(self._frame(c, correlation_id, shaped_error_response(
+                        c.response_type, request, ErrorCode.unknown_server_error)))
 
             result.add_done_callback(done)
             return out

@@ -3,7 +3,7 @@ partition led elsewhere get NOT_LEADER_OR_FOLLOWER, and group and transaction re
 for a key whose state partition is led elsewhere get NOT_COORDINATOR, as Kafka's brokers
 answer them. Each guarded handler runs only when every partition (or key) of the request
 is this node's; otherwise the whole request is answered with the error, shaped after the
-request (``control.fault_responses``), and nothing is written. Clients send each
+request (``protocol.error_responses``), and nothing is written. Clients send each
 partition to its leader and each key to its coordinator, so a request that mixes leaders
 comes only from metadata older than the placement, and the client retries it.
 
@@ -30,13 +30,13 @@ from typing import Any
 
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
+from kafkalite.protocol.error_responses import shaped_error_response
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.names import ZERO_UUID, CoordinatorType
 from kafkalite.storage.catalog import TopicCatalog
 
 from ..apis import Route
 from ..context import RequestContext
-from ..control.fault_responses import fault_response
 from ..handlers import (
     consumer_groups,
     fetch,
@@ -154,7 +154,7 @@ Handler = Callable[[RequestContext, Any], Any]
 
 
 def _refuse(api_key: int, ctx: RequestContext, req: Any, error: ErrorCode) -> Any:
-    return fault_response(codecs.codec(api_key, ctx.api_version).response_type, req, error)
+    return shaped_error_response(codecs.codec(api_key, ctx.api_version).response_type, req, error)
 
 
 def guard_partitions(cluster: Cluster, catalog: TopicCatalog, api_key: int,

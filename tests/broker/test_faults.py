@@ -13,7 +13,6 @@ from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.offset_commit.v8 import request as oc_req
 from kio.schema.produce.v9 import request as produce_req
 
-from kafkalite.broker.control.fault_responses import fault_response
 from kafkalite.broker.control.faults import (
     FaultAction,
     FaultError,
@@ -23,6 +22,7 @@ from kafkalite.broker.control.faults import (
 )
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.defaults import _default_for
+from kafkalite.protocol.error_responses import shaped_error_response
 from kafkalite.protocol.errors import ErrorCode
 
 from .harness import Handlers
@@ -148,7 +148,7 @@ def produce_request(topics: list[str]) -> produce_req.ProduceRequest:
 
 def test_produce_errors_go_per_partition() -> None:
     c = codecs.codec(0, 9)
-    resp = fault_response(c.response_type, produce_request(["a", "b"]),
+    resp = shaped_error_response(c.response_type, produce_request(["a", "b"]),
                           ErrorCode.not_leader_or_follower)
     got = [(t.name, p.index, p.error_code, p.base_offset)
            for t in resp.responses for p in t.partition_responses]
@@ -169,7 +169,7 @@ def test_fetch_errors_go_per_partition_with_top_level_none() -> None:
         isolation_level=0, session_id=0, session_epoch=-1,
         topics=(fetch_req.FetchTopic(topic="t", partitions=(part,)),),  # type: ignore[arg-type]
         forgotten_topics_data=(), rack_id="")
-    resp = fault_response(c.response_type, req, ErrorCode.offset_out_of_range)
+    resp = shaped_error_response(c.response_type, req, ErrorCode.offset_out_of_range)
     assert resp.error_code is ErrorCode.none
     assert [(r.topic, p.partition_index, p.error_code)
             for r in resp.responses for p in r.partitions] == \
@@ -182,11 +182,11 @@ def test_group_errors_land_at_the_top_and_keep_the_member_id() -> None:
     req = c.request_type(group_id="g", session_timeout=datetime.timedelta(seconds=10),
                          rebalance_timeout=datetime.timedelta(seconds=10), member_id="m-1",
                          group_instance_id=None, protocol_type="consumer", protocols=())
-    resp = fault_response(c.response_type, req, ErrorCode.unknown_member_id)
+    resp = shaped_error_response(c.response_type, req, ErrorCode.unknown_member_id)
     assert (resp.error_code, resp.member_id, resp.generation_id) == \
         (ErrorCode.unknown_member_id, "m-1", -1)
     c.encode_response(resp)
-    hb_resp = fault_response(codecs.codec(12, 4).response_type, hb(),
+    hb_resp = shaped_error_response(codecs.codec(12, 4).response_type, hb(),
                              ErrorCode.rebalance_in_progress)
     assert hb_resp.error_code is ErrorCode.rebalance_in_progress
 
@@ -199,7 +199,7 @@ def test_offset_commit_coordinator_errors_per_partition() -> None:
             oc_req.OffsetCommitRequestPartition(partition_index=1, committed_offset=5,  # type: ignore[arg-type]
                                                 committed_leader_epoch=-1,
                                                 committed_metadata=None),)),))
-    resp = fault_response(c.response_type, req, ErrorCode.not_coordinator)
+    resp = shaped_error_response(c.response_type, req, ErrorCode.not_coordinator)
     assert [(p.partition_index, p.error_code) for t in resp.topics for p in t.partitions] == \
         [(1, ErrorCode.not_coordinator)]
     c.encode_response(resp)
@@ -208,7 +208,7 @@ def test_offset_commit_coordinator_errors_per_partition() -> None:
 def test_find_coordinator_errors_name_each_key() -> None:
     c = codecs.codec(10, 4)
     req = c.request_type(key_type=0, coordinator_keys=("g1", "g2"))
-    resp = fault_response(c.response_type, req, ErrorCode.coordinator_not_available)
+    resp = shaped_error_response(c.response_type, req, ErrorCode.coordinator_not_available)
     assert [(x.key, x.node_id, x.port, x.error_code) for x in resp.coordinators] == \
         [(k, -1, -1, ErrorCode.coordinator_not_available) for k in ("g1", "g2")]
     c.encode_response(resp)
@@ -252,7 +252,7 @@ async def test_every_served_api_answers_an_injected_error(handlers: Handlers) ->
     for api_key, lo, hi in handlers.broker.apis.supported():
         for version in range(lo, hi + 1):
             c = codecs.codec(api_key, version)
-            resp = fault_response(c.response_type, _sample(c.request_type),
+            resp = shaped_error_response(c.response_type, _sample(c.request_type),
                                   ErrorCode.not_coordinator)
             c.encode_response(resp)
             fields = _error_fields(resp)

@@ -1,4 +1,6 @@
-"""An error response shaped after its request, for injected faults.
+"""An error response shaped after its request, as Kafka's ``getErrorResponse`` builds one:
+for injected faults, for a request a node does not coordinate, and for a handler that
+failed.
 
 Kafka puts an error where the API keeps it: APIs with topics and partitions answer per
 partition (Produce, Fetch, OffsetCommit, ListOffsets ...), per topic or per group where
@@ -140,8 +142,10 @@ def _mirror(resp_t: type[Any], req: Any, error: ErrorCode, top: bool) -> tuple[A
     return resp_t(**kwargs), nested_took or bool(error_fields)
 
 
-def fault_response(response_type: type[Any], request: Any, error: ErrorCode) -> Any:
+def shaped_error_response(response_type: type[Any], request: Any, error: ErrorCode) -> Any:
     """A response of ``response_type`` answering ``request`` with ``error`` in its place."""
+    if request is None:
+        return build_default(response_type, error)
     try:
         entity, _took = _mirror(response_type, request, error, True)
         return entity
