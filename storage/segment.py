@@ -192,8 +192,9 @@ class Segment:
         pos = self.index.lookup(offset)
         end = self.size
         checked = pos == 0
+        fd = self.fd
         while pos < end:
-            chunk = os.pread(self.fd, min(_READ_CHUNK, end - pos), pos)
+            chunk = os.pread(fd, min(_READ_CHUNK, end - pos), pos)
             if not checked:
                 checked = True
                 if not self._batch_starts(chunk, pos, offset):
