@@ -394,6 +394,12 @@ def _leave(group: StreamsGroup, req: StreamsHeartbeat, configs: AssignmentConfig
     return StreamsHeartbeatResult(NO_ERROR, None, mid, req.member_epoch)
 
 
+def _assignment(m: StreamsMember) -> tuple[TaskTuple, dict[Task, int]]:
+    """Kafka's ``assignedTasks`` (a TasksTupleWithEpochs): the tasks and the epochs of the
+    active ones, those being revoked aside."""
+    return m.assigned, {t: e for t, e in m.task_epochs.items() if t in m.active}
+
+
 def endpoints(group: StreamsGroup, topics: Mapping[str, int]
               ) -> tuple[EndpointPartitions, ...]:
     """Kafka's ``EndpointToPartitionsManager``: each member with an IQ endpoint and the
@@ -514,9 +520,9 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
         status.append(Status(SHUTDOWN_APPLICATION, (
             f"Streams group member {group.shutdown_request_member_id} encountered a fatal "
             f"error and requested a shutdown for the entire application.")))
-    send = (req.member_epoch == 0 or req.active_tasks is not None
-            or after.assigned != before.assigned or after.member_epoch != before.member_epoch
-            or req.member_epoch != after.member_epoch)
+    # Kafka 4.4 sends the tasks to a joining member and when its assigned tasks (active
+    # ones with their epochs) changed; not for owned tasks sent again, nor a new epoch alone.
+    send = req.member_epoch == 0 or _assignment(after) != _assignment(before)
     iq = None
     if req.endpoint_information_epoch != group.endpoint_information_epoch:
         iq = endpoints(group, topics)

@@ -107,6 +107,21 @@ def test_join_waits_for_internal_topics_then_gets_every_task() -> None:
     assert (steady.member_epoch, steady.active_tasks) == (3, None)
 
 
+def test_task_lists_are_sent_to_a_joining_member_and_when_they_change() -> None:
+    h = make()
+    a = hb(h, "a", 0)
+    assert (a.active_tasks, a.standby_tasks, a.warmup_tasks) == (NONE, NONE, NONE)
+    ready(h)
+    a = hb(h, "a", 2, NONE)
+    all4 = tasks("0_0", "0_1", "1_0", "1_1")
+    assert a.active_tasks == all4
+    # Owned tasks sent again unchanged, or not sent: no task lists, as Kafka 4.4 answers.
+    for owned in (all4, None):
+        a = hb(h, "a", 3, owned)
+        assert (a.member_epoch, a.active_tasks, a.standby_tasks, a.warmup_tasks) == (
+            3, None, None, None)
+
+
 def test_second_member_waits_until_the_first_revokes() -> None:
     h = make()
     hb(h, "a", 0)
@@ -131,9 +146,11 @@ def test_second_member_waits_until_the_first_revokes() -> None:
     assert h.runtime.groups.write(lambda g, now: g.commit_offsets(now, commit)) == {
         ("lines", 0): E.none}
     b = hb(h, "b", 4, frozenset())
-    assert b.active_tasks == frozenset()  # still unreleased
+    assert b.active_tasks is None  # still unreleased: its tasks are unchanged, not sent
     a = hb(h, "a", 3, kept)  # revoked
-    assert a.member_epoch == 4 and a.active_tasks == kept
+    # A new epoch with the tasks it already had: Kafka sends no task lists.
+    assert a.member_epoch == 4 and a.active_tasks is None
+    assert group.members["a"].active == kept
     b = hb(h, "b", 4, frozenset())
     assert b.member_epoch == 4 and b.active_tasks == all4 - kept
     assert group.state == "Stable"
@@ -309,7 +326,8 @@ def test_a_restarted_coordinator_resumes_the_group_from_its_records() -> None:
     # The members go on where they were: a finishes revoking, b takes the rest, and no
     # epoch moves because of the restart.
     a = hb(again, "a", 3, kept)
-    assert (a.error, a.member_epoch, a.active_tasks) == (E.none, 4, kept)
+    assert (a.error, a.member_epoch, a.active_tasks) == (E.none, 4, None)
+    assert group.members["a"].active == kept
     b = hb(again, "b", 4, frozenset())
     assert (b.member_epoch, b.active_tasks) == (4, all4 - kept)
     assert group.state == "Stable"
@@ -389,7 +407,8 @@ def test_standby_tasks_through_the_heartbeat() -> None:
     group = h.core.streams_group(APP)
     assert group is not None and group.members["a"].state == UNREVOKED_TASKS
     a = hb(h, "a", 3, kept, standby=moving_stateful)
-    assert (a.member_epoch, a.active_tasks, a.standby_tasks) == (4, kept, moving_stateful)
+    assert (a.member_epoch, a.active_tasks, a.standby_tasks) == (4, None, None)
+    assert (group.members["a"].active, group.members["a"].standby) == (kept, moving_stateful)
     b = hb(h, "b", 4, frozenset(), standby=b.standby_tasks)
     assert b.active_tasks == all4 - kept
     assert group.state == "Stable"

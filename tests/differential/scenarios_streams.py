@@ -409,6 +409,8 @@ def streams_group_assignment_delayed(run: Run) -> None:
             break
         time.sleep(0.1)
     heartbeat(run, "delayed", g, m1, epoch)
+    # Its owned tasks sent again, unchanged (none): no task lists in the answer.
+    heartbeat(run, "delayed_owned_unchanged", g, m1, epoch, owned=[])
     second = heartbeat(run, "second_join", g, m2, 0, topo=topology(g, source),
                        join_fields=True, process=2)
     run.note("within_delay", time.monotonic() - started < 3.5)
@@ -427,5 +429,10 @@ def streams_group_assignment_delayed(run: Run) -> None:
     # Both were members when the delay ended: the tasks split at once, none moved twice.
     run.note("after_delay", [len(a), len(b), sorted(a | b), not a & b,
                              state[m1][0] == state[m2][0] > epoch])
+    # A steady member sending the tasks it owns, unchanged: Kafka answers no task lists.
+    resp = heartbeat(run, "owned_unchanged", g, m1, state[m1][0], owned=state[m1][1],
+                     record=False)
+    run.note("owned_unchanged", [int(resp.error_code), int(resp.member_epoch) == state[m1][0],
+                                 resp.active_tasks, resp.standby_tasks, resp.warmup_tasks])
     heartbeat(run, "leave_2", g, m2, -1, record=False)
     heartbeat(run, "leave_1", g, m1, -1, record=False)

@@ -38,6 +38,8 @@ class StreamsMember:
     def __init__(self, bootstrap: str, client_id: str = "streams-member") -> None:
         self.conn = RawConnection(bootstrap, client_id)
         self.member_id, self.epoch = str(uuid.uuid4()), 0
+        #: The active tasks last given (the coordinator sends them only when they change).
+        self.owned: list[tuple[str, list[int]]] = []
         #: A static member's group.instance.id, sent with every heartbeat as Kafka's
         #: client sends it.
         self.instance_id: str | None = None
@@ -80,6 +82,8 @@ class StreamsMember:
                 tasks = [dict(subtopology_id=t.subtopology_id, partitions=list(t.partitions))
                          for t in resp.active_tasks]
                 self.heartbeat(active_tasks=tasks, standby_tasks=[], warmup_tasks=[])
+                self.owned = sorted((t.subtopology_id, sorted(t.partitions))
+                                    for t in resp.active_tasks)
                 return tasks
             assert time.monotonic() < deadline, "no tasks assigned"
             time.sleep(0.1)

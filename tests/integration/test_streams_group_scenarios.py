@@ -38,14 +38,14 @@ STREAMS_INITIAL_DELAY_MS = 200  # group.streams.initial.rebalance.delay.ms's def
 
 def _settle(members: list[StreamsMember]) -> dict[str, list[tuple[str, list[int]]]]:
     """Heartbeat, acknowledging what each is given, until every member owns its target;
-    each member's tasks."""
-    owned: dict[str, list[tuple[str, list[int]]]] = {m.member_id: [] for m in members}
+    each member's tasks (an answer carries them only when they changed)."""
+    owned: dict[str, list[tuple[str, list[int]]]] = {m.member_id: m.owned for m in members}
     for _ in range(20):
         for m in members:
             resp = m.heartbeat()
             if resp.active_tasks is not None:
-                owned[m.member_id] = sorted((t.subtopology_id, sorted(t.partitions))
-                                            for t in resp.active_tasks)
+                m.owned = owned[m.member_id] = sorted(
+                    (t.subtopology_id, sorted(t.partitions)) for t in resp.active_tasks)
                 m.heartbeat(active_tasks=[dict(subtopology_id=s, partitions=ps)
                                           for s, ps in owned[m.member_id]],
                             standby_tasks=[], warmup_tasks=[])
