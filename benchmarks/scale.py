@@ -453,6 +453,8 @@ def main() -> None:
     sz.add_argument("--brokers", default="kafkalite,kafka")
     sz.add_argument("--samples", type=int, default=8)
     sz.add_argument("--out", default="scale-sizes")
+    sz.add_argument("--nodes", type=int, default=1,
+                    help="brokers per cluster (kafkalite serve --nodes N; Kafka N processes)")
     for dim in ("connections", "groups"):
         d = sub.add_parser(dim)
         d.add_argument("--sizes", default="1000,10000")
@@ -494,9 +496,11 @@ def main() -> None:
     elif args.cmd == "sizes":
         from benchmarks.scale_sizes import run
 
-        header(f"partitions at {args.sizes} ({args.per_topic} per topic): {args.brokers}")
+        header(f"partitions at {args.sizes} ({args.per_topic} per topic, {args.nodes} "
+               f"node(s)): {args.brokers}")
         run([int(x) for x in args.sizes.split(",")], args.per_topic,
-            [b for b in args.brokers.split(",") if b], args.samples, Path(args.out))
+            [b for b in args.brokers.split(",") if b], args.samples, Path(args.out),
+            args.nodes)
     elif args.cmd in ("connections", "groups"):
         from benchmarks.scale_dims import run as run_dim
 

@@ -3,6 +3,7 @@
 ```
 python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--per-topic 10]
                                  [--brokers kafkalite,kafka] [--samples 8] [--out DIR]
+                                 [--nodes N]
 ```
 
 Each broker (one node, data on disk, Kafka with its own defaults and JVM options) grows
@@ -27,6 +28,15 @@ guide asks; both brokers keep a descriptor per partition). A broker that fails a
 as failed there, with the partitions it had acknowledged, its open descriptors and the
 reason, and is not grown further; the other goes on. Writes ``scale-sizes.json``, a table
 per figure and ``scale-sizes.png`` (cost against size, both brokers on each plot) to DIR.
+
+With ``--nodes N`` (N > 1) each broker is a cluster of N brokers and the partitions, of
+one replica each, are spread over them by the controller: kafkalite is ``serve --nodes N``
+(one process); Kafka is a KRaft controller and N broker processes
+(``benchmarks/kafka_cluster.py``), each with its own descriptor limit. The requests go to
+the first broker; RSS and open files are summed over the broker processes (Kafka's
+controller is printed apart); a restart stops every process and starts them again at once,
+and ends when every broker listens, then when a Metadata answer names all N. Writes
+``scale-sizes-nodesN.json`` and ``.png``.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ from typing import Any
 import psutil
 
 from benchmarks.common import Kafka, Kafkalite, table
+from benchmarks.scale_cluster import ClusterSide
 from kafkalite.client.kafka import RawConnection, request, request_class
 
 TOPICS_PER_REQUEST = 50
@@ -187,8 +198,8 @@ def rss_mb(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 1e6
 
 
-def first_metadata(bootstrap: str, timeout: float = START_TIMEOUT_S) -> None:
-    """Until a Metadata answer names a broker (what KafkaReference waits for)."""
+def first_metadata(bootstrap: str, timeout: float = START_TIMEOUT_S, brokers: int = 1) -> None:
+    """Until a Metadata answer names BROKERS brokers (what KafkaReference waits for)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -197,7 +208,7 @@ def first_metadata(bootstrap: str, timeout: float = START_TIMEOUT_S) -> None:
             try:
                 resp = conn.call(request(3, 12, topics=(), allow_auto_topic_creation=False,
                                          include_topic_authorized_operations=False))
-                if resp.brokers:
+                if len(resp.brokers) >= brokers:
                     return
             finally:
                 conn.close()
@@ -210,11 +221,14 @@ def first_metadata(bootstrap: str, timeout: float = START_TIMEOUT_S) -> None:
 class Side:
     """One broker grown through the sizes."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, nodes: int = 1) -> None:
         self.name = name
+        self.nodes = nodes
         self.root = Path(tempfile.mkdtemp(prefix=f"scale-{name}-"))
         self.kl: Kafkalite | None = None
         self.kafka: Kafka | None = None
+        #: Kafka as a KRaft controller and NODES broker processes.
+        self.cluster = ClusterSide(nodes) if name == "kafka" and nodes > 1 else None
         self.have = 0
         #: The creation time of every step so far (each step creates from the last size).
         self.create_s = 0.0
@@ -222,17 +236,26 @@ class Side:
         self.acked = [0]
         #: Why the broker was given up, at the size it failed at.
         self.failed: str | None = None
-        #: How much of the broker's log has been read for descriptor errors.
-        self.log_read = 0
+        #: How much of each broker log has been read for descriptor errors.
+        self.log_read: dict[Path, int] = {}
         #: The first log line about a descriptor error, for the report.
         self.first_emfile: str | None = None
 
     @property
     def pid(self) -> int:
-        return self.kl.pid if self.kl is not None else self.kafka.pid  # type: ignore[union-attr]
+        """The one broker process (one node)."""
+        return self.pids[0]
+
+    @property
+    def pids(self) -> list[int]:
+        """The broker processes (not Kafka's separate controller)."""
+        return [p.pid for p in self.procs]
 
     @property
     def bootstrap(self) -> str:
+        """The first broker: any of them answers for every topic."""
+        if self.cluster is not None:
+            return self.cluster.bootstrap
         b = self.kl if self.kl is not None else self.kafka
         assert b is not None
         return b.bootstrap
@@ -240,9 +263,13 @@ class Side:
     def start(self) -> tuple[float, float]:
         """Launch to listening (the port accepting; kafkalite: its ready file, written
         once it listens) and to the first Metadata answer naming the broker (s)."""
+        if self.cluster is not None:
+            return self.cluster.start(START_TIMEOUT_S)
         if self.name == "kafkalite":
             if self.kl is None:
-                self.kl = Kafkalite({"auto.create.topics.enable": "false"}, data_dir=self.root)
+                nodes = ["--nodes", str(self.nodes)] if self.nodes > 1 else []
+                self.kl = Kafkalite({"auto.create.topics.enable": "false"}, data_dir=self.root,
+                                    extra_args=nodes)
             t0 = time.monotonic()
             self.kl.start(START_TIMEOUT_S)
             listening = time.monotonic() - t0
@@ -261,34 +288,44 @@ class Side:
             self.kafka.port = ref.port
             wait_port(ref.port, ref.proc)
             listening = time.monotonic() - t0
-        first_metadata(self.bootstrap)
+        first_metadata(self.bootstrap, brokers=self.nodes)
         return listening, time.monotonic() - t0
 
     @property
-    def proc(self) -> subprocess.Popen[bytes] | None:
+    def procs(self) -> list[subprocess.Popen[bytes]]:
+        """The broker processes started (not Kafka's separate controller)."""
+        if self.cluster is not None:
+            return self.cluster.procs
         if self.kl is not None:
-            return self.kl.proc.proc if self.kl.proc is not None else None
-        return self.kafka.ref.proc if self.kafka is not None else None
+            proc = self.kl.proc.proc if self.kl.proc is not None else None
+        else:
+            proc = self.kafka.ref.proc if self.kafka is not None else None
+        return [proc] if proc is not None else []
 
-    def log_path(self) -> Path:
+    def log_paths(self) -> list[Path]:
+        if self.cluster is not None:
+            return self.cluster.log_paths
         if self.kl is not None:
-            return self.root / "data.log"
+            return [self.root / "data.log"]
         assert self.kafka is not None
-        return Path(self.kafka.ref.log_path)
+        return [Path(self.kafka.ref.log_path)]
 
     def stop(self) -> None:
         """A clean stop (SIGTERM), killed only past STOP_TIMEOUT_S: a broker with tens of
         thousands of partitions takes longer than the tests' 20-30 s to close them."""
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                print(f"   {self.name}: not stopped in {STOP_TIMEOUT_S:.0f} s, killed",
-                      flush=True)
-                proc.kill()
-                proc.wait(30)
+        if self.cluster is not None:
+            self.cluster.stop(STOP_TIMEOUT_S)
+            return
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    print(f"   {self.name}: not stopped in {STOP_TIMEOUT_S:.0f} s, killed",
+                          flush=True)
+                    proc.kill()
+                    proc.wait(30)
         if self.kl is not None:
             self.kl.stop()
         elif self.kafka is not None:
@@ -297,29 +334,33 @@ class Side:
     def descriptor_errors(self) -> int:
         """'Too many open files' in the broker's log since the last call: a broker that
         ran out of descriptors may still answer Metadata, with logs it could not open."""
-        try:
-            with self.log_path().open("rb") as f:
-                f.seek(self.log_read)
-                new = f.read()
-        except OSError:
-            return 0
-        self.log_read += len(new)
-        found = re.findall(rb"[^\n]*Too many open files[^\n]*", new)
-        if found and self.first_emfile is None:
-            self.first_emfile = found[0][:300].decode(errors="replace")
-        return len(found)
+        count = 0
+        for path in self.log_paths():
+            try:
+                with path.open("rb") as f:
+                    f.seek(self.log_read.get(path, 0))
+                    new = f.read()
+            except OSError:
+                continue
+            self.log_read[path] = self.log_read.get(path, 0) + len(new)
+            found = re.findall(rb"[^\n]*Too many open files[^\n]*", new)
+            if found and self.first_emfile is None:
+                self.first_emfile = found[0][:300].decode(errors="replace")
+            count += len(found)
+        return count
 
     def failure(self, size: int, per_topic: int, err: BaseException) -> str:
         """What the broker had reached when it failed; the broker is then stopped."""
-        proc = self.proc
-        alive = proc is not None and proc.poll() is None
+        procs = self.procs
+        alive = bool(procs) and all(p.poll() is None for p in procs)
         emfile = self.descriptor_errors()
         parts = [f"{type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}",
                  f"{self.acked[0] * per_topic} of {size} partitions acknowledged",
                  "still running" if alive else
-                 f"exited with {proc.returncode if proc is not None else '?'}"]
-        if alive and proc is not None:
-            parts.append(f"{fds(proc.pid)} descriptors open")
+                 "exited with " + ", ".join(str(p.returncode) for p in procs
+                                            if p.poll() is not None)]
+        if alive:
+            parts.append(f"{sum(fds(p.pid) for p in procs)} descriptors open")
         if emfile:
             parts.append(f"{emfile} more 'Too many open files' in its log")
         if self.first_emfile is not None:
@@ -331,6 +372,8 @@ class Side:
 
     def cleanup(self) -> None:
         self.stop()
+        if self.cluster is not None:
+            self.cluster.cleanup()
         if self.kafka is not None:
             self.kafka.stop()
         shutil.rmtree(self.root, ignore_errors=True)
@@ -366,8 +409,11 @@ def measure(side: Side, size: int, per_topic: int, samples: int) -> dict[str, fl
     assert described >= size, (described, size)
     row["DescribeTopicPartitions, every topic (ms)"] = median_ms(
         lambda: describe_all(side.bootstrap), max(samples // 2, 3))
-    row["RSS (MB)"] = rss_mb(side.pid)
-    row["open files"] = fds(side.pid)
+    row["RSS (MB)"] = sum(rss_mb(pid) for pid in side.pids)
+    row["open files"] = sum(fds(pid) for pid in side.pids)
+    if side.cluster is not None:
+        print(f"   {side.name}: controller RSS {side.cluster.controller_rss_mb():.0f} MB",
+              flush=True)
     if errors := side.descriptor_errors():
         raise BrokerFailed(f"{errors} 'Too many open files' in its log "
                            f"({row['open files']:.0f} descriptors open)")
@@ -380,8 +426,8 @@ def measure(side: Side, size: int, per_topic: int, samples: int) -> dict[str, fl
     admin.list_topics(timeout=SOCKET_TIMEOUT_S)
     row["first Metadata, every topic, after restart (ms)"] = (time.perf_counter() - t) * 1000
     # Taken at once: kafkalite's background pass has not opened the logs yet.
-    row["RSS right after restart (MB)"] = rss_mb(side.pid)
-    row["open files right after restart"] = fds(side.pid)
+    row["RSS right after restart (MB)"] = sum(rss_mb(pid) for pid in side.pids)
+    row["open files right after restart"] = sum(fds(pid) for pid in side.pids)
     if errors := side.descriptor_errors():
         raise BrokerFailed(f"{errors} 'Too many open files' in its log after the restart")
     return row
@@ -421,15 +467,18 @@ def plot(results: dict[str, dict[int, dict[str, float]]], out: Path,
 
 
 def run(sizes: list[int], per_topic: int, brokers: list[str], samples: int,
-        out: Path) -> None:
+        out: Path, nodes: int = 1) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    name = "scale-sizes" if nodes == 1 else f"scale-sizes-nodes{nodes}"
     print(f"   descriptor limit raised to {raise_fd_limit()}", flush=True)
-    sides = [Side(b) for b in brokers]
+    # A SIGTERM to this process still stops the brokers (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(143)))
+    sides = [Side(b, nodes) for b in brokers]
     results: dict[str, dict[int, dict[str, float]]] = {b: {} for b in brokers}
     failures: dict[str, dict[int, str]] = {b: {} for b in brokers}
 
     def save() -> None:
-        (out / "scale-sizes.json").write_text(json.dumps(
+        (out / f"{name}.json").write_text(json.dumps(
             {"results": results, "failures": failures}, indent=1))
 
     try:
@@ -482,9 +531,10 @@ def run(sizes: list[int], per_topic: int, brokers: list[str], samples: int,
     if failed:
         limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         who = " and ".join(b for b in brokers if failures[b])
-        mark = (float(limit), f"descriptor limit ({limit:,})")
+        mark = (float(limit * nodes), f"descriptor limit ({limit:,})"
+                + (f" x {nodes} processes" if nodes > 1 else ""))
         title = (f"{who} failed at {', '.join(f'{x:,}' for x in failed)} partitions "
                  "(not plotted; see the report)")
-    plot({b: r for b, r in results.items() if r}, out / "scale-sizes.png", mark=mark,
+    plot({b: r for b, r in results.items() if r}, out / f"{name}.png", mark=mark,
          title=title)
-    print(f"\nwrote {out / 'scale-sizes.json'} and {out / 'scale-sizes.png'}", flush=True)
+    print(f"\nwrote {out / f'{name}.json'} and {out / f'{name}.png'}", flush=True)
