@@ -219,6 +219,8 @@ def build_coordinator(config: Config, storage: Storage, scheduler: Scheduler,
             broker_value(config, "group.streams.num.warmup.replicas")),
         streams_acceptable_recovery_lag_default=int(
             broker_value(config, "group.streams.acceptable.recovery.lag")),
+        streams_task_offset_interval_ms=int(
+            broker_value(config, "group.streams.task.offset.interval.ms")),
         group_overrides=group_overrides,
     )
     core = GroupCoordinatorCore(core_cfg, scheduler.timers)

@@ -71,6 +71,8 @@ class CoreConfig:
     streams_num_warmup_replicas_default: int = 2
     #: group.streams.acceptable.recovery.lag
     streams_acceptable_recovery_lag_default: int = 10000
+    #: group.streams.task.offset.interval.ms
+    streams_task_offset_interval_ms: int = 60000
     #: The group configs (consumer.session.timeout.ms, ...), where the broker has them.
     group_overrides: GroupOverrides | None = None
 
@@ -134,6 +136,13 @@ class CoreConfig:
         o = self.group_overrides
         v = o.int_value(group, "streams.acceptable.recovery.lag") if o is not None else None
         return self.streams_acceptable_recovery_lag_default if v is None else v
+
+    def streams_task_offset_interval(self, group: str) -> int:
+        """streams.task.offset.interval.ms of ``group`` (within the broker's minimum), else
+        the broker's."""
+        o = self.group_overrides
+        v = o.int_value(group, "streams.task.offset.interval.ms") if o is not None else None
+        return self.streams_task_offset_interval_ms if v is None else v
 
     @property
     def upgrade_enabled(self) -> bool:

@@ -53,9 +53,6 @@ TOPOLOGY_DESCRIPTION_NOT_STORED = 1
 ASSIGNOR_NAME = "sticky"
 
 _MS = datetime.timedelta(milliseconds=1)
-#: Kafka's defaults of streams.group.* that the heartbeat reports.
-ACCEPTABLE_RECOVERY_LAG = 10000
-TASK_OFFSET_INTERVAL_MS = 60000
 
 log = structlog.get_logger("kafkalite.coordinator")
 
@@ -86,15 +83,16 @@ def _heartbeat_response(version: int, res: StreamsHeartbeatResult) -> Any:
     status = () if res.status is None else tuple(
         status_t(status_code=s.code, status_detail=s.detail) for s in res.status)
     ok = res.error is NO_ERROR and res.member_epoch >= 0  # not an error, nor a leave
-    # v0's acceptable recovery lag is its legacy int32 field, which Kafka 4.4 leaves 0 (it
-    # sets v1's int64 one); an error or leave answer has Kafka's defaults (v1's is -1).
+    # The group's acceptable recovery lag and task offset interval (its configs, else the
+    # broker's). v0's lag is its legacy int32 field, which Kafka 4.4 leaves 0 (it sets v1's
+    # int64 one); an error or leave answer has Kafka's defaults (v1's is -1).
     return build(resp_t, throttle_time=NO_THROTTLE, error_code=res.error,
                  error_message=res.error_message, member_id=res.member_id,
                  member_epoch=res.member_epoch,
                  heartbeat_interval=res.heartbeat_interval_ms * _MS,
                  acceptable_recovery_lag=(0 if version < 1 else
-                                          ACCEPTABLE_RECOVERY_LAG if ok else -1),
-                 task_offset_interval=(TASK_OFFSET_INTERVAL_MS if ok else 0) * _MS,
+                                          res.acceptable_recovery_lag if ok else -1),
+                 task_offset_interval=(res.task_offset_interval_ms if ok else 0) * _MS,
                  status=status, active_tasks=active, standby_tasks=standby,
                  warmup_tasks=warmup,
                  endpoint_information_epoch=res.endpoint_information_epoch,

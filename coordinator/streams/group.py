@@ -150,11 +150,14 @@ class StreamsGroup:
 
 @dataclass(frozen=True, slots=True)
 class AssignmentConfigs:
-    """The group's assignor settings (streams.num.standby.replicas and the warm-up ones)."""
+    """The group's assignor settings (streams.num.standby.replicas and the warm-up ones),
+    each the group config's value, else the broker's (``CoreConfig``)."""
 
-    num_standby_replicas: int = 0
-    num_warmup_replicas: int = 2
-    acceptable_recovery_lag: int = 10000
+    num_standby_replicas: int
+    #: Kafka 4.4's assignment refiner takes these two and returns the target unchanged
+    #: (no warm-up task); the answers report the lag.
+    num_warmup_replicas: int
+    acceptable_recovery_lag: int
 
 
 def copy_group(group: StreamsGroup) -> StreamsGroup:
@@ -221,6 +224,10 @@ class StreamsHeartbeatResult:
     #: Every member's IQ endpoint with its partitions, when the member's endpoint epoch
     #: is behind the group's; None: not sent.
     endpoints: tuple[EndpointPartitions, ...] | None = None
+    #: The group's streams.acceptable.recovery.lag and streams.task.offset.interval.ms,
+    #: which the answer reports (-1 and 0 in an error or leave answer, as Kafka's).
+    acceptable_recovery_lag: int = -1
+    task_offset_interval_ms: int = 0
 
 
 def _invalid(msg: str) -> StreamsHeartbeatResult:
@@ -421,8 +428,7 @@ def endpoints(group: StreamsGroup, topics: Mapping[str, int]
 
 def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, int],
               heartbeat_interval_ms: int, max_size: int,
-              configs: AssignmentConfigs = AssignmentConfigs(),
-              delayed: bool = False) -> StreamsHeartbeatResult:
+              configs: AssignmentConfigs, delayed: bool = False) -> StreamsHeartbeatResult:
     """One heartbeat on ``group`` (a copy of the live group, or a new one for a join): the
     copy changes; the caller writes the records taking the live group to it. ``delayed``:
     the group's initial rebalance delay runs (its target waits for it, as Kafka's)."""

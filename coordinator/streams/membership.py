@@ -10,7 +10,7 @@ GROUP_ID_NOT_FOUND, as Kafka's do.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -89,6 +89,11 @@ class StreamsMembership:
                                    delayed)
         if result.error is not NO_ERROR:
             return Outcome(result)
+        if not leaving:
+            # The group's own values, else the broker's, as Kafka answers them.
+            result = replace(
+                result, acceptable_recovery_lag=self.config.streams_acceptable_recovery_lag(gid),
+                task_offset_interval_ms=self.config.streams_task_offset_interval(gid))
 
         def after(t: int) -> None:
             if start_delay:
