@@ -109,6 +109,10 @@ class StreamsGroup:
     #: The member that asked the whole application to shut down; every member is told so
     #: until the group is empty (memory only, best effort, as Kafka keeps it).
     shutdown_request_member_id: str | None = None
+    #: streams.num.standby.replicas as of the group's last epoch bump (Kafka keeps its
+    #: assignment configs in the metadata record; kafkalite in memory, None after a load):
+    #: a change of it is a new epoch, as Kafka's "Assignment configurations changed".
+    assignment_standby: int | None = None
 
     @property
     def state(self) -> str:
@@ -174,6 +178,7 @@ def keep_caches(live: StreamsGroup, changed: StreamsGroup) -> None:
     if live.topology == changed.topology:
         live.configured = changed.configured
     live.endpoint_information_epoch = changed.endpoint_information_epoch
+    live.assignment_standby = changed.assignment_standby
     live.shutdown_request_member_id = (changed.shutdown_request_member_id if live.members
                                        else None)
     live.task_offsets = {m: o for m, o in changed.task_offsets.items() if m in live.members}
@@ -491,8 +496,10 @@ def heartbeat(group: StreamsGroup, req: StreamsHeartbeat, topics: Mapping[str, i
     if req.task_end_offsets is not None:
         group.task_end_offsets[mid] = dict(req.task_end_offsets)
     group.members[mid] = updated
-    if check_metadata(group, topics) or bump:
+    if check_metadata(group, topics) or bump or group.assignment_standby not in (
+            None, configs.num_standby_replicas):
         group.group_epoch += 1
+        group.assignment_standby = configs.num_standby_replicas
     if group.target_epoch != group.group_epoch and not delayed:
         compute_target(group, configs)
     before = updated

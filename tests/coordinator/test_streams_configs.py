@@ -64,3 +64,25 @@ def test_assignment_configs_are_the_groups_own() -> None:
     assert x.active_tasks is not None and len(x.active_tasks) == 4
     y = hb(h, "y", 0, group=OTHER)
     assert y.standby_tasks == frozenset()
+
+
+def test_a_changed_standby_count_is_a_new_epoch_at_the_next_heartbeat() -> None:
+    ov = Overrides({})
+    h = _make(ov)
+    hb(h, "a", 0)
+    ready(h)
+    hb(h, "a", 2, frozenset())
+    group = h.core.streams_group(APP)
+    assert group is not None
+    b = hb(h, "b", 0)
+    epoch = group.group_epoch
+    assert b.standby_tasks == frozenset()
+    # Nothing else changes: the group config alone moves the epoch, and b's target now
+    # has a standby (Kafka: "Assignment configurations changed").
+    ov.values["streams.num.standby.replicas"] = 1
+    b = hb(h, "b", b.member_epoch)
+    assert group.group_epoch == epoch + 1 and group.target_epoch == epoch + 1
+    assert sum(len(t.standby) for t in group.target.values()) == 2
+    # Unchanged since: no further epoch.
+    hb(h, "b", b.member_epoch)
+    assert group.group_epoch == epoch + 1
