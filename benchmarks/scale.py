@@ -8,6 +8,7 @@ python -m benchmarks.scale metadata-nodes [--topics 500] [--per-topic 10] [--nod
 python -m benchmarks.scale startup [--runs 5] [--brokers kafkalite,kafkalite-nodes3,tansu]
 python -m benchmarks.scale reload [--records 1000000]
 python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--brokers kafkalite,kafka]
+                                  [--nodes 3]
 python -m benchmarks.scale connections|groups [--sizes 1000,10000] [--brokers kafkalite,kafka]
 ```
 
@@ -37,7 +38,8 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
 - **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
   compaction (``benchmarks.offsets.reload``).
 - **sizes**: kafkalite and Apache Kafka 4.4 grown through partition counts in one run;
-  tables and a plot (``benchmarks/scale_sizes.py``).
+  tables and a plot (``benchmarks/scale_sizes.py``); ``--nodes N`` grows N brokers on
+  each side (kafkalite ``serve --nodes N``, Kafka a controller and N broker processes).
 - **connections**, **groups**: idle connections and consumer groups at growing sizes,
   kafkalite and Kafka 4.4 in one run; tables and a plot (``benchmarks/scale_dims.py``).
 """
