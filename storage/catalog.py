@@ -109,7 +109,9 @@ class TopicCatalog:
                 for t in self._topics.values()
             ]
         }
-        atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode())
+        # Compact: an indented dump takes the pure-Python encoder, several times slower,
+        # and the whole catalogue is written at every topic change.
+        atomic_write(self.path, json.dumps(doc, separators=(",", ":"), sort_keys=True).encode())
 
     def _notify(self, event: str, info: TopicInfo) -> None:
         for fn in self.listeners:
