@@ -395,6 +395,18 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Until ``port`` on 127.0.0.1 accepts, or ``proc`` exits, or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+            return
+        time.sleep(0.002)
+    raise TimeoutError(f"no port {port}")
+
+
 @contextlib.contextmanager
 def running(name: str, overrides: dict[str, str] | None = None,
             kafka_overrides: dict[str, str] | None = None) -> Iterator[Broker]:

@@ -52,7 +52,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -72,6 +71,7 @@ from benchmarks.common import (
     kafkalite_defaults,
     percentile,
     table,
+    wait_port,
 )
 from kafkalite.client.kafka import RawConnection, request, request_class
 
@@ -306,17 +306,6 @@ def metadata_nodes(topics: int, per_topic: int, nodes: int, samples: int) -> Non
 # --- start-up -------------------------------------------------------------------------------
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-            return
-        time.sleep(0.002)
-    raise TimeoutError("no port")
-
-
 def _bare_python() -> float:
     """``python -c pass``: the floor any Python process starts from."""
     t0 = time.perf_counter()
@@ -351,7 +340,7 @@ def startup_once(name: str) -> tuple[float, float, float, float]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
-        _wait_port(port, proc)
+        wait_port(port, proc)
         if kafkalite:
             deadline = time.monotonic() + 60
             while not (ready.exists() and ready.stat().st_size):

@@ -5,26 +5,15 @@ partitions one can."""
 
 from __future__ import annotations
 
-import contextlib
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import psutil
 
+from benchmarks.common import wait_port
 from benchmarks.kafka_cluster import KafkaCluster, KafkaNode
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-            return
-        time.sleep(0.005)
-    raise TimeoutError(f"no port {port}")
 
 
 class ClusterSide:
@@ -74,7 +63,7 @@ class ClusterSide:
         deadline = t0 + timeout
         for node in self.cluster.brokers.values():
             assert node.proc is not None
-            _wait_port(node.port, node.proc, deadline)
+            wait_port(node.port, node.proc, deadline - time.monotonic())
         listening = time.monotonic() - t0
         for node in self.cluster.brokers.values():
             first_metadata(node.bootstrap, max(deadline - time.monotonic(), 1.0),

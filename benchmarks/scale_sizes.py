@@ -48,7 +48,6 @@ import re
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -59,7 +58,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.common import Kafka, Kafkalite, table
+from benchmarks.common import Kafka, Kafkalite, table, wait_port
 from benchmarks.scale_cluster import ClusterSide
 from kafkalite.client.kafka import RawConnection, request, request_class
 
@@ -178,18 +177,6 @@ def describe_all(bootstrap: str) -> int:
         conn.close()
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes],
-              timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-            return
-        time.sleep(0.005)
-    raise TimeoutError("no port")
-
-
 def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -286,7 +273,7 @@ class Side:
                     ref._java(kafka_jars(), "kafka.Kafka", str(ref.workdir / "server.properties")),
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             self.kafka.port = ref.port
-            wait_port(ref.port, ref.proc)
+            wait_port(ref.port, ref.proc, START_TIMEOUT_S)
             listening = time.monotonic() - t0
         first_metadata(self.bootstrap, brokers=self.nodes)
         return listening, time.monotonic() - t0
