@@ -301,7 +301,9 @@ def _describe_group(cfg: Config, groups: GroupConfigs, resp_t: type[Any], name: 
         chain = default_chain(cfg, key, lambda n: broker_synonym_chain(cfg, n))
         if key in overrides:
             chain = [(key, value, GROUP_CONFIG), *chain]
-        source = chain[0][2] if chain else DEFAULT_CONFIG
+        # As Kafka's createGroupConfigEntry: a group config the group does not set is
+        # DEFAULT_CONFIG, whatever level the broker's value comes from.
+        source = GROUP_CONFIG if key in overrides else DEFAULT_CONFIG
         syns = tuple(build(syn_t, name=n, value=v, source=s) for n, v, s in chain
                      ) if include_synonyms else ()
         out.append(build(

@@ -59,6 +59,22 @@ async def test_describe_a_group_without_configs(handlers: Handlers) -> None:
     assert got["streams.rack.aware.assignment.tags"].config_type == 7
 
 
+async def test_broker_set_value_is_still_the_default_source(tmp_path: Path) -> None:
+    """A group config the group does not set reads as DEFAULT_CONFIG with the broker's
+    value, even when that value is a static broker setting (Kafka 4.4 answers so)."""
+    h = Handlers(tmp_path / "data", {"group.streams.initial.rebalance.delay.ms": "3000",
+                                     "group.consumer.session.timeout.ms": "50000"})
+    await h.open()
+    try:
+        got = await describe(h, "g", rtype=GROUP)
+        delay = got["streams.initial.rebalance.delay.ms"]
+        session = got["consumer.session.timeout.ms"]
+        assert (delay.value, delay.config_source) == ("3000", 5)
+        assert (session.value, session.config_source) == ("50000", 5)
+    finally:
+        await h.close()
+
+
 async def test_set_describe_delete(handlers: Handlers) -> None:
     assert await group_set(handlers, "g", ("share.auto.offset.reset", "earliest"),
                            ("share.isolation.level", "read_committed"),
