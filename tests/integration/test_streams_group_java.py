@@ -36,6 +36,21 @@ def _words(lines: list[str]) -> Counter[str]:
     return Counter(w for line in lines for w in re.split(r"\W+", line.lower()) if w)
 
 
+def closed_cleanly(instances: list[Any], outs: list[list[str]]) -> None:
+    """Every instance closed, none reported an error (its output shown when not)."""
+    for i, out in zip(instances, outs, strict=True):
+        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
+        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+
+
+def counts_by_word(bootstrap: str, topic: str) -> dict[str, list[int]]:
+    """Each word's counts in the output topic, sorted (exactly once: 1, 2, ..., N)."""
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for word, n in _read_all(bootstrap, topic):
+        by_word[word].append(n)
+    return {w: sorted(ns) for w, ns in by_word.items()}
+
+
 class _Instance:
     def __init__(self, bootstrap: str, folder: Path, name: str, app: str = APP,
                  instance_id: str | None = None, state: Path | None = None,
@@ -191,14 +206,10 @@ def test_streams_instances_split_tasks_and_rebalance_exactly_once(
         _wait(counted(LINES), 120, "the counts after the leave are wrong", [b, c])
     finally:
         outs = [i.close() for i in instances]
-    for i, out in zip(instances, outs, strict=True):
-        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
-        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    closed_cleanly(instances, outs)
     expected = _words(LINES)
-    by_word: dict[str, list[int]] = defaultdict(list)
-    for word, n in _read_all(bootstrap, out_t):
-        by_word[word].append(n)
-    assert {w: sorted(by_word[w]) for w in expected} == {
+    by_word = counts_by_word(bootstrap, out_t)
+    assert {w: by_word.get(w, []) for w in expected} == {
         w: list(range(1, n + 1)) for w, n in expected.items()}
     assert set(by_word) == set(expected)
 
@@ -254,14 +265,10 @@ def test_standby_replicas_follow_and_take_over_exactly_once(
         _wait(counted, 120, "the counts after the takeover are wrong", [b])
     finally:
         outs = [i.close() for i in instances]
-    for i, out in zip(instances, outs, strict=True):
-        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
-        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
-    by_word: dict[str, list[int]] = defaultdict(list)
-    for word, n in _read_all(bootstrap, OUT):
-        by_word[word].append(n)
+    closed_cleanly(instances, outs)
+    by_word = counts_by_word(bootstrap, OUT)
     # Exactly once: each word's counts are 1, 2, ..., N with nothing twice.
-    assert {w: sorted(by_word[w]) for w in expected} == {
+    assert {w: by_word.get(w, []) for w in expected} == {
         w: list(range(1, n + 1)) for w, n in expected.items()}
 
 
@@ -340,12 +347,8 @@ def test_static_member_restarted_takes_its_tasks_back_without_a_rebalance(
         _wait(counted(LINES), 120, "the counts after the restart are wrong", instances)
     finally:
         outs = [i.close() for i in instances]
-    for i, out in zip(instances, outs, strict=True):
-        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
-        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
+    closed_cleanly(instances, outs)
     expected = _words(LINES)
-    by_word: dict[str, list[int]] = defaultdict(list)
-    for word, n in _read_all(bootstrap, OUT):
-        by_word[word].append(n)
-    assert {w: sorted(by_word[w]) for w in expected} == {
+    by_word = counts_by_word(bootstrap, OUT)
+    assert {w: by_word.get(w, []) for w in expected} == {
         w: list(range(1, n + 1)) for w, n in expected.items()}

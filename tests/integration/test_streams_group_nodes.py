@@ -12,7 +12,6 @@ moves after broker.session.timeout.ms): same group, same tasks, exact counts."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -249,12 +248,8 @@ def test_kafka_streams_app_carries_on_through_its_coordinator_stopping(
         assert [i.tasks() for i in instances] == tasks
     finally:
         outs = [i.close() for i in instances]
-    for i, out in zip(instances, outs, strict=True):
-        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
-        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
-    by_word: dict[str, list[int]] = defaultdict(list)
-    for word, n in _read_all(boot, java.OUT):
-        by_word[word].append(n)
+    java.closed_cleanly(instances, outs)
+    by_word = java.counts_by_word(boot, java.OUT)
     expected = java._words(lines)
-    assert {w: sorted(by_word[w]) for w in by_word} == {
+    assert by_word == {
         w: list(range(1, n + 1)) for w, n in expected.items()}

@@ -11,7 +11,6 @@ through a forced rebalance and an expired member."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -206,11 +205,7 @@ def test_kafka_streams_app_through_a_forced_rebalance_and_an_expired_member(
         java._wait(counted(lines), 120, "the counts after the scenarios are wrong", instances)
     finally:
         outs = [i.close() for i in instances]
-    for i, out in zip(instances, outs, strict=True):
-        assert "closed=true" in out, f"{i.name}:\n" + "\n".join(out[-80:])
-        assert not [ln for ln in out if ln.startswith("error=")], "\n".join(out[-80:])
-    by_word: dict[str, list[int]] = defaultdict(list)
-    for word, n in _read_all(boot, java.OUT):
-        by_word[word].append(n)
-    assert {w: sorted(ns) for w, ns in by_word.items()} == {
+    java.closed_cleanly(instances, outs)
+    by_word = java.counts_by_word(boot, java.OUT)
+    assert by_word == {
         w: list(range(1, n + 1)) for w, n in java._words(lines).items()}
