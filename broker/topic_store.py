@@ -4,6 +4,7 @@ topic config resolution (topic override, then broker property, then Kafka's defa
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -26,7 +27,7 @@ log = structlog.get_logger("kafkalite.broker")
 #: that long behind it).
 OPEN_REST_AFTER_S = 1.0
 OPEN_PER_TURN = 1
-#: How long the background creation of an auto-created topic's logs holds the loop at a
+#: How long the background creation of a committed topic's logs holds the loop at a
 #: time.
 BACKGROUND_SLICE_S = 0.01
 
@@ -74,8 +75,10 @@ class Storage:
         #: The topic whose catalogue change is being made by a ``*_steps`` method (its
         #: logs are the steps' to create or remove, not the catalogue listener's).
         self._stepping: str | None = None
-        #: Auto-created topics whose logs are still being created.
-        self._creating: set[asyncio.Task[None]] = set()
+        #: Log creations of committed topics still to run (``_create_later``), and the
+        #: task running them.
+        self._backlog: collections.deque[Generator[None, None, None]] = collections.deque()
+        self._builder: asyncio.Task[None] | None = None
         logs.epoch_set.append(self.metadata_entries.forget)
 
     # --- topics ---------------------------------------------------------------------
@@ -92,40 +95,47 @@ class Storage:
         log.info("topic.created", topic=name, partitions=n, topic_id=str(info.topic_id))
         return info
 
-    # --- topics changed a partition at a time --------------------------------------------
-    # For requests run in slices (``handlers/topics._sliced``), so that one topic of
-    # thousands of partitions does not hold the loop: the catalogue changes at once, then
-    # each partition's log is created or removed in a step of its own (a ``yield`` before
-    # each). A request that asks for a partition not created yet creates it; a new log of
-    # a deleted partition not removed yet removes the old files first. With several nodes
-    # the replica manager opens and deletes every replica on the catalogue's event: no
-    # steps there.
+    # --- topics committed now, their logs created afterwards ----------------------------
+    # CreateTopics and CreatePartitions answer once the catalogue has the change, as
+    # Kafka's controller answers once the topic is committed and its brokers create the
+    # logs afterwards: each new partition is expected (``LogManager.expect``) and a
+    # background task creates the logs a slice of the loop at a time. A request for a
+    # partition not created yet creates it at once; a stop leaves the rest to the next
+    # start. With several nodes the replica manager still opens the partitions of more
+    # than one replica on the catalogue's event (leader and followers together).
+    #
+    # DeleteTopics runs in slices (``handlers/topics._sliced``): the topic and its logs
+    # leave at once, each partition's files in a step of its own (a ``yield`` before
+    # each); a new log of a deleted partition not removed yet removes the old files first.
 
-    def create_topic_steps(
+    def commit_topic(
         self, name: str, partitions: int, configs: dict[str, str] | None = None,
         internal: bool = False, replicas: list[list[int]] | None = None,
-    ) -> Generator[None, None, TopicInfo]:
-        if not self._steps_here():
+    ) -> TopicInfo:
+        """``create_topic`` whose logs follow in the background."""
+        if self._stepping is not None:
             return self.create_topic(name, partitions, configs, internal, replicas)
         with self._in_steps(name):
             info = self.create_topic(name, partitions, configs, internal, replicas)
-        yield from self._create_logs(info, 0)
+        self._create_later(info, 0)
         return info
 
-    def add_partitions_steps(self, name: str, count: int,
-                             replicas: list[list[int]] | None = None
-                             ) -> Generator[None, None, TopicInfo]:
-        if not self._steps_here():
+    def commit_partitions(self, name: str, count: int,
+                          replicas: list[list[int]] | None = None) -> TopicInfo:
+        """The topic's partition count raised to ``count``; the new logs follow in the
+        background."""
+        if self._stepping is not None:
             return self.catalog.set_partitions(name, count, replicas)
         found = self.catalog.get(name)
         before = found.partitions if found is not None else 0
         with self._in_steps(name):
             info = self.catalog.set_partitions(name, count, replicas)
-        yield from self._create_logs(info, before)
+        self._create_later(info, before)
         return info
 
     def delete_topic_steps(self, name: str) -> Generator[None, None, TopicInfo]:
-        if not self._steps_here():
+        # With several nodes the replica manager deletes every replica on the event.
+        if self.logs.place is not None or self._stepping is not None:
             return self.catalog.delete(name)
         with self._in_steps(name):
             info = self.catalog.delete(name)
@@ -135,9 +145,6 @@ class Storage:
         log.info("log.topic_deleted", topic=name)
         return info
 
-    def _steps_here(self) -> bool:
-        return self.logs.place is None and self._stepping is None
-
     @contextlib.contextmanager
     def _in_steps(self, name: str) -> Iterator[None]:
         self._stepping = name
@@ -146,14 +153,41 @@ class Storage:
         finally:
             self._stepping = None
 
-    def _create_logs(self, info: TopicInfo, start: int) -> Generator[None, None, None]:
+    def _create_later(self, info: TopicInfo, start: int) -> None:
         self.logs.expect(info.name, range(start, info.partitions))
+        steps = self._create_logs(info, start)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a tool, a test): at once
+            for _ in steps:
+                pass
+            return
+        self._backlog.append(steps)
+        if self._builder is None or self._builder.done():
+            self._builder = loop.create_task(self._build())
+
+    def _create_logs(self, info: TopicInfo, start: int) -> Generator[None, None, None]:
         cfg = self.logs.config_for(info.name)
         for p in range(start, info.partitions):
             yield
             if self.catalog.get(info.name) is not info:
                 return  # deleted meanwhile (and perhaps created again)
             self.logs.get_or_create(info.name, p, config=cfg)
+
+    async def _build(self) -> None:
+        """Runs the backlog of log creations, BACKGROUND_SLICE_S of the loop at a time."""
+        backlog = self._backlog
+        while backlog:
+            until = time.monotonic() + BACKGROUND_SLICE_S
+            while backlog:
+                try:
+                    next(backlog[0])
+                except StopIteration:
+                    backlog.popleft()
+                    continue
+                if time.monotonic() >= until:
+                    break
+            await asyncio.sleep(0)
 
     def auto_create(self, name: str) -> TopicInfo:
         """Create a topic a client asked for, as Kafka's AutoTopicCreationManager."""
@@ -171,44 +205,11 @@ class Storage:
             found = self.catalog.get(name)
             assert found is not None
             return found
-        info = self._create_in_background(name, self.config.int("num.partitions"))
+        # Inside a Metadata or Produce answer, which is not run in slices, and
+        # ``num.partitions`` may be thousands: the logs follow in the background.
+        info = self.commit_topic(name, self.config.int("num.partitions"))
         log.info("topic.auto_created", topic=name, partitions=info.partitions)
         return info
-
-    def _create_in_background(self, name: str, partitions: int) -> TopicInfo:
-        """``create_topic`` whose logs a background task creates, a slice of steps per
-        turn of the loop: auto-creation happens inside a Metadata or Produce answer,
-        which is not run in slices, and ``num.partitions`` may be thousands."""
-        steps = self.create_topic_steps(name, partitions)
-        try:
-            next(steps)
-        except StopIteration as done:  # several nodes: created whole
-            info: TopicInfo = done.value
-            return info
-        found = self.catalog.get(name)
-        assert found is not None
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop (a tool, a test): at once
-            for _ in steps:
-                pass
-            return found
-        task = loop.create_task(self._run_steps(steps))
-        self._creating.add(task)
-        task.add_done_callback(self._creating.discard)
-        return found
-
-    @staticmethod
-    async def _run_steps(steps: Generator[None, None, object]) -> None:
-        while True:
-            until = time.monotonic() + BACKGROUND_SLICE_S
-            try:
-                next(steps)
-                while time.monotonic() < until:
-                    next(steps)
-            except StopIteration:
-                return
-            await asyncio.sleep(0)
 
     def ensure_offsets_topic(self, partitions: int) -> None:
         """Like Kafka, ``__consumer_offsets`` is created on first use (FindCoordinator for
@@ -285,8 +286,13 @@ class Storage:
         if event == "deleted":
             self.logs.delete_topic(info.name)
             return
+        if event == "changed":
+            # Open logs take the new configs; unopened ones take them when opened.
+            self.logs.reconfigure(info.name)
         cfg = self.logs.config_for(info.name)
         for p in range(info.partitions):
+            if event == "changed" and self.logs.known(info.name, p):
+                continue
             # Also on creation: a log opened before its topic existed took the defaults.
             self.logs.get_or_create(info.name, p, config=cfg).config = cfg
 
@@ -314,10 +320,12 @@ class Storage:
 
     async def stop(self) -> None:
         # Logs still to create stay expected: the next start creates them (no directory).
-        for task in list(self._creating):
-            task.cancel()
+        if self._builder is not None:
+            self._builder.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await self._builder
+            self._builder = None
+        self._backlog.clear()
         if self._opener is not None:
             self._opener.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -184,6 +184,11 @@ class LogManager:
             return plog.leader_epoch
         return self._unopened.get((topic, partition), 0)
 
+    def known(self, topic: str, partition: int) -> bool:
+        """The partition's log is open, or on disk or expected and opened when asked."""
+        key = (topic, partition)
+        return key in self.logs or key in self._unopened
+
     @property
     def unopened(self) -> int:
         return len(self._unopened)
@@ -274,7 +279,8 @@ class LogManager:
     def load(self, topics: dict[str, int], lazy: bool = True) -> None:
         """Learn (``lazy``) or open and recover the logs of the given topics: name ->
         partition count. A partition whose next leader epoch is not known without
-        opening it (no epoch checkpoint) is opened now, as is one with no directory."""
+        opening it (no epoch checkpoint) is opened now; one with no directory is
+        created when first asked for (``lazy``) or now."""
         self._lock.acquire()
         self._read_start_checkpoint()
         started = time.monotonic()
@@ -301,7 +307,14 @@ class LogManager:
                 self._unopened[key] = latest + 1
         for topic, n in topics.items():
             for p in range(n):
-                if (topic, p) not in self._unopened:
+                key = (topic, p)
+                if key in self._unopened or key in self.logs:
+                    continue
+                if lazy:
+                    # Never created (its creation cut short by a stop or a crash): no
+                    # files to recover, so it is created when first asked for.
+                    self._unopened[key] = announced.get(key, -1) + 1
+                else:
                     self.get_or_create(topic, p)
         log.info("log.loaded", opened=len(self.logs), unopened=len(self._unopened),
                  seconds=round(time.monotonic() - started, 3))

@@ -220,9 +220,8 @@ def _create_topics(cluster: Cluster, storage: Storage, access: Access,
             # validate-only answer carries one too (never used).
             topic_id = uuid.uuid4()
             if not req.validate_only:
-                # The topic's logs are created a step at a time: a topic of thousands of
-                # partitions is sliced too.
-                info = yield from storage.create_topic_steps(
+                # Answered once committed: the logs follow in the background.
+                info = storage.commit_topic(
                     name, n, configs, internal=name in INTERNAL_TOPICS, replicas=chosen)
                 topic_id = info.topic_id
             entries: tuple[Any, ...] | None = None
@@ -369,7 +368,7 @@ def _create_partitions(cluster: Cluster, storage: Storage, access: Access,
             assert info is not None
             chosen = None if t.assignments is None else [
                 [int(b) for b in a.broker_ids] for a in t.assignments]
-            yield from storage.add_partitions_steps(t.name, count, chosen)
+            storage.commit_partitions(t.name, count, chosen)
             log.info("topic.partitions_added", topic=t.name, partitions=count)
         results.append(build(result_t, name=t.name, error_code=err, error_message=msg))
         yield

@@ -1,7 +1,8 @@
-"""A topic created, extended or deleted a partition at a time (``Storage.*_steps``, what
-CreateTopics, CreatePartitions and DeleteTopics run in slices): the catalogue changes at
-once, each log follows in a step of its own, a request for a partition not created yet
-creates it, and a deleted partition's files are gone before a new log of it opens."""
+"""A topic created or extended is answered once the catalogue has it, its logs created
+by a background task a slice at a time (``Storage.commit_*``); a topic deleted leaves at
+once, its files a partition at a time (``Storage.delete_topic_steps``, what DeleteTopics
+runs in slices). A request for a partition not created yet creates it, and a deleted
+partition's files are gone before a new log of it opens."""
 
 from __future__ import annotations
 
@@ -32,26 +33,38 @@ def open_count(h: Handlers, topic: str) -> int:
     return len(h.broker.storage.logs.partitions(topic))
 
 
-async def test_created_in_steps_and_a_partition_asked_for_first(handlers: Handlers) -> None:
+async def until_open(h: Handlers, topic: str, count: int, limit: int = 20_000) -> int:
+    """Turns of the loop until ``count`` of the topic's logs are open."""
+    turns = 0
+    while open_count(h, topic) < count and turns < limit:
+        await asyncio.sleep(0)
+        turns += 1
+    return turns
+
+
+async def test_committed_then_created_and_a_partition_asked_for_first(
+        handlers: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)  # one log a turn
     storage = handlers.broker.storage
-    steps = storage.create_topic_steps("big", 50)
-    next(steps)
-    info = storage.catalog.get("big")
-    assert info is not None and info.partitions == 50
+    info = storage.commit_topic("big", 50)
+    assert storage.catalog.get("big") is info and info.partitions == 50
     assert open_count(handlers, "big") == 0
-    # A request for partition 30 creates it before its step does.
+    # A request for partition 30 creates it before the background does.
     plog = storage.logs.get("big", 30)
     assert plog is not None and plog.append(record()) == (0, 0)
     for _ in range(10):
-        next(steps)
+        await asyncio.sleep(0)
     assert 1 < open_count(handlers, "big") < 50
-    with pytest.raises(StopIteration) as done:
-        while True:
-            next(steps)
-    assert done.value.value is info
+    assert await until_open(handlers, "big", 50) > 0
     assert open_count(handlers, "big") == 50
     assert storage.logs.get("big", 30) is plog and plog.log_end_offset == 1
     assert all((storage.logs.data_dir / f"big-{p}").is_dir() for p in range(50))
+    # Partitions added the same way, each topic's creation in turn.
+    storage.commit_partitions("big", 80)
+    storage.commit_topic("next", 5)
+    assert open_count(handlers, "big") == 50
+    await until_open(handlers, "next", 5)
+    assert open_count(handlers, "big") == 80
 
 
 async def test_deleted_in_steps_and_created_again_meanwhile(handlers: Handlers) -> None:
@@ -74,16 +87,18 @@ async def test_deleted_in_steps_and_created_again_meanwhile(handlers: Handlers) 
     assert all(not plog.closed for plog in storage.logs.partitions("d"))
 
 
-async def test_deleted_while_still_being_created(handlers: Handlers) -> None:
+async def test_deleted_while_still_being_created(handlers: Handlers,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)
     storage = handlers.broker.storage
-    steps = storage.create_topic_steps("x", 30)
+    storage.commit_topic("x", 30)
     for _ in range(10):
-        next(steps)
+        await asyncio.sleep(0)
     assert 0 < open_count(handlers, "x") < 30
     for _ in storage.delete_topic_steps("x"):
         pass
-    for _ in steps:
-        pass
+    for _ in range(100):
+        await asyncio.sleep(0)
     assert open_count(handlers, "x") == 0 and storage.logs.get("x", 25) is None
     assert not list(storage.logs.data_dir.glob("x-*"))
 
@@ -96,38 +111,27 @@ def _topic(name: str, partitions: int) -> Any:
 
 async def test_one_topic_requests_let_the_loop_go(handlers: Handlers,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """CreateTopics, CreatePartitions and DeleteTopics of one topic give the loop back
+    """CreateTopics and CreatePartitions of one topic answer before its logs are all
+    created, which follow while the loop serves others; DeleteTopics gives the loop back
     between its partitions (a slice of no time: one step each)."""
     monkeypatch.setattr(topics, "CREATE_SLICE_S", 0.0)
-    seen: list[int] = []
+    monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)
     stop = asyncio.Event()
 
-    async def watch() -> None:
-        while not stop.is_set():
-            seen.append(open_count(handlers, "one"))
-            await asyncio.sleep(0)
-
-    async def during(call: Any) -> list[int]:
-        seen.clear()
-        stop.clear()
-        watcher = asyncio.create_task(watch())
-        resp = await call
-        stop.set()
-        await watcher
+    def ok(resp: Any) -> None:
         for r in getattr(resp, "topics", None) or getattr(resp, "results", ()):
             assert r.error_code == 0, r
-        return sorted(set(seen))
 
-    counts = await during(handlers.call(CREATE_TOPICS, 7, topics=(_topic("one", 40),),
-                                        validate_only=False))
-    assert len([c for c in counts if 0 < c < 40]) > 5
-    assert open_count(handlers, "one") == 40
-
+    ok(await handlers.call(CREATE_TOPICS, 7, topics=(_topic("one", 40),),
+                           validate_only=False))
+    assert open_count(handlers, "one") < 40
+    assert await until_open(handlers, "one", 40) > 5
     add = build(nested(codecs.codec(CREATE_PARTITIONS, 3).request_type,
                        "CreatePartitionsTopic"), name="one", count=80, assignments=None)
-    counts = await during(handlers.call(CREATE_PARTITIONS, 3, topics=(add,), timeout=SECOND,
-                                        validate_only=False))
-    assert len([c for c in counts if 40 < c < 80]) > 5
+    ok(await handlers.call(CREATE_PARTITIONS, 3, topics=(add,), timeout=SECOND,
+                           validate_only=False))
+    assert open_count(handlers, "one") < 80
+    assert await until_open(handlers, "one", 80) > 5
     assert open_count(handlers, "one") == 80
 
     gone = build(nested(codecs.codec(DELETE_TOPICS, 6).request_type, "DeleteTopicState"),
@@ -152,9 +156,9 @@ async def test_one_topic_requests_let_the_loop_go(handlers: Handlers,
 
 
 async def test_auto_created_topic_logs_follow_in_the_background(tmp_path: Path) -> None:
-    """An auto-created topic of ``num.partitions`` partitions is answered at once; its
-    logs are created by a background task a slice at a time, and a stop before it ends
-    leaves the rest to the next start."""
+    """An auto-created topic of ``num.partitions`` partitions is answered at once (from
+    inside a Metadata or Produce answer) the same way, and a stop before its logs are
+    all created leaves the rest to the next start."""
     h = Handlers(tmp_path / "data", {"num.partitions": "400"})
     await h.open()
     storage = h.broker.storage
