@@ -54,8 +54,8 @@ def build_peers(config: Config, first: Cluster, storage: Storage, groups: GroupS
         return OFFSETS_TOPIC, groups.core.partition_for(key)
 
     def epoch(topic: str, partition: int) -> int:
-        plog = storage.logs.get(topic, partition)
-        return plog.leader_epoch if plog is not None else 0
+        # Without opening the log: an unopened one's is the epoch it will lead in.
+        return storage.logs.leader_epoch(topic, partition)
 
     n = node_count(config)
     ids = tuple(first.node_id + i for i in range(n))

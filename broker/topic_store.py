@@ -304,9 +304,9 @@ class Storage:
                 for plog in logs]
 
     async def start(self) -> None:
-        # Several nodes in one process place and replicate their logs: all opened at once.
-        lazy = self.config.int("kafkalite.nodes") == 1
-        self.logs.load({t.name: t.partitions for t in self.catalog}, lazy=lazy)
+        # With several nodes, the replica manager opens the partitions of more than one
+        # replica when it starts (leader and followers together); the others open on use.
+        self.logs.load({t.name: t.partitions for t in self.catalog})
         if self.logs.unopened:
             self._opener = asyncio.create_task(self._open_rest())
 

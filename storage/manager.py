@@ -154,9 +154,12 @@ class LogManager:
         if configs:
             self._overrides[topic] = dict(configs)
             config = None
+        # Where before the epoch leaves ``_unopened``: with several nodes the place asks
+        # the controller, whose first state of a partition starts from that epoch.
+        where = self._where(topic, partition)
         announced = self._unopened.pop(key, None)
         plog = PartitionLog(
-            self._where(topic, partition), topic, partition,
+            where, topic, partition,
             config if config is not None else self.config_for(topic),
             self._start_offsets.get(key, 0), clock=self.clock,
             epoch_floor=announced or 0,
@@ -285,18 +288,7 @@ class LogManager:
         self._read_start_checkpoint()
         started = time.monotonic()
         announced = self._read_clean_shutdown()
-        on_disk: list[tuple[str, int]] = []
-        with os.scandir(self.data_dir) as it:
-            for d in it:
-                m = _PARTITION_DIR.match(d.name)
-                if m is None or not d.is_dir():
-                    continue
-                topic, part = m["topic"], int(m["partition"])
-                if topic not in topics:
-                    log.warning("log.orphan_directory", directory=d.name)
-                    continue
-                on_disk.append((topic, part))
-        on_disk.sort()
+        on_disk = self._on_disk(topics)
         for key in on_disk:
             latest = announced.get(key) if lazy else None
             if latest is None and lazy:
@@ -318,6 +310,26 @@ class LogManager:
                     self.get_or_create(topic, p)
         log.info("log.loaded", opened=len(self.logs), unopened=len(self._unopened),
                  seconds=round(time.monotonic() - started, 3))
+
+    def _on_disk(self, topics: dict[str, int]) -> list[tuple[str, int]]:
+        """The partitions of ``topics`` that have a directory, in order."""
+        on_disk: list[tuple[str, int]] = []
+        if self.place is not None:
+            # Each under its node's directory.
+            return [(t, p) for t, n in sorted(topics.items()) for p in range(n)
+                    if self._where(t, p).is_dir()]
+        with os.scandir(self.data_dir) as it:
+            for d in it:
+                m = _PARTITION_DIR.match(d.name)
+                if m is None or not d.is_dir():
+                    continue
+                topic, part = m["topic"], int(m["partition"])
+                if topic not in topics:
+                    log.warning("log.orphan_directory", directory=d.name)
+                    continue
+                on_disk.append((topic, part))
+        on_disk.sort()
+        return on_disk
 
     def _checkpointed_epoch(self, key: tuple[str, int]) -> int | None:
         cache = LeaderEpochCache(self._where(*key))
@@ -361,10 +373,9 @@ class LogManager:
             plog.close()
             epochs[key] = plog.epochs.latest_epoch
         self.write_start_checkpoint()
-        if self.place is None:
-            rows = [f"{t} {p} {e}" for (t, p), e in sorted(epochs.items())]
-            atomic_write(self.data_dir / CLEAN_SHUTDOWN,
-                         ("\n".join(["0", str(len(rows)), *rows]) + "\n").encode())
+        rows = [f"{t} {p} {e}" for (t, p), e in sorted(epochs.items())]
+        atomic_write(self.data_dir / CLEAN_SHUTDOWN,
+                     ("\n".join(["0", str(len(rows)), *rows]) + "\n").encode())
         self.logs.clear()
         self._unopened.clear()
         self._lock.release()

@@ -302,6 +302,47 @@ def test_whole_process_restart_keeps_replicas_and_leaders(
     assert sorted(map(len, got.values())) == [10, 11]
 
 
+def test_whole_process_restart_opens_single_replica_logs_on_use(
+        make_broker: Callable[..., BrokerThread], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a clean stop the partitions of one replica are announced in their next epoch
+    without being opened, each opened under its node's directory when first asked for;
+    those of several replicas are opened by the replica manager as it starts."""
+    from kafkalite.broker import topic_store
+
+    monkeypatch.setattr(topic_store, "OPEN_REST_AFTER_S", 600.0)  # no background pass
+    broker = make_broker({"default.replication.factor": "3"}, nodes=NODES)
+    create(broker, "single", 6, rf=1)
+    create(broker, "triple", 2)
+    producer = Producer({"bootstrap.servers": addresses(broker), "acks": "all"})
+    for i in range(60):
+        producer.produce("single" if i % 3 else "triple", str(i).encode(), partition=i % 2)
+    assert producer.flush(10) == 0
+
+    def opened() -> set[tuple[str, int]]:
+        return {k for k in broker.inner.storage.logs.logs if not k[0].startswith("__")}
+
+    def epochs(topic: str, n: int) -> list[int]:
+        return broker.call(lambda: [broker.inner.storage.logs.leader_epoch(topic, p)
+                                    for p in range(n)])
+
+    before = epochs("single", 6)
+    broker.restart()
+    assert broker.call(opened) == {("triple", 0), ("triple", 1)}
+    announced = epochs("single", 6)
+    assert announced == [e + 1 for e in before]
+    got = read_all(broker, "single", 6, 40, timeout=15)
+    assert sorted(map(len, got.values())) == [0, 0, 0, 0, 20, 20]
+    assert broker.call(opened) == {("triple", 0), ("triple", 1),
+                                   *(("single", p) for p in range(6))}
+    # Opened in the epochs announced, each under its leader's directory.
+    assert epochs("single", 6) == announced
+    root = broker.call(lambda: broker.inner.storage.logs.data_dir)
+    for p in range(6):
+        leader = broker.partition_state("single", p)[0]
+        assert (root / "nodes" / str(leader) / f"single-{p}").is_dir()
+    assert sorted(map(len, read_all(broker, "triple", 2, 20).values())) == [10, 10]
+
+
 def test_acks_all_waits_for_the_isr(make_broker: Callable[..., BrokerThread]) -> None:
     """An acks=all append waits while an in-sync follower lags; when the ISR shrinks on
     the broker clock it is answered, NOT_ENOUGH_REPLICAS_AFTER_APPEND where the ISR fell

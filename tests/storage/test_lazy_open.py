@@ -1,6 +1,8 @@
 """Logs opened on first use: after a SIGKILL with partially written segments a lazily
 opened log recovers exactly as an eagerly opened one, a clean stop's epochs are announced
-without opening, and a topic deleted before its logs were opened leaves nothing behind."""
+without opening, and a topic deleted before its logs were opened leaves nothing behind.
+Each with the partitions at the data directory's root (one node) and placed under the
+nodes' directories (``--nodes N``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from kafkalite.protocol.records import NewRecord, build_batch
 from kafkalite.storage.log import PartitionLog
@@ -29,8 +33,26 @@ DEFAULTS = {
 TOPICS = {"t": 3, "u": 2}
 
 
-def manager(data: Path) -> LogManager:
-    return LogManager(data, lambda _t, name: DEFAULTS[name])
+def where(data: Path, topic: str, partition: int) -> Path:
+    """A partition's directory when placed, as ``--nodes 3`` places its leader's."""
+    return data / "nodes" / str(partition % 3 + 1) / f"{topic}-{partition}"
+
+
+def manager(data: Path, placed: bool = False) -> LogManager:
+    mgr = LogManager(data, lambda _t, name: DEFAULTS[name])
+    if placed:
+        mgr.place = lambda t, p: where(data, t, p)
+    return mgr
+
+
+def partition_dir(data: Path, name: str, placed: bool) -> Path:
+    topic, p = name.rsplit("-", 1)
+    return where(data, topic, int(p)) if placed else data / name
+
+
+@pytest.fixture(params=[False, True], ids=["root", "placed"])
+def placed(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
 
 
 #: Appends idempotent batches to every partition until killed (bounded: 20,000 batches).
@@ -38,7 +60,7 @@ WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from tests.storage.test_lazy_open import DEFAULTS, TOPICS, batch, manager
-    mgr = manager(Path(sys.argv[1]))
+    mgr = manager(Path(sys.argv[1]), placed=sys.argv[2] == "placed")
     mgr.load(TOPICS)
     for i in range(20_000):
         for topic, n in TOPICS.items():
@@ -65,10 +87,11 @@ def state(plog: PartitionLog) -> dict[str, Any]:
     }
 
 
-def crashed_data_dir(tmp_path: Path) -> Path:
+def crashed_data_dir(tmp_path: Path, placed: bool = False) -> Path:
     data = tmp_path / "crashed"
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(data)], cwd=root,
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(data),
+                             "placed" if placed else "root"], cwd=root,
                             stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)})
     try:
         assert proc.stdout is not None
@@ -83,22 +106,22 @@ def crashed_data_dir(tmp_path: Path) -> Path:
     assert not (data / CLEAN_SHUTDOWN).exists()
     # The torn tail of a write the crash cut short: half a batch after the last whole one.
     for name in ("t-1", "u-0"):
-        active = max((data / name).glob("*.log"))
+        active = max(partition_dir(data, name, placed).glob("*.log"))
         with open(active, "ab") as f:
             f.write(batch(999_999, pid=9)[:40])
     return data
 
 
 def test_lazily_opened_log_recovers_as_an_eagerly_opened_one_after_sigkill(
-        tmp_path: Path) -> None:
-    data = crashed_data_dir(tmp_path)
+        tmp_path: Path, placed: bool) -> None:
+    data = crashed_data_dir(tmp_path, placed)
     eager_dir, lazy_dir = tmp_path / "eager", tmp_path / "lazy"
     shutil.copytree(data, eager_dir)
     shutil.copytree(data, lazy_dir)
 
-    eager = manager(eager_dir)
+    eager = manager(eager_dir, placed)
     eager.load(TOPICS, lazy=False)
-    lazy = manager(lazy_dir)
+    lazy = manager(lazy_dir, placed)
     lazy.load(TOPICS)
     assert len(lazy.logs) == 0 and lazy.unopened == 5  # nothing opened at start
     try:
@@ -116,7 +139,7 @@ def test_lazily_opened_log_recovers_as_an_eagerly_opened_one_after_sigkill(
                 active = got.segments[-1].log_path.name
                 assert got.segments[-1].size == (got.dir / active).stat().st_size
                 if f"{topic}-{p}" in ("t-1", "u-0"):
-                    torn = (data / f"{topic}-{p}" / active).stat().st_size
+                    torn = (partition_dir(data, f"{topic}-{p}", placed) / active).stat().st_size
                     assert got.segments[-1].size < torn
         assert lazy.unopened == 0
     finally:
@@ -124,9 +147,9 @@ def test_lazily_opened_log_recovers_as_an_eagerly_opened_one_after_sigkill(
         lazy.close()
 
 
-def test_clean_stop_announces_epochs_without_opening(tmp_path: Path) -> None:
+def test_clean_stop_announces_epochs_without_opening(tmp_path: Path, placed: bool) -> None:
     data = tmp_path / "data"
-    first = manager(data)
+    first = manager(data, placed)
     first.load(TOPICS)
     for i in range(5):
         first.get_or_create("t", 0).append(batch(i, pid=1))
@@ -135,7 +158,7 @@ def test_clean_stop_announces_epochs_without_opening(tmp_path: Path) -> None:
     first.close()
     assert (data / CLEAN_SHUTDOWN).exists()
 
-    second = manager(data)
+    second = manager(data, placed)
     second.load(TOPICS)
     assert not (data / CLEAN_SHUTDOWN).exists()  # a crash from here on reads checkpoints
     assert len(second.logs) == 0
@@ -146,7 +169,7 @@ def test_clean_stop_announces_epochs_without_opening(tmp_path: Path) -> None:
     assert opened is not None and opened.leader_epoch == epochs[("u", 1)] + 1
     second.close()
 
-    third = manager(data)
+    third = manager(data, placed)
     third.load(TOPICS)
     assert third.leader_epoch("t", 0) == epochs[("t", 0)] + 2
     plog = third.get("t", 0)
