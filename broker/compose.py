@@ -67,7 +67,7 @@ from .config.properties import Config, ConfigError, consumer_assignors, rebalanc
 from .control.clock import ClockControl
 from .control.faults import FaultRules
 from .control.scenarios import CoordinatorScenarios
-from .handlers.fetch_session import FetchSessionCache
+from .handlers.data.fetch_session import FetchSessionCache
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .quotas.accept_rate import AcceptRateConfigs, AcceptRates, listener_rates
@@ -310,7 +310,7 @@ def build_share(config: Config, storage: Storage, runtime: CoordinatorRuntime,
         from kafkalite.coordinator.share.sessions import ShareSessions
         from kafkalite.coordinator.share.state_core import SHARE_STATE_CODEC, ShareStateCore
 
-        from .handlers.share_fetch import ShareRequests
+        from .handlers.data.share_fetch import ShareRequests
         from .share.manager import SharePartitionManager
 
         existing = storage.catalog.get(SHARE_STATE_TOPIC)

@@ -21,7 +21,7 @@ from kafkalite.timekeeping.scheduler import Scheduler
 from .apis import KafkaApis, Route
 from .cluster import Cluster
 from .config.properties import Config
-from .handlers.fetch_session import FetchSessionCache
+from .handlers.data.fetch_session import FetchSessionCache
 from .topic_store import Storage
 
 if TYPE_CHECKING:

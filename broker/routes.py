@@ -21,37 +21,31 @@ from .auth import Access
 from .cluster import Cluster
 from .config.dynamic import DynamicBrokerConfig
 from .context import RequestContext
-from .handlers import (
+from .handlers.cluster import (
     api_versions,
-    client_quotas,
     cluster_admin,
-    config_resources,
-    configs,
-    consumer_groups,
-    delegation_tokens,
     describe_topics,
     features,
-    fetch,
+    metadata,
+    quorum,
+    registrations,
+    telemetry,
+)
+from .handlers.data import fetch, leader_epochs, list_offsets, produce
+from .handlers.data.fetch_session import FetchSessionCache
+from .handlers.groups import (
+    consumer_groups,
     find_coordinator,
     group_admin,
     groups,
-    leader_epochs,
-    list_offsets,
-    metadata,
     offsets,
-    produce,
-    quorum,
-    registrations,
-    sasl,
-    scram_credentials,
     share_groups,
     streams_groups,
-    telemetry,
-    topics,
-    txn_offsets,
 )
-from .handlers.fetch_session import FetchSessionCache
-from .handlers.txn_verify import TxnVerification
+from .handlers.security import delegation_tokens, sasl, scram_credentials
+from .handlers.topics import client_quotas, config_resources, configs, create_delete
+from .handlers.transactions import txn_offsets
+from .handlers.transactions.txn_verify import TxnVerification
 from .metrics import BrokerMetrics
 from .quotas import ClientQuotaStore
 from .quotas.managers import QuotaManagers
@@ -67,16 +61,19 @@ if TYPE_CHECKING:
 #: as each declares them in its ``VERSIONS`` (a test holds the two equal): ApiVersions
 #: lists them before any is imported.
 DEFERRED_VERSIONS: dict[str, dict[int, tuple[int | None, int | None]]] = {
-    "share_fetch": {ApiKey.SHARE_FETCH: (1, 2), ApiKey.SHARE_ACKNOWLEDGE: (1, 2)},
-    "acls": {ApiKey.CREATE_ACLS: (1, 3), ApiKey.DESCRIBE_ACLS: (1, 3),
-             ApiKey.DELETE_ACLS: (1, 3)},
-    "producer_ids": {ApiKey.INIT_PRODUCER_ID: (0, 5), ApiKey.DESCRIBE_PRODUCERS: (0, 0)},
-    "transactions": {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5), ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-                     ApiKey.END_TXN: (0, 5), ApiKey.WRITE_TXN_MARKERS: (1, 2),
-                     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0), ApiKey.LIST_TRANSACTIONS: (0, 2)},
-    "share_offsets": {ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
-                      ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
-                      ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0)},
+    "data.share_fetch": {ApiKey.SHARE_FETCH: (1, 2), ApiKey.SHARE_ACKNOWLEDGE: (1, 2)},
+    "security.acls": {ApiKey.CREATE_ACLS: (1, 3), ApiKey.DESCRIBE_ACLS: (1, 3),
+                      ApiKey.DELETE_ACLS: (1, 3)},
+    "transactions.producer_ids": {ApiKey.INIT_PRODUCER_ID: (0, 5),
+                                  ApiKey.DESCRIBE_PRODUCERS: (0, 0)},
+    "transactions.transactions": {ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+                                  ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+                                  ApiKey.END_TXN: (0, 5), ApiKey.WRITE_TXN_MARKERS: (1, 2),
+                                  ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+                                  ApiKey.LIST_TRANSACTIONS: (0, 2)},
+    "groups.share_offsets": {ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+                             ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+                             ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0)},
 }
 
 
@@ -99,8 +96,8 @@ class OnFirstRequest:
 
 
 def _deferred(module: str, name: str, *bound: Any) -> OnFirstRequest:
-    """Handler ``name`` of ``handlers.<module>`` with ``bound`` before the request,
-    imported on its first request."""
+    """Handler ``name`` of ``handlers.<module>`` (``module`` as ``data.share_fetch``) with
+    ``bound`` before the request, imported on its first request."""
     def make() -> Handler:
         from importlib import import_module
 
@@ -113,7 +110,7 @@ def _deferred(module: str, name: str, *bound: Any) -> OnFirstRequest:
 
 def _share_fetch(name: str, share: SharePath) -> OnFirstRequest:
     def make() -> Handler:
-        from .handlers import share_fetch
+        from .handlers.data import share_fetch
 
         fn: Handler = partial(getattr(share_fetch, name), share.requests)
         return fn
@@ -124,7 +121,7 @@ def _share_fetch(name: str, share: SharePath) -> OnFirstRequest:
 def _share_offsets(name: str, runtime: CoordinatorRuntime, access: Access,
                    share: SharePath) -> OnFirstRequest:
     def make() -> Handler:
-        from .handlers import share_offsets
+        from .handlers.groups import share_offsets
 
         fn: Handler = partial(getattr(share_offsets, name), runtime, access, share.store)
         return fn
@@ -160,6 +157,7 @@ def routes(
     """``consumer_protocol``: KIP-848 consumer groups are enabled
     (``group.coordinator.rebalance.protocols`` lists ``consumer``)."""
     group_acl = groups.GroupAcl()
+    pids, txns = "transactions.producer_ids", "transactions.transactions"
     mutations = (quota_managers or QuotaManagers()).mutation
     verify = TxnVerification(txn, storage.config)
     return [
@@ -172,10 +170,10 @@ def routes(
                partial(list_offsets.list_offsets, storage, access)),
         _route(list_offsets.DELETE_RECORDS, list_offsets.VERSIONS,
                partial(list_offsets.delete_records, storage, access)),
-        _route(ApiKey.INIT_PRODUCER_ID, DEFERRED_VERSIONS["producer_ids"],
-               _deferred("producer_ids", "init_producer_id", storage, txn, access)),
-        _route(ApiKey.DESCRIBE_PRODUCERS, DEFERRED_VERSIONS["producer_ids"],
-               _deferred("producer_ids", "describe_producers", storage, access)),
+        _route(ApiKey.INIT_PRODUCER_ID, DEFERRED_VERSIONS[pids],
+               _deferred(pids, "init_producer_id", storage, txn, access)),
+        _route(ApiKey.DESCRIBE_PRODUCERS, DEFERRED_VERSIONS[pids],
+               _deferred(pids, "describe_producers", storage, access)),
         _route(leader_epochs.OFFSET_FOR_LEADER_EPOCH, leader_epochs.VERSIONS,
                partial(leader_epochs.offset_for_leader_epoch, storage, access)),
         # --- metadata, topics and configs -----------------------------------------------
@@ -185,13 +183,14 @@ def routes(
                partial(describe_topics.describe_topic_partitions, cluster, storage, access,
                        storage.config.int("max.request.partition.size.limit"))),
         # Run in slices, throttled by the controller mutation quota once finished.
-        _route(topics.CREATE_TOPICS, topics.VERSIONS,
-               partial(topics.create_topics, cluster, storage, access, mutations),
+        _route(create_delete.CREATE_TOPICS, create_delete.VERSIONS,
+               partial(create_delete.create_topics, cluster, storage, access, mutations),
                settle_first=True),
-        _route(topics.DELETE_TOPICS, topics.VERSIONS,
-               partial(topics.delete_topics, storage, access, mutations), settle_first=True),
-        _route(topics.CREATE_PARTITIONS, topics.VERSIONS,
-               partial(topics.create_partitions, cluster, storage, access, mutations),
+        _route(create_delete.DELETE_TOPICS, create_delete.VERSIONS,
+               partial(create_delete.delete_topics, storage, access, mutations),
+               settle_first=True),
+        _route(create_delete.CREATE_PARTITIONS, create_delete.VERSIONS,
+               partial(create_delete.create_partitions, cluster, storage, access, mutations),
                settle_first=True),
         _route(configs.DESCRIBE_CONFIGS, configs.VERSIONS,
                partial(configs.describe_configs, cluster, storage, dynamic, access)),
@@ -280,15 +279,15 @@ def routes(
         _route(streams_groups.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
                streams_groups.VERSIONS,
                partial(streams_groups.streams_group_topology_description_update, access)),
-        _route(ApiKey.SHARE_FETCH, DEFERRED_VERSIONS["share_fetch"],
+        _route(ApiKey.SHARE_FETCH, DEFERRED_VERSIONS["data.share_fetch"],
                _share_fetch("share_fetch", share)),
-        _route(ApiKey.SHARE_ACKNOWLEDGE, DEFERRED_VERSIONS["share_fetch"],
+        _route(ApiKey.SHARE_ACKNOWLEDGE, DEFERRED_VERSIONS["data.share_fetch"],
                _share_fetch("share_acknowledge", share)),
-        _route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["share_offsets"],
+        _route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["groups.share_offsets"],
                _share_offsets("describe_share_group_offsets", runtime, access, share)),
-        _route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["share_offsets"],
+        _route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["groups.share_offsets"],
                _share_offsets("alter_share_group_offsets", runtime, access, share)),
-        _route(ApiKey.DELETE_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["share_offsets"],
+        _route(ApiKey.DELETE_SHARE_GROUP_OFFSETS, DEFERRED_VERSIONS["groups.share_offsets"],
                _share_offsets("delete_share_group_offsets", runtime, access, share)),
         # --- offsets and group administration -----------------------------------------
         _route(offsets.OFFSET_COMMIT, offsets.VERSIONS,
@@ -305,29 +304,29 @@ def routes(
         _route(group_admin.DELETE_GROUPS, group_admin.VERSIONS,
                partial(group_admin.delete_groups, runtime, access)),
         # --- transactions -----------------------------------------------------------------
-        _route(ApiKey.ADD_PARTITIONS_TO_TXN, DEFERRED_VERSIONS["transactions"],
-               _deferred("transactions", "add_partitions_to_txn", storage, txn, access)),
-        _route(ApiKey.ADD_OFFSETS_TO_TXN, DEFERRED_VERSIONS["transactions"],
-               _deferred("transactions", "add_offsets_to_txn", txn, access)),
-        _route(ApiKey.END_TXN, DEFERRED_VERSIONS["transactions"],
-               _deferred("transactions", "end_txn", txn, access)),
+        _route(ApiKey.ADD_PARTITIONS_TO_TXN, DEFERRED_VERSIONS[txns],
+               _deferred(txns, "add_partitions_to_txn", storage, txn, access)),
+        _route(ApiKey.ADD_OFFSETS_TO_TXN, DEFERRED_VERSIONS[txns],
+               _deferred(txns, "add_offsets_to_txn", txn, access)),
+        _route(ApiKey.END_TXN, DEFERRED_VERSIONS[txns],
+               _deferred(txns, "end_txn", txn, access)),
         _route(txn_offsets.TXN_OFFSET_COMMIT, txn_offsets.VERSIONS,
                partial(txn_offsets.txn_offset_commit, storage, runtime, verify, access)),
-        _route(ApiKey.WRITE_TXN_MARKERS, DEFERRED_VERSIONS["transactions"],
-               _deferred("transactions", "write_txn_markers", storage, txn, access)),
-        _route(ApiKey.DESCRIBE_TRANSACTIONS, DEFERRED_VERSIONS["transactions"],
-               _deferred("transactions", "describe_transactions", txn, access)),
-        _route(ApiKey.LIST_TRANSACTIONS, DEFERRED_VERSIONS["transactions"],
-               _deferred("transactions", "list_transactions", txn, access)),
+        _route(ApiKey.WRITE_TXN_MARKERS, DEFERRED_VERSIONS[txns],
+               _deferred(txns, "write_txn_markers", storage, txn, access)),
+        _route(ApiKey.DESCRIBE_TRANSACTIONS, DEFERRED_VERSIONS[txns],
+               _deferred(txns, "describe_transactions", txn, access)),
+        _route(ApiKey.LIST_TRANSACTIONS, DEFERRED_VERSIONS[txns],
+               _deferred(txns, "list_transactions", txn, access)),
         # --- security -------------------------------------------------------------------
         _route(sasl.SASL_HANDSHAKE, sasl.VERSIONS, sasl.sasl_handshake),
         _route(sasl.SASL_AUTHENTICATE, sasl.VERSIONS, sasl.sasl_authenticate),
-        _route(ApiKey.CREATE_ACLS, DEFERRED_VERSIONS["acls"],
-               _deferred("acls", "handle_create", security.acls, access)),
-        _route(ApiKey.DESCRIBE_ACLS, DEFERRED_VERSIONS["acls"],
-               _deferred("acls", "handle_describe", security.acls, access)),
-        _route(ApiKey.DELETE_ACLS, DEFERRED_VERSIONS["acls"],
-               _deferred("acls", "handle_delete", security.acls, access)),
+        _route(ApiKey.CREATE_ACLS, DEFERRED_VERSIONS["security.acls"],
+               _deferred("security.acls", "handle_create", security.acls, access)),
+        _route(ApiKey.DESCRIBE_ACLS, DEFERRED_VERSIONS["security.acls"],
+               _deferred("security.acls", "handle_describe", security.acls, access)),
+        _route(ApiKey.DELETE_ACLS, DEFERRED_VERSIONS["security.acls"],
+               _deferred("security.acls", "handle_delete", security.acls, access)),
         _route(scram_credentials.DESCRIBE_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,
                partial(scram_credentials.handle_describe, security.scram, access)),
         _route(scram_credentials.ALTER_USER_SCRAM_CREDENTIALS, scram_credentials.VERSIONS,

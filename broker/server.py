@@ -27,7 +27,7 @@ from .connection import KafkaConnection
 from .control.clock import ClockControl
 from .control.faults import FaultRules
 from .control.scenarios import CoordinatorScenarios
-from .handlers.fetch_session import FetchSessionCache
+from .handlers.data.fetch_session import FetchSessionCache
 from .limits import ConnectionQuotas, IdleReaper, Limits
 from .metrics import BrokerMetrics
 from .security.setup import ListenerSecurity, SecurityState

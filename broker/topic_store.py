@@ -104,9 +104,10 @@ class Storage:
     # start. With several nodes the replica manager still opens the partitions of more
     # than one replica on the catalogue's event (leader and followers together).
     #
-    # DeleteTopics runs in slices (``handlers/topics._sliced``): the topic and its logs
-    # leave at once, each partition's files in a step of its own (a ``yield`` before
-    # each); a new log of a deleted partition not removed yet removes the old files first.
+    # DeleteTopics runs in slices (``handlers/topics/create_delete._sliced``): the topic
+    # and its logs leave at once, each partition's files in a step of its own (a ``yield``
+    # before each); a new log of a deleted partition not removed yet removes the old files
+    # first.
 
     def commit_topic(
         self, name: str, partitions: int, configs: dict[str, str] | None = None,

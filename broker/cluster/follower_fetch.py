@@ -21,7 +21,7 @@ from __future__ import annotations
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.storage.log import PartitionLog
 
-from ..handlers.leader_epochs import NO_EPOCH
+from ..handlers.data.leader_epochs import NO_EPOCH
 from ..topic_store import Storage
 from .controller import LeaderAndIsr
 from .identity import Cluster

@@ -15,7 +15,7 @@ is refused whole, as the other partition-addressed requests are.
 
 ShareFetch and ShareAcknowledge are answered per partition instead, as Kafka's are: the
 handler is given the node's ``ShareLeadership`` and answers NOT_LEADER_OR_FOLLOWER, with
-the current leader, for each share-partition led elsewhere (``handlers/share_fetch``).
+the current leader, for each share-partition led elsewhere (``handlers/data/share_fetch``).
 
 Only a process with more than one node wraps its handlers: one node leads everything.
 """
@@ -37,24 +37,18 @@ from kafkalite.storage.catalog import TopicCatalog
 
 from ..apis import Route
 from ..context import RequestContext
-from ..handlers import (
+from ..handlers.data import fetch, leader_epochs, list_offsets, produce, share_fetch
+from ..handlers.data.fetch_session import replica_id
+from ..handlers.groups import (
     consumer_groups,
-    fetch,
     group_admin,
     groups,
-    leader_epochs,
-    list_offsets,
     offsets,
-    produce,
-    producer_ids,
-    share_fetch,
     share_groups,
     share_offsets,
     streams_groups,
-    transactions,
-    txn_offsets,
 )
-from ..handlers.fetch_session import replica_id
+from ..handlers.transactions import producer_ids, transactions, txn_offsets
 from .follower_fetch import FetchReplicas
 from .identity import Cluster
 

@@ -28,8 +28,8 @@ from kafkalite.protocol.errors import ErrorCode, ProtocolError
 from kafkalite.timekeeping.scheduler import Scheduler
 
 from ..context import RequestContext
-from ..handlers.fetch import encode_response as encode_fetch
-from ..handlers.fetch_session import replica_id
+from ..handlers.data.fetch import encode_response as encode_fetch
+from ..handlers.data.fetch_session import replica_id
 from .accept_rate import AcceptRates, Waiting
 from .managers import ClientQuotaManager, QuotaManagers, user_of
 

@@ -1,5 +1,5 @@
 """Share-partition state as the share-group offsets APIs read and change it
-(``handlers.share_offsets.ShareOffsetsStore``): read from the share coordinator's core,
+(``handlers.groups.share_offsets.ShareOffsetsStore``): read from the share coordinator's core,
 written through it to ``__share_group_state`` (a reset is a new snapshot at the given
 start offset with no in-flight records, as Kafka's ``initializeState`` writes it; a delete
 is the share-partition's tombstones), each record in the log before the answer. The

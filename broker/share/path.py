@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..handlers.share_fetch import ShareRequests
+    from ..handlers.data.share_fetch import ShareRequests
     from .manager import SharePartitionManager
     from .offsets_store import ManagerOffsetsStore
     from .stats import ShareCounters

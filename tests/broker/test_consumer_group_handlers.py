@@ -209,7 +209,7 @@ async def test_catalogue_events_reach_the_coordinator(handlers: Handlers) -> Non
 def test_heartbeat_response_encoding_matches_kio(version: int) -> None:
     import uuid
 
-    from kafkalite.broker.handlers.consumer_groups import encode_heartbeat_response
+    from kafkalite.broker.handlers.groups.consumer_groups import encode_heartbeat_response
     from kafkalite.coordinator.results import ConsumerHeartbeatResult
 
     resp_t = codec(HEARTBEAT, version).response_type

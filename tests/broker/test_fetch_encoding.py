@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from kafkalite.broker.handlers.fetch import PartitionResult, encode_response
+from kafkalite.broker.handlers.data.fetch import PartitionResult, encode_response
 from kafkalite.protocol.apis import codec
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode

@@ -11,7 +11,7 @@ from typing import Any
 from kio.schema.fetch.v12 import request as f12
 from kio.schema.fetch.v13 import request as f13
 
-from kafkalite.broker.handlers.fetch_session import CachedPartition, FetchSessionCache
+from kafkalite.broker.handlers.data.fetch_session import CachedPartition, FetchSessionCache
 from kafkalite.protocol.errors import ErrorCode
 
 from .harness import Handlers

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.handlers.group_wire import join_body, sync_body
+from kafkalite.broker.handlers.groups.group_wire import join_body, sync_body
 from kafkalite.coordinator.results import JoinResult, SyncResult
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested

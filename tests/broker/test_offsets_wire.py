@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.handlers import offsets_wire
-from kafkalite.broker.handlers.offsets import OFFSET_COMMIT, OFFSET_FETCH
-from kafkalite.broker.handlers.offsets_wire import encode_commit_response, encode_fetch_response
+from kafkalite.broker.handlers.groups import offsets_wire
+from kafkalite.broker.handlers.groups.offsets import OFFSET_COMMIT, OFFSET_FETCH
+from kafkalite.broker.handlers.groups.offsets_wire import (
+    encode_commit_response,
+    encode_fetch_response,
+)
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.errors import ErrorCode

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from kafkalite.broker.handlers.share_fetch import rotated
+from kafkalite.broker.handlers.data.share_fetch import rotated
 from kafkalite.broker.share.manager import _split_new
 from kafkalite.coordinator.share.partition import AcquiredRange, LogBatch
 

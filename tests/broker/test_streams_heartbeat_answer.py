@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 
-from kafkalite.broker.handlers.streams_groups import _heartbeat_response
+from kafkalite.broker.handlers.groups.streams_groups import _heartbeat_response
 from kafkalite.coordinator.streams.group import StreamsHeartbeatResult
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kafkalite.broker import topic_store
-from kafkalite.broker.handlers import topics
+from kafkalite.broker.handlers.topics import create_delete
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
 from kafkalite.protocol.records import NewRecord, build_batch
@@ -114,7 +114,7 @@ async def test_one_topic_requests_let_the_loop_go(handlers: Handlers,
     """CreateTopics and CreatePartitions of one topic answer before its logs are all
     created, which follow while the loop serves others; DeleteTopics gives the loop back
     between its partitions (a slice of no time: one step each)."""
-    monkeypatch.setattr(topics, "CREATE_SLICE_S", 0.0)
+    monkeypatch.setattr(create_delete, "CREATE_SLICE_S", 0.0)
     monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)
     stop = asyncio.Event()
 

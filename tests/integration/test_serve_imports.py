@@ -23,7 +23,7 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.broker.security.jaas",
                         # ACLs: only with an authorizer, or the first ACL request.
                         "kafkalite.broker.security.acl", "kafkalite.broker.security.authorizer",
-                        "kafkalite.broker.handlers.acls",
+                        "kafkalite.broker.handlers.security.acls",
                         # KIP-848 consumer groups and KIP-932 share groups: with the first
                         # such group or record.
                         "kafkalite.protocol.consumer_group_records",
@@ -35,8 +35,9 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.coordinator.share.group",
                         # KIP-932's fetch path and share-group state: with the first share
                         # consumer (or a data directory that has __share_group_state).
-                        "kafkalite.broker.share.manager", "kafkalite.broker.handlers.share_fetch",
-                        "kafkalite.broker.handlers.share_offsets",
+                        "kafkalite.broker.share.manager",
+                        "kafkalite.broker.handlers.data.share_fetch",
+                        "kafkalite.broker.handlers.groups.share_offsets",
                         "kafkalite.coordinator.share.partition",
                         "kafkalite.coordinator.share.sessions",
                         "kafkalite.coordinator.share.state_core",
@@ -46,8 +47,8 @@ NOT_BEFORE_LISTENING = ("hypothesis", "cryptography", "scramp", "crc32c", "impor
                         "kafkalite.coordinator.txn.transactions",
                         "kafkalite.protocol.transaction_log",
                         "kafkalite.coordinator.txn.markers",
-                        "kafkalite.broker.handlers.transactions",
-                        "kafkalite.broker.handlers.producer_ids",
+                        "kafkalite.broker.handlers.transactions.transactions",
+                        "kafkalite.broker.handlers.transactions.producer_ids",
                         # Pushed client telemetry (KIP-714): with the first push.
                         "google.protobuf", "opentelemetry.proto.metrics.v1.metrics_pb2")
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from scramp import ScramClient
 
-from kafkalite.broker.handlers import delegation_tokens as h
+from kafkalite.broker.handlers.security import delegation_tokens as h
 from kafkalite.broker.security.delegation_tokens import TokenConfig, TokenStore, token_hmac
 from kafkalite.broker.security.listeners import SecurityProtocol
 from kafkalite.broker.security.sasl import SaslFailure

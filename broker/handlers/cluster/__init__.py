@@ -1,0 +1,1 @@
+"""The cluster and its metadata: Metadata, ApiVersions, features, quorum, cluster admin."""

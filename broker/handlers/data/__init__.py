@@ -1,0 +1,1 @@
+"""The data path: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, ShareFetch."""

@@ -1,0 +1,1 @@
+"""Groups and their offsets: coordinators, classic, consumer, share and streams groups."""

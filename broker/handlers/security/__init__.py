@@ -1,0 +1,1 @@
+"""Security: SASL, ACLs, SCRAM credentials and delegation tokens."""

@@ -1,0 +1,1 @@
+"""Topics and configs: creating and deleting topics, the config APIs, client quotas."""

@@ -1,0 +1,1 @@
+"""Transactions: producer ids, the transaction APIs, TxnOffsetCommit, write verification."""
