@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import header
+from benchmarks.support.common import header
 from tests.reliability import crash_loop
 
 

@@ -6,7 +6,7 @@ Apache Kafka (issue 27).
 
 Starts ``kafkalite serve --nodes 3`` (admin listener on) as a child process and, with
 ``--peer kafka``, then a three-broker Kafka 4.4 KRaft cluster from the pinned jars
-(``benchmarks.kafka_cluster``: one controller process and three broker processes, Kafka's
+(``benchmarks.support.kafka_cluster``: one controller process and three broker processes, Kafka's
 JVM options), one after the other, and prints side by side:
 
 - **failover**: a confluent-kafka producer with its defaults writes a record every
@@ -41,7 +41,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchmarks.common import fmt, header, kafkalite_defaults, percentile, table
+from benchmarks.support.common import fmt, header, kafkalite_defaults, percentile, table
 from kafkalite.broker.testing.fixtures import BrokerProcess
 
 NODES = 3
@@ -223,7 +223,7 @@ def run_kafkalite(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_kafka(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.kafka_cluster import KafkaCluster
+    from benchmarks.support.kafka_cluster import KafkaCluster
 
     cluster = KafkaCluster(NODES).start()
     try:

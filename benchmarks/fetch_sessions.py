@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import Broker, Kafka, Kafkalite, create_topic, fmt, header, table
+from benchmarks.support.common import Broker, Kafka, Kafkalite, create_topic, fmt, header, table
 
 FETCH = 1
 _SIZE = struct.Struct(">i")

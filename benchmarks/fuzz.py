@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import ROOT, header, table
+from benchmarks.support.common import ROOT, header, table
 
 
 def run_target(target: str, seconds: int) -> tuple[str, str, str, list[Path]]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     Broker,
     broker_args,
     broker_names,

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     Broker,
     Kafkalite,
     broker_args,

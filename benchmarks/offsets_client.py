@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     broker_args,
     broker_names,
     collector_paused,

@@ -20,7 +20,7 @@ For each broker, one after the other (each alone on the machine):
    (``benchmarks.offsets``).
 
 Kafka runs with its defaults and bin/kafka-server-start.sh's JVM options
-(``benchmarks.common.KAFKA_BENCH_SETTINGS``, ``KAFKA_JVM``); kafkalite with its defaults;
+(``benchmarks.support.common.KAFKA_BENCH_SETTINGS``, ``KAFKA_JVM``); kafkalite with its defaults;
 Tansu with memory storage. Every loop is bounded by a count and by ``--time-limit``.
 """
 
@@ -35,7 +35,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.common import (
+from benchmarks.groups import GroupRun, group_run, heartbeats
+from benchmarks.groups import Result as GroupResult
+from benchmarks.offsets import TOPIC, TOPIC_PARTITIONS, _versions, commit_rates
+from benchmarks.produce_consume import Phase, consume, latency, produce
+from benchmarks.support.common import (
     Broker,
     Kafka,
     Kafkalite,
@@ -50,10 +54,6 @@ from benchmarks.common import (
     running,
     table,
 )
-from benchmarks.groups import GroupRun, group_run, heartbeats
-from benchmarks.groups import Result as GroupResult
-from benchmarks.offsets import TOPIC, TOPIC_PARTITIONS, _versions, commit_rates
-from benchmarks.produce_consume import Phase, consume, latency, produce
 from kafkalite.client.kafka import RawConnection
 
 SIZE = 100

@@ -25,15 +25,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from benchmarks.common import (
-    BROKERS,
-    broker_args,
-    broker_names,
-    create_topic,
-    parse_sets,
-    running,
-    table,
-)
 from benchmarks.offsets import (
     TOPIC,
     TOPIC_PARTITIONS,
@@ -41,6 +32,15 @@ from benchmarks.offsets import (
     fetch_request,
     floor_frames,
     sequential,
+)
+from benchmarks.support.common import (
+    BROKERS,
+    broker_args,
+    broker_names,
+    create_topic,
+    parse_sets,
+    running,
+    table,
 )
 from kafkalite.client.kafka import RawConnection, one_at_a_time
 

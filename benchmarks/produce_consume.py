@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     Broker,
     broker_args,
     broker_names,

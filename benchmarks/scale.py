@@ -12,7 +12,7 @@ python -m benchmarks.scale sizes [--sizes 1000,5000,10000,50000] [--brokers kafk
 python -m benchmarks.scale connections|groups [--sizes 1000,10000] [--brokers kafkalite,kafka]
 ```
 
-Clients are light raw-protocol ones (``benchmarks/aio_client.py``: one asyncio connection
+Clients are light raw-protocol ones (``benchmarks/support/aio_client.py``: one asyncio connection
 per member, requests encoded with kio), so the broker is what is measured. The broker is
 a child process with its own defaults (session timeouts as Kafka's), data on disk.
 
@@ -38,10 +38,10 @@ a child process with its own defaults (session timeouts as Kafka's), data on dis
 - **reload**: ``__consumer_offsets`` with RECORDS commit records, start-up before and after
   compaction (``benchmarks.offsets.reload``).
 - **sizes**: kafkalite and Apache Kafka 4.4 grown through partition counts in one run;
-  tables and a plot (``benchmarks/scale_sizes.py``); ``--nodes N`` grows N brokers on
+  tables and a plot (``benchmarks/support/scale_sizes.py``); ``--nodes N`` grows N brokers on
   each side (kafkalite ``serve --nodes N``, Kafka a controller and N broker processes).
 - **connections**, **groups**: idle connections and consumer groups at growing sizes,
-  kafkalite and Kafka 4.4 in one run; tables and a plot (``benchmarks/scale_dims.py``).
+  kafkalite and Kafka 4.4 in one run; tables and a plot (``benchmarks/support/scale_dims.py``).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks.aio_client import AioConnection, Member
-from benchmarks.common import (
+from benchmarks.support.aio_client import AioConnection, Member
+from benchmarks.support.common import (
     Kafkalite,
     free_port,
     header,
@@ -329,7 +329,7 @@ def startup_once(name: str) -> tuple[float, float, float, float]:
         # Nodes listen in order: the last one's port open means every one is.
         port += nodes - 1
     else:
-        from benchmarks.common import tansu_binary
+        from benchmarks.support.common import tansu_binary
 
         url = f"tcp://127.0.0.1:{port}"
         args = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url",
@@ -485,7 +485,7 @@ def main() -> None:
         header("start-up to an open port and idle RSS")
         startup(args.runs, [b for b in args.brokers.split(",") if b])
     elif args.cmd == "sizes":
-        from benchmarks.scale_sizes import run
+        from benchmarks.support.scale_sizes import run
 
         header(f"partitions at {args.sizes} ({args.per_topic} per topic, {args.nodes} "
                f"node(s)): {args.brokers}")
@@ -493,7 +493,7 @@ def main() -> None:
             [b for b in args.brokers.split(",") if b], args.samples, Path(args.out),
             args.nodes)
     elif args.cmd in ("connections", "groups"):
-        from benchmarks.scale_dims import run as run_dim
+        from benchmarks.support.scale_dims import run as run_dim
 
         header(f"{args.cmd} at {args.sizes}: {args.brokers}")
         run_dim(args.cmd, [int(x) for x in args.sizes.split(",")],

@@ -28,9 +28,8 @@ from urllib.parse import urlsplit
 
 import psutil
 
+from benchmarks.support.common import header, percentile, table
 from kafkalite.broker.testing.fixtures import BrokerProcess
-
-from .common import header, percentile, table
 
 CT = "application/vnd.schemaregistry.v1+json"
 

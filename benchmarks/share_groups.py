@@ -35,7 +35,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     Broker,
     create_topic,
     fmt,

@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     create_topic,
     fmt,
     guarded,

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.common import (
+from benchmarks.support.common import (
     Broker,
     broker_args,
     broker_names,

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.support.common import header, table
 from kafkalite.protocol.records import (
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
@@ -26,8 +27,6 @@ from kafkalite.protocol.records import (
 from kafkalite.storage.log import PartitionLog
 from kafkalite.storage.log_config import LogConfig
 from kafkalite.storage.validation import RecordRules
-
-from .common import header, table
 
 
 def measure(rules: RecordRules, batch: bytes, batches: int, time_limit: float) -> tuple[int, float]:

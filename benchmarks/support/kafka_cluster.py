@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import KAFKA_BENCH_SETTINGS, KAFKA_JVM
+from benchmarks.support.common import KAFKA_BENCH_SETTINGS, KAFKA_JVM
 from tests.kafka_reference import (
     TEST_SETTINGS,
     KafkaReference,

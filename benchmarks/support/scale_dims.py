@@ -34,9 +34,9 @@ import os
 import time
 from pathlib import Path
 
-from benchmarks.aio_client import AioConnection, Member
-from benchmarks.common import Kafka, Kafkalite, table
-from benchmarks.scale_sizes import Side, create_range, fds, plot, raise_fd_limit, rss_mb
+from benchmarks.support.aio_client import AioConnection, Member
+from benchmarks.support.common import Kafka, Kafkalite, table
+from benchmarks.support.scale_sizes import Side, create_range, fds, plot, raise_fd_limit, rss_mb
 from kafkalite.client.kafka import request, request_class
 
 CONCURRENCY = 256

@@ -32,7 +32,7 @@ per figure and ``scale-sizes.png`` (cost against size, both brokers on each plot
 With ``--nodes N`` (N > 1) each broker is a cluster of N brokers and the partitions, of
 one replica each, are spread over them by the controller: kafkalite is ``serve --nodes N``
 (one process); Kafka is a KRaft controller and N broker processes
-(``benchmarks/kafka_cluster.py``), each with its own descriptor limit. The requests go to
+(``benchmarks/support/kafka_cluster.py``), each with its own descriptor limit. The requests go to
 the first broker; RSS and open files are summed over the broker processes (Kafka's
 controller is printed apart); a restart stops every process and starts them again at once,
 and ends when every broker listens, then when a Metadata answer names all N. Writes
@@ -58,8 +58,8 @@ from typing import Any
 
 import psutil
 
-from benchmarks.common import Kafka, Kafkalite, table, wait_port
-from benchmarks.scale_cluster import ClusterSide
+from benchmarks.support.common import Kafka, Kafkalite, table, wait_port
+from benchmarks.support.scale_cluster import ClusterSide
 from kafkalite.client.kafka import RawConnection, request, request_class
 
 TOPICS_PER_REQUEST = 50

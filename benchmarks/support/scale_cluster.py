@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks.common import wait_port
-from benchmarks.kafka_cluster import KafkaCluster, KafkaNode
+from benchmarks.support.common import wait_port
+from benchmarks.support.kafka_cluster import KafkaCluster, KafkaNode
 
 
 class ClusterSide:
@@ -46,7 +46,7 @@ class ClusterSide:
     def start(self, timeout: float) -> tuple[float, float]:
         """Every process launched at once; the seconds until every broker's port accepts
         and until each answers a Metadata naming all the brokers."""
-        from benchmarks.scale_sizes import first_metadata
+        from benchmarks.support.scale_sizes import first_metadata
         from tests.kafka_reference import kafka_jars
 
         if not self.formatted:

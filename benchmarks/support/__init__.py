@@ -1,0 +1,1 @@
+"""The shared harness of the benchmark commands: broker processes, clients, tables."""
