@@ -27,9 +27,9 @@ log = structlog.get_logger("kafkalite.broker")
 #: that long behind it).
 OPEN_REST_AFTER_S = 1.0
 OPEN_PER_TURN = 1
-#: How long the background creation of a committed topic's logs holds the loop at a
-#: time.
-BACKGROUND_SLICE_S = 0.01
+#: How long the background creation of committed topics' logs holds the loop at a time
+#: (a log takes about a millisecond to create): what a request may wait behind it.
+BACKGROUND_SLICE_S = 0.001
 
 
 class TopicConfigs:

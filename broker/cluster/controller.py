@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkalite.storage.fsutil import atomic_write
 
@@ -25,8 +25,10 @@ from .identity import Cluster
 NO_LEADER = -1
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsr:
+class LeaderAndIsr(NamedTuple):
+    """A partition's state (a tuple: one is built per partition on first use, and a
+    frozen dataclass costs three times as much to build)."""
+
     replicas: tuple[int, ...]
     leader: int
     isr: tuple[int, ...]
@@ -92,6 +94,10 @@ class Controller:
         """Registered and unfenced: may lead and be in an ISR."""
         return node not in self.stopped and node not in self.fenced
 
+    def all_alive(self) -> bool:
+        """No node stopped or fenced (a partition then has no offline replica)."""
+        return not self.stopped and not self.fenced
+
     def liveness(self) -> tuple[frozenset[int], frozenset[int]]:
         """The stopped and the fenced nodes: what a partition's offline replicas follow."""
         return frozenset(self.stopped), frozenset(self.fenced)
@@ -150,12 +156,12 @@ class Controller:
 
     def set_replicas(self, topic: str, partition: int, replicas: Iterable[int]) -> LeaderAndIsr:
         """A reassignment's replica list (the catalogue keeps it)."""
-        st = replace(self.state(topic, partition), replicas=tuple(replicas))
+        st = self.state(topic, partition)._replace(replicas=tuple(replicas))
         self._put(topic, partition, st)
         return st
 
     def set_isr(self, topic: str, partition: int, isr: Iterable[int]) -> LeaderAndIsr:
-        st = replace(self.state(topic, partition), isr=tuple(sorted(set(isr))))
+        st = self.state(topic, partition)._replace(isr=tuple(sorted(set(isr))))
         self._put(topic, partition, st)
         return st
 
@@ -173,7 +179,7 @@ class Controller:
                 isr = [leader]
         if leader == NO_LEADER:
             # KRaft keeps the last in-sync replica so that it can lead when it is back.
-            new = replace(st, leader=NO_LEADER, leader_epoch=st.leader_epoch + 1,
+            new = st._replace(leader=NO_LEADER, leader_epoch=st.leader_epoch + 1,
                           isr=st.isr if not isr else tuple(isr))
         else:
             new = LeaderAndIsr(st.replicas, leader, tuple(sorted(set(isr))),

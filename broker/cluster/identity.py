@@ -40,6 +40,8 @@ class ClusterView(Protocol):
 
     def alive(self, node: int) -> bool: ...
 
+    def all_alive(self) -> bool: ...
+
     def liveness(self) -> Hashable: ...
 
     def registered(self, node: int) -> bool: ...
@@ -146,7 +148,9 @@ class Cluster:
     def offline(self, replicas: tuple[int, ...]) -> tuple[int, ...]:
         """Those of ``replicas`` on nodes that are stopped or fenced."""
         view = self.view
-        return () if view is None else tuple(r for r in replicas if not view.alive(r))
+        if view is None or view.all_alive():
+            return ()
+        return tuple(r for r in replicas if not view.alive(r))
 
     def liveness(self) -> Hashable:
         """Changes whenever a node stops, starts, is fenced or unfenced (one node: never)."""
