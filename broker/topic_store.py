@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import time
 from collections.abc import Callable, Generator, Iterator
 
 import structlog
@@ -27,9 +26,6 @@ log = structlog.get_logger("kafkalite.broker")
 #: that long behind it).
 OPEN_REST_AFTER_S = 1.0
 OPEN_PER_TURN = 1
-#: How long the background creation of committed topics' logs holds the loop at a time
-#: (a log takes about a millisecond to create): what a request may wait behind it.
-BACKGROUND_SLICE_S = 0.001
 
 
 class TopicConfigs:
@@ -99,7 +95,7 @@ class Storage:
     # CreateTopics and CreatePartitions answer once the catalogue has the change, as
     # Kafka's controller answers once the topic is committed and its brokers create the
     # logs afterwards: each new partition is expected (``LogManager.expect``) and a
-    # background task creates the logs a slice of the loop at a time. A request for a
+    # background task creates the logs, one per turn of the loop. A request for a
     # partition not created yet creates it at once; a stop leaves the rest to the next
     # start. With several nodes the replica manager still opens the partitions of more
     # than one replica on the catalogue's event (leader and followers together).
@@ -176,18 +172,15 @@ class Storage:
             self.logs.get_or_create(info.name, p, config=cfg)
 
     async def _build(self) -> None:
-        """Runs the backlog of log creations, BACKGROUND_SLICE_S of the loop at a time."""
+        """Runs the backlog of log creations, one log per turn of the loop (about a
+        millisecond: what a request may wait behind it)."""
         backlog = self._backlog
         while backlog:
-            until = time.monotonic() + BACKGROUND_SLICE_S
-            while backlog:
-                try:
-                    next(backlog[0])
-                except StopIteration:
-                    backlog.popleft()
-                    continue
-                if time.monotonic() >= until:
-                    break
+            try:
+                next(backlog[0])
+            except StopIteration:
+                backlog.popleft()
+                continue
             await asyncio.sleep(0)
 
     def auto_create(self, name: str) -> TopicInfo:

@@ -84,6 +84,14 @@ class _IndexFile:
             os.close(self._fd)
             self._fd = None
 
+    def _truncate(self) -> None:
+        """Empty the file; one not there yet is created by the first entry written, as a
+        rolled segment's is (a new log does not create two empty files)."""
+        try:
+            os.truncate(self.path, 0)
+        except FileNotFoundError:
+            pass
+
     def _raw_entries(self) -> list[tuple[int, ...]]:
         data = self.path.read_bytes()
         size = self.entry.size
@@ -105,7 +113,7 @@ class OffsetIndex(_IndexFile):
         self.close()
         self.offsets.clear()
         self.positions.clear()
-        self.path.write_bytes(b"")
+        self._truncate()
 
     def load(self, log_size: int) -> None:
         """Read entries from the file; raise IndexCorrupt if they make no sense."""
@@ -166,7 +174,7 @@ class TimeIndex(_IndexFile):
         self.close()
         self.timestamps.clear()
         self.offsets.clear()
-        self.path.write_bytes(b"")
+        self._truncate()
 
     def load(self) -> None:
         rows = self._raw_entries()

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker import topic_store
 from kafkalite.broker.handlers.topics import create_delete
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
@@ -44,7 +43,6 @@ async def until_open(h: Handlers, topic: str, count: int, limit: int = 20_000) -
 
 async def test_committed_then_created_and_a_partition_asked_for_first(
         handlers: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)  # one log a turn
     storage = handlers.broker.storage
     info = storage.commit_topic("big", 50)
     assert storage.catalog.get("big") is info and info.partitions == 50
@@ -89,7 +87,6 @@ async def test_deleted_in_steps_and_created_again_meanwhile(handlers: Handlers) 
 
 async def test_deleted_while_still_being_created(handlers: Handlers,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)
     storage = handlers.broker.storage
     storage.commit_topic("x", 30)
     for _ in range(10):
@@ -115,7 +112,6 @@ async def test_one_topic_requests_let_the_loop_go(handlers: Handlers,
     created, which follow while the loop serves others; DeleteTopics gives the loop back
     between its partitions (a slice of no time: one step each)."""
     monkeypatch.setattr(create_delete, "CREATE_SLICE_S", 0.0)
-    monkeypatch.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)
     stop = asyncio.Event()
 
     def ok(resp: Any) -> None:
@@ -162,8 +158,6 @@ async def test_auto_created_topic_logs_follow_in_the_background(tmp_path: Path) 
     h = Handlers(tmp_path / "data", {"num.partitions": "400"})
     await h.open()
     storage = h.broker.storage
-    monkey = pytest.MonkeyPatch()
-    monkey.setattr(topic_store, "BACKGROUND_SLICE_S", 0.0)  # one log a turn
     try:
         info = storage.auto_create("auto")
         assert info.partitions == 400 and open_count(h, "auto") < 400
@@ -179,7 +173,6 @@ async def test_auto_created_topic_logs_follow_in_the_background(tmp_path: Path) 
             await asyncio.sleep(0)
         assert 0 < open_count(h, "cut") < 400
     finally:
-        monkey.undo()
         await h.close()
     again = Handlers(tmp_path / "data")
     await again.open()

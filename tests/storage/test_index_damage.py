@@ -55,3 +55,24 @@ def test_last_index_entry_pointing_past_its_batch(tmp_path: Path) -> None:
     struct.pack_into(">ii", data, (n - 2) * 8, rel - 1, pos2 + 3)
     index.write_bytes(bytes(data))
     assert reads_every_offset(d)
+
+
+def test_new_log_creates_its_index_files_with_the_first_entry(tmp_path: Path) -> None:
+    """A new log creates its segment file but no empty index files (a rolled segment's
+    come with its first entry too); once written, every offset reads back after a
+    reopen, and the index files are there."""
+    d = tmp_path / "t-0"
+    plog = PartitionLog(d, "t", 0, LogConfig(segment_bytes=4096, index_interval_bytes=200))
+    assert (d / "00000000000000000000.log").exists()
+    assert not list(d.glob("*.index")) and not list(d.glob("*.timeindex"))
+    plog.close()
+    # Reopened empty: still none, nothing to rebuild.
+    PartitionLog(d, "t", 0, LogConfig(segment_bytes=4096, index_interval_bytes=200)).close()
+    assert not list(d.glob("*.index"))
+    write(d)
+    assert reads_every_offset(d)
+    segments = sorted(d.glob("*.log"))
+    assert len(segments) > 1
+    for seg in segments[:-1]:
+        assert seg.with_suffix(".index").stat().st_size > 0
+        assert seg.with_suffix(".timeindex").stat().st_size > 0
