@@ -22,10 +22,14 @@ from .metadata_cache import EncodedTopics
 log = structlog.get_logger("kafkalite.broker")
 
 #: After start, when the background pass begins opening the logs no request opened, and
-#: how many it opens per turn of the event loop (each 1-2 ms: a request waits at most
-#: that long behind it).
+#: how many it opens at a time (each 1-2 ms: a request waits at most that long behind it).
 OPEN_REST_AFTER_S = 1.0
 OPEN_PER_TURN = 1
+#: The pause after each log the background opens or creates. A timer, not a bare turn of
+#: the loop: the loop serves the sockets ready before its timers, so a request that
+#: arrives meanwhile goes first rather than after the next log; and the background takes
+#: at most about half the loop.
+BACKGROUND_PAUSE_S = 0.001
 
 
 class TopicConfigs:
@@ -95,7 +99,7 @@ class Storage:
     # CreateTopics and CreatePartitions answer once the catalogue has the change, as
     # Kafka's controller answers once the topic is committed and its brokers create the
     # logs afterwards: each new partition is expected (``LogManager.expect``) and a
-    # background task creates the logs, one per turn of the loop. A request for a
+    # background task creates the logs, one at a time. A request for a
     # partition not created yet creates it at once; a stop leaves the rest to the next
     # start. With several nodes the replica manager still opens the partitions of more
     # than one replica on the catalogue's event (leader and followers together).
@@ -172,8 +176,8 @@ class Storage:
             self.logs.get_or_create(info.name, p, config=cfg)
 
     async def _build(self) -> None:
-        """Runs the backlog of log creations, one log per turn of the loop (about a
-        millisecond: what a request may wait behind it)."""
+        """Runs the backlog of log creations, one log at a time, BACKGROUND_PAUSE_S
+        between them."""
         backlog = self._backlog
         while backlog:
             try:
@@ -181,7 +185,7 @@ class Storage:
             except StopIteration:
                 backlog.popleft()
                 continue
-            await asyncio.sleep(0)
+            await asyncio.sleep(BACKGROUND_PAUSE_S)
 
     def auto_create(self, name: str) -> TopicInfo:
         """Create a topic a client asked for, as Kafka's AutoTopicCreationManager."""
@@ -309,7 +313,7 @@ class Storage:
         broker listens, so retention, compaction and producer expiry reach them all."""
         await asyncio.sleep(OPEN_REST_AFTER_S)
         while self.logs.open_some(OPEN_PER_TURN):
-            await asyncio.sleep(0)
+            await asyncio.sleep(BACKGROUND_PAUSE_S)
         log.info("log.all_opened", partitions=len(self.logs.logs))
 
     async def stop(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kafkalite.broker import topic_store
 from kafkalite.broker.handlers.topics import create_delete
 from kafkalite.protocol import apis as codecs
 from kafkalite.protocol.build import build, nested
@@ -30,6 +31,12 @@ def record() -> bytes:
 
 def open_count(h: Handlers, topic: str) -> int:
     return len(h.broker.storage.logs.partitions(topic))
+
+
+@pytest.fixture(autouse=True)
+def one_log_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No pause between background logs, so that the tests count turns of the loop."""
+    monkeypatch.setattr(topic_store, "BACKGROUND_PAUSE_S", 0.0)
 
 
 async def until_open(h: Handlers, topic: str, count: int, limit: int = 20_000) -> int:
