@@ -38,14 +38,29 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _NO_NODE = -1
 
 
+#: Software names and versions already checked (every connection of a client sends the
+#: same pair; bounded, as a client could send many).
+_checked: dict[tuple[str, str], bool] = {}
+
+
+def _valid_software(name: str, version: str) -> bool:
+    kind = (name, version)
+    ok = _checked.get(kind)
+    if ok is None:
+        ok = bool(_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(version))
+        if len(_checked) < 256:
+            _checked[kind] = ok
+    return ok
+
+
 def request_error(cluster: Cluster, version: int, req: Any) -> ErrorCode | None:
     """The error KafkaApis answers ``req`` with, or None."""
     if version >= 5:
         cluster_id, node_id = req.cluster_id, req.node_id
         if (cluster_id is None) != (node_id == _NO_NODE):
             return ErrorCode.invalid_request
-    if version >= 3 and not (_SOFTWARE.fullmatch(req.client_software_name)
-                             and _SOFTWARE.fullmatch(req.client_software_version)):
+    if version >= 3 and not _valid_software(req.client_software_name,
+                                            req.client_software_version):
         return ErrorCode.invalid_request
     if version >= 5 and cluster_id is not None and (cluster_id != cluster.cluster_id
                                                     or node_id != cluster.node_id):
