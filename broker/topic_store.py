@@ -72,8 +72,9 @@ class Storage:
         #: changes (a log opened takes its leader epoch).
         self.metadata_entries = EncodedTopics()
         self._opener: asyncio.Task[None] | None = None
-        #: The topic whose catalogue change is being made by a ``*_steps`` method (its
-        #: logs are the steps' to create or remove, not the catalogue listener's).
+        #: The topic whose catalogue change is being made by ``commit_*`` or
+        #: ``delete_topic_steps`` (its logs are theirs to create or remove, not the
+        #: catalogue listener's).
         self._stepping: str | None = None
         #: Log creations of committed topics still to run (``_create_later``), and the
         #: task running them.
@@ -168,12 +169,12 @@ class Storage:
             self._builder = loop.create_task(self._build())
 
     def _create_logs(self, info: TopicInfo, start: int) -> Generator[None, None, None]:
-        cfg = self.logs.config_for(info.name)
         for p in range(start, info.partitions):
             yield
             if self.catalog.get(info.name) is not info:
                 return  # deleted meanwhile (and perhaps created again)
-            self.logs.get_or_create(info.name, p, config=cfg)
+            # The topic's configs as they are now: they may have changed meanwhile.
+            self.logs.get_or_create(info.name, p)
 
     async def _build(self) -> None:
         """Runs the backlog of log creations, one log at a time, BACKGROUND_PAUSE_S

@@ -72,6 +72,17 @@ async def test_committed_then_created_and_a_partition_asked_for_first(
     assert open_count(handlers, "big") == 80
 
 
+async def test_logs_created_after_a_config_change_take_it(handlers: Handlers) -> None:
+    storage = handlers.broker.storage
+    storage.commit_topic("conf", 30)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert 0 < open_count(handlers, "conf") < 30
+    storage.catalog.set_configs("conf", {"segment.bytes": "1048576"})
+    await until_open(handlers, "conf", 30)
+    assert {plog.config.segment_bytes for plog in storage.logs.partitions("conf")} == {1048576}
+
+
 async def test_deleted_in_steps_and_created_again_meanwhile(handlers: Handlers) -> None:
     storage = handlers.broker.storage
     storage.create_topic("d", 20)
