@@ -24,7 +24,7 @@ from kafkalite.protocol.varint import write_uvarint
 
 from ...auth import Access, Operation, ResourceType
 from ...context import RequestContext
-from .groups import GroupAcl
+from .groups import TOPICS_NOT_DESCRIBABLE, GroupAcl, describable_groups
 
 CONSUMER_GROUP_HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT
 CONSUMER_GROUP_DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
@@ -162,13 +162,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
     if not enabled:
         return build(resp_t, throttle_time=NO_THROTTLE, groups=tuple(
             failed(g, ErrorCode.unsupported_version) for g in req.group_ids))
-    out = []
-    authorized = []
-    for gid in req.group_ids:
-        if access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, gid):
-            authorized.append(gid)
-        else:
-            out.append(failed(gid, ErrorCode.group_authorization_failed))
+    authorized, out = describable_groups(access, ctx, req.group_ids, failed)
     want_ops = bool(req.include_authorized_operations)
     for d in runtime.groups.query(lambda g: g.describe_consumer_groups(authorized)):
         if d.error is not NO_ERROR:
@@ -179,8 +173,7 @@ def consumer_group_describe(runtime: CoordinatorRuntime, access: Access, enabled
                 for t in _topics_of(d)):
             # Kafka 4.1+: a member's topics must be describable too.
             out.append(failed(d.group_id, ErrorCode.topic_authorization_failed,
-                              "The described group uses topics that the client is not "
-                              "authorized to describe."))
+                              TOPICS_NOT_DESCRIBABLE))
             continue
         ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
                else OPS_OMITTED)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalite.coordinator.classic.membership import JoinRequest
@@ -20,7 +21,7 @@ from kafkalite.protocol.build import build, millis, nested
 from kafkalite.protocol.errors import NO_ERROR, ErrorCode
 from kafkalite.protocol.names import NO_THROTTLE
 
-from ...auth import Action, Operation, ResourceType
+from ...auth import Access, Action, Operation, ResourceType
 from ...context import RequestContext
 from .group_wire import join_body, sync_body
 
@@ -134,6 +135,26 @@ def leave_group(runtime: CoordinatorRuntime, ctx: RequestContext, req: Any) -> A
         members=tuple(build(member_t, member_id=m, group_instance_id=i, error_code=e)
                       for m, i, e in res.members),
     )
+
+
+#: A described group's error when its members use topics the client may not describe
+#: (Kafka 4.1+).
+TOPICS_NOT_DESCRIBABLE = ("The described group uses topics that the client is not "
+                          "authorized to describe.")
+
+
+def describable_groups(access: Access, ctx: RequestContext, group_ids: Iterable[str],
+                       failed: Callable[[str, ErrorCode], Any]) -> tuple[list[str], list[Any]]:
+    """The group ids the client may DESCRIBE, and for the others the answer ``failed``
+    builds with GROUP_AUTHORIZATION_FAILED (the Describe requests of every group type)."""
+    authorized: list[str] = []
+    refused: list[Any] = []
+    for gid in group_ids:
+        if access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, gid):
+            authorized.append(gid)
+        else:
+            refused.append(failed(gid, ErrorCode.group_authorization_failed))
+    return authorized, refused
 
 
 class GroupAcl:

@@ -17,7 +17,7 @@ from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 
 from ...auth import Access, Operation, ResourceType
 from ...context import RequestContext
-from .groups import GroupAcl
+from .groups import TOPICS_NOT_DESCRIBABLE, GroupAcl, describable_groups
 
 if TYPE_CHECKING:
     from kafkalite.coordinator.share.group import DescribedShareGroup, ShareHeartbeatResult
@@ -100,13 +100,7 @@ def share_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Reque
                      group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                      members=(), authorized_operations=OPS_OMITTED)
 
-    out = []
-    authorized = []
-    for gid in req.group_ids:
-        if access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, gid):
-            authorized.append(gid)
-        else:
-            out.append(failed(gid, ErrorCode.group_authorization_failed))
+    authorized, out = describable_groups(access, ctx, req.group_ids, failed)
     want_ops = bool(req.include_authorized_operations)
     topics = runtime.groups.query(lambda g: g.topics)
     for d in runtime.groups.query(lambda g: g.describe_share_groups(authorized)):
@@ -118,8 +112,7 @@ def share_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Reque
                 access.permits(ctx, Operation.DESCRIBE, ResourceType.TOPIC, t)
                 for t in _topics_of(group, topics)):
             out.append(failed(d.group_id, ErrorCode.topic_authorization_failed,
-                              "The described group uses topics that the client is not "
-                              "authorized to describe."))
+                              TOPICS_NOT_DESCRIBABLE))
             continue
         ops = (access.operations_for(ctx, ResourceType.GROUP, d.group_id) if want_ops
                else OPS_OMITTED)

@@ -30,7 +30,7 @@ from kafkalite.protocol.names import NO_THROTTLE, OPS_OMITTED
 from ...auth import CLUSTER_NAME, Access, Operation, ResourceType
 from ...context import RequestContext
 from ...topic_store import Storage
-from .groups import GroupAcl
+from .groups import GroupAcl, describable_groups
 
 if TYPE_CHECKING:
     from kafkalite.coordinator.streams.group import StreamsHeartbeatResult
@@ -235,13 +235,7 @@ def streams_group_describe(runtime: CoordinatorRuntime, access: Access, ctx: Req
                            topic_configs=tuple(build(kv_t, key=k, value=v)
                                                for k, v in i.configs)) for i in ts)
 
-    out = []
-    authorized = []
-    for gid in req.group_ids:
-        if access.permits(ctx, Operation.DESCRIBE, ResourceType.GROUP, gid):
-            authorized.append(gid)
-        else:
-            out.append(failed(gid, ErrorCode.group_authorization_failed))
+    authorized, out = describable_groups(access, ctx, req.group_ids, failed)
     want_ops = bool(req.include_authorized_operations)
     v1_fields: dict[str, Any] = {}
     if ctx.api_version >= 1:
