@@ -313,11 +313,11 @@ class LogManager:
 
     def _on_disk(self, topics: dict[str, int]) -> list[tuple[str, int]]:
         """The partitions of ``topics`` that have a directory, in order."""
-        on_disk: list[tuple[str, int]] = []
         if self.place is not None:
             # Each under its node's directory.
             return [(t, p) for t, n in sorted(topics.items()) for p in range(n)
                     if self._where(t, p).is_dir()]
+        on_disk: list[tuple[str, int]] = []
         with os.scandir(self.data_dir) as it:
             for d in it:
                 m = _PARTITION_DIR.match(d.name)
