@@ -267,11 +267,17 @@ def test_produce_acks(broker: BrokerThread, acks: str) -> None:
     assert p.flush(10) == 0
     assert errors == []
     assert broker.broker is not None
-    plog = broker.broker.logs.get(f"acks{acks}", 0)
+    logs = broker.broker.logs
+
+    def end() -> int:
+        # On the broker's loop: its logs are created and opened there.
+        plog = logs.get(f"acks{acks}", 0)
+        return -1 if plog is None else plog.log_end_offset
+
     deadline = time.monotonic() + 10
-    while plog.log_end_offset < 50 and time.monotonic() < deadline:
+    while broker.call(end) < 50 and time.monotonic() < deadline:
         time.sleep(0.05)  # acks=0 has no response to wait for
-    assert plog.log_end_offset == 50
+    assert broker.call(end) == 50
 
 
 def test_retention_task_deletes_old_segments(make_broker: Any) -> None:
